@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/catalog"
+	"mediagen/internal/idgen"
+	"mediagen/internal/keys"
+	"mediagen/internal/money"
+	"mediagen/internal/store"
+	"mediagen/internal/store/sqldb"
+)
+
+func nowUTC() time.Time { return time.Now().UTC() }
+
+const adminUsage = `Operator commands (they work on the same database as serve):
+
+  mediagen admin tenant list
+  mediagen admin key create --tenant T [--name N] [--unlimited]
+  mediagen admin key list [--tenant T]
+  mediagen admin key revoke ID
+  mediagen admin credit --key ID --amount 12.50 [--note TEXT]
+  mediagen admin catalog check FILE
+  mediagen admin asset-group grant --tenant T [--name N] [--description D] [--id ID]
+  mediagen admin asset-group revoke ID
+  mediagen admin asset-group list [--tenant T]
+
+Every command also takes --db, --data-dir and --catalog (and their MEDIAGEN_* variables).`
+
+// adminEnv is what an admin command has open.
+type adminEnv struct {
+	cfg     Config
+	db      *sqldb.DB
+	catalog *catalog.Catalog
+	stdout  io.Writer
+}
+
+type adminCmd struct {
+	path  string // "key create"
+	flags func(fs *flag.FlagSet) func(env *adminEnv, args []string) error
+	nodb  bool
+}
+
+func adminCommands() []adminCmd {
+	return append([]adminCmd{
+		{path: "tenant list", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, _ []string) error { return e.tenantList(context.Background()) }
+		}},
+		{path: "key create", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			tenant := fs.String("tenant", "", "tenant id (required)")
+			name := fs.String("name", "", "a label for the key")
+			unlimited := fs.Bool("unlimited", false, "the key may spend without a balance")
+			return func(e *adminEnv, _ []string) error {
+				return e.keyCreate(context.Background(), *tenant, *name, *unlimited)
+			}
+		}},
+		{path: "key list", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			tenant := fs.String("tenant", "", "only this tenant's keys")
+			return func(e *adminEnv, _ []string) error { return e.keyList(context.Background(), *tenant) }
+		}},
+		{path: "key revoke", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, args []string) error {
+				if len(args) != 1 {
+					return usageError{"key revoke: give exactly one key id"}
+				}
+				return e.keyRevoke(context.Background(), args[0])
+			}
+		}},
+		{path: "credit", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			key := fs.String("key", "", "key id (required)")
+			amount := fs.String("amount", "", "amount in currency units, e.g. 12.50 (required)")
+			note := fs.String("note", "", "a note stored with the ledger transaction")
+			return func(e *adminEnv, _ []string) error {
+				return e.credit(context.Background(), *key, *amount, *note)
+			}
+		}},
+		{path: "catalog check", nodb: true, flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, args []string) error {
+				if len(args) != 1 {
+					return usageError{"catalog check: give exactly one file"}
+				}
+				c, err := catalog.Load(args[0])
+				if err != nil {
+					return err
+				}
+				aliases := 0
+				for _, t := range c.Tenants {
+					aliases += len(t.Aliases)
+				}
+				fmt.Fprintf(e.stdout, "%s: OK (%d tenants, %d aliases)\n", args[0], len(c.Tenants), aliases)
+				return nil
+			}
+		}},
+	}, adminAssetCommands()...)
+}
+
+func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	for _, cmd := range adminCommands() {
+		words := strings.Fields(cmd.path)
+		if len(args) < len(words) || strings.Join(args[:len(words)], " ") != cmd.path {
+			continue
+		}
+		fs := flag.NewFlagSet("admin "+cmd.path, flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		env := &adminEnv{stdout: stdout}
+		env.cfg.register(fs, getenv, false)
+		do := cmd.flags(fs)
+		positional, err := parseInterspersed(fs, args[len(words):])
+		if err != nil {
+			return err
+		}
+		if err := env.cfg.validate(); err != nil {
+			return usageError{err.Error()}
+		}
+		if !cmd.nodb {
+			var err error
+			if env.catalog, _, err = env.cfg.loadCatalog(); err != nil {
+				return err
+			}
+			if env.db, err = openStore(ctx, env.cfg.DB); err != nil {
+				return err
+			}
+			defer env.db.Close()
+		}
+		return do(env, positional)
+	}
+	fmt.Fprintln(stderr, adminUsage)
+	if len(args) == 0 {
+		return usageError{"admin: no command given"}
+	}
+	return usageError{fmt.Sprintf("admin: unknown command %q", strings.Join(args, " "))}
+}
+
+func (e *adminEnv) tenantList(ctx context.Context) error {
+	keyList, err := e.db.Keys(ctx, "")
+	if err != nil {
+		return err
+	}
+	count := map[string]int{}
+	for _, k := range keyList {
+		count[k.TenantID]++
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TENANT\tNAME\tCURRENCY\tALIASES\tKEYS")
+	for _, t := range e.catalog.Tenants {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", t.ID, t.Name, t.Currency, len(t.Aliases), count[t.ID])
+	}
+	return tw.Flush()
+}
+
+func (e *adminEnv) keyCreate(ctx context.Context, tenantID, name string, unlimited bool) error {
+	if tenantID == "" {
+		return usageError{"key create: --tenant is required"}
+	}
+	tenant, ok := e.catalog.Tenant(tenantID)
+	if !ok {
+		return fmt.Errorf("key create: tenant %q is not in the catalog (%s)", tenantID, catalogName(e.cfg.Catalog))
+	}
+	secret, display, hash := keys.Generate()
+	k := store.Key{ID: idgen.New("key"), TenantID: tenant.ID, Name: name, Prefix: display, Hash: hash,
+		Unlimited: unlimited, CreatedAt: nowUTC()}
+	if err := e.db.Transact(ctx, func(tx store.Tx) error { return tx.CreateKey(ctx, k, tenant.Currency) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "key id:  %s\ntenant:  %s\nsecret:  %s\n(the secret is shown only now; it is stored as a hash)\n", k.ID, tenant.ID, secret)
+	return nil
+}
+
+func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
+	list, err := e.db.Keys(ctx, tenantID)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tUNLIMITED\tAVAILABLE\tUSED\tCREATED\tREVOKED")
+	for _, k := range list {
+		b, err := e.db.Balance(ctx, k.ID)
+		if err != nil {
+			return err
+		}
+		revoked := "-"
+		if k.Revoked() {
+			revoked = k.RevokedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%v\t%s %s\t%s\t%s\t%s\n", k.ID, k.TenantID, k.Name, k.Prefix, k.Unlimited,
+			b.Available, b.Currency, b.Used, k.CreatedAt.Format(time.RFC3339), revoked)
+	}
+	return tw.Flush()
+}
+
+func (e *adminEnv) keyRevoke(ctx context.Context, id string) error {
+	err := e.db.Transact(ctx, func(tx store.Tx) error { return tx.RevokeKey(ctx, id, nowUTC()) })
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("key revoke: no key with id %q", id)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "revoked %s\n", id)
+	return nil
+}
+
+func (e *adminEnv) credit(ctx context.Context, keyID, amountText, note string) error {
+	if keyID == "" || amountText == "" {
+		return usageError{"credit: --key and --amount are required"}
+	}
+	amount, err := money.Parse(amountText)
+	if err != nil || amount <= 0 {
+		return usageError{fmt.Sprintf("credit: --amount %q must be a positive decimal with at most 6 decimal places", amountText)}
+	}
+	k, err := e.db.Key(ctx, keyID)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("credit: no key with id %q", keyID)
+	}
+	if err != nil {
+		return err
+	}
+	b, err := e.db.Balance(ctx, k.ID)
+	if err != nil {
+		return err
+	}
+	var txn string
+	err = e.db.Transact(ctx, func(tx store.Tx) error {
+		txn, err = billing.Credit(ctx, tx, k, b.Currency, amount, note, nowUTC())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	after, err := e.db.Balance(ctx, k.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "credited %s %s to %s (ledger transaction %s); available now %s %s\n",
+		amount, b.Currency, k.ID, txn, after.Available, after.Currency)
+	return nil
+}
+
+// parseInterspersed parses flags that may come before or after positional arguments
+// ("key revoke ID --db …"), which the flag package alone stops at.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"mediagen/internal/asset"
+	"mediagen/internal/blob"
+	"mediagen/internal/media/safefetch"
+	"mediagen/internal/store"
+)
+
+// The asset library's part of the binary: its assembly for serve, and the operator commands
+// that grant and revoke virtual asset groups.
+
+// Environment settings of the asset library (read by serve).
+// assetFetchTimeout bounds one asset download; the processing lease is longer.
+const assetFetchTimeout = 10 * time.Minute
+
+// buildAssets assembles the asset library: copies under <data-dir>/assets (their own root, so
+// the results' retention sweeper never deletes them; links share the signing key), a fetch
+// client with the serve policy and a long total timeout, the catalog's virtual groups applied,
+// and the background processor started on bg. Every role runs the processor: it takes over
+// assets left Processing by a process that died.
+func (m *Main) buildAssets(ctx, bg context.Context, key []byte, fetchOpts safefetch.Options, reg prometheus.Registerer) (*asset.Service, *blob.FS, error) {
+	c := &m.Config
+	blobs, err := blob.NewFS(filepath.Join(c.DataDir, "assets"), key, c.PublicURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("asset storage: %w", err)
+	}
+	cfg := asset.Config{Store: m.db, Catalog: m.catalog, Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
+		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg)}
+	if c.VerifyTTL > 0 {
+		cfg.VerifyTTL = c.VerifyTTL
+	}
+	if c.AssetMaxMB > 0 {
+		cfg.MaxBytes = int64(c.AssetMaxMB) << 20
+	}
+	fetchOpts.TotalTimeout = assetFetchTimeout
+	cfg.Fetch = safefetch.New(fetchOpts)
+	granted, revoked, err := asset.SyncCatalog(ctx, m.db, m.catalog, time.Now().UTC())
+	if err != nil {
+		return nil, nil, fmt.Errorf("catalog virtual_groups: %w", err)
+	}
+	if granted+revoked > 0 {
+		m.log.Info("catalog virtual groups applied", "granted", granted, "revoked", revoked)
+	}
+	svc := asset.New(cfg)
+	svc.Start(bg)
+	return svc, blobs, nil
+}
+
+// adminAssetCommands are the operator's asset-group commands.
+func adminAssetCommands() []adminCmd {
+	return []adminCmd{
+		{path: "asset-group grant", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			tenant := fs.String("tenant", "", "tenant id (required)")
+			name := fs.String("name", "", "group name (required for a new group)")
+			desc := fs.String("description", "", "group description")
+			id := fs.String("id", "", "group id: an existing group of the tenant to authorize again, or the id of the new group (default: generated)")
+			return func(e *adminEnv, _ []string) error {
+				return e.groupGrant(context.Background(), *tenant, *id, *name, *desc)
+			}
+		}},
+		{path: "asset-group revoke", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, args []string) error {
+				if len(args) != 1 {
+					return usageError{"asset-group revoke: give exactly one group id"}
+				}
+				return e.groupRevoke(context.Background(), args[0])
+			}
+		}},
+		{path: "asset-group list", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			tenant := fs.String("tenant", "", "only this tenant's groups")
+			return func(e *adminEnv, _ []string) error { return e.groupList(context.Background(), *tenant) }
+		}},
+	}
+}
+
+func (e *adminEnv) groupGrant(ctx context.Context, tenantID, id, name, desc string) error {
+	if tenantID == "" {
+		return usageError{"asset-group grant: --tenant is required"}
+	}
+	if _, ok := e.catalog.Tenant(tenantID); !ok {
+		return fmt.Errorf("tenant %q is not in the catalog", tenantID)
+	}
+	g, created, err := asset.Grant(ctx, e.db, tenantID, id, name, desc, nowUTC())
+	if err != nil {
+		return err
+	}
+	verb := "authorized again"
+	if created {
+		verb = "granted"
+	}
+	fmt.Fprintf(e.stdout, "virtual asset group %s (%s) %s for tenant %s\n", g.ID, g.Name, verb, g.TenantID)
+	return nil
+}
+
+func (e *adminEnv) groupRevoke(ctx context.Context, id string) error {
+	g, err := asset.Revoke(ctx, e.db, id, nowUTC())
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no asset group %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "asset group %s (%s) of tenant %s revoked: no assets can be added to it and its assets cannot be used\n", g.ID, g.Name, g.TenantID)
+	return nil
+}
+
+func (e *adminEnv) groupList(ctx context.Context, tenantID string) error {
+	groups, _, err := e.db.AssetGroups(ctx, store.AssetGroupQuery{TenantID: tenantID})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tTENANT\tLIBRARY\tORIGIN\tSTATUS\tASSETS\tNAME")
+	for _, g := range groups {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", g.ID, g.TenantID, g.Library, g.Origin, g.Status, g.AssetCount, g.Name)
+	}
+	return tw.Flush()
+}

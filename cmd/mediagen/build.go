@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"mediagen/internal/asset"
+	"mediagen/internal/blob"
+	"mediagen/internal/catalog"
+	"mediagen/internal/httpapi"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/media/safefetch"
+	"mediagen/internal/provider"
+	"mediagen/internal/provider/sandbox"
+	"mediagen/internal/speech"
+	"mediagen/internal/video"
+	"mediagen/internal/worker"
+)
+
+// build assembles the service from the configuration: storage, the sandbox engine, the
+// pipeline and its runner (for the worker role), and the HTTP API (for the api role).
+func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
+	c := &m.Config
+	key, err := m.signingKey()
+	if err != nil {
+		return nil, err
+	}
+	if m.blobs, err = blob.NewFS(filepath.Join(c.DataDir, "blobs"), key, c.PublicURL); err != nil {
+		return nil, fmt.Errorf("result storage: %w", err)
+	}
+	fetchOpts, _ := c.fetchOptions()
+	fetchOpts.TLSConfig = m.FetchTLS
+	fetch := safefetch.New(fetchOpts)
+	tools := ffmpeg.Tools{}
+	reg := prometheus.NewRegistry()
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	m.bgStop = stop
+
+	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch}}
+	assets, assetBlobs, err := m.buildAssets(ctx, bg, key, fetchOpts, reg)
+	if err != nil {
+		return nil, err
+	}
+	videos.Assets = assets
+	m.bgStop = func() { stop(); assets.Stop() }
+	if c.Role != "api" {
+		if err := tools.Check(ctx); err != nil {
+			return nil, fmt.Errorf("the worker needs ffmpeg, ffprobe and espeak-ng (make run installs them): %w", err)
+		}
+		pace := c.SandboxPace
+		if pace == 0 {
+			pace = -1 // no minimum
+		}
+		m.engine, err = sandbox.New(sandbox.Config{Dir: filepath.Join(c.DataDir, "sandbox"), Tools: tools, Fetch: fetch, Pace: pace, Logger: m.log})
+		if err != nil {
+			return nil, fmt.Errorf("sandbox engine: %w", err)
+		}
+		upstreams := m.Upstreams
+		if upstreams == nil {
+			upstreams = map[string]video.Upstream{"sandbox": {Generator: m.engine, Enhancer: m.engine}}
+		}
+		pipeline := &video.Pipeline{
+			Upstreams: upstreams,
+			Blobs:     m.blobs, Tools: tools, Fetch: fetch, LinkTTL: c.LinkTTL,
+			PollMin: 200 * time.Millisecond, PollMax: 10 * time.Second,
+		}
+		m.runner = worker.New(worker.Config{Store: m.db, Handler: pipeline, Logger: m.log, Metrics: worker.NewMetrics(reg),
+			Workers: c.Workers, Deadline: c.TaskDeadline})
+		m.runner.Start(bg)
+		videos.Scheduled = func(string) { m.runner.Notify() }
+		m.sweeper = &blob.Sweeper{Store: m.blobs, Retention: c.Retention, Interval: time.Hour, Logger: m.log, Metrics: reg}
+		m.sweeper.Start(bg)
+	}
+	speechSvc, err := m.buildSpeech(ctx, bg, tools, fetch)
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.New(httpapi.Config{
+		Store: m.db, Catalog: m.catalog, Logger: m.log, Registry: reg, Videos: videos,
+		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.blobs}, Assets: assets, OpsOnly: c.Role == "worker",
+		KeyCacheTTL: c.KeyCacheTTL,
+		Speech:      speechSvc,
+	}), nil
+}
+
+// buildSpeech wires POST /v1/audio/speech. Speech is synchronous, so the process serving the
+// API calls the engine itself: an api-only process makes its own sandbox engine when the
+// media tools are installed (without them it answers speech with 503). The sweep that fails
+// and refunds abandoned speech records runs in the worker role, stopped with the other
+// background work.
+func (m *Main) buildSpeech(ctx, bg context.Context, tools ffmpeg.Tools, fetch *safefetch.Client) (*speech.Service, error) {
+	c := &m.Config
+	svc := &speech.Service{Store: m.db, Engines: map[string]provider.Synthesizer{}, Fetch: fetch, Blobs: m.blobs,
+		Probe: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout}
+	if m.engine == nil && c.Role == "api" {
+		if err := tools.Check(ctx); err != nil {
+			m.log.Warn("speech is unavailable in this process: ffmpeg, ffprobe and espeak-ng are missing", "err", err)
+		} else {
+			e, err := sandbox.New(sandbox.Config{Dir: filepath.Join(c.DataDir, "sandbox"), Tools: tools, Fetch: fetch, Logger: m.log})
+			if err != nil {
+				return nil, fmt.Errorf("sandbox engine: %w", err)
+			}
+			m.engine = e
+		}
+	}
+	if m.engine != nil {
+		svc.Engines[string(catalog.UpstreamSandbox)] = m.engine
+	}
+	if c.Role != "api" {
+		sw := &speech.Sweeper{Service: svc}
+		sw.Start(bg)
+		prev := m.bgStop
+		m.bgStop = func() { prev(); sw.Stop() }
+	}
+	return svc, nil
+}
+
+// signingKey is --signing-key, or a key kept in the data directory (created on first use).
+func (m *Main) signingKey() ([]byte, error) {
+	if m.Config.SigningKey != "" {
+		k, err := blob.ParseKey(m.Config.SigningKey)
+		if err != nil {
+			return nil, fmt.Errorf("--signing-key: %w", err)
+		}
+		return k, nil
+	}
+	k, err := blob.LoadOrCreateKey(filepath.Join(m.Config.DataDir, "signing.key"))
+	if err != nil {
+		return nil, fmt.Errorf("signing key: %w", err)
+	}
+	return k, nil
+}

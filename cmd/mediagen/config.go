@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"mediagen/internal/catalog"
+	"mediagen/internal/media/safefetch"
+	"mediagen/internal/store/postgres"
+	"mediagen/internal/store/sqldb"
+	"mediagen/internal/store/sqlite"
+)
+
+// Config is everything the binary reads from flags and the environment. Each flag --name has
+// the environment variable MEDIAGEN_NAME (upper case, '-' → '_') as its default.
+type Config struct {
+	DB        string
+	Listen    string
+	DataDir   string
+	PublicURL string
+	Catalog   string
+	LogFormat string
+	LogLevel  string
+	// FetchAllow opens safefetch to addresses it refuses by default: "loopback" and/or CIDRs,
+	// comma-separated. For operators' own development and the sandbox; off by default.
+	FetchAllow string
+
+	Role         string        // all, api or worker
+	SigningKey   string        // hex HMAC key for file links; default: <data-dir>/signing.key
+	LinkTTL      time.Duration // lifetime of result links
+	Retention    time.Duration // stored results older than this are deleted
+	SandboxPace  time.Duration // minimum duration of a sandbox job
+	Workers      int           // task steps running at once in this process
+	TaskDeadline time.Duration // unfinished tasks older than this expire
+	KeyCacheTTL  time.Duration // how long an authenticated key is remembered
+	VerifyTTL    time.Duration // lifetime of a real-human verification token
+	AssetMaxMB   int           // largest accepted asset source, in MiB
+	// SpeechTimeout is the bounded wait of POST /v1/audio/speech: the engine must deliver the
+	// audio within it, and a retry waits at most this long for a running original.
+	SpeechTimeout time.Duration
+
+	envErrs []string
+}
+
+// envName maps a flag name to its environment variable.
+func envName(flagName string) string {
+	return "MEDIAGEN_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// register adds the flags that every command shares (database, data, catalog, logging);
+// serve adds the HTTP ones.
+func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP bool) {
+	str := func(p *string, name, def, usage string) {
+		if v := getenv(envName(name)); v != "" {
+			def = v
+		}
+		fs.StringVar(p, name, def, usage+" (env "+envName(name)+")")
+	}
+	// Environment values that do not parse are kept as text and reported by validate.
+	dur := func(p *time.Duration, name string, def time.Duration, usage string) {
+		if v := getenv(envName(name)); v != "" {
+			if d, err := time.ParseDuration(v); err == nil {
+				def = d
+			} else {
+				c.envErrs = append(c.envErrs, fmt.Sprintf("%s=%q is not a duration such as 30s or 24h", envName(name), v))
+			}
+		}
+		fs.DurationVar(p, name, def, usage+" (env "+envName(name)+")")
+	}
+	num := func(p *int, name string, def int, usage string) {
+		if v := getenv(envName(name)); v != "" {
+			if n, err := strconv.Atoi(v); err == nil {
+				def = n
+			} else {
+				c.envErrs = append(c.envErrs, fmt.Sprintf("%s=%q is not a number", envName(name), v))
+			}
+		}
+		fs.IntVar(p, name, def, usage+" (env "+envName(name)+")")
+	}
+	str(&c.DataDir, "data-dir", "data", "directory for the SQLite database and stored media")
+	str(&c.DB, "db", "", "database URL: sqlite:PATH or postgres://…; default sqlite:<data-dir>/mediagen.db")
+	str(&c.Catalog, "catalog", "", "operator catalog file (YAML); empty uses the embedded demo catalog")
+	str(&c.LogFormat, "log-format", "text", "log format: text or json")
+	str(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	if withHTTP {
+		str(&c.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
+		str(&c.PublicURL, "public-url", "", "public base URL of the service, used in signed links; default http://<listen>")
+		str(&c.Role, "role", "all", "what this process runs: all (API and worker), api, or worker")
+		str(&c.SigningKey, "signing-key", "", "hex key that signs file links; replicas must share it (default: created in <data-dir>/signing.key)")
+		dur(&c.LinkTTL, "link-ttl", 24*time.Hour, "lifetime of signed result links")
+		dur(&c.Retention, "retention", 7*24*time.Hour, "stored results older than this are deleted")
+		dur(&c.SandboxPace, "sandbox-pace", 2*time.Second, "minimum wall time of a sandbox job (progress rises over it)")
+		dur(&c.TaskDeadline, "task-deadline", 6*time.Hour, "tasks not finished this long after acceptance expire")
+		num(&c.Workers, "workers", 4, "task steps this process runs at once")
+		dur(&c.SpeechTimeout, "speech-timeout", 60*time.Second, "bounded wait of a speech request: no audio within it fails the request with speech_timeout and refunds it")
+		dur(&c.VerifyTTL, "verify-ttl", 15*time.Minute, "lifetime of a real-human verification token")
+		num(&c.AssetMaxMB, "asset-max-mb", 1024, "largest accepted asset source, in MiB (images are capped at 32 MiB)")
+		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
+		str(&c.FetchAllow, "fetch-allow", "", "let media fetches reach these non-public addresses: 'loopback' and/or CIDRs, comma-separated (development only)")
+	}
+}
+
+// validate checks the values flags cannot type-check.
+func (c *Config) validate() error {
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", c.LogFormat)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if len(c.envErrs) > 0 {
+		return errors.New(strings.Join(c.envErrs, "; "))
+	}
+	switch c.Role {
+	case "", "all", "api", "worker":
+	default:
+		return fmt.Errorf("--role %q: want all, api or worker", c.Role)
+	}
+	if c.SpeechTimeout < 0 {
+		return errors.New("--speech-timeout must not be negative")
+	}
+	if c.Workers < 0 || c.LinkTTL < 0 || c.Retention < 0 || c.TaskDeadline < 0 {
+		return errors.New("--workers, --link-ttl, --retention and --task-deadline must not be negative")
+	}
+	if _, err := c.fetchOptions(); err != nil {
+		return err
+	}
+	if c.DB == "" {
+		c.DB = "sqlite:" + filepath.Join(c.DataDir, "mediagen.db")
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func (c *Config) logger(w io.Writer) *slog.Logger {
+	lvl, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// loadCatalog reads the configured catalog, or the embedded demo catalog when none is set.
+func (c *Config) loadCatalog() (*catalog.Catalog, bool, error) {
+	if c.Catalog == "" {
+		return catalog.Demo(), true, nil
+	}
+	cat, err := catalog.Load(c.Catalog)
+	return cat, false, err
+}
+
+// openStore opens the database named by the URL and applies migrations.
+func openStore(ctx context.Context, dbURL string) (*sqldb.DB, error) {
+	switch {
+	case strings.HasPrefix(dbURL, "sqlite:"):
+		path := strings.TrimPrefix(dbURL, "sqlite:")
+		path = strings.TrimPrefix(path, "//")
+		if path == "" {
+			return nil, fmt.Errorf("database URL %q has no file path: want sqlite:PATH", dbURL)
+		}
+		return sqlite.Open(ctx, path)
+	case strings.HasPrefix(dbURL, "postgres://"), strings.HasPrefix(dbURL, "postgresql://"):
+		return postgres.Open(ctx, dbURL)
+	default:
+		return nil, fmt.Errorf("unsupported database URL %q: want sqlite:PATH or postgres://user@host/db", dbURL)
+	}
+}
+
+// fetchOptions builds the SSRF policy for user-supplied URLs from --fetch-allow.
+func (c *Config) fetchOptions() (safefetch.Options, error) {
+	var o safefetch.Options
+	for _, part := range strings.Split(c.FetchAllow, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "":
+		case part == "loopback":
+			o.AllowLoopback = true
+		default:
+			p, err := netip.ParsePrefix(part)
+			if err != nil {
+				return o, fmt.Errorf("--fetch-allow %q: want 'loopback' or a CIDR such as 10.1.0.0/16", part)
+			}
+			o.AllowCIDRs = append(o.AllowCIDRs, p.Masked())
+		}
+	}
+	return o, nil
+}

@@ -1,0 +1,104 @@
+// Command mediagen is the whole service in one binary: serve, migrate, admin and version.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "mediagen:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+// usageError marks errors in how the command was called (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}
+
+const usage = `mediagen — multi-tenant media generation service
+
+Usage:
+  mediagen serve   [flags]            run the HTTP API (migrates the database first)
+  mediagen migrate [flags]            apply database migrations and exit
+  mediagen admin   <command> [flags]  operator commands (run 'mediagen admin' for the list)
+  mediagen version                    print the version
+
+Run 'mediagen serve -h' for the configuration flags and their environment variables.`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return usageError{"no command given"}
+	}
+	switch args[0] {
+	case "serve":
+		m := NewMain(getenv, stdout, stderr)
+		if err := m.ParseFlags(args[1:]); err != nil {
+			return err
+		}
+		if err := m.Run(ctx); err != nil {
+			_ = m.Close()
+			return err
+		}
+		<-ctx.Done()
+		fmt.Fprintln(stderr, "mediagen: shutting down")
+		return m.Close()
+	case "migrate":
+		return runMigrate(ctx, args[1:], getenv, stdout, stderr)
+	case "admin":
+		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "mediagen", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintln(stderr, usage)
+		return usageError{fmt.Sprintf("unknown command %q", args[0])}
+	}
+}
+
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var c Config
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs, getenv, false)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := c.validate(); err != nil {
+		return usageError{err.Error()}
+	}
+	db, err := openStore(ctx, c.DB)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fmt.Fprintf(stdout, "migrations applied; %s database is up to date\n", db.Dialect())
+	return nil
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets a test run this binary's main() in a child process (to check exit codes)
+// by re-executing the test binary with MEDIAGEN_TEST_MAIN=1.
+func TestMain(m *testing.M) {
+	if f := os.Getenv("MEDIAGEN_TEST_COUNT_FILE"); f != "" {
+		os.Exit(countingWorker(f, strings.Fields(os.Getenv("MEDIAGEN_TEST_ARGS"))))
+	}
+	if os.Getenv("MEDIAGEN_TEST_MAIN") == "1" {
+		os.Args = append([]string{"mediagen"}, strings.Fields(os.Getenv("MEDIAGEN_TEST_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// startMain runs serve on 127.0.0.1:0 with a fresh data directory unless args say otherwise.
+func startMain(t *testing.T, dataDir string, extra ...string) (*Main, *bytes.Buffer) {
+	t.Helper()
+	var out bytes.Buffer
+	m := NewMain(env(nil), &out, io.Discard)
+	args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir}, extra...)
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m, &out
+}
+
+func get(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+var reKey = regexp.MustCompile(`mg_[a-z2-7]{40}`)
+
+func TestFirstRunPrintsDemoKeyOnce(t *testing.T) {
+	dir := t.TempDir()
+	m, out := startMain(t, dir)
+	key := reKey.FindString(out.String())
+	if key == "" || key != m.DemoKey {
+		t.Fatalf("no demo key printed:\n%s", out)
+	}
+	if !strings.Contains(out.String(), `curl -s -H "Authorization: Bearer `+key+`" `+m.URL()+`/v1/billing/balance`) {
+		t.Errorf("no ready-to-paste curl line:\n%s", out)
+	}
+	status, body := get(t, m.URL()+"/v1/billing/balance", key)
+	if status != 200 || !strings.Contains(body, `"available":100,`) || !strings.Contains(body, `"currency":"USD"`) {
+		t.Fatalf("balance %d %s", status, body)
+	}
+	_ = m.Close()
+
+	m2, out2 := startMain(t, dir)
+	if reKey.MatchString(out2.String()) || m2.DemoKey != "" {
+		t.Fatalf("second run made another key:\n%s", out2)
+	}
+	if !strings.Contains(out2.String(), "created on the first run") {
+		t.Errorf("second run does not explain where the key went:\n%s", out2)
+	}
+	if status, _ := get(t, m2.URL()+"/v1/billing/balance", key); status != 200 {
+		t.Errorf("first key no longer works: %d", status)
+	}
+}
+
+func TestBrokenConfigurationStopsServe(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	demo, err := os.ReadFile("../../internal/catalog/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknownKey := write("unknown-key.yaml", strings.Replace(string(demo), "    currency: USD\n", "    currency: USD\n    colour: blue\n", 1))
+	unknownFamily := write("unknown-family.yaml", strings.Replace(string(demo), "family: fast-2.0", "family: turbo-9", 1))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad database URL", []string{"--db", "mysql://x"}, `unsupported database URL "mysql://x"`},
+		{"unreachable postgres", []string{"--db", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2"}, "postgres: connect to"},
+		{"missing catalog", []string{"--catalog", filepath.Join(dir, "nope.yaml")}, "nope.yaml: no such file"},
+		{"unknown key in catalog", []string{"--catalog", unknownKey}, `unknown key "colour"`},
+		{"unknown family", []string{"--catalog", unknownFamily}, `unknown family "turbo-9"`},
+		{"bad log format", []string{"--log-format", "xml"}, "--log-format"},
+		{"busy listen address", nil, "listen on"},
+	}
+	busy, _ := startMain(t, t.TempDir())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"}, tt.args...)
+			if tt.name == "busy listen address" {
+				args = append(args, "--listen", strings.TrimPrefix(busy.URL(), "http://"))
+			}
+			err := run(context.Background(), args, env(nil), io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+			if exitCode(err) == 0 {
+				t.Error("exit code 0")
+			}
+		})
+	}
+}
+
+func TestBrokenConfigurationExitsNonZero(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "MEDIAGEN_TEST_MAIN=1", "MEDIAGEN_TEST_ARGS=serve --db mysql://x --data-dir "+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() == 0 {
+		t.Fatalf("exit: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "mediagen: unsupported database URL") {
+		t.Errorf("stderr = %q", stderr.String())
+	}
+}
+
+func TestEnvironmentConfiguresServe(t *testing.T) {
+	dir := t.TempDir()
+	m := NewMain(env(map[string]string{"MEDIAGEN_LISTEN": "127.0.0.1:0", "MEDIAGEN_DATA_DIR": dir, "MEDIAGEN_LOG_FORMAT": "json"}), io.Discard, io.Discard)
+	if err := m.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.DB != "sqlite:"+filepath.Join(dir, "mediagen.db") || m.Config.LogFormat != "json" {
+		t.Fatalf("config = %+v", m.Config)
+	}
+}
+
+// admin runs an admin command against the data directory and returns its output.
+func admin(t *testing.T, dataDir string, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	all := append([]string{"admin"}, args...)
+	all = append(all, "--data-dir", dataDir)
+	if err := run(context.Background(), all, env(nil), &out, &errOut); err != nil {
+		t.Fatalf("admin %v: %v\n%s", args, err, errOut.String())
+	}
+	return out.String()
+}
+
+func TestAdminKeyCreditAndBalanceAgree(t *testing.T) {
+	dir := t.TempDir()
+	out := admin(t, dir, "key", "create", "--tenant", "demo", "--name", "ci")
+	secret := reKey.FindString(out)
+	id := regexp.MustCompile(`key id:\s+(key_\S+)`).FindStringSubmatch(out)
+	if secret == "" || id == nil {
+		t.Fatalf("key create output:\n%s", out)
+	}
+	for _, amount := range []string{"12.50", "0.000001", "7"} {
+		admin(t, dir, "credit", "--key", id[1], "--amount", amount, "--note", "top-up")
+	}
+	list := admin(t, dir, "key", "list", "--tenant", "demo")
+	if !strings.Contains(list, id[1]) || !strings.Contains(list, "19.500001 USD") {
+		t.Errorf("key list:\n%s", list)
+	}
+	m, _ := startMain(t, dir)
+	status, body := get(t, m.URL()+"/v1/billing/balance", secret)
+	if status != 200 || !strings.Contains(body, `"available":119.500001,`) && !strings.Contains(body, `"available":19.500001,`) {
+		t.Fatalf("balance %d %s", status, body)
+	}
+	if !strings.Contains(body, `"available":19.500001,`) {
+		t.Fatalf("balance is not exactly 12.50 + 0.000001 + 7: %s", body)
+	}
+	admin(t, dir, "key", "revoke", id[1])
+	// The server remembers keys for --key-cache-ttl (2 s by default): the revocation, made by
+	// another process, takes effect within it.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		status, _ := get(t, m.URL()+"/v1/billing/balance", secret)
+		if status == 401 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("revoked key still answered %d after 5 s", status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tenants := admin(t, dir, "tenant", "list")
+	if !strings.Contains(tenants, "demo") || !strings.Contains(tenants, "USD") {
+		t.Errorf("tenant list:\n%s", tenants)
+	}
+}
+
+func TestAdminRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	cases := [][]string{
+		{"admin", "key", "create", "--tenant", "nobody"},
+		{"admin", "key", "create"},
+		{"admin", "credit", "--key", "key_missing", "--amount", "1"},
+		{"admin", "credit", "--key", "k", "--amount", "-1"},
+		{"admin", "credit", "--key", "k", "--amount", "1.0000001"},
+		{"admin", "key", "revoke", "key_missing"},
+		{"admin", "catalog", "check", "../../internal/catalog/nope.yaml"},
+		{"admin", "frobnicate"},
+	}
+	for _, args := range cases {
+		err := run(context.Background(), append(args, "--data-dir", dir), env(nil), io.Discard, io.Discard)
+		if err == nil || exitCode(err) == 0 {
+			t.Errorf("%v: err = %v", args, err)
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"admin", "catalog", "check", "../../examples/catalog.yaml"}, env(nil), &out, io.Discard); err != nil || !strings.Contains(out.String(), "OK (2 tenants") {
+		t.Errorf("catalog check: %v %s", err, out.String())
+	}
+}

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/provider"
+	"mediagen/internal/store/postgres/pgtest"
+	"mediagen/internal/video"
+)
+
+// child is a mediagen process started from the test binary (see TestMain).
+type child struct {
+	cmd    *exec.Cmd
+	stdout *bytes.Buffer
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startChild(t *testing.T, extraEnv []string, args ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append(extraEnv, "MEDIAGEN_TEST_ARGS="+strings.Join(args, " "))...)
+	c := &child{cmd: cmd, stdout: &bytes.Buffer{}}
+	cmd.Stdout = c.stdout
+	cmd.Stderr = io.Discard
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	return c
+}
+
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(base + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready", base)
+}
+
+// TestCrashMidRunLosesNothingAndChargesOnce kills the server with SIGKILL while tasks run,
+// restarts it on the same data directory, and checks that every accepted task reaches a
+// terminal state, that no task is settled twice, that the ledger balances, and that no
+// half-written file is left.
+func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
+	requireTools(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	base := "http://" + addr
+	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--sandbox-pace", "1500ms", "--workers", "3", "--log-level", "warn"}
+	first := startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, args...)
+	waitReady(t, base)
+	key := reKey.FindString(first.stdout.String())
+	if key == "" {
+		t.Fatalf("no demo key: %s", first.stdout.String())
+	}
+	e := &e2e{t: t, key: key, tools: ffmpeg.Tools{}, base: base}
+	var ids []string
+	for i := 0; i < 10; i++ {
+		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-mini","prompt":"crash %d","metadata":{"duration":4,"resolution":"480p","ratio":"1:1","client_request_id":"crash-%d"}}`, i, i)))
+	}
+	time.Sleep(1200 * time.Millisecond) // some tasks are mid-render, some queued
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = first.cmd.Process.Wait()
+
+	startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, args...)
+	waitReady(t, base)
+	for _, id := range ids {
+		if task := e.wait(id); task.Status != "completed" {
+			t.Errorf("task %s ended %s: %+v", id, task.Status, task.Error)
+		}
+	}
+	// Replays after the crash still find the accepted tasks.
+	if again := e.create(`{"model":"demo-video-mini","prompt":"crash 3","metadata":{"duration":4,"resolution":"480p","ratio":"1:1","client_request_id":"crash-3"}}`); again != ids[3] {
+		t.Errorf("replay after crash made task %s, want %s", again, ids[3])
+	}
+
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "mediagen.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var dup int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM (SELECT ref FROM ledger_txns WHERE kind IN ('settle','release') GROUP BY ref HAVING COUNT(*) > 1)`).Scan(&dup); err != nil || dup != 0 {
+		t.Fatalf("tasks settled twice: %d (%v)", dup, err)
+	}
+	var settled int
+	_ = db.QueryRow(`SELECT COUNT(*) FROM ledger_txns WHERE kind IN ('settle','release')`).Scan(&settled)
+	if settled != len(ids) {
+		t.Errorf("settlements %d, want %d", settled, len(ids))
+	}
+	var bad int
+	_ = db.QueryRow(`SELECT COUNT(*) FROM (SELECT txn_id FROM ledger_entries GROUP BY txn_id HAVING SUM(amount) <> 0)`).Scan(&bad)
+	if bad != 0 {
+		t.Errorf("%d unbalanced ledger transactions", bad)
+	}
+	_ = filepath.Walk(filepath.Join(dir, "blobs"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(fi.Name(), ".tmp-") {
+			t.Errorf("half-written file left: %s", p)
+		}
+		if strings.HasSuffix(p, ".mp4") {
+			if _, err := e.tools.Probe(context.Background(), p); err != nil {
+				t.Errorf("stored result %s does not probe: %v", p, err)
+			}
+		}
+		return nil
+	})
+}
+
+// countingWorker is a child process: `serve --role worker` with a fake upstream that records
+// every submit and poll (with this process's pid) in a shared file and returns a fixture video.
+func countingWorker(countFile string, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m := NewMain(os.Getenv, os.Stdout, os.Stderr)
+	if err := m.ParseFlags(args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	up := &countingUpstream{file: countFile, fixture: os.Getenv("MEDIAGEN_TEST_FIXTURE"), pid: os.Getpid()}
+	m.Upstreams = map[string]video.Upstream{"sandbox": {Generator: up, Enhancer: up}}
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	<-ctx.Done()
+	_ = m.Close()
+	return 0
+}
+
+type countingUpstream struct {
+	file, fixture string
+	pid           int
+	mu            sync.Mutex
+}
+
+func (c *countingUpstream) record(event, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := os.OpenFile(c.file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s %d\n", event, key, c.pid)
+}
+
+func (c *countingUpstream) SubmitGeneration(_ context.Context, r provider.GenerateRequest) (string, error) {
+	c.record("submit", r.IdempotencyKey)
+	time.Sleep(150 * time.Millisecond) // an upstream call takes time, so claims overlap
+	return r.IdempotencyKey, nil
+}
+
+func (c *countingUpstream) PollGeneration(_ context.Context, job string) (provider.Job, error) {
+	c.record("poll", job)
+	return provider.Job{Status: provider.StatusSucceeded, Progress: 100,
+		Output: &provider.Output{Source: provider.Source{Path: c.fixture}, ContentType: "video/mp4", CompletionTokens: 1000}}, nil
+}
+
+func (c *countingUpstream) SubmitEnhancement(_ context.Context, r provider.EnhanceRequest) (string, error) {
+	c.record("submit", r.IdempotencyKey)
+	return r.IdempotencyKey, nil
+}
+
+func (c *countingUpstream) PollEnhancement(ctx context.Context, job string) (provider.Job, error) {
+	return c.PollGeneration(ctx, job)
+}
+
+// TestTwoWorkerProcessesShareTasksOnPostgres runs the API in this process and two
+// `serve --role worker` processes on one PostgreSQL database; a counting fake upstream shows
+// that every task was submitted exactly once, by one process, and that both took part.
+func TestTwoWorkerProcessesShareTasksOnPostgres(t *testing.T) {
+	tools := requireTools(t)
+	url := pgtest.URL(t)
+	dir := t.TempDir()
+	fixture := filepath.Join(dir, "fixture.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 24, Duration: 1, Container: "mp4"}, fixture); err != nil {
+		t.Fatal(err)
+	}
+	counts := filepath.Join(dir, "counts.txt")
+	api, _ := startMain(t, filepath.Join(dir, "api"), "--db", url, "--role", "api", "--signing-key", strings.Repeat("ab", 32))
+	key := api.DemoKey
+	if key == "" {
+		t.Fatal("no demo key")
+	}
+	for i := 0; i < 2; i++ {
+		addr := freeAddr(t)
+		startChild(t, []string{"MEDIAGEN_TEST_COUNT_FILE=" + counts, "MEDIAGEN_TEST_FIXTURE=" + fixture},
+			"serve", "--role", "worker", "--db", url, "--listen", addr, "--workers", "2",
+			"--data-dir", filepath.Join(dir, "api"), "--signing-key", strings.Repeat("ab", 32), "--log-level", "warn")
+		waitReady(t, "http://"+addr) // a worker process serves /healthz, /readyz and /metrics only
+	}
+	e := &e2e{t: t, m: api, key: key}
+	var ids []string
+	for i := 0; i < 24; i++ {
+		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"share %d","metadata":{"duration":4,"resolution":"480p"}}`, i)))
+	}
+	for _, id := range ids {
+		if task := e.wait(id); task.Status != "completed" {
+			t.Fatalf("task %s: %+v", id, task)
+		}
+	}
+	f, err := os.Open(counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	submits := map[string][]string{}
+	pids := map[string]int{}
+	line := regexp.MustCompile(`^submit (\S+) (\d+)$`)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m := line.FindStringSubmatch(sc.Text()); m != nil {
+			submits[m[1]] = append(submits[m[1]], m[2])
+			pids[m[2]]++
+		}
+	}
+	for _, id := range ids {
+		if got := submits[id+":gen"]; len(got) != 1 {
+			t.Errorf("task %s submitted %d times (by %v), want once", id, len(got), got)
+		}
+	}
+	if len(pids) != 2 {
+		t.Errorf("work done by %d processes (%v), want both", len(pids), pids)
+	}
+	t.Logf("submits per worker process: %v", pids)
+}
+
+// TestSIGTERMShutsDownGracefully: serve stops accepting, lets an in-flight request finish
+// (a speech request that takes 2 s), closes the database and exits 0.
+func TestSIGTERMShutsDownGracefully(t *testing.T) {
+	requireTools(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	base := "http://" + addr
+	c := startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, "serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn")
+	waitReady(t, base)
+	key := reKey.FindString(c.stdout.String())
+	done := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", base+"/v1/audio/speech", strings.NewReader(`{"model":"demo-speech","input":"Goodbye [sandbox:slow=2s]"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		done <- fmt.Sprintf("%d %s", res.StatusCode, b)
+	}()
+	time.Sleep(700 * time.Millisecond) // the speech request is in flight
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("serve did not exit after SIGTERM")
+	}
+	if got := <-done; !strings.HasPrefix(got, "200 ") || !strings.Contains(got, `"object":"audio.speech"`) {
+		t.Fatalf("in-flight request was not finished: %s", got)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Error("still accepting connections after exit")
+	}
+	// The database was closed cleanly: it opens again and the ledger holds.
+	m, _ := startMain(t, dir)
+	if err := m.db.CheckLedger(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

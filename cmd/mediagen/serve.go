@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"mediagen/internal/blob"
+	"mediagen/internal/catalog"
+	"mediagen/internal/provider/sandbox"
+	"mediagen/internal/store/sqldb"
+	"mediagen/internal/video"
+	"mediagen/internal/worker"
+)
+
+// Main is the serve command as an object, so tests can start the whole service on port :0
+// and stop it again (ParseFlags, Run, Close).
+type Main struct {
+	Config Config
+
+	getenv         func(string) string
+	stdout, stderr io.Writer
+
+	log     *slog.Logger
+	db      *sqldb.DB
+	catalog *catalog.Catalog
+	demo    bool
+	ln      net.Listener
+	srv     *http.Server
+	blobs   *blob.FS
+	engine  *sandbox.Engine
+	runner  *worker.Runner
+	sweeper *blob.Sweeper
+	bgStop  context.CancelFunc
+
+	// FetchTLS, when set before Run, is the TLS configuration of the client that fetches
+	// user-supplied URLs (tests use it to trust their loopback HTTPS servers).
+	FetchTLS *tls.Config
+	// Upstreams, when set before Run, replaces the engines aliases bind to (tests use a
+	// counting fake); nil runs the embedded sandbox.
+	Upstreams map[string]video.Upstream
+
+	served   chan error
+	closed   sync.Once
+	closeErr error
+
+	// DemoKey is the demo key created on this run, if any (for tests and the banner).
+	DemoKey string
+}
+
+// NewMain returns a Main reading the given environment and writing to the given streams.
+func NewMain(getenv func(string) string, stdout, stderr io.Writer) *Main {
+	return &Main{getenv: getenv, stdout: stdout, stderr: stderr}
+}
+
+// ParseFlags reads the configuration from args and the environment.
+func (m *Main) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(m.stderr)
+	m.Config.register(fs, m.getenv, true)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("serve: unexpected argument %q", fs.Arg(0))}
+	}
+	if err := m.Config.validate(); err != nil {
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// Run loads the catalog, opens and migrates the database, makes the demo key on first run, and
+// starts serving in the background. Any configuration problem stops it here with an error.
+func (m *Main) Run(ctx context.Context) error {
+	m.log = m.Config.logger(m.stderr)
+	cat, demo, err := m.Config.loadCatalog()
+	if err != nil {
+		return err
+	}
+	m.catalog, m.demo = cat, demo
+	if m.db, err = openStore(ctx, m.Config.DB); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", m.Config.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", m.Config.Listen, err)
+	}
+	m.ln = ln
+	if m.Config.PublicURL == "" {
+		m.Config.PublicURL = "http://" + ln.Addr().String()
+	}
+	m.Config.PublicURL = strings.TrimRight(m.Config.PublicURL, "/")
+	if demo {
+		if err := m.firstRun(ctx); err != nil {
+			return err
+		}
+	}
+	api, err := m.build(ctx)
+	if err != nil {
+		return err
+	}
+	m.srv = &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
+	}
+	m.served = make(chan error, 1)
+	go func() { m.served <- m.srv.Serve(ln) }()
+	m.log.Info("mediagen serving", "addr", ln.Addr().String(), "public_url", m.Config.PublicURL,
+		"db", m.db.Dialect(), "catalog", catalogName(m.Config.Catalog), "version", version)
+	return nil
+}
+
+func catalogName(path string) string {
+	if path == "" {
+		return "embedded demo"
+	}
+	return path
+}
+
+// URL is the base URL the server listens on.
+func (m *Main) URL() string { return "http://" + m.ln.Addr().String() }
+
+// Close stops accepting connections, lets in-flight requests finish (up to 30 s), and closes
+// the database.
+// Close is safe to call more than once.
+func (m *Main) Close() error {
+	m.closed.Do(func() { m.closeErr = m.close() })
+	return m.closeErr
+}
+
+func (m *Main) close() error {
+	var errs []error
+	// First stop accepting and let in-flight requests finish (a synchronous speech request
+	// may still be generating); then stop the background work, which hands its leases back
+	// while the database is still open; the database closes last.
+	if m.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shutdown: %w", err))
+		}
+		if err := <-m.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	} else if m.ln != nil {
+		_ = m.ln.Close()
+	}
+	if m.runner != nil {
+		m.runner.Stop()
+	}
+	if m.sweeper != nil {
+		m.sweeper.Stop()
+	}
+	if m.bgStop != nil {
+		m.bgStop()
+	}
+	if m.engine != nil {
+		errs = append(errs, m.engine.Close())
+	}
+	if m.db != nil {
+		errs = append(errs, m.db.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,221 @@
+// Package asset is the asset library use case: virtual and real-human asset groups, assets
+// registered by URL and copied into the service's own storage in the background, real-human
+// verification sessions with their end-user page state and callbacks, and the resolution of
+// asset:// references for video requests.
+//
+// Assets are processed by a small durable job: assets/create writes a Processing row whose
+// lease is already expired, and the processor of any replica claims it (compare-and-set on the
+// lease), fetches the URL through safefetch, sniffs the real media type, stores a copy, measures
+// videos from that copy, and sets Active or Failed under the lease. A process that dies
+// mid-fetch leaves a lease that expires; the next claim runs the asset again, and after
+// MaxAttempts claims it is Failed with processing_interrupted, so no asset stays Processing.
+// Verification callbacks are delivered the same way, with retries and backoff.
+package asset
+
+import (
+	"context"
+	"github.com/prometheus/client_golang/prometheus"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/blob"
+	"mediagen/internal/catalog"
+	"mediagen/internal/media/probe"
+	"mediagen/internal/media/safefetch"
+	"mediagen/internal/store"
+)
+
+// Asset types, as the API names them.
+const (
+	TypeImage = "Image"
+	TypeVideo = "Video"
+	TypeAudio = "Audio"
+)
+
+// Error codes of asset operations (the code of the error envelope). docs/assets.md lists them
+// with their HTTP statuses.
+const (
+	CodeGroupNotFound        = "asset_group_not_found"      // 404
+	CodeAssetNotFound        = "asset_not_found"            // 404
+	CodeVerifyTokenNotFound  = "verify_token_not_found"     // 404
+	CodeGroupNotAuthorized   = "asset_group_not_authorized" // 403
+	CodeGroupReadOnly        = "asset_group_read_only"      // 403
+	CodeGroupNotEmpty        = "asset_group_not_empty"      // 400
+	CodeMoveNotSupported     = "asset_move_not_supported"   // 400
+	CodeInvalidSourceURL     = "invalid_source_url"         // 400
+	CodeInvalidCallbackURL   = "invalid_callback_url"       // 400
+	CodeVerificationPending  = "verification_pending"       // 400
+	CodeVerificationDeclined = "verification_declined"      // 400
+	CodeVerifyTokenExpired   = "verify_token_expired"       // 400
+	CodeVerifyTokenUsed      = "verify_token_used"          // 400
+)
+
+// Failure codes of a Failed asset (its FailureCode).
+const (
+	FailSourceUnreachable = "source_unreachable"     // the URL could not be fetched (network, timeout, HTTP status)
+	FailSourceForbidden   = "source_forbidden"       // the URL leads to a destination or redirect that is not allowed
+	FailSourceTooLarge    = "source_too_large"       // the media is over the size cap
+	FailUnsupportedMedia  = "unsupported_media"      // not an image, video or audio format the library takes
+	FailTypeMismatch      = "asset_type_mismatch"    // the media is not of the declared AssetType
+	FailUnreadable        = "media_unreadable"       // the media could not be read or measured
+	FailInterrupted       = "processing_interrupted" // processing was interrupted too many times
+	FailProcessing        = "processing_failed"      // the service could not store the copy
+)
+
+// Defaults of Config.
+const (
+	DefaultVerifyTTL        = 15 * time.Minute
+	DefaultLinkTTL          = time.Hour
+	DefaultMaxBytes         = 1 << 30
+	DefaultMaxImageBytes    = 32 << 20
+	DefaultLease            = 15 * time.Minute
+	DefaultMaxAttempts      = 3
+	DefaultConcurrency      = 2
+	DefaultPollInterval     = 10 * time.Second
+	DefaultMinCheck         = 2 * time.Second
+	DefaultCallbackAttempts = 5
+	DefaultCallbackTimeout  = 10 * time.Second
+)
+
+// DefaultCallbackBackoff is the wait after each failed callback attempt.
+var DefaultCallbackBackoff = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+
+// Blobs is the storage of asset copies: blob.FS in the service.
+type Blobs interface {
+	Put(ctx context.Context, key string, r io.Reader) (int64, error)
+	Open(ctx context.Context, key string) (blob.Object, error)
+	Delete(ctx context.Context, key string) error
+	LocalPath(key string) (string, bool)
+	SignedURL(key string, ttl time.Duration) (string, time.Time)
+}
+
+// Config configures a Service. Store, Blobs and Fetch are required.
+type Config struct {
+	Store   store.Store
+	Catalog *catalog.Catalog // tenant names on the verification page (optional)
+	Blobs   Blobs
+	// Fetch fetches source URLs and delivers callbacks; its policy decides which addresses
+	// may be reached. Give it a total timeout long enough for the largest accepted file.
+	Fetch  *safefetch.Client
+	Logger *slog.Logger
+	// Processed, when set, counts finished asset processing by asset type, status and
+	// failure code (the code is "" for Active assets).
+	Processed *prometheus.CounterVec
+	// PublicURL is the service's public base URL, the base of H5Link.
+	PublicURL string
+	// LinkTTL is the lifetime of asset links on reads and of the access handed to video tasks.
+	LinkTTL time.Duration
+	// VerifyTTL is how long a verification token may be used to complete the check.
+	VerifyTTL time.Duration
+	// MaxBytes caps a fetched source; MaxImageBytes caps images.
+	MaxBytes, MaxImageBytes int64
+	// Lease is how long one processing attempt may hold an asset; longer than the fetch
+	// client's total timeout.
+	Lease       time.Duration
+	MaxAttempts int
+	Concurrency int
+	// PollInterval is how often the processor looks for work it was not told about (assets
+	// of a process that died, callbacks due for a retry).
+	PollInterval time.Duration
+	// MinCheck is the shortest time between the start of the liveness check and its
+	// confirmation that the server accepts.
+	MinCheck time.Duration
+	// CallbackAttempts bounds delivery attempts; CallbackBackoff is the wait after each
+	// failure (the last value repeats).
+	CallbackAttempts int
+	CallbackBackoff  []time.Duration
+	CallbackTimeout  time.Duration
+	Probe            probe.Options
+	Now              func() time.Time
+}
+
+// Service implements the asset library.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+
+	wake  chan struct{}
+	mu    sync.Mutex
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	begun bool
+}
+
+// New returns a Service with defaults filled in. Start runs its background work.
+func New(cfg Config) *Service {
+	if cfg.LinkTTL <= 0 {
+		cfg.LinkTTL = DefaultLinkTTL
+	}
+	if cfg.VerifyTTL <= 0 {
+		cfg.VerifyTTL = DefaultVerifyTTL
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.MaxImageBytes <= 0 {
+		cfg.MaxImageBytes = min(DefaultMaxImageBytes, cfg.MaxBytes)
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.MinCheck < 0 {
+		cfg.MinCheck = 0
+	} else if cfg.MinCheck == 0 {
+		cfg.MinCheck = DefaultMinCheck
+	}
+	if cfg.CallbackAttempts <= 0 {
+		cfg.CallbackAttempts = DefaultCallbackAttempts
+	}
+	if len(cfg.CallbackBackoff) == 0 {
+		cfg.CallbackBackoff = DefaultCallbackBackoff
+	}
+	if cfg.CallbackTimeout <= 0 {
+		cfg.CallbackTimeout = DefaultCallbackTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, log: log, wake: make(chan struct{}, 1)}
+}
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
+
+// Caller is the authenticated tenant of a request.
+type Caller struct {
+	TenantID string
+	KeyID    string
+}
+
+// notify wakes the background loop (new asset, finished verification).
+func (s *Service) notify() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func notFoundAsset() *apierr.Error {
+	return &apierr.Error{Kind: apierr.KindNotFound, Code: CodeAssetNotFound, Param: "Id",
+		Message: "No asset with this Id exists in this library for this account."}
+}
+
+func notFoundGroup(param string) *apierr.Error {
+	return &apierr.Error{Kind: apierr.KindNotFound, Code: CodeGroupNotFound, Param: param,
+		Message: "No asset group with this " + param + " exists in this library for this account."}
+}

@@ -1,0 +1,153 @@
+package asset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"mediagen/internal/catalog"
+	"mediagen/internal/idgen"
+	"mediagen/internal/store"
+)
+
+// Operator-granted virtual groups. A virtual group is authorized for its tenant when its
+// Status is Active: groups the tenant creates are authorized at creation; the operator grants
+// groups with the catalog (virtual_groups, applied at every start of serve) or with
+// `mediagen admin asset-group grant`, and revokes any group with `mediagen admin asset-group
+// revoke`. Assets cannot be added to a revoked group and its assets cannot be used in video
+// requests; a grant authorizes it again.
+
+// ReGroupID is the form of operator-chosen group ids (catalog and admin --id).
+var ReGroupID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Grant authorizes a virtual group of tenantID for the operator. With an empty id a new group
+// is made; an existing group of the tenant is authorized again (and renamed when name is
+// given); an id of another tenant or of a real-human group is refused. It reports whether the
+// group was created.
+func Grant(ctx context.Context, st store.Store, tenantID, id, name, description string, now time.Time) (store.AssetGroup, bool, error) {
+	return grant(ctx, st, tenantID, id, name, description, store.GroupOriginOperator, now)
+}
+
+func grant(ctx context.Context, st store.Store, tenantID, id, name, description, originName string, now time.Time) (store.AssetGroup, bool, error) {
+	if id == "" {
+		id = idgen.New("grp")
+	} else if !ReGroupID.MatchString(id) {
+		return store.AssetGroup{}, false, fmt.Errorf("group id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
+	}
+	name = strings.TrimSpace(name)
+	var out store.AssetGroup
+	created := false
+	err := st.Transact(ctx, func(tx store.Tx) error {
+		g, err := tx.AssetGroupForUpdate(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if name == "" {
+				return fmt.Errorf("a new group needs a name")
+			}
+			out = store.AssetGroup{ID: id, TenantID: tenantID, Library: store.LibraryVirtual, Name: name,
+				Description: description, Origin: originName, Status: store.GroupActive, CreatedAt: now, UpdatedAt: now}
+			created = true
+			return tx.CreateAssetGroup(ctx, out)
+		case err != nil:
+			return err
+		case g.TenantID != tenantID:
+			return fmt.Errorf("group %s belongs to another tenant", id)
+		case g.Library != store.LibraryVirtual:
+			return fmt.Errorf("group %s is a real-human group, not a virtual one", id)
+		}
+		g.Status, g.UpdatedAt = store.GroupActive, now
+		if name != "" {
+			g.Name = name
+		}
+		if description != "" {
+			g.Description = description
+		}
+		out = g
+		return tx.UpdateAssetGroup(ctx, g)
+	})
+	return out, created, err
+}
+
+// Revoke withdraws the authorization of a group (of either library). Groups granted by the
+// catalog are revoked by removing them from the catalog instead.
+func Revoke(ctx context.Context, st store.Store, id string, now time.Time) (store.AssetGroup, error) {
+	var out store.AssetGroup
+	err := st.Transact(ctx, func(tx store.Tx) error {
+		g, err := tx.AssetGroupForUpdate(ctx, id)
+		if err != nil {
+			return err
+		}
+		if g.Origin == store.GroupOriginCatalog {
+			return fmt.Errorf("group %s is granted by the catalog: remove it from virtual_groups of tenant %s and restart serve", id, g.TenantID)
+		}
+		g.Status, g.UpdatedAt = store.GroupRevoked, now
+		out = g
+		return tx.UpdateAssetGroup(ctx, g)
+	})
+	return out, err
+}
+
+// SyncCatalog applies the catalog's virtual_groups: each listed group exists for its tenant,
+// is authorized and carries the catalog's name and description; groups granted by the catalog
+// earlier but no longer listed are revoked. It is idempotent, so every replica may run it at
+// start.
+func SyncCatalog(ctx context.Context, st store.Store, cat *catalog.Catalog, now time.Time) (granted, revoked int, err error) {
+	listed := map[string]bool{}
+	for _, t := range cat.Tenants {
+		for _, vg := range t.VirtualGroups {
+			listed[vg.ID] = true
+			var g store.AssetGroup
+			apply := func(tx store.Tx) error {
+				cur, err := tx.AssetGroupForUpdate(ctx, vg.ID)
+				if errors.Is(err, store.ErrNotFound) {
+					g = store.AssetGroup{ID: vg.ID, TenantID: t.ID, Library: store.LibraryVirtual, Name: vg.Name,
+						Description: vg.Description, Origin: store.GroupOriginCatalog, Status: store.GroupActive, CreatedAt: now, UpdatedAt: now}
+					granted++
+					return tx.CreateAssetGroup(ctx, g)
+				}
+				if err != nil {
+					return err
+				}
+				if cur.TenantID != t.ID || cur.Library != store.LibraryVirtual || cur.Origin != store.GroupOriginCatalog {
+					return fmt.Errorf("catalog virtual group %q of tenant %q: the id is already used by another group", vg.ID, t.ID)
+				}
+				if cur.Status == store.GroupActive && cur.Name == vg.Name && cur.Description == vg.Description {
+					return nil
+				}
+				if cur.Status != store.GroupActive {
+					granted++
+				}
+				cur.Status, cur.Name, cur.Description, cur.UpdatedAt = store.GroupActive, vg.Name, vg.Description, now
+				return tx.UpdateAssetGroup(ctx, cur)
+			}
+			err := st.Transact(ctx, apply)
+			if errors.Is(err, store.ErrConflict) {
+				// Another replica created it at the same moment: apply again over its row.
+				granted--
+				err = st.Transact(ctx, apply)
+			}
+			if err != nil {
+				return granted, revoked, err
+			}
+		}
+	}
+	old, _, err := st.AssetGroups(ctx, store.AssetGroupQuery{Origin: store.GroupOriginCatalog})
+	if err != nil {
+		return granted, revoked, err
+	}
+	for _, g := range old {
+		if listed[g.ID] || g.Status == store.GroupRevoked {
+			continue
+		}
+		g.Status, g.UpdatedAt = store.GroupRevoked, now
+		err := st.Transact(ctx, func(tx store.Tx) error { return tx.UpdateAssetGroup(ctx, g) })
+		if err != nil {
+			return granted, revoked, err
+		}
+		revoked++
+	}
+	return granted, revoked, nil
+}

@@ -1,0 +1,477 @@
+package asset
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/idgen"
+	"mediagen/internal/store"
+)
+
+// Operation is one POST endpoint of the asset library: its path, the status of a success, and
+// the use case behind it, which takes the raw JSON body.
+type Operation struct {
+	Path   string
+	Status int
+	Run    func(ctx context.Context, c Caller, body []byte) (any, error)
+}
+
+// Path prefixes of the two libraries.
+const (
+	VirtualPrefix   = "/v1/vidgen/virtual"
+	RealHumanPrefix = "/v1/vidgen/real-human"
+)
+
+// Operations lists the 21 endpoints of the contract.
+func (s *Service) Operations() []Operation {
+	v, h := store.LibraryVirtual, store.LibraryRealHuman
+	ok, accepted := http.StatusOK, http.StatusAccepted
+	return []Operation{
+		{VirtualPrefix + "/asset-groups/create", ok, s.createGroup},
+		{VirtualPrefix + "/asset-groups/list", ok, s.listGroups(v)},
+		{VirtualPrefix + "/asset-groups/get", ok, s.getGroup(v)},
+		{VirtualPrefix + "/asset-groups/update", ok, s.updateGroup(v)},
+		{VirtualPrefix + "/asset-groups/delete", ok, s.deleteGroup(v)},
+		{VirtualPrefix + "/assets/create", accepted, s.createAsset(v)},
+		{VirtualPrefix + "/assets/list", ok, s.listAssets(v)},
+		{VirtualPrefix + "/assets/get", ok, s.getAsset(v)},
+		{VirtualPrefix + "/assets/update", ok, s.updateAsset(v)},
+		{VirtualPrefix + "/assets/delete", ok, s.deleteAsset(v)},
+		{RealHumanPrefix + "/validate-session/create", ok, s.createSession},
+		{RealHumanPrefix + "/validate-result/get", ok, s.getResult},
+		{RealHumanPrefix + "/asset-groups/list", ok, s.listGroups(h)},
+		{RealHumanPrefix + "/asset-groups/get", ok, s.getGroup(h)},
+		{RealHumanPrefix + "/asset-groups/update", ok, s.updateGroup(h)},
+		{RealHumanPrefix + "/asset-groups/delete", ok, s.deleteGroup(h)},
+		{RealHumanPrefix + "/assets/create", accepted, s.createAsset(h)},
+		{RealHumanPrefix + "/assets/list", ok, s.listAssets(h)},
+		{RealHumanPrefix + "/assets/get", ok, s.getAsset(h)},
+		{RealHumanPrefix + "/assets/update", ok, s.updateAsset(h)},
+		{RealHumanPrefix + "/assets/delete", ok, s.deleteAsset(h)},
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Groups
+// ---------------------------------------------------------------------------------------------
+
+// group reads a group of the caller in the library; anything else is not found, so ids of
+// another tenant or of the other library cannot be told apart from unknown ones.
+func (s *Service) group(ctx context.Context, c Caller, library, id, param string) (store.AssetGroup, error) {
+	g, err := s.cfg.Store.AssetGroup(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.TenantID || g.Library != library)) {
+		return store.AssetGroup{}, notFoundGroup(param)
+	}
+	return g, err
+}
+
+func (s *Service) createGroup(ctx context.Context, c Caller, raw []byte) (any, error) {
+	b, aerr := decode(raw, []field{reqStr("Name"), str("Description")}, nil)
+	if aerr != nil {
+		return nil, aerr
+	}
+	name, _, aerr := b.text("Name", MaxNameChars, true, false)
+	if aerr != nil {
+		return nil, aerr
+	}
+	desc, _, aerr := b.text("Description", MaxDescriptionChars, false, true)
+	if aerr != nil {
+		return nil, aerr
+	}
+	now := s.now()
+	g := store.AssetGroup{ID: idgen.New("grp"), TenantID: c.TenantID, Library: store.LibraryVirtual, Name: name,
+		Description: desc, Origin: store.GroupOriginTenant, Status: store.GroupActive, CreatedAt: now, UpdatedAt: now}
+	if err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.CreateAssetGroup(ctx, g) }); err != nil {
+		return nil, err
+	}
+	return groupView(g), nil
+}
+
+var pageFields = []field{integer("PageNumber"), integer("PageSize")}
+
+func (s *Service) listGroups(library string) func(context.Context, Caller, []byte) (any, error) {
+	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+		b, aerr := decode(raw, pageFields, nil)
+		if aerr != nil {
+			return nil, aerr
+		}
+		number, size, aerr := b.paging()
+		if aerr != nil {
+			return nil, aerr
+		}
+		groups, total, err := s.cfg.Store.AssetGroups(ctx, store.AssetGroupQuery{TenantID: c.TenantID, Library: library,
+			Offset: (number - 1) * size, Limit: size})
+		if err != nil {
+			return nil, err
+		}
+		out := GroupList{Items: make([]GroupView, 0, len(groups)), PageNumber: number, PageSize: size, TotalCount: total}
+		for _, g := range groups {
+			out.Items = append(out.Items, groupView(g))
+		}
+		return out, nil
+	}
+}
+
+func (s *Service) getGroup(library string) func(context.Context, Caller, []byte) (any, error) {
+	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+		id, aerr := decodeID(raw)
+		if aerr != nil {
+			return nil, aerr
+		}
+		g, err := s.group(ctx, c, library, id, "Id")
+		if err != nil {
+			return nil, err
+		}
+		return groupView(g), nil
+	}
+}
+
+// decodeID reads the body {Id} of get and delete.
+func decodeID(raw []byte) (string, *apierr.Error) {
+	b, aerr := decode(raw, []field{reqStr("Id")}, nil)
+	if aerr != nil {
+		return "", aerr
+	}
+	return b.id("Id")
+}
+
+func readOnly() *apierr.Error {
+	return &apierr.Error{Kind: apierr.KindPermission, Code: CodeGroupReadOnly, Param: "Id",
+		Message: "This asset group was granted by the operator and cannot be changed or deleted with this key. Contact the operator."}
+}
+
+func operatorGroup(g store.AssetGroup) bool {
+	return g.Origin == store.GroupOriginCatalog || g.Origin == store.GroupOriginOperator
+}
+
+func (s *Service) updateGroup(library string) func(context.Context, Caller, []byte) (any, error) {
+	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+		b, aerr := decode(raw, []field{reqStr("Id"), str("Name"), str("Description")}, nil)
+		if aerr != nil {
+			return nil, aerr
+		}
+		id, aerr := b.id("Id")
+		if aerr != nil {
+			return nil, aerr
+		}
+		name, hasName, aerr := b.text("Name", MaxNameChars, true, false)
+		if aerr != nil {
+			return nil, aerr
+		}
+		desc, hasDesc, aerr := b.text("Description", MaxDescriptionChars, false, true)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if !hasName && !hasDesc {
+			return nil, invalid("", "Send Name, Description or both with the new values.")
+		}
+		var out store.AssetGroup
+		err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
+			g, err := tx.AssetGroupForUpdate(ctx, id)
+			if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.TenantID || g.Library != library)) {
+				return notFoundGroup("Id")
+			}
+			if err != nil {
+				return err
+			}
+			if operatorGroup(g) {
+				return readOnly()
+			}
+			if hasName {
+				g.Name = name
+			}
+			if hasDesc {
+				g.Description = desc
+			}
+			g.UpdatedAt = s.now()
+			out = g
+			return tx.UpdateAssetGroup(ctx, g)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return groupView(out), nil
+	}
+}
+
+func (s *Service) deleteGroup(library string) func(context.Context, Caller, []byte) (any, error) {
+	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+		id, aerr := decodeID(raw)
+		if aerr != nil {
+			return nil, aerr
+		}
+		err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
+			g, err := tx.AssetGroupForUpdate(ctx, id)
+			if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.TenantID || g.Library != library)) {
+				return notFoundGroup("Id")
+			}
+			if err != nil {
+				return err
+			}
+			if operatorGroup(g) {
+				return readOnly()
+			}
+			err = tx.DeleteAssetGroup(ctx, id)
+			if errors.Is(err, store.ErrConflict) {
+				return &apierr.Error{Kind: apierr.KindInvalid, Code: CodeGroupNotEmpty, Param: "Id",
+					Message: "The asset group still holds assets; delete them first (assets/list with this GroupId shows them)."}
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return Deleted{ID: id, Deleted: true}, nil
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Assets
+// ---------------------------------------------------------------------------------------------
+
+// asset reads an asset of the caller in the library; anything else is not found.
+func (s *Service) asset(ctx context.Context, c Caller, library, id string) (store.Asset, error) {
+	a, err := s.cfg.Store.Asset(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.TenantID != c.TenantID || a.Library != library)) {
+		return store.Asset{}, notFoundAsset()
+	}
+	return a, err
+}
+
+var assetTypes = []string{TypeImage, TypeVideo, TypeAudio}
+
+func (s *Service) createAsset(library string) func(context.Context, Caller, []byte) (any, error) {
+	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+		b, aerr := decode(raw, []field{reqStr("GroupId"), reqStr("URL"), reqStr("AssetType"), str("Name")}, nil)
+		if aerr != nil {
+			return nil, aerr
+		}
+		groupID, aerr := b.id("GroupId")
+		if aerr != nil {
+			return nil, aerr
+		}
+		src := b.strs["URL"]
+		if aerr := s.checkSourceURL(src); aerr != nil {
+			return nil, aerr
+		}
+		typ, aerr := b.enum("AssetType", assetTypes...)
+		if aerr != nil {
+			return nil, aerr
+		}
+		name, hasName, aerr := b.text("Name", MaxNameChars, true, false)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if !hasName {
+			name = nameFromURL(src)
+		}
+		g, err := s.group(ctx, c, library, groupID, "GroupId")
+		if err != nil {
+			return nil, err
+		}
+		if g.Status != store.GroupActive {
+			return nil, notAuthorized()
+		}
+		now := s.now()
+		a := store.Asset{ID: idgen.New("asset"), TenantID: c.TenantID, GroupID: g.ID, Library: library, Name: name,
+			Type: typ, SourceURL: src, Status: store.AssetProcessing, CreatedAt: now, UpdatedAt: now}
+		if err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.CreateAsset(ctx, a) }); err != nil {
+			return nil, err
+		}
+		s.notify()
+		return Created{ID: a.ID, Status: a.Status}, nil
+	}
+}
+
+func notAuthorized() *apierr.Error {
+	return &apierr.Error{Kind: apierr.KindPermission, Code: CodeGroupNotAuthorized, Param: "GroupId",
+		Message: "This asset group is not authorized for this account (the operator revoked it); assets cannot be added to it. Contact the operator."}
+}
+
+// checkSourceURL applies the rules that need no I/O: an absolute https URL under the fetch
+// policy's static checks; never data:, Base64, asset:// or file://.
+func (s *Service) checkSourceURL(src string) *apierr.Error {
+	bad := func(msg string) *apierr.Error {
+		return &apierr.Error{Kind: apierr.KindInvalid, Code: CodeInvalidSourceURL, Param: "URL", Message: msg}
+	}
+	lower := strings.ToLower(src)
+	switch {
+	case src == "":
+		return bad("URL must not be empty.")
+	case len(src) > MaxURLBytes:
+		return bad("URL is longer than 4096 bytes.")
+	case strings.HasPrefix(lower, "data:"):
+		return bad("URL must not be a data: URL; inline data and Base64 are not supported. Register the media by its https URL.")
+	case strings.HasPrefix(lower, "asset://"):
+		return bad("URL must be the https URL of the media; an asset is not created from another asset.")
+	case !strings.Contains(src, "://"):
+		return bad("URL must be an absolute https URL; inline data and Base64 are not supported.")
+	case strings.HasPrefix(lower, "file:"):
+		return bad("URL must be a public https URL; file:// URLs are not accepted.")
+	case !strings.HasPrefix(lower, "https://"):
+		return bad("URL must use https.")
+	}
+	for i := 0; i < len(src); i++ {
+		if c := src[i]; c <= ' ' || c == 0x7f {
+			return bad("URL must not contain spaces or control characters.")
+		}
+	}
+	if s.cfg.Fetch != nil {
+		if _, err := s.cfg.Fetch.Check(src, false); err != nil {
+			return bad("URL cannot be fetched: " + publicFetchMessage(err))
+		}
+	}
+	return nil
+}
+
+// nameFromURL is the default Name: the last path segment of the URL.
+func nameFromURL(src string) string {
+	u, err := url.Parse(src)
+	if err != nil {
+		return "asset"
+	}
+	base := path.Base(u.Path)
+	if base == "/" || base == "." || base == "" {
+		return "asset"
+	}
+	if r := []rune(base); len(r) > MaxNameChars {
+		base = string(r[:MaxNameChars])
+	}
+	return base
+}
+
+func (s *Service) listAssets(library string) func(context.Context, Caller, []byte) (any, error) {
+	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+		b, aerr := decode(raw, append([]field{str("GroupId"), str("AssetType"), str("Status")}, pageFields...), nil)
+		if aerr != nil {
+			return nil, aerr
+		}
+		groupID, aerr := b.id("GroupId")
+		if aerr != nil {
+			return nil, aerr
+		}
+		typ, aerr := b.enum("AssetType", assetTypes...)
+		if aerr != nil {
+			return nil, aerr
+		}
+		status, aerr := b.enum("Status", store.AssetProcessing, store.AssetActive, store.AssetFailed)
+		if aerr != nil {
+			return nil, aerr
+		}
+		number, size, aerr := b.paging()
+		if aerr != nil {
+			return nil, aerr
+		}
+		if groupID != "" {
+			if _, err := s.group(ctx, c, library, groupID, "GroupId"); err != nil {
+				return nil, err
+			}
+		}
+		assets, total, err := s.cfg.Store.Assets(ctx, store.AssetQuery{TenantID: c.TenantID, Library: library,
+			GroupID: groupID, Type: typ, Status: status, Offset: (number - 1) * size, Limit: size})
+		if err != nil {
+			return nil, err
+		}
+		out := AssetList{Items: make([]AssetView, 0, len(assets)), PageNumber: number, PageSize: size, TotalCount: total}
+		for _, a := range assets {
+			out.Items = append(out.Items, s.assetView(a))
+		}
+		return out, nil
+	}
+}
+
+func (s *Service) getAsset(library string) func(context.Context, Caller, []byte) (any, error) {
+	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+		id, aerr := decodeID(raw)
+		if aerr != nil {
+			return nil, aerr
+		}
+		a, err := s.asset(ctx, c, library, id)
+		if err != nil {
+			return nil, err
+		}
+		return s.assetView(a), nil
+	}
+}
+
+// immutable refuses the fields an update cannot change, with what to do instead.
+func immutable(name string) *apierr.Error {
+	switch name {
+	case "GroupId":
+		return &apierr.Error{Kind: apierr.KindInvalid, Code: CodeMoveNotSupported, Param: name,
+			Message: "GroupId cannot be changed: assets are never moved between groups or libraries (a real-human asset cannot become a virtual one). Create the asset again in the other group."}
+	case "URL", "AssetType", "Status":
+		return invalid(name, "%s cannot be changed; only Name can be updated. Create a new asset for other media.", name)
+	}
+	return nil
+}
+
+func (s *Service) updateAsset(library string) func(context.Context, Caller, []byte) (any, error) {
+	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+		b, aerr := decode(raw, []field{reqStr("Id"), reqStr("Name")}, immutable)
+		if aerr != nil {
+			return nil, aerr
+		}
+		id, aerr := b.id("Id")
+		if aerr != nil {
+			return nil, aerr
+		}
+		name, _, aerr := b.text("Name", MaxNameChars, true, false)
+		if aerr != nil {
+			return nil, aerr
+		}
+		a, err := s.asset(ctx, c, library, id)
+		if err != nil {
+			return nil, err
+		}
+		now := s.now()
+		err = s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.RenameAsset(ctx, id, name, now) })
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFoundAsset()
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Read back: processing may have finished in between.
+		if fresh, err := s.asset(ctx, c, library, id); err == nil {
+			a = fresh
+		} else {
+			a.Name, a.UpdatedAt = name, now
+		}
+		return s.assetView(a), nil
+	}
+}
+
+func (s *Service) deleteAsset(library string) func(context.Context, Caller, []byte) (any, error) {
+	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+		id, aerr := decodeID(raw)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if _, err := s.asset(ctx, c, library, id); err != nil {
+			return nil, err
+		}
+		var key string
+		err := s.cfg.Store.Transact(ctx, func(tx store.Tx) (err error) {
+			key, err = tx.DeleteAsset(ctx, id)
+			return err
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFoundAsset()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if key != "" {
+			if err := s.cfg.Blobs.Delete(ctx, key); err != nil {
+				s.log.WarnContext(ctx, "asset copy not deleted", "asset", id, "err", err)
+			}
+		}
+		return Deleted{ID: id, Deleted: true}, nil
+	}
+}

@@ -1,0 +1,77 @@
+package asset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/blob"
+	"mediagen/internal/store"
+	"mediagen/internal/video"
+)
+
+// DefaultTaskLinkTTL is the lifetime of the access a video task gets to an asset: long
+// enough for the task to finish.
+const DefaultTaskLinkTTL = 24 * time.Hour
+
+var _ video.Assets = (*Service)(nil)
+
+// Resolve implements video.Assets: an asset:// reference of a video request. The asset must
+// exist and belong to the tenant (anything else is video.ErrAssetNotFound, so ids cannot be
+// probed) and be in a group that is still authorized. Assets of either library can be
+// referenced. The video service checks Status and Type; an Active asset comes with fresh
+// access to the stored copy: a signed link minted now, and its local path for an engine that
+// runs on the same storage.
+func (s *Service) Resolve(ctx context.Context, tenantID, assetID string) (video.Asset, error) {
+	a, err := s.cfg.Store.Asset(ctx, assetID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.TenantID != tenantID) {
+		return video.Asset{}, video.ErrAssetNotFound
+	}
+	if err != nil {
+		return video.Asset{}, err
+	}
+	g, err := s.cfg.Store.AssetGroup(ctx, a.GroupID)
+	if err != nil {
+		return video.Asset{}, err
+	}
+	if g.Status != store.GroupActive {
+		return video.Asset{}, &apierr.Error{Kind: apierr.KindPermission, Code: CodeGroupNotAuthorized,
+			Message: fmt.Sprintf("Asset %q is in an asset group that is no longer authorized for this account; it cannot be used. Contact the operator.", assetID)}
+	}
+	v := video.Asset{ID: a.ID, Type: a.Type, Status: a.Status, Duration: a.Duration}
+	if a.Status == store.AssetActive {
+		v.AccessURL, _ = s.cfg.Blobs.SignedURL(a.BlobKey, s.taskLinkTTL())
+		v.Path, _ = s.cfg.Blobs.LocalPath(a.BlobKey)
+	}
+	return v, nil
+}
+
+func (s *Service) taskLinkTTL() time.Duration { return max(s.cfg.LinkTTL, DefaultTaskLinkTTL) }
+
+// FileServer serves signed file links.
+type FileServer interface {
+	ServeFile(w http.ResponseWriter, r *http.Request) error
+}
+
+// Files serves GET /v1/files/{key...} from two stores that share the signing key: asset
+// copies (keys under KeyPrefix) from Assets, everything else (task results) from Results.
+// Asset copies live in their own root so the results' retention sweeper never touches them.
+type Files struct {
+	Assets, Results FileServer
+}
+
+// ServeFile implements the file route.
+func (f Files) ServeFile(w http.ResponseWriter, r *http.Request) error {
+	key := r.PathValue("key")
+	if key == "" {
+		key = strings.TrimPrefix(r.URL.Path, blob.FilesPath)
+	}
+	if strings.HasPrefix(key, KeyPrefix) {
+		return f.Assets.ServeFile(w, r)
+	}
+	return f.Results.ServeFile(w, r)
+}

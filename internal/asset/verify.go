@@ -1,0 +1,351 @@
+package asset
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/idgen"
+	"mediagen/internal/store"
+)
+
+// Real-human verification. validate-session/create makes a session and hands out its token
+// twice: as VerifyToken and inside H5Link ({PublicURL}/verify/{token}), the page the end user
+// opens. Only the SHA-256 hash of the token is stored. On the page the user starts a
+// (simulated) liveness check and confirms it after at least MinCheck, or declines. A pass
+// makes a new real-human group; validate-result/get then returns its GroupId, once.
+
+// VerifyPath is the path prefix of the end-user page.
+const VerifyPath = "/verify/"
+
+// tokenPrefix starts every VerifyToken; 32 base32 characters (160 bits) follow.
+const tokenPrefix = "vt_"
+
+func tokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+func (s *Service) createSession(ctx context.Context, c Caller, raw []byte) (any, error) {
+	b, aerr := decode(raw, []field{str("CallbackURL")}, nil)
+	if aerr != nil {
+		return nil, aerr
+	}
+	cb, has := b.strs["CallbackURL"]
+	if has {
+		if aerr := s.checkCallbackURL(cb); aerr != nil {
+			return nil, aerr
+		}
+	}
+	token := tokenPrefix + idgen.Secret(20)
+	now := s.now()
+	v := store.VerifySession{ID: idgen.New("vs"), TokenHash: tokenHash(token), TenantID: c.TenantID, KeyID: c.KeyID,
+		CallbackURL: cb, Status: store.VerifyPending, CreatedAt: now, ExpiresAt: now.Add(s.cfg.VerifyTTL)}
+	if err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.CreateVerifySession(ctx, v) }); err != nil {
+		return nil, err
+	}
+	return Session{H5Link: strings.TrimRight(s.cfg.PublicURL, "/") + VerifyPath + token, VerifyToken: token,
+		ExpiresAt: v.ExpiresAt.Unix()}, nil
+}
+
+func (s *Service) checkCallbackURL(u string) *apierr.Error {
+	bad := func(msg string) *apierr.Error {
+		return &apierr.Error{Kind: apierr.KindInvalid, Code: CodeInvalidCallbackURL, Param: "CallbackURL", Message: msg}
+	}
+	switch {
+	case u == "":
+		return bad("CallbackURL must not be empty; omit it when no callback is wanted.")
+	case len(u) > MaxCallbackURLBytes:
+		return bad(fmt.Sprintf("CallbackURL is longer than %d bytes.", MaxCallbackURLBytes))
+	case !strings.HasPrefix(strings.ToLower(u), "https://"):
+		return bad("CallbackURL must be an absolute https URL.")
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c == 0x7f {
+			return bad("CallbackURL must not contain spaces or control characters.")
+		}
+	}
+	if s.cfg.Fetch != nil {
+		if _, err := s.cfg.Fetch.Check(u, false); err != nil {
+			return bad("CallbackURL cannot be called: " + publicFetchMessage(err))
+		}
+	}
+	return nil
+}
+
+func tokenErr(kind apierr.Kind, code, msg string) *apierr.Error {
+	return &apierr.Error{Kind: kind, Code: code, Param: "VerifyToken", Message: msg}
+}
+
+func (s *Service) getResult(ctx context.Context, c Caller, raw []byte) (any, error) {
+	b, aerr := decode(raw, []field{reqStr("VerifyToken")}, nil)
+	if aerr != nil {
+		return nil, aerr
+	}
+	token := b.strs["VerifyToken"]
+	if token == "" {
+		return nil, invalid("VerifyToken", "VerifyToken must not be empty.")
+	}
+	v, err := s.cfg.Store.VerifySessionByToken(ctx, tokenHash(token))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && v.TenantID != c.TenantID) {
+		return nil, tokenErr(apierr.KindNotFound, CodeVerifyTokenNotFound,
+			"No verification session with this VerifyToken exists for this account.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !v.RedeemedAt.IsZero():
+		return nil, tokenErr(apierr.KindInvalid, CodeVerifyTokenUsed,
+			"This VerifyToken was already used to get its GroupId; a token is spent once. The group is listed by real-human asset-groups/list.")
+	case v.Status == store.VerifyDeclined:
+		return nil, tokenErr(apierr.KindInvalid, CodeVerificationDeclined,
+			"The end user declined the verification. Start a new session with validate-session/create.")
+	case v.Status == store.VerifyPending && !s.now().Before(v.ExpiresAt):
+		return nil, tokenErr(apierr.KindInvalid, CodeVerifyTokenExpired,
+			"The VerifyToken expired before the end user completed the verification. Start a new session with validate-session/create.")
+	case v.Status == store.VerifyPending:
+		return nil, tokenErr(apierr.KindInvalid, CodeVerificationPending,
+			"The end user has not completed the verification yet. Ask them to finish it on the H5Link page, then call again.")
+	}
+	err = s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.RedeemVerifySession(ctx, v.ID, s.now()) })
+	if errors.Is(err, store.ErrConflict) {
+		return nil, tokenErr(apierr.KindInvalid, CodeVerifyTokenUsed,
+			"This VerifyToken was already used to get its GroupId; a token is spent once. The group is listed by real-human asset-groups/list.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Result{GroupID: v.GroupID}, nil
+}
+
+// ---------------------------------------------------------------------------------------------
+// The end-user page
+// ---------------------------------------------------------------------------------------------
+
+// Page states.
+const (
+	PagePending  = "pending"  // consent not given yet, or the check not started
+	PageStarted  = "started"  // the liveness check runs; Confirm is accepted after MinCheck
+	PagePassed   = "passed"   // finished: verified
+	PageDeclined = "declined" // finished: the user declined
+	PageExpired  = "expired"  // the token expired before the user finished
+)
+
+// PageState is what the verification page shows.
+type PageState struct {
+	State        string
+	TenantName   string
+	ExpiresAt    time.Time
+	CheckSeconds int // the length of the liveness check the page runs
+}
+
+// ErrUnknownToken is what Page answers for a token that does not exist.
+var ErrUnknownToken = errors.New("unknown verification token")
+
+// Codes of refused page actions (400), besides CodeVerifyTokenExpired and
+// CodeVerifyTokenNotFound.
+const (
+	CodeCheckNotStarted = "check_not_started"
+	CodeCheckIncomplete = "check_incomplete"
+)
+
+func pageErr(kind apierr.Kind, code, msg string) *apierr.Error {
+	return &apierr.Error{Kind: kind, Code: code, Message: msg}
+}
+
+func (s *Service) pageState(v store.VerifySession) PageState {
+	st := PageState{ExpiresAt: v.ExpiresAt, CheckSeconds: max(3, int((s.cfg.MinCheck+time.Second-1)/time.Second))}
+	st.TenantName = v.TenantID
+	if s.cfg.Catalog != nil {
+		if t, ok := s.cfg.Catalog.Tenant(v.TenantID); ok && t.Name != "" {
+			st.TenantName = t.Name
+		}
+	}
+	switch {
+	case v.Status == store.VerifyPassed:
+		st.State = PagePassed
+	case v.Status == store.VerifyDeclined:
+		st.State = PageDeclined
+	case !s.now().Before(v.ExpiresAt):
+		st.State = PageExpired
+	case !v.StartedAt.IsZero():
+		st.State = PageStarted
+	default:
+		st.State = PagePending
+	}
+	return st
+}
+
+func (s *Service) session(ctx context.Context, token string) (store.VerifySession, error) {
+	if !strings.HasPrefix(token, tokenPrefix) || len(token) > 128 {
+		return store.VerifySession{}, ErrUnknownToken
+	}
+	v, err := s.cfg.Store.VerifySessionByToken(ctx, tokenHash(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return v, ErrUnknownToken
+	}
+	return v, err
+}
+
+// Page returns the state of the session of token for the page. GET never writes.
+func (s *Service) Page(ctx context.Context, token string) (PageState, error) {
+	v, err := s.session(ctx, token)
+	if err != nil {
+		return PageState{}, err
+	}
+	return s.pageState(v), nil
+}
+
+// Page actions.
+const (
+	ActionStart   = "start"
+	ActionConfirm = "confirm"
+	ActionDecline = "decline"
+)
+
+// Act performs a page action and returns the new state. Actions on a finished session change
+// nothing and return its state, so a double click or a reload is harmless.
+func (s *Service) Act(ctx context.Context, token, action string) (PageState, error) {
+	v, err := s.session(ctx, token)
+	if errors.Is(err, ErrUnknownToken) {
+		return PageState{}, pageErr(apierr.KindNotFound, CodeVerifyTokenNotFound,
+			"This verification link is not valid. Ask the service that sent it for a new link.")
+	}
+	if err != nil {
+		return PageState{}, err
+	}
+	st := s.pageState(v)
+	switch st.State {
+	case PagePassed, PageDeclined:
+		return st, nil
+	case PageExpired:
+		return st, pageErr(apierr.KindInvalid, CodeVerifyTokenExpired,
+			"This verification link has expired. Ask the service that sent it for a new link.")
+	}
+	now := s.now()
+	switch action {
+	case ActionStart:
+		err = s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.StartVerifySession(ctx, v.ID, now) })
+	case ActionConfirm:
+		if v.StartedAt.IsZero() {
+			return st, pageErr(apierr.KindInvalid, CodeCheckNotStarted, "Start the check before confirming it.")
+		}
+		if now.Sub(v.StartedAt) < s.cfg.MinCheck {
+			return st, pageErr(apierr.KindInvalid, CodeCheckIncomplete,
+				"The check is not complete yet. Wait for the countdown to finish, then confirm.")
+		}
+		err = s.finish(ctx, v, token, store.VerifyPassed, now)
+	case ActionDecline:
+		err = s.finish(ctx, v, token, store.VerifyDeclined, now)
+	default:
+		return st, pageErr(apierr.KindNotFound, "unknown_action", "Unknown action.")
+	}
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return st, err
+	}
+	// A concurrent action may have finished the session first: report what it is now.
+	if v, err = s.cfg.Store.VerifySession(ctx, v.ID); err != nil {
+		return st, err
+	}
+	return s.pageState(v), nil
+}
+
+// finish ends a pending session: a pass makes the real-human group in the same transaction, so
+// a passed session always has its group. The callback payload is fixed here, while the token
+// is at hand (only its hash is stored).
+func (s *Service) finish(ctx context.Context, v store.VerifySession, token, status string, now time.Time) error {
+	p := CallbackPayload{VerifyToken: token, Result: "Declined", Timestamp: now.Unix()}
+	var g store.AssetGroup
+	if status == store.VerifyPassed {
+		p.Result = "Passed"
+		g = store.AssetGroup{ID: idgen.New("grp"), TenantID: v.TenantID, Library: store.LibraryRealHuman,
+			Name: "Verified person " + now.Format("2006-01-02 15:04 UTC"), Origin: store.GroupOriginVerification,
+			Status: store.GroupActive, CreatedAt: now, UpdatedAt: now}
+		p.GroupID = g.ID
+	}
+	var payload []byte
+	if v.CallbackURL != "" {
+		var err error
+		if payload, err = json.Marshal(p); err != nil {
+			return err
+		}
+	}
+	err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
+		if status == store.VerifyPassed {
+			if err := tx.CreateAssetGroup(ctx, g); err != nil {
+				return err
+			}
+		}
+		return tx.FinishVerifySession(ctx, v.ID, status, g.ID, payload, now)
+	})
+	if err == nil && v.CallbackURL != "" {
+		s.notify()
+	}
+	return err
+}
+
+// ---------------------------------------------------------------------------------------------
+// Callbacks
+// ---------------------------------------------------------------------------------------------
+
+// deliver makes one attempt at a claimed callback and records the outcome: delivered on a 2xx
+// answer; otherwise retried after the backoff until CallbackAttempts, then failed. Failures
+// are logged; the end user never waits for them.
+func (s *Service) deliver(ctx context.Context, c store.ClaimedCallback) {
+	attempt := c.CallbackAttempts + 1
+	err := s.post(ctx, c.CallbackURL, c.CallbackBody, attempt)
+	if ctx.Err() != nil {
+		return // shutting down: the lease expires and another attempt is made later
+	}
+	state, next := store.CallbackDelivered, s.now()
+	if err != nil {
+		state = store.CallbackPending
+		wait := s.cfg.CallbackBackoff[min(attempt-1, len(s.cfg.CallbackBackoff)-1)]
+		next = next.Add(wait)
+		if attempt >= s.cfg.CallbackAttempts {
+			state = store.CallbackFailed
+		}
+		s.log.WarnContext(ctx, "verification callback failed", "session", c.ID, "attempt", attempt,
+			"final", state == store.CallbackFailed, "err", err)
+	}
+	if err := s.cfg.Store.FinishCallback(ctx, c.ID, c.Token, state, attempt, next); err != nil {
+		s.log.ErrorContext(ctx, "verification callback not recorded", "session", c.ID, "err", err)
+	}
+}
+
+// post sends the payload through the fetch client (its address policy applies to the callback
+// URL and to every hop); redirects are not followed.
+func (s *Service) post(ctx context.Context, url string, payload []byte, attempt int) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallbackTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "mediagen-callback/1")
+	req.Header.Set("X-Mediagen-Attempt", strconv.Itoa(attempt))
+	hc := s.cfg.Fetch.HTTPClient()
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s", publicFetchMessage(err))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("the callback URL answered HTTP %d", resp.StatusCode)
+	}
+	return nil
+}

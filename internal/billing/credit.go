@@ -1,0 +1,54 @@
+// Package billing prices work and moves money through the ledger: credits, reservations at
+// acceptance, and one settlement at the end.
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"mediagen/internal/idgen"
+	"mediagen/internal/money"
+	"mediagen/internal/store"
+)
+
+// ErrAmount reports a credit that is not a positive amount.
+var ErrAmount = errors.New("amount must be positive")
+
+// Credit adds money to a key's available balance, drawn from the currency's funding account.
+func Credit(ctx context.Context, tx store.Tx, key store.Key, currency string, amount money.Micros, note string, at time.Time) (string, error) {
+	if amount <= 0 {
+		return "", fmt.Errorf("credit %s: %w", key.ID, ErrAmount)
+	}
+	id := idgen.New("txn")
+	err := tx.Post(ctx, store.Txn{
+		ID: id, Kind: "credit", Ref: key.ID, Note: note, CreatedAt: at,
+		Entries: []store.Entry{
+			{Account: store.FundingAccountID(currency), Amount: -amount},
+			{Account: store.AccountID(key.ID, store.AccountAvailable), Amount: amount},
+		},
+	})
+	if err != nil {
+		return "", fmt.Errorf("credit %s: %w", key.ID, err)
+	}
+	return id, nil
+}
+
+// Reserve moves a task's estimate from the key's available balance to its reserved balance.
+// For a key that is not unlimited it fails with store.ErrInsufficientFunds, changing nothing,
+// when the available balance is below the amount: the check and the debit are one guarded
+// statement in the store, so concurrent reservations cannot overdraw.
+func Reserve(ctx context.Context, tx store.Tx, key store.Key, taskID string, amount money.Micros, at time.Time) error {
+	err := tx.Post(ctx, store.Txn{
+		ID: idgen.New("txn"), Kind: "reserve", Ref: taskID, CreatedAt: at,
+		Entries: []store.Entry{
+			{Account: store.AccountID(key.ID, store.AccountAvailable), Amount: -amount},
+			{Account: store.AccountID(key.ID, store.AccountReserved), Amount: amount},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("reserve %s for %s: %w", amount, taskID, err)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package billing
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"mediagen/internal/catalog"
+	"mediagen/internal/contract"
+	"mediagen/internal/money"
+)
+
+// Documented stand-ins where a request leaves a number to the model.
+const (
+	// NativeFPS is the frame rate the token formula assumes (and the sandbox renders at).
+	NativeFPS = 24
+	// DefaultSeconds stands in for duration -1 (model default) in estimates; the sandbox
+	// renders this length too, so estimate and settlement agree for default requests.
+	DefaultSeconds = 5
+	// TokenDivisor is the pixel-frames per completion token: tokens = w × h × fps × s / 1024.
+	TokenDivisor = 1024
+	// microsPerSecond converts seconds to the integer microseconds used for billable time.
+	microsPerSecond = 1_000_000
+)
+
+// ErrNoRate reports a price the tenant's rate card lacks (the catalog check prevents it).
+var ErrNoRate = errors.New("no rate for this product")
+
+// Quote is a priced request: the reservation and everything settlement needs, frozen at
+// acceptance and stored with the task.
+type Quote struct {
+	Route    string       `json:"route"`
+	Currency string       `json:"currency"`
+	Rate     money.Micros `json:"rate"` // per million tokens (native) or per chargeable second
+	Amount   money.Micros `json:"amount"`
+
+	// native
+	EstimatedTokens int64 `json:"estimated_tokens,omitempty"`
+
+	// production
+	VideoInput     bool    `json:"video_input,omitempty"`
+	InputMicros    []int64 `json:"input_micros,omitempty"` // each measured input video, in µs
+	RequestSeconds int     `json:"request_seconds,omitempty"`
+
+	// enhancement
+	Tier       string `json:"tier,omitempty"` // lite, standard, professional
+	Band       string `json:"band,omitempty"`
+	Multiplier int    `json:"multiplier,omitempty"`
+}
+
+// NativeTokens is the documented token formula.
+func NativeTokens(width, height int, fps float64, seconds float64) int64 {
+	return int64(math.Round(float64(width) * float64(height) * fps * seconds / TokenDivisor))
+}
+
+// TokenCost prices completion tokens at a per-million rate.
+func TokenCost(rate money.Micros, tokens int64) (money.Micros, error) {
+	v, ok := money.MulDiv(rate, tokens, 1_000_000)
+	if !ok {
+		return 0, fmt.Errorf("token cost overflows")
+	}
+	return v, nil
+}
+
+// SecondsCost prices billable time given in microseconds at a per-second rate.
+func SecondsCost(rate money.Micros, micros int64) (money.Micros, error) {
+	v, ok := money.MulDiv(rate, micros, microsPerSecond)
+	if !ok {
+		return 0, fmt.Errorf("seconds cost overflows")
+	}
+	return v, nil
+}
+
+// EstimateNative reserves for the tokens the requested output would take.
+func EstimateNative(t *catalog.Tenant, alias string, p *contract.NativeParams) (Quote, error) {
+	rate, ok := t.Rates.NativeRate(alias)
+	if !ok {
+		return Quote{}, fmt.Errorf("native %s: %w", alias, ErrNoRate)
+	}
+	w, h := contract.Dimensions(p.Resolution, p.Ratio)
+	secs := p.Duration
+	if secs <= 0 {
+		secs = DefaultSeconds
+	}
+	tokens := NativeTokens(w, h, NativeFPS, float64(secs))
+	amount, err := TokenCost(rate, tokens)
+	if err != nil {
+		return Quote{}, err
+	}
+	return Quote{Route: string(contract.RouteNative), Currency: t.Currency, Rate: rate, Amount: amount, EstimatedTokens: tokens}, nil
+}
+
+// SecondsToMicros turns measured seconds into integer microseconds, rounding to the nearest:
+// media durations are exact in their timescale, and a float like 2.125 must stay 2125000.
+func SecondsToMicros(s float64) int64 { return int64(math.Round(s * microsPerSecond)) }
+
+// ceilSeconds rounds a measured duration up to whole seconds, from integer microseconds so
+// that 5.000000 measured as 4.9999999999 or 5.0000000001 still counts as 5.
+func ceilSeconds(us int64) int64 { return (us + microsPerSecond - 1) / microsPerSecond }
+
+// EstimateProduction reserves for the measured input videos plus the requested output length.
+func EstimateProduction(t *catalog.Tenant, p *contract.ProductionParams, inputSeconds []float64) (Quote, error) {
+	videoInput := len(inputSeconds) > 0 || p.HasVideoInput
+	rate, ok := t.Rates.ProductionRate(catalog.Tier(p.Tier), catalog.Resolution(p.Resolution), videoInput)
+	if !ok {
+		return Quote{}, fmt.Errorf("production %s %s: %w", p.Tier, p.Resolution, ErrNoRate)
+	}
+	secs := p.Duration
+	if secs <= 0 {
+		secs = DefaultSeconds
+	}
+	q := Quote{Route: string(contract.RouteProduction), Currency: t.Currency, Rate: rate, VideoInput: videoInput, RequestSeconds: secs}
+	for _, s := range inputSeconds {
+		q.InputMicros = append(q.InputMicros, SecondsToMicros(s))
+	}
+	amount, err := SecondsCost(rate, productionMicros(q.InputMicros, int64(secs)*microsPerSecond))
+	if err != nil {
+		return Quote{}, err
+	}
+	q.Amount = amount
+	return q, nil
+}
+
+// productionMicros is the contract's chargeable time: every measured input video (fractions
+// kept, repeats counted) plus the output rounded up to a whole second.
+func productionMicros(inputs []int64, outputMicros int64) int64 {
+	total := ceilSeconds(outputMicros) * microsPerSecond
+	for _, in := range inputs {
+		total += in
+	}
+	return total
+}
+
+// ProductionChargeable is the chargeable seconds (as µs) of a finished production task.
+func ProductionChargeable(q Quote, outputSeconds float64) int64 {
+	return productionMicros(q.InputMicros, SecondsToMicros(outputSeconds))
+}
+
+// FPSMultiplier is the enhancement FPS band: up to 30 → 1, up to 60 → 2, above → 4.
+func FPSMultiplier(fps float64) int {
+	switch {
+	case fps <= 30:
+		return 1
+	case fps <= 60:
+		return 2
+	default:
+		return 4
+	}
+}
+
+// EnhancementTier names the rate-card tier of an enhancement request.
+func EnhancementTier(route contract.EnhRoute, toolVersion string) string {
+	if route == contract.EnhLite {
+		return "lite"
+	}
+	if toolVersion == contract.ToolProfessional {
+		return "professional"
+	}
+	return "standard"
+}
+
+// EstimateEnhancement reserves for the declared duration rounded up, at the band rate, times
+// the multiplier of the explicit fps — or 4 when fps is omitted, since the source fps is
+// unknown until the output exists.
+func EstimateEnhancement(t *catalog.Tenant, route contract.EnhRoute, p *contract.EnhancementParams) (Quote, error) {
+	tier := EnhancementTier(route, p.ToolVersion)
+	rate, ok := t.Rates.EnhancementRate(tier, p.Band)
+	if !ok {
+		return Quote{}, fmt.Errorf("enhancement %s %s: %w", tier, p.Band, ErrNoRate)
+	}
+	mult := 4
+	if p.FPS != nil {
+		mult = FPSMultiplier(float64(*p.FPS))
+	}
+	q := Quote{Route: string(contract.RouteEnhancement), Currency: t.Currency, Rate: rate, Tier: tier, Band: p.Band, Multiplier: mult}
+	amount, err := enhancementCost(rate, SecondsToMicros(p.Duration), mult)
+	if err != nil {
+		return Quote{}, err
+	}
+	q.Amount = amount
+	return q, nil
+}
+
+func enhancementCost(rate money.Micros, durationMicros int64, mult int) (money.Micros, error) {
+	secs := ceilSeconds(durationMicros)
+	v, ok := money.MulDiv(rate, secs*int64(mult), 1)
+	if !ok {
+		return 0, fmt.Errorf("enhancement cost overflows")
+	}
+	return v, nil
+}
+
+// Settle computes the final amount of a completed task from measured values only.
+type Measured struct {
+	OutputSeconds    float64 // ffprobe of the final output
+	OutputFPS        float64 // ffprobe of the final output (enhancement band)
+	CompletionTokens int64   // native usage
+}
+
+// SettleAmount is the final charge of a completed task under its frozen quote.
+func SettleAmount(q Quote, m Measured) (money.Micros, error) {
+	switch q.Route {
+	case string(contract.RouteNative):
+		return TokenCost(q.Rate, m.CompletionTokens)
+	case string(contract.RouteProduction):
+		return SecondsCost(q.Rate, ProductionChargeable(q, m.OutputSeconds))
+	case string(contract.RouteEnhancement):
+		return enhancementCost(q.Rate, SecondsToMicros(m.OutputSeconds), FPSMultiplier(m.OutputFPS))
+	}
+	return 0, fmt.Errorf("settle: unknown route %q", q.Route)
+}

@@ -1,0 +1,155 @@
+package blob
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"mediagen/internal/apierr"
+)
+
+// FilesPath is the path prefix of links; ServeFile is the handler of
+// "GET /v1/files/{key...}".
+const FilesPath = "/v1/files/"
+
+// SignedURL implements Store. The expiry is rounded up to a whole second; a ttl under one
+// second is treated as one second. A link to an invalid key is well-formed but answers 404.
+func (s *FS) SignedURL(key string, ttl time.Duration) (string, time.Time) {
+	ttl = max(ttl, time.Second)
+	exp := s.now().Add(ttl)
+	unix := exp.Unix()
+	if exp.Nanosecond() > 0 {
+		unix++
+	}
+	e := strconv.FormatInt(unix, 10)
+	sig := hex.EncodeToString(s.sign(key, e))
+	return s.publicBase + FilesPath + escapeKey(key) + "?expires=" + e + "&sig=" + sig, time.Unix(unix, 0)
+}
+
+// escapeKey escapes each segment; valid keys come out unchanged.
+func escapeKey(key string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// sign is HMAC-SHA256 over key "\n" expires. Keys cannot contain a newline, so the message
+// is unambiguous.
+func (s *FS) sign(key, expires string) []byte {
+	m := hmac.New(sha256.New, s.signingKey)
+	m.Write([]byte(key))
+	m.Write([]byte{'\n'})
+	m.Write([]byte(expires))
+	return m.Sum(nil)
+}
+
+// Linker adapts a Store to the services' link minting (Link(key) string), with one TTL.
+type Linker struct {
+	Store Store
+	TTL   time.Duration
+}
+
+// Link mints a fresh temporary link to key.
+func (l Linker) Link(key string) string {
+	u, _ := l.Store.SignedURL(key, l.TTL)
+	return u
+}
+
+func errInvalidSignature() *apierr.Error {
+	return &apierr.Error{Kind: apierr.KindPermission, Code: "invalid_signature",
+		Message: "This file link is not valid: its signature is missing or does not match. Use the exact URL returned by the API."}
+}
+
+func errLinkExpired() *apierr.Error {
+	return &apierr.Error{Kind: apierr.KindPermission, Code: "link_expired",
+		Message: "This file link has expired. File links are temporary: read the task (or result) again to get a fresh link."}
+}
+
+func errFileNotFound() *apierr.Error {
+	return &apierr.Error{Kind: apierr.KindNotFound, Code: "file_not_found",
+		Message: "The file does not exist. Results are kept for a limited time and may have been deleted."}
+}
+
+// verify checks the link's signature and expiry, returning the expiry. It never touches the
+// disk.
+func (s *FS) verify(key, rawQuery string) (time.Time, *apierr.Error) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return time.Time{}, errInvalidSignature()
+	}
+	es, sigs := q["expires"], q["sig"]
+	if len(es) != 1 || len(sigs) != 1 {
+		return time.Time{}, errInvalidSignature()
+	}
+	exp, err := strconv.ParseInt(es[0], 10, 64)
+	if err != nil || exp <= 0 {
+		return time.Time{}, errInvalidSignature()
+	}
+	sig, err := hex.DecodeString(sigs[0])
+	if err != nil || len(sig) != sha256.Size {
+		return time.Time{}, errInvalidSignature()
+	}
+	if !hmac.Equal(sig, s.sign(key, es[0])) {
+		return time.Time{}, errInvalidSignature()
+	}
+	expires := time.Unix(exp, 0)
+	if !s.now().Before(expires) {
+		return time.Time{}, errLinkExpired()
+	}
+	return expires, nil
+}
+
+// ServeFile is the handler of GET (and HEAD) /v1/files/{key...}. It verifies the signature and
+// the expiry before touching the disk, then streams the object with http.ServeContent (range
+// requests, conditional requests and HEAD). Errors are *apierr.Error values for the transport
+// to write: 403 invalid_signature, 403 link_expired, 404 file_not_found; on error no status
+// or body has been written.
+//
+// The key is the request's "key" path value, or else the path after FilesPath.
+func (s *FS) ServeFile(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		return apierr.New(apierr.KindMethodNotAllowed, "Method "+r.Method+" is not allowed on this path; see the Allow header.")
+	}
+	key := r.PathValue("key")
+	if key == "" {
+		key, _ = strings.CutPrefix(r.URL.Path, FilesPath)
+	}
+	expires, aerr := s.verify(key, r.URL.RawQuery)
+	if aerr != nil {
+		return aerr
+	}
+	if ValidateKey(key) != nil {
+		return errFileNotFound()
+	}
+	obj, err := s.Open(r.Context(), key)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return errFileNotFound()
+		}
+		return &apierr.Error{Kind: apierr.KindInternal,
+			Message: "The server could not read the file. Retry later; if it persists, contact the operator.", Err: err}
+	}
+	defer obj.Close()
+	info := obj.Info()
+	maxAge := max(expires.Unix()-s.now().Unix(), 0)
+	h := w.Header()
+	h.Set("Content-Type", info.ContentType)
+	h.Set("Cache-Control", "private, max-age="+strconv.FormatInt(maxAge, 10))
+	h.Set("Content-Disposition", `inline; filename="`+path.Base(key)+`"`)
+	h.Set("X-Content-Type-Options", "nosniff")
+	// Objects are replaced only by rename, never changed in place, so size and modification
+	// time identify the content (If-Range, If-None-Match).
+	h.Set("ETag", `"`+strconv.FormatInt(info.Size, 16)+"-"+strconv.FormatInt(info.ModTime.UnixNano(), 16)+`"`)
+	http.ServeContent(w, r, path.Base(key), info.ModTime, obj)
+	return nil
+}

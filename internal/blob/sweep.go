@@ -1,0 +1,302 @@
+package blob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultSweepInterval is the Sweeper's interval when none is set.
+const DefaultSweepInterval = time.Hour
+
+// TempGrace is how long a temporary file may go unwritten before the Sweeper treats it as
+// abandoned by a crashed write and removes it. A write in progress keeps touching its file.
+const TempGrace = time.Hour
+
+// readDirBatch bounds the directory entries held in memory at once.
+const readDirBatch = 256
+
+// Sweeper deletes objects older than the retention period. Several processes may sweep the
+// same root; deletions are idempotent.
+type Sweeper struct {
+	Store     *FS
+	Retention time.Duration // objects whose ModTime is older than now-Retention are deleted; must be > 0
+	Interval  time.Duration // between sweeps; DefaultSweepInterval when zero
+	Prefixes  []string      // key prefixes (directories) to sweep; the whole store when empty
+	Logger    *slog.Logger  // optional
+	Metrics   prometheus.Registerer
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	metricsOnce sync.Once
+	files       prometheus.Counter
+	bytes       prometheus.Counter
+}
+
+// Start runs a sweep now and then every Interval in a background goroutine until ctx ends or
+// Stop is called. It fails on an invalid configuration or when already started.
+func (sw *Sweeper) Start(ctx context.Context) error {
+	if err := sw.check(); err != nil {
+		return err
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.done != nil {
+		return errors.New("blob: sweeper already started")
+	}
+	interval := sw.Interval
+	if interval <= 0 {
+		interval = DefaultSweepInterval
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	sw.cancel, sw.done = cancel, done
+	go sw.run(ctx, interval, done)
+	return nil
+}
+
+// Stop stops the background sweeps and waits for the goroutine to end. A sweep in progress is
+// interrupted between files. Stop is a no-op when not started; the Sweeper can be started
+// again afterwards.
+func (sw *Sweeper) Stop() {
+	sw.mu.Lock()
+	cancel, done := sw.cancel, sw.done
+	sw.cancel, sw.done = nil, nil
+	sw.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+func (sw *Sweeper) run(ctx context.Context, interval time.Duration, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := sw.SweepOnce(ctx, time.Now())
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			sw.logger().ErrorContext(ctx, "blob sweep failed", "deleted", n, "err", err)
+		case n > 0:
+			sw.logger().InfoContext(ctx, "blob sweep", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (sw *Sweeper) check() error {
+	if sw.Store == nil {
+		return errors.New("blob: sweeper has no store")
+	}
+	if sw.Retention <= 0 {
+		return errors.New("blob: sweeper retention must be positive")
+	}
+	for _, p := range sw.Prefixes {
+		if err := ValidateKey(strings.TrimSuffix(p, "/")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (sw *Sweeper) logger() *slog.Logger {
+	if sw.Logger != nil {
+		return sw.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (sw *Sweeper) initMetrics() {
+	sw.metricsOnce.Do(func() {
+		if sw.Metrics == nil {
+			return
+		}
+		sw.files = registerCounter(sw.Metrics, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mediagen_blob_swept_files_total",
+			Help: "Stored objects deleted by the retention sweeper.",
+		}))
+		sw.bytes = registerCounter(sw.Metrics, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mediagen_blob_swept_bytes_total",
+			Help: "Bytes of stored objects deleted by the retention sweeper.",
+		}))
+	})
+}
+
+// registerCounter registers c, or returns the counter already registered under its name (two
+// sweepers on one registry share it).
+func registerCounter(reg prometheus.Registerer, c prometheus.Counter) prometheus.Counter {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
+				return existing
+			}
+		}
+		return nil
+	}
+	return c
+}
+
+// sweep is the state of one SweepOnce.
+type sweep struct {
+	ctx        context.Context
+	cutoff     time.Time // objects modified before are deleted
+	tempCutoff time.Time // temporary files modified before are deleted
+	deleted    int
+	bytes      int64
+	temps      int
+	errs       []error // the first maxSweepErrors
+	dropped    int     // errors beyond those
+}
+
+const maxSweepErrors = 10
+
+func (st *sweep) fail(err error) {
+	if len(st.errs) < maxSweepErrors {
+		st.errs = append(st.errs, err)
+	} else {
+		st.dropped++
+	}
+}
+
+// SweepOnce deletes the objects (under Prefixes, or everywhere) whose ModTime is before
+// now-Retention, removes temporary files not written for TempGrace, and removes directories
+// left empty (never the root or a prefix directory itself). Hidden names other than temporary
+// files, and names that could not be keys, are left alone. It returns the number of objects
+// deleted; errors on single entries do not stop the sweep and are joined in err.
+func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (deleted int, err error) {
+	if err := sw.check(); err != nil {
+		return 0, err
+	}
+	sw.initMetrics()
+	st := &sweep{ctx: ctx, cutoff: now.Add(-sw.Retention), tempCutoff: now.Add(-TempGrace)}
+	var roots []string
+	if len(sw.Prefixes) == 0 {
+		roots = []string{sw.Store.root}
+	}
+	for _, p := range sw.Prefixes {
+		roots = append(roots, sw.Store.path(strings.TrimSuffix(p, "/")))
+	}
+	for _, root := range roots {
+		if ctx.Err() != nil {
+			break
+		}
+		st.dir(root, true)
+	}
+	if sw.files != nil {
+		sw.files.Add(float64(st.deleted))
+	}
+	if sw.bytes != nil {
+		sw.bytes.Add(float64(st.bytes))
+	}
+	if st.temps > 0 {
+		sw.logger().InfoContext(ctx, "blob sweep removed abandoned temporary files", "count", st.temps)
+	}
+	if st.dropped > 0 {
+		st.errs = append(st.errs, fmt.Errorf("blob: sweep: %d more errors", st.dropped))
+	}
+	if err := ctx.Err(); err != nil {
+		st.errs = append(st.errs, err)
+	}
+	return st.deleted, errors.Join(st.errs...)
+}
+
+// dir sweeps one directory, depth first, reading it in batches so that memory does not grow
+// with the directory's size. It reports whether the directory still exists afterwards.
+func (st *sweep) dir(dir string, top bool) (exists bool) {
+	f, err := os.Open(dir)
+	if err != nil {
+		if notFound(err) {
+			return false
+		}
+		st.fail(err)
+		return true
+	}
+	defer f.Close()
+	kept := false
+	for st.ctx.Err() == nil {
+		ents, err := f.ReadDir(readDirBatch)
+		for _, e := range ents {
+			if st.ctx.Err() != nil {
+				return true
+			}
+			if st.entry(dir, e) {
+				kept = true
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			st.fail(err)
+			return true
+		}
+	}
+	if top || kept || st.ctx.Err() != nil {
+		return true
+	}
+	// Fails harmlessly (ENOTEMPTY) if a writer has just put something in it.
+	return os.Remove(dir) != nil
+}
+
+// entry handles one directory entry, reporting whether it is kept.
+func (st *sweep) entry(dir string, e fs.DirEntry) (kept bool) {
+	name := e.Name()
+	full := filepath.Join(dir, name)
+	switch {
+	case strings.HasPrefix(name, tempPrefix) && e.Type().IsRegular():
+		return !st.remove(full, st.tempCutoff, func(int64) { st.temps++ })
+	case validSegment(name) != nil:
+		return true // hidden or foreign: not ours
+	case e.IsDir():
+		return st.dir(full, false)
+	case e.Type().IsRegular():
+		return !st.remove(full, st.cutoff, func(size int64) { st.deleted++; st.bytes += size })
+	default:
+		return true // symlinks, devices: not objects
+	}
+}
+
+// remove deletes the file when it was modified before cutoff, reporting whether it is gone.
+func (st *sweep) remove(path string, cutoff time.Time, counted func(size int64)) bool {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if notFound(err) {
+			return true
+		}
+		st.fail(err)
+		return false
+	}
+	if !fi.ModTime().Before(cutoff) {
+		return false
+	}
+	if err := os.Remove(path); err != nil {
+		if notFound(err) {
+			return true
+		}
+		st.fail(err)
+		return false
+	}
+	counted(fi.Size())
+	return true
+}

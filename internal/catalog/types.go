@@ -1,0 +1,181 @@
+// Package catalog holds what the operator decides per tenant: aliases and the products they map
+// to, packages (what is enabled), and rate cards. It is loaded once from one YAML file, decoded
+// strictly (unknown keys, wrong types and unknown enum values stop the load with their line), and
+// is read-only afterwards, so lookups need no locks.
+package catalog
+
+import "mediagen/internal/money"
+
+// Rate is a non-negative price in micro-units, read exactly from the decimal text of the file.
+type Rate money.Micros
+
+// Micros returns the rate as an amount.
+func (r Rate) Micros() money.Micros { return money.Micros(r) }
+
+// Product is what an alias sells.
+type Product string
+
+const (
+	ProductNative      Product = "native"
+	ProductProduction  Product = "production"
+	ProductEnhancement Product = "enhancement"
+	ProductSpeech      Product = "speech"
+)
+
+// Family is a native generation model family.
+type Family string
+
+const (
+	FamilyStandard20 Family = "standard-2.0"
+	FamilyFast20     Family = "fast-2.0"
+	FamilyMini20     Family = "mini-2.0"
+	Family25         Family = "2.5"
+)
+
+// Tier is a production tier.
+type Tier string
+
+const (
+	TierLite     Tier = "lite"
+	TierStandard Tier = "standard"
+	TierPro      Tier = "pro"
+)
+
+// EnhRoute is a standalone enhancement alias route. The "standard" alias serves both the
+// Standard and the Professional tool versions, as the contract says.
+type EnhRoute string
+
+const (
+	EnhLite     EnhRoute = "lite"
+	EnhStandard EnhRoute = "standard"
+)
+
+// Resolution is a named output resolution used by packages and rate cards.
+type Resolution string
+
+const (
+	Res480p  Resolution = "480p"
+	Res720p  Resolution = "720p"
+	Res1080p Resolution = "1080p"
+	Res2K    Resolution = "2k"
+	Res4K    Resolution = "4k"
+)
+
+// Upstream names the engine an alias runs on.
+type Upstream string
+
+const UpstreamSandbox Upstream = "sandbox"
+
+// Catalog is the whole operator file.
+type Catalog struct {
+	Tenants []*Tenant `yaml:"tenants"`
+
+	byID map[string]*Tenant
+}
+
+// Tenant is one customer organisation.
+type Tenant struct {
+	ID       string   `yaml:"id"`
+	Name     string   `yaml:"name"`
+	Currency string   `yaml:"currency"`
+	Packages Packages `yaml:"packages"`
+	Aliases  []*Alias `yaml:"aliases"`
+	Rates    Rates    `yaml:"rates"`
+	// VirtualGroups are virtual asset groups the operator grants to the tenant (optional).
+	VirtualGroups []*VirtualGroup `yaml:"virtual_groups"`
+
+	byAlias map[string]*Alias
+}
+
+// VirtualGroup is an operator-granted virtual asset group: its id (unique across the
+// catalog), name and optional description. See docs/assets.md.
+type VirtualGroup struct {
+	ID          string `yaml:"id"`
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+}
+
+// Packages are the optional capabilities a tenant has bought.
+type Packages struct {
+	Native4K   bool              `yaml:"native_4k"`  // 4k on the standard 2.0 family
+	Enhance8K  bool              `yaml:"enhance_8k"` // 8k on enhancement standard/professional
+	Production ProductionPackage `yaml:"production"`
+}
+
+// ProductionPackage is access to the production route.
+type ProductionPackage struct {
+	Enabled     bool         `yaml:"enabled"`
+	Resolutions []Resolution `yaml:"resolutions"` // of 1080p, 2k, 4k
+	LastFrame   bool         `yaml:"last_frame"`
+}
+
+// Alias is a tenant-facing model name and what it is bound to.
+type Alias struct {
+	Name     string   `yaml:"alias"`
+	Product  Product  `yaml:"product"`
+	Family   Family   `yaml:"family,omitempty"` // native
+	Tier     Tier     `yaml:"tier,omitempty"`   // production
+	Route    EnhRoute `yaml:"route,omitempty"`  // enhancement
+	Upstream Upstream `yaml:"upstream"`
+	Model    string   `yaml:"model"` // upstream model name (generation model on production)
+
+	// Production only: the native resolution the generation half renders at, and the upstream
+	// model of the enhancement half (whose route follows the tier: lite→lite,
+	// standard→standard, pro→professional).
+	GenerateResolution Resolution `yaml:"generate_resolution,omitempty"`
+	EnhanceModel       string     `yaml:"enhance_model,omitempty"`
+}
+
+// Rates is the tenant's rate card, in micro-units of the tenant's currency.
+type Rates struct {
+	// Native: per million completion tokens, by alias name.
+	Native      map[string]Rate  `yaml:"native"`
+	Production  ProductionRates  `yaml:"production"`
+	Enhancement EnhancementRates `yaml:"enhancement"`
+	// Speech: per second of generated audio.
+	Speech *Rate `yaml:"speech"`
+}
+
+// ProductionRates are per chargeable second, by tier.
+type ProductionRates struct {
+	Lite     *ProductionTierRates `yaml:"lite"`
+	Standard *ProductionTierRates `yaml:"standard"`
+	Pro      *ProductionTierRates `yaml:"pro"`
+}
+
+// ProductionTierRates are per chargeable second, by final resolution.
+type ProductionTierRates struct {
+	R1080p *InputModeRates `yaml:"1080p"`
+	R2K    *InputModeRates `yaml:"2k"`
+	R4K    *InputModeRates `yaml:"4k"`
+}
+
+// InputModeRates distinguish requests with and without video input, as the contract prices them.
+type InputModeRates struct {
+	NoVideoInput *Rate `yaml:"no_video_input"`
+	VideoInput   *Rate `yaml:"video_input"`
+}
+
+// EnhancementRates are per chargeable second for the 14 tier/band combinations.
+type EnhancementRates struct {
+	Lite         *LiteBands `yaml:"lite"`
+	Standard     *FullBands `yaml:"standard"`
+	Professional *FullBands `yaml:"professional"`
+}
+
+// LiteBands has no 8K: Lite does not output it, so an 8k key under lite is an unknown key.
+type LiteBands struct {
+	UpTo720p *Rate `yaml:"up_to_720p"`
+	R1080p   *Rate `yaml:"1080p"`
+	R2K      *Rate `yaml:"2k"`
+	R4K      *Rate `yaml:"4k"`
+}
+
+// FullBands are the Standard and Professional bands.
+type FullBands struct {
+	UpTo720p *Rate `yaml:"up_to_720p"`
+	R1080p   *Rate `yaml:"1080p"`
+	R2K      *Rate `yaml:"2k"`
+	R4K      *Rate `yaml:"4k"`
+	R8K      *Rate `yaml:"8k"`
+}

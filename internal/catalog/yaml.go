@@ -1,0 +1,81 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"mediagen/internal/money"
+)
+
+// Scalar decoders. They live on the leaf types only: yaml.v3 forgets KnownFields inside a
+// custom UnmarshalYAML of a struct, so structs are left to the strict default decoder.
+
+func enum[T ~string](n *yaml.Node, what string, allowed ...T) (T, error) {
+	var zero T
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return zero, fmt.Errorf("line %d: %s must be one of %s", n.Line, what, list(allowed))
+	}
+	for _, a := range allowed {
+		if string(a) == n.Value {
+			return a, nil
+		}
+	}
+	return zero, fmt.Errorf("line %d: unknown %s %q (want one of %s)", n.Line, what, n.Value, list(allowed))
+}
+
+func list[T ~string](v []T) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func (p *Product) UnmarshalYAML(n *yaml.Node) (err error) {
+	*p, err = enum(n, "product", ProductNative, ProductProduction, ProductEnhancement, ProductSpeech)
+	return err
+}
+
+func (f *Family) UnmarshalYAML(n *yaml.Node) (err error) {
+	*f, err = enum(n, "family", FamilyStandard20, FamilyFast20, FamilyMini20, Family25)
+	return err
+}
+
+func (t *Tier) UnmarshalYAML(n *yaml.Node) (err error) {
+	*t, err = enum(n, "tier", TierLite, TierStandard, TierPro)
+	return err
+}
+
+func (r *EnhRoute) UnmarshalYAML(n *yaml.Node) (err error) {
+	*r, err = enum(n, "route", EnhLite, EnhStandard)
+	return err
+}
+
+func (r *Resolution) UnmarshalYAML(n *yaml.Node) (err error) {
+	*r, err = enum(n, "resolution", Res480p, Res720p, Res1080p, Res2K, Res4K)
+	return err
+}
+
+func (u *Upstream) UnmarshalYAML(n *yaml.Node) (err error) {
+	*u, err = enum(n, "upstream", UpstreamSandbox)
+	return err
+}
+
+// UnmarshalYAML decodes the literal text of the node, so 0.10 in YAML is exactly 100000
+// micro-units and never passes through a float.
+func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float" && n.Tag != "!!str") {
+		return fmt.Errorf("line %d: a rate must be a decimal number", n.Line)
+	}
+	m, err := money.Parse(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: rate %q: want a decimal number with at most 6 decimal places", n.Line, n.Value)
+	}
+	if m < 0 {
+		return fmt.Errorf("line %d: rate %q must not be negative", n.Line, n.Value)
+	}
+	*r = Rate(m)
+	return nil
+}

@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/catalog"
+	"mediagen/internal/keys"
+	"mediagen/internal/store"
+)
+
+// Principal is the authenticated caller: the key and the tenant it belongs to.
+type Principal struct {
+	Key    store.Key
+	Tenant *catalog.Tenant
+}
+
+// PrincipalFrom returns the caller of an authenticated request.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	if i := infoFrom(ctx); i != nil && i.principal != nil {
+		return *i.principal, true
+	}
+	return Principal{}, false
+}
+
+func authErr(code, msg string) *apierr.Error {
+	return &apierr.Error{Kind: apierr.KindAuthentication, Code: code, Message: msg}
+}
+
+// auth requires a Bearer key that exists, is not revoked, and belongs to a configured tenant.
+func (s *Server) auth(next handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		h := r.Header.Get("Authorization")
+		if h == "" {
+			return authErr("missing_api_key", "Missing Authorization header. Send Authorization: Bearer <API key>.")
+		}
+		scheme, token, _ := strings.Cut(strings.TrimSpace(h), " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			return authErr("invalid_auth_scheme", "The Authorization header must use the Bearer scheme: Authorization: Bearer <API key>.")
+		}
+		token = strings.TrimSpace(token)
+		if token == "" {
+			return authErr("missing_api_key", "The Bearer token is empty. Send Authorization: Bearer <API key>.")
+		}
+		hash := keys.Hash(token)
+		now := s.now()
+		key, cached := s.keys.get(hash, now)
+		if !cached {
+			var err error
+			key, err = s.store.KeyByHash(r.Context(), hash)
+			if errors.Is(err, store.ErrNotFound) {
+				return authErr("invalid_api_key", "The API key is not valid.")
+			}
+			if err != nil {
+				return err
+			}
+			s.keys.put(hash, key, now)
+		}
+		if key.Revoked() {
+			return authErr("revoked_api_key", "The API key has been revoked.")
+		}
+		tenant, ok := s.catalog.Tenant(key.TenantID)
+		if !ok {
+			return apierr.New(apierr.KindPermission, "The API key's account is not configured on this service. Contact the operator.")
+		}
+		info := infoFrom(r.Context())
+		if info == nil { // auth used without the middleware chain (tests)
+			info = &reqInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), ctxInfo, info))
+		}
+		info.keyID = key.ID
+		info.principal = &Principal{Key: key, Tenant: tenant}
+		return next(w, r)
+	}
+}

@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/go-json-experiment/json"
+
+	"mediagen/internal/apierr"
+)
+
+// handlerFunc is what every route implements: write a success answer, or return an error for
+// writeError to turn into an envelope.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle registers a handlerFunc on the mux.
+func (s *Server) handle(pattern string, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+type errorBody struct {
+	Error errorObject `json:"error"`
+}
+
+type errorObject struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    string `json:"code"`
+	Param   string `json:"param,omitempty"`
+}
+
+// writeError writes the envelope. Internal causes are logged with the request id and never
+// sent; the client gets the kind's sanitized message.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := apierr.As(err)
+	if e.Kind == apierr.KindInternal || e.Kind == apierr.KindUnavailable {
+		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestIDFrom(r.Context()),
+			"path", r.URL.Path, "err", err)
+	}
+	var maxErr *http.MaxBytesError
+	if errors.As(err, &maxErr) {
+		e = apiErrTooLarge(s.maxBody)
+	}
+	if info := infoFrom(r.Context()); info != nil {
+		info.errCode = e.CodeOrDefault()
+	}
+	writeJSON(w, e.Status(), errorBody{Error: errorObject{
+		Message: e.Message, Type: e.Type(), Code: e.CodeOrDefault(), Param: e.Param,
+	}})
+}
+
+// writeJSON writes v with the given status. Marshal errors cannot happen for the server's own
+// response types; if one did, the client gets a bare 500 rather than half a document.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":{"message":"internal error","type":"api_error","code":"internal_error"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func apiErrNotFound() *apierr.Error {
+	return apierr.New(apierr.KindNotFound, "No route matches this path. Check the method and path against the API reference.")
+}
+
+func apiErrMethod(method string) *apierr.Error {
+	return apierr.New(apierr.KindMethodNotAllowed, "Method "+method+" is not allowed on this path; see the Allow header.")
+}
+
+func apiErrTooLarge(limit int64) *apierr.Error {
+	return apierr.New(apierr.KindTooLarge, "The request body is larger than the limit of "+humanBytes(limit)+".")
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return itoa(n>>10) + " KiB"
+	}
+	return itoa(n) + " bytes"
+}

@@ -1,0 +1,47 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"mediagen/internal/catalog"
+	"mediagen/internal/store"
+	"mediagen/internal/store/sqlite"
+)
+
+func TestKeyCacheHonoursRevocationAfterTTL(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	s := New(Config{Store: db, Catalog: catalog.Demo(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: now, KeyCacheTTL: 2 * time.Second})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	e := &testEnv{t: t, srv: s, ts: ts, store: db}
+	secret, k := e.newKey("demo", 0, false)
+	auth := map[string]string{"Authorization": "Bearer " + secret}
+	if r := e.do("GET", "/v1/billing/balance", auth, ""); r.status != 200 {
+		t.Fatalf("first: %d", r.status)
+	}
+	ctx := context.Background()
+	if err := db.Transact(ctx, func(tx store.Tx) error { return tx.RevokeKey(ctx, k.ID, time.Now()) }); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do("GET", "/v1/billing/balance", auth, ""); r.status != 200 {
+		t.Fatalf("within the TTL the cached key still answers: %d", r.status)
+	}
+	clock.Add(int64(3 * time.Second))
+	checkEnvelope(t, e.do("GET", "/v1/billing/balance", auth, ""), 401, "authentication_error", "revoked_api_key")
+	// Unknown keys are never cached as valid.
+	checkEnvelope(t, e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer mg_nope"}, ""), 401, "authentication_error", "invalid_api_key")
+}

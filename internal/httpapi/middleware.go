@@ -1,0 +1,168 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/idgen"
+)
+
+type ctxKey int
+
+// ctxInfo is the one context value the middleware adds: a per-request record that later
+// layers fill in (principal, error code), so a request is cloned once, not once per layer.
+const ctxInfo ctxKey = iota
+
+// reqInfo collects what the access log and metrics report about one request.
+type reqInfo struct {
+	requestID string
+	principal *Principal
+	route     string // the matched pattern; "" when nothing matched
+	keyID     string
+	errCode   string
+}
+
+func infoFrom(ctx context.Context) *reqInfo {
+	i, _ := ctx.Value(ctxInfo).(*reqInfo)
+	return i
+}
+
+func requestIDFrom(ctx context.Context) string {
+	if i := infoFrom(ctx); i != nil {
+		return i.requestID
+	}
+	return ""
+}
+
+// requestID echoes a sane X-Request-Id or makes one, so a client's logs and ours share an id.
+// It also attaches the request's record (reqInfo): the only context value the chain adds.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = idgen.New("req")
+		}
+		w.Header().Set("X-Request-Id", id)
+		info := &reqInfo{requestID: id}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxInfo, info)))
+	})
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// statusWriter remembers the status for logs and metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe writes the access log line and the request metrics.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := infoFrom(r.Context())
+		if info == nil { // observe used without requestID (tests)
+			info = &reqInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), ctxInfo, info))
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		elapsed := time.Since(start)
+		route := info.route
+		if route == "" {
+			route = "unmatched"
+		}
+		s.metrics.observe(route, r.Method, sw.status, elapsed)
+		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+			return
+		}
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "route", route, "status", sw.status,
+			"duration_ms", float64(elapsed.Microseconds()) / 1000, "bytes", sw.bytes,
+			"request_id", requestIDFrom(r.Context())}
+		if info.keyID != "" {
+			attrs = append(attrs, "key_id", info.keyID)
+		}
+		if info.errCode != "" {
+			attrs = append(attrs, "error_code", info.errCode)
+		}
+		s.log.InfoContext(r.Context(), "http request", attrs...)
+	})
+}
+
+// recoverer turns a handler panic into a logged 500 envelope instead of a dropped connection.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.writeError(w, r, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readJSONBody enforces the POST rules every JSON route shares: an application/json content
+// type and a bounded body. The bytes are returned whole because the contract decoders need the
+// raw document (duplicate keys, exact paths).
+func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, apierr.New(apierr.KindUnsupportedMediaType, "Content-Type must be application/json.")
+	}
+	if r.ContentLength > s.maxBody {
+		return nil, apiErrTooLarge(s.maxBody)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		if _, ok := err.(*http.MaxBytesError); ok {
+			return nil, apiErrTooLarge(s.maxBody)
+		}
+		return nil, apierr.Invalid("", "The request body could not be read.")
+	}
+	return body, nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

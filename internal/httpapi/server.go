@@ -1,0 +1,155 @@
+// Package httpapi is the HTTP transport: one flat routing table, middleware, handlers that
+// return errors, and the one adapter that turns those errors into envelopes.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"mediagen/internal/asset"
+	"mediagen/internal/catalog"
+	"mediagen/internal/speech"
+	"mediagen/internal/store"
+	"mediagen/internal/video"
+)
+
+// DefaultMaxBodyBytes bounds JSON request bodies. The largest legitimate body, a request with
+// 50 content items of long URLs and a long prompt, stays far below it.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config holds what the server needs.
+type Config struct {
+	Store        store.Store
+	Catalog      *catalog.Catalog
+	Logger       *slog.Logger
+	Registry     *prometheus.Registry // metrics are registered here and served on /metrics
+	MaxBodyBytes int64
+	Now          func() time.Time
+	Videos       *video.Service
+	Links        video.Linker // mints temporary links to stored results (nil: none yet)
+	// Files serves GET /v1/files/{key...}: signed, expiring links to stored results.
+	Files interface {
+		ServeFile(w http.ResponseWriter, r *http.Request) error
+	}
+	// OpsOnly serves only /healthz, /readyz and /metrics (a worker-only process).
+	OpsOnly bool
+	// KeyCacheTTL keeps authenticated keys in memory this long (0: look up every request).
+	// A revocation takes effect within it.
+	KeyCacheTTL time.Duration
+	// Speech serves POST /v1/audio/speech (nil: the route answers 503).
+	Speech *speech.Service
+	// Assets serves the asset library and the verification page (nil: they answer 503).
+	Assets *asset.Service
+}
+
+// Server is the API.
+type Server struct {
+	store   store.Store
+	catalog *catalog.Catalog
+	log     *slog.Logger
+	metrics *metrics
+	reg     *prometheus.Registry
+	maxBody int64
+	now     func() time.Time
+	mux     *http.ServeMux
+	videos  *video.Service
+	links   video.Linker
+	files   interface {
+		ServeFile(w http.ResponseWriter, r *http.Request) error
+	}
+	opsOnly bool
+	keys    *keyCache
+	speech  *speech.Service
+	assets  *asset.Service
+}
+
+// New builds the server and its routing table.
+func New(c Config) *Server {
+	s := &Server{
+		store: c.Store, catalog: c.Catalog, log: c.Logger, reg: c.Registry,
+		maxBody: c.MaxBodyBytes, now: c.Now, mux: http.NewServeMux(),
+		videos: c.Videos, links: c.Links, files: c.Files, opsOnly: c.OpsOnly,
+		keys: newKeyCache(c.KeyCacheTTL), speech: c.Speech,
+	}
+	if s.videos == nil {
+		s.videos = &video.Service{Store: c.Store}
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.metrics = newMetrics(s.reg)
+	s.assets = c.Assets
+	s.routes()
+	return s
+}
+
+// routes is the whole routing table.
+func (s *Server) routes() {
+	s.handle("GET /healthz", s.healthz)
+	s.handle("GET /readyz", s.readyz)
+	s.mux.Handle("GET /metrics", s.metricsHandler())
+	if s.opsOnly {
+		return
+	}
+
+	s.handle("GET /v1/billing/balance", s.auth(s.getBalance))
+	s.handle("POST /v1/videos", s.auth(s.createVideo))
+	s.handle("GET /v1/videos/{task_id}", s.auth(s.getVideo))
+	s.handle("POST /v1/audio/speech", s.auth(s.createSpeech))
+	s.assetRoutes()
+	if s.files != nil {
+		s.handle("GET /v1/files/{key...}", s.files.ServeFile) // the signature is the credential
+	}
+}
+
+// Handler returns the server wrapped in its outer middleware.
+func (s *Server) Handler() http.Handler {
+	return s.requestID(s.observe(s.recoverer(http.HandlerFunc(s.dispatch))))
+}
+
+// dispatch routes the request, answering unknown paths and wrong methods with envelopes
+// instead of the mux's plain-text pages.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if info := infoFrom(r.Context()); info != nil {
+		info.route = pattern
+	}
+	if pattern != "" {
+		// ServeMux.ServeHTTP, not h: only it sets the path values ({task_id}) on r.
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	probe := &statusOnly{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	switch probe.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		s.writeError(w, r, apiErrMethod(r.Method))
+	case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		h.ServeHTTP(w, r)
+	default:
+		s.writeError(w, r, apiErrNotFound())
+	}
+}
+
+// statusOnly records what the mux's fallback handler would answer, and discards the body.
+type statusOnly struct {
+	header http.Header
+	status int
+}
+
+func (p *statusOnly) Header() http.Header         { return p.header }
+func (p *statusOnly) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusOnly) WriteHeader(code int)        { p.status = code }

@@ -1,0 +1,77 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/tls"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/media/safefetch"
+	"mediagen/internal/money"
+	"mediagen/internal/video"
+)
+
+// The production route measures its input videos itself: a real MP4 rendered by ffmpeg is
+// served over HTTPS from 127.0.0.1, probed through safefetch with byte ranges, and the
+// reservation uses the measured seconds.
+func TestProductionMeasuresRealInputVideo(t *testing.T) {
+	tools := ffmpeg.Tools{}
+	if err := tools.Check(context.Background()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("ffmpeg required under CI=true: %v", err)
+		}
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "in.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 24, Duration: 2.5, Container: "mp4", Text: "input"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	info, err := tools.Probe(context.Background(), clip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	media := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/in.mp4" {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeFile(w, r, clip)
+	}))
+	t.Cleanup(media.Close)
+	roots := media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	fetch := safefetch.New(safefetch.Options{AllowLoopback: true, TLSConfig: &tls.Config{RootCAs: roots}})
+
+	e := newTestEnvWith(t, testCatalog(t), &video.Service{Prober: video.URLProber{Client: fetch}}, DefaultMaxBodyBytes)
+	secret, k := e.newKey("acme", startCredit, false)
+	ve := &videoEnv{testEnv: e, key: secret, keyRec: k}
+	body := `{"model":"acme-production-standard","prompt":"x","metadata":{"resolution":"1080p","duration":4,"content":[
+		{"type":"video_url","role":"reference_video","video_url":{"url":"` + media.URL + `/in.mp4"}},
+		{"type":"video_url","role":"reference_video","video_url":{"url":"` + media.URL + `/in.mp4"}}]}}`
+	r := ve.post(secret, body)
+	if r.status != 202 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	// (2 × measured + 4 s) at the video-input rate 0.12, to the micro-unit.
+	measured := billing.SecondsToMicros(info.Duration)
+	if math.Abs(info.Duration-2.5) > 0.05 {
+		t.Fatalf("rendered clip is %v s", info.Duration)
+	}
+	want, _ := money.MulDiv(120_000, 2*measured+4_000_000, 1_000_000)
+	if b := ve.balance(k); b.Reserved != want {
+		t.Fatalf("reserved %s, want %s (measured %v s each)", b.Reserved, want, info.Duration)
+	}
+	// A missing file is a 400 on the item, with no task.
+	bad := `{"model":"acme-production-standard","prompt":"x","metadata":{"resolution":"1080p","content":[
+		{"type":"video_url","role":"reference_video","video_url":{"url":"` + media.URL + `/missing.mp4"}}]}}`
+	r = ve.post(secret, bad)
+	if r.status != 400 {
+		t.Fatalf("missing input: %d %s", r.status, r.body)
+	}
+}

@@ -1,0 +1,24 @@
+// Package keys makes API keys and recognises them.
+package keys
+
+import (
+	"crypto/sha256"
+
+	"mediagen/internal/idgen"
+)
+
+// Prefix starts every key, so a leaked key is recognisable by secret scanners.
+const Prefix = "mg_"
+
+// Generate returns a new secret and what is stored of it: its SHA-256 hash and a short
+// display prefix. The secret itself is shown once and never stored.
+func Generate() (secret, display string, hash []byte) {
+	secret = Prefix + idgen.Secret(25) // 200 random bits
+	return secret, secret[:10], Hash(secret)
+}
+
+// Hash is how a presented key is looked up.
+func Hash(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}

@@ -1,0 +1,176 @@
+package ffmpeg
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// source renders a 2 s 30 fps clip to enhance.
+func source(t *testing.T, tools Tools, w, h int, audio bool) string {
+	t.Helper()
+	return render(t, tools, RenderSpec{Width: w, Height: h, FPS: 30, Duration: 2, Audio: audio},
+		filepath.Join(t.TempDir(), "src.mp4"))
+}
+
+func enhance(t *testing.T, tools Tools, in string, spec EnhanceSpec) Info {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out.mp4")
+	if err := tools.Enhance(context.Background(), in, out, spec); err != nil {
+		t.Fatalf("Enhance(%+v): %v", spec, err)
+	}
+	return probe(t, tools, out)
+}
+
+func TestEnhanceScalesAndResamples(t *testing.T) {
+	tools := testTools(t)
+	landscape := source(t, tools, 320, 180, true)
+	silent := source(t, tools, 320, 180, false)
+	portrait := source(t, tools, 180, 320, true)
+	// MP4 cannot carry PCM, so Enhance must re-encode it instead of copying.
+	pcm := filepath.Join(t.TempDir(), "pcm.mov")
+	ffmpegT(t, "-f", "lavfi", "-i", "testsrc2=s=320x180:r=30:d=2", "-f", "lavfi", "-i", "sine=d=2",
+		"-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "pcm_s16le", "-t", "2", pcm)
+
+	tests := []struct {
+		name       string
+		in         string
+		spec       EnhanceSpec
+		w, h       int
+		fps        float64
+		audioCodec string // "" means no audio stream
+	}{
+		{"short side 480 rounds 853.3 to even 854", landscape, EnhanceSpec{ShortSide: 480}, 854, 480, 30, "aac"},
+		{"odd short side is rounded down", landscape, EnhanceSpec{ShortSide: 481}, 854, 480, 30, "aac"},
+		{"portrait keeps its orientation", portrait, EnhanceSpec{ShortSide: 480}, 480, 854, 30, "aac"},
+		{"downscale works too", landscape, EnhanceSpec{ShortSide: 90}, 160, 90, 30, "aac"},
+		{"fps 60 doubles the rate", landscape, EnhanceSpec{FPS: 60}, 320, 180, 60, "aac"},
+		{"fps 0 keeps 30", landscape, EnhanceSpec{}, 320, 180, 30, "aac"},
+		{"pcm audio becomes aac", pcm, EnhanceSpec{ShortSide: 180}, 320, 180, 30, "aac"},
+		{"silent source stays silent", silent, EnhanceSpec{ShortSide: 360, FPS: 24}, 640, 360, 24, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			info := enhance(t, tools, tc.in, tc.spec)
+			if info.Width != tc.w || info.Height != tc.h {
+				t.Errorf("size = %dx%d, want %dx%d", info.Width, info.Height, tc.w, tc.h)
+			}
+			if !near(info.FPS, tc.fps, 0.01) {
+				t.Errorf("fps = %v, want %v", info.FPS, tc.fps)
+			}
+			if !near(info.Duration, 2, 0.1) {
+				t.Errorf("duration = %v, want 2 ± 0.1", info.Duration)
+			}
+			if info.AudioCodec != tc.audioCodec {
+				t.Errorf("audio codec = %q, want %q", info.AudioCodec, tc.audioCodec)
+			}
+			if info.Container != "mp4" || info.VideoCodec != "h264" || info.PixFmt != "yuv420p" {
+				t.Errorf("got %s %s %s, want mp4 h264 yuv420p", info.Container, info.VideoCodec, info.PixFmt)
+			}
+		})
+	}
+}
+
+func TestEnhanceHitsTargetBitrate(t *testing.T) {
+	tools := testTools(t)
+	// Noise defeats compression, so the encoder has to spend the budget
+	// rather than undershoot it as it would on a flat test pattern.
+	noisy := filepath.Join(t.TempDir(), "noisy.mp4")
+	ffmpegT(t, "-f", "lavfi", "-i", "testsrc2=s=320x180:r=30:d=3,noise=alls=40:allf=t",
+		"-c:v", "libx264", "-preset", "ultrafast", "-crf", "18", "-pix_fmt", "yuv420p", noisy)
+
+	for _, kbps := range []int{300, 1200} {
+		info := enhance(t, tools, noisy, EnhanceSpec{ShortSide: 360, BitrateKbps: kbps})
+		got := float64(info.VideoBitRate) / 1000
+		t.Logf("target %d kbit/s → video %.0f kbit/s", kbps, got)
+		if got < 0.6*float64(kbps) || got > 1.4*float64(kbps) {
+			t.Errorf("%d kbit/s target: video bitrate %.0f kbit/s, want within ±40%%", kbps, got)
+		}
+	}
+}
+
+func TestEnhanceBitrateLevelsOrderFileSizes(t *testing.T) {
+	tools := testTools(t)
+	in := source(t, tools, 320, 180, false)
+	var last int64
+	for _, level := range []string{"low", "medium", "high"} {
+		info := enhance(t, tools, in, EnhanceSpec{BitrateLevel: level})
+		t.Logf("level %s → video %d bit/s", level, info.VideoBitRate)
+		if info.VideoBitRate <= last {
+			t.Errorf("level %s: %d bit/s, not above the previous level's %d", level, info.VideoBitRate, last)
+		}
+		last = info.VideoBitRate
+	}
+}
+
+func TestEnhanceBitDepth(t *testing.T) {
+	tools := testTools(t)
+	in := source(t, tools, 320, 180, true)
+	for _, depth := range []int{8, 10, 12, 16} {
+		t.Run(itoa(depth)+" bits", func(t *testing.T) {
+			enc, err := tools.VideoEncodingFor(context.Background(), depth)
+			if errors.Is(err, ErrUnsupportedBitDepth) {
+				t.Skipf("this ffmpeg cannot encode %d-bit video into MP4: %v", depth, err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d bits → %s %s (%d-bit)", depth, enc.Encoder, enc.PixFmt, enc.BitDepth)
+			info := enhance(t, tools, in, EnhanceSpec{ShortSide: 180, BitDepth: depth})
+			if info.PixFmt != enc.PixFmt || info.BitDepth != enc.BitDepth {
+				t.Errorf("output %s (%d-bit), want %s (%d-bit)", info.PixFmt, info.BitDepth, enc.PixFmt, enc.BitDepth)
+			}
+			if depth <= 12 && enc.BitDepth != depth {
+				t.Errorf("encoding gives %d bits for a request of %d", enc.BitDepth, depth)
+			}
+			wantCodec := map[string]string{"libx264": "h264", "libx265": "hevc"}[enc.Encoder]
+			if info.VideoCodec != wantCodec || info.AudioCodec != "aac" {
+				t.Errorf("codecs %s/%s, want %s/aac", info.VideoCodec, info.AudioCodec, wantCodec)
+			}
+		})
+	}
+}
+
+func TestEnhanceRejectsBadInput(t *testing.T) {
+	tools := testTools(t)
+	mp3 := filepath.Join(t.TempDir(), "tone.mp3")
+	ffmpegT(t, "-f", "lavfi", "-i", "sine=d=1", mp3)
+	video := source(t, tools, 160, 90, false)
+
+	tests := []struct {
+		name string
+		in   string
+		spec EnhanceSpec
+		want error
+	}{
+		{"audio-only input", mp3, EnhanceSpec{}, ErrNoVideo},
+		{"bit depth 9", video, EnhanceSpec{BitDepth: 9}, ErrInvalidSpec},
+		{"unknown bitrate level", video, EnhanceSpec{BitrateLevel: "ultra"}, ErrInvalidSpec},
+		{"negative fps", video, EnhanceSpec{FPS: -1}, ErrInvalidSpec},
+		{"tiny short side", video, EnhanceSpec{ShortSide: 4}, ErrInvalidSpec},
+		{"negative bitrate", video, EnhanceSpec{BitrateKbps: -5}, ErrInvalidSpec},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := tools.Enhance(context.Background(), tc.in, filepath.Join(dir, "out.mp4"), tc.spec)
+			if !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+			assertOnlyFiles(t, dir)
+		})
+	}
+}
+
+func TestEnhanceInPlaceReplacesInput(t *testing.T) {
+	tools := testTools(t)
+	in := source(t, tools, 160, 90, true)
+	if err := tools.Enhance(context.Background(), in, in, EnhanceSpec{ShortSide: 180}); err != nil {
+		t.Fatal(err)
+	}
+	if info := probe(t, tools, in); info.Width != 320 || info.Height != 180 {
+		t.Errorf("size = %dx%d, want 320x180", info.Width, info.Height)
+	}
+	assertOnlyFiles(t, filepath.Dir(in), "src.mp4")
+}

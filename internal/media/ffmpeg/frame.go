@@ -1,0 +1,52 @@
+package ffmpeg
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// LastFrameJPG writes the last frame of video as a JPEG at out, at the
+// video's size.
+//
+// There is no direct "last frame" selector in ffmpeg, so every decoded frame
+// is written over the same file and the last one stays. To avoid decoding
+// the whole video, decoding starts one second before the end (-sseof, which
+// clamps to the start for shorter videos); if that yields nothing, for
+// instance with a gap of more than a second before the last frame, the
+// whole video is decoded instead.
+func (t Tools) LastFrameJPG(ctx context.Context, video, out string) error {
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+
+	return writeAtomic(out, func(tmp string) error {
+		if err := t.lastFrame(ctx, video, tmp, true); err != nil {
+			return err
+		}
+		if st, err := os.Stat(tmp); err == nil && st.Size() > 0 {
+			return nil
+		}
+		return t.lastFrame(ctx, video, tmp, false)
+	})
+}
+
+func (t Tools) lastFrame(ctx context.Context, video, tmp string, fromEnd bool) error {
+	args := ffmpegArgs()
+	if fromEnd {
+		args = append(args, "-sseof", "-1")
+	}
+	args = append(args, "-i", fileURL(video),
+		"-map", "0:v:0", "-an", "-sn", "-dn",
+		// Passthrough writes decoded frames as they come: no duplicates,
+		// nothing dropped at the end.
+		"-fps_mode", "passthrough",
+		"-c:v", "mjpeg", "-q:v", "2",
+		"-map_metadata", "-1", "-fflags", "+bitexact",
+		"-f", "image2", "-update", "1")
+	args = append(args, t.threadArgs()...)
+	args = append(args, fileURL(tmp))
+	if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
+		return fmt.Errorf("last frame: %w", err)
+	}
+	return nil
+}

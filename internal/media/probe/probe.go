@@ -1,0 +1,246 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"mediagen/internal/media/safefetch"
+)
+
+// ProbeURL measures the MP4/MOV at url through c with byte-range requests.
+func ProbeURL(ctx context.Context, c *safefetch.Client, url string, opt Options) (Result, error) {
+	opt = opt.withDefaults()
+	src, size, first, n, err := openHTTP(ctx, c, url, opt)
+	if err != nil {
+		return Result{}, err
+	}
+	var f fetcher = src
+	if src == nil {
+		// The server sent the whole (small) file; probe it from memory.
+		f = readerAtFetcher{bytes.NewReader(first)}
+	}
+	r := newCachedReader(ctx, f, size)
+	r.seed(first)
+	res, err := probe(ctx, r, size, opt)
+	res.Requests, res.BytesRead = 1, n
+	if src != nil {
+		reqs, bytes := r.stats()
+		res.Requests += reqs
+		res.BytesRead += bytes
+	}
+	return res, err
+}
+
+// ProbeReaderAt measures a local file (the service's stored copies).
+// Requests counts ReadAt calls on r.
+func ProbeReaderAt(ctx context.Context, r io.ReaderAt, size int64, opt Options) (Result, error) {
+	opt = opt.withDefaults()
+	if size > opt.MaxFileSize {
+		return Result{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, size)
+	}
+	if size <= 0 {
+		return Result{}, fmt.Errorf("%w: empty file", ErrNotMP4)
+	}
+	cr := newCachedReader(ctx, readerAtFetcher{r}, size)
+	res, err := probe(ctx, cr, size, opt)
+	res.Requests, res.BytesRead = cr.stats()
+	return res, err
+}
+
+// probe walks the top-level boxes by their headers, so an mdat costs one
+// header read however large it is, and a moov at the end costs one more
+// region.
+func probe(ctx context.Context, r *cachedReader, size int64, opt Options) (res Result, err error) {
+	var m *movie
+	boxes, moofs := 0, 0
+	for off := int64(0); off < size; {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if boxes++; boxes > opt.MaxBoxes {
+			return res, fmt.Errorf("%w: more than %d top-level boxes", ErrNotMP4, opt.MaxBoxes)
+		}
+		if boxes == 1 && size < 8 {
+			return res, fmt.Errorf("%w: %d bytes", ErrNotMP4, size)
+		}
+		h, err := readBoxHeader(r, off, size)
+		if boxes == 1 && h.typ != "" && !firstBoxTypes[h.typ] {
+			return res, fmt.Errorf("%w: starts with %q", ErrNotMP4, h.typ)
+		}
+		if err != nil {
+			return res, err
+		}
+		switch h.typ {
+		case "ftyp":
+			if boxes == 1 {
+				res.Brand, err = readBrand(r, h)
+			}
+		case "moov":
+			if m != nil {
+				return res, fmt.Errorf("%w: second moov", ErrNotMP4)
+			}
+			m, err = withBox(r, h, parseMoov)
+			if err == nil && m.fragmented {
+				for _, t := range m.tracks {
+					t.running = t.moovSamples.duration
+					t.fragEnd = t.running
+				}
+				// Fragment headers are small and spread out: fetch less per
+				// region from here on.
+				r.setReadahead(blockSize)
+			}
+		case "moof":
+			if m == nil || !m.fragmented {
+				return res, fmt.Errorf("%w: fragment without a fragmented moov", ErrNotMP4)
+			}
+			_, err = withBox(r, h, func(br boxReader) (struct{}, error) { return struct{}{}, parseMoof(br, m) })
+			moofs++
+		}
+		if err != nil {
+			return res, err
+		}
+		// mehd declares the total: only the first fragment is read (it is
+		// usually in the first block already) for the frame rate.
+		if m != nil && m.fragmented && m.hasMehd && m.mehd > 0 && moofs > 0 {
+			break
+		}
+		off = h.end()
+	}
+	if m == nil {
+		return res, fmt.Errorf("%w: no moov box", ErrNotMP4)
+	}
+	return compose(res, m, opt)
+}
+
+// withBox parses a box in memory when it is small (one request for all of
+// it) and in place otherwise (only the parts the parser touches are read).
+func withBox[T any](r *cachedReader, h boxHeader, parse func(boxReader) (T, error)) (T, error) {
+	if h.size <= inlineBoxMax {
+		buf := make([]byte, h.size)
+		if _, err := r.ReadAt(buf, h.off); err != nil {
+			var zero T
+			return zero, err
+		}
+		return parse(bytes.NewReader(buf))
+	}
+	return parse(io.NewSectionReader(r, h.off, h.size))
+}
+
+func readBrand(r io.ReaderAt, h boxHeader) (string, error) {
+	if h.size-h.hdrLen < 8 {
+		return "", fmt.Errorf("%w: short ftyp", ErrNotMP4)
+	}
+	var b [4]byte
+	if _, err := r.ReadAt(b[:], h.payloadOff()); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b[:]), " \x00"), nil
+}
+
+// compose turns the parsed movie into a Result.
+func compose(res Result, m *movie, opt Options) (Result, error) {
+	res.Fragmented = m.fragmented
+	for _, t := range m.tracks {
+		switch t.handler {
+		case "vide":
+			if !res.HasVideo {
+				res.HasVideo = true
+				res.Width, res.Height = t.width, t.height
+				res.FPS = trackFPS(t)
+			}
+		case "soun":
+			res.HasAudio = true
+		}
+	}
+	var secs float64
+	switch {
+	case m.fragmented && m.hasMehd && m.mehd > 0:
+		secs, res.DurationSource = ratio(m.mehd, m.timescale), "mehd"
+	case m.fragmented:
+		secs, res.DurationSource = fragmentedDuration(m), "fragments"
+	default:
+		secs, res.DurationSource = movieDuration(m), "mvhd"
+	}
+	if !(secs > 0) || math.IsInf(secs, 0) {
+		return res, fmt.Errorf("%w: %v s", ErrBadDuration, secs)
+	}
+	if secs > opt.MaxDuration.Seconds() {
+		return res, fmt.Errorf("%w: %.3f s over %v", ErrBadDuration, secs, opt.MaxDuration)
+	}
+	res.Duration = secs
+	return res, nil
+}
+
+// movieDuration is mvhd's duration, as ffprobe reports it. A muxer that left
+// it unset (0 or all ones) falls back to the longest track.
+func movieDuration(m *movie) float64 {
+	if m.duration != 0 && m.duration != math.MaxUint32 && m.duration != math.MaxUint64 {
+		return ratio(m.duration, m.timescale)
+	}
+	var best float64
+	for _, t := range m.tracks {
+		best = max(best, ratio(t.moovSamples.duration, t.timescale))
+	}
+	return best
+}
+
+// fragmentedDuration is the presentation span over all tracks: the latest
+// track end minus the earliest track start, where an edit list's media_time
+// starts a track early (AAC priming) and an empty edit starts it late. This
+// matches how ffprobe reports fragmented files.
+func fragmentedDuration(m *movie) float64 {
+	first := true
+	var lo, hi float64
+	for _, t := range m.tracks {
+		if t.fragEnd == 0 || t.timescale == 0 {
+			continue
+		}
+		start := ratio(t.emptyEdit, m.timescale) - ratio(uint64(max(t.mediaTime, 0)), t.timescale)
+		end := start + ratio(t.fragEnd, t.timescale)
+		if first || start < lo {
+			lo = start
+		}
+		if first || end > hi {
+			hi = end
+		}
+		first = false
+	}
+	return hi - lo
+}
+
+func trackFPS(t *track) float64 {
+	totals := t.moovSamples
+	if t.frag.samples > totals.samples {
+		totals = t.frag
+	}
+	d := totals.dominantDelta()
+	if d == 0 || t.timescale == 0 {
+		return 0
+	}
+	return float64(t.timescale) / float64(d)
+}
+
+func ratio(n uint64, scale uint32) float64 {
+	if scale == 0 {
+		return 0
+	}
+	return float64(n) / float64(scale)
+}
+
+// isKind reports errors that already say what went wrong.
+func isKind(err error) bool {
+	for _, k := range []error{ErrNotMP4, ErrTruncated, ErrBadDuration, ErrTooLarge, ErrNoRanges, ErrUnstable,
+		safefetch.ErrUnsupportedMedia, safefetch.ErrTooLarge, safefetch.ErrTimeout, safefetch.ErrUnreachable,
+		safefetch.ErrHTTPStatus, safefetch.ErrForbiddenAddress, safefetch.ErrForbiddenScheme, safefetch.ErrBadURL,
+		safefetch.ErrRedirect, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,148 @@
+// Package provider defines the upstream engines a task runs on. Each upstream (the embedded
+// sandbox, later real providers) implements these interfaces in its own subpackage. Jobs are
+// asynchronous like a real provider: submit returns a job id, poll reports progress and, at
+// the end, the output or a sanitized error.
+package provider
+
+import (
+	"context"
+	"errors"
+)
+
+// Status of an upstream job.
+type Status string
+
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusExpired   Status = "expired"
+)
+
+// Errors a provider call returns. Anything else is treated as transient.
+var (
+	// ErrTransient: the call may be retried (network trouble, 5xx, 429, overload).
+	ErrTransient = errors.New("transient upstream error")
+	// ErrPermanent: retrying cannot help (the upstream rejected the request).
+	ErrPermanent = errors.New("permanent upstream error")
+	// ErrUnknownJob: the upstream does not know the job id (lost by the upstream).
+	ErrUnknownJob = errors.New("unknown upstream job")
+)
+
+// Source is a media input. URL is what a remote upstream fetches; Path, when set, is a local
+// copy the embedded sandbox may read directly instead.
+type Source struct {
+	URL  string
+	Path string
+}
+
+// Input is one content item of a generation request, in request order.
+type Input struct {
+	Type   string // image_url, video_url, audio_url
+	Role   string // reference_image, reference_video, reference_audio, first_frame, last_frame
+	Source Source
+}
+
+// GenerateRequest is a native generation job.
+type GenerateRequest struct {
+	// IdempotencyKey identifies this step of this task; an upstream that supports
+	// idempotency tokens gets it, so a retried submit cannot start a second paid job.
+	IdempotencyKey string
+	Model          string // upstream model name
+	Prompt         string
+	Resolution     string
+	Ratio          string
+	Width, Height  int // pixel size for the resolution and ratio
+	Duration       int // seconds; -1 = model default
+	GenerateAudio  *bool
+	Watermark      *bool
+	Seed           *int64
+	OutputFormat   string // mp4 or mov
+	TaskType       string // omni task type: auto, reference, edit, extend
+	Inputs         []Input
+}
+
+// EnhanceRequest is an enhancement job.
+type EnhanceRequest struct {
+	IdempotencyKey string
+	Model          string
+	ToolVersion    string // "" (lite), standard, professional
+	Source         Source
+	Resolution     string // 1080p, 2k, 4k, 8k; or
+	ShortSide      int    // resolution_limit: short-side pixels
+	FPS            *int   // nil keeps the source fps
+	Bitrate        *int   // kbps; wins over BitrateLevel
+	BitrateLevel   string
+	BitDepth       *int
+	Scene          string
+	EnhanceStyle   string
+	// Prompt is the production request's prompt when this job is a production task's second
+	// half ("" for standalone enhancement). Upstreams may ignore it; the sandbox reads its
+	// [sandbox:enhance=…] markers from it.
+	Prompt string
+}
+
+// Output is a finished job's result.
+type Output struct {
+	// The produced file: a local path (sandbox) or a URL the runner copies from.
+	Source Source
+	// ContentType of the file, e.g. video/mp4, video/quicktime.
+	ContentType string
+	// CompletionTokens is the upstream's usage for generation jobs.
+	CompletionTokens int64
+}
+
+// Job is the state of an upstream job.
+type Job struct {
+	Status   Status
+	Progress int // 0..100 within this job
+	// ErrorCode and ErrorMessage are set on failed/expired jobs; the code is public (for
+	// example InvalidParameter.TaskTypeMismatch), the message is sanitized.
+	ErrorCode    string
+	ErrorMessage string
+	Output       *Output // on success
+}
+
+// Generator runs native generation jobs.
+type Generator interface {
+	SubmitGeneration(ctx context.Context, r GenerateRequest) (jobID string, err error)
+	PollGeneration(ctx context.Context, jobID string) (Job, error)
+}
+
+// Enhancer runs enhancement jobs.
+type Enhancer interface {
+	SubmitEnhancement(ctx context.Context, r EnhanceRequest) (jobID string, err error)
+	PollEnhancement(ctx context.Context, jobID string) (Job, error)
+}
+
+// SpeechRequest is a speech synthesis call.
+type SpeechRequest struct {
+	IdempotencyKey string
+	Model          string
+	Text           string // the combined text to speak
+	Mode           string // text, audio, image
+	References     []Input
+}
+
+// Speech is a finished synthesis.
+type Speech struct {
+	Source      Source
+	ContentType string // audio/mpeg
+}
+
+// Synthesizer generates speech synchronously, within the caller's deadline.
+type Synthesizer interface {
+	Synthesize(ctx context.Context, r SpeechRequest) (Speech, error)
+}
+
+// Error is a job failure with a public code, for errors returned by Synthesize and by submit
+// calls that the upstream rejected for a reason the client should see.
+type Error struct {
+	Code    string // public code, e.g. InvalidParameter.TaskTypeMismatch
+	Message string // sanitized
+	Kind    error  // ErrTransient or ErrPermanent
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Unwrap() error { return e.Kind }

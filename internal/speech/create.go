@@ -1,0 +1,212 @@
+package speech
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/billing"
+	"mediagen/internal/catalog"
+	"mediagen/internal/contract"
+	"mediagen/internal/idgen"
+	"mediagen/internal/store"
+)
+
+// Stored is the normalized request kept with the record, with the upstream binding resolved
+// at acceptance (so a take-over after a catalog change still runs what was accepted).
+type Stored struct {
+	Model         string      `json:"model"`
+	Input         string      `json:"input,omitempty"`
+	Instructions  string      `json:"instructions,omitempty"`
+	Text          string      `json:"text"`
+	Mode          string      `json:"mode"`
+	References    []StoredRef `json:"references,omitempty"`
+	Upstream      string      `json:"upstream"`
+	UpstreamModel string      `json:"upstream_model"`
+}
+
+// StoredRef is one reference of a Stored request.
+type StoredRef struct {
+	Type string `json:"type"`
+	URL  string `json:"url"`
+}
+
+// Create handles a POST /v1/audio/speech body for the caller and returns the finished
+// speech. Validation failures (400, never recorded or charged), 402 and 503 come before the
+// record is written; once it is written, the outcome is recorded with it, so a retry with the
+// same client_request_id gets the same answer.
+func (s *Service) Create(ctx context.Context, c Caller, body []byte) (*Response, error) {
+	req, derr := contract.DecodeSpeech(body)
+	if derr != nil {
+		return nil, &apierr.Error{Kind: apierr.KindInvalid, Param: derr.Param, Message: derr.Message}
+	}
+	alias, ok := c.Tenant.Alias(req.Model)
+	if !ok || alias.Product != catalog.ProductSpeech {
+		return nil, apierr.Invalid("model", fmt.Sprintf("The model %q is not a speech model alias of this account. Use a speech alias supplied by the operator.", req.Model))
+	}
+	sum := sha256.Sum256(req.CanonicalForIdempotency())
+	hash := sum[:]
+	// From here on the work is detached from the client's connection: a client that hangs up
+	// must not leave a half-finished record behind. Every step below has its own bound.
+	work := context.WithoutCancel(ctx)
+
+	if req.ClientRequestID != "" {
+		prev, err := s.Store.SpeechByRequestID(ctx, c.Key.ID, req.ClientRequestID)
+		switch {
+		case err == nil:
+			return s.replay(work, prev, hash)
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+	}
+	if s.Engines[string(alias.Upstream)] == nil {
+		return nil, apierr.New(apierr.KindUnavailable, "Speech generation is not available on this server right now. Retry later, or contact the operator.")
+	}
+	rate, ok := c.Tenant.Rates.SpeechRate()
+	if !ok {
+		return nil, fmt.Errorf("speech: tenant %s has no speech rate: %w", c.Tenant.ID, billing.ErrNoRate)
+	}
+	// References are checked with the client's context: nothing is recorded yet, so a client
+	// that hangs up here simply ends the request.
+	if err := s.checkReferences(ctx, req.References); err != nil {
+		return nil, err
+	}
+	quote, err := Estimate(c.Tenant.Currency, rate, req.Text)
+	if err != nil {
+		return nil, err
+	}
+	rec, stored, err := s.accept(work, c, req, alias, quote, hash)
+	if err != nil {
+		var dup *duplicate
+		if errors.As(err, &dup) {
+			return s.replay(work, dup.prev, hash)
+		}
+		return nil, err
+	}
+	return s.attempt(work, rec, stored)
+}
+
+// duplicate reports a concurrent request with the same client_request_id that won the race to
+// create the record.
+type duplicate struct{ prev store.Speech }
+
+func (d *duplicate) Error() string { return "speech: duplicate client_request_id" }
+
+// accept writes the pending record and its reservation in one transaction, before the engine
+// is called.
+func (s *Service) accept(ctx context.Context, c Caller, req *contract.SpeechRequest, alias *catalog.Alias, q Quote, hash []byte) (store.Speech, Stored, error) {
+	stored := Stored{Model: req.Model, Input: req.Input, Instructions: req.Instructions, Text: req.Text, Mode: req.Mode,
+		Upstream: string(alias.Upstream), UpstreamModel: alias.Model}
+	for _, r := range req.References {
+		stored.References = append(stored.References, StoredRef{Type: r.Type, URL: r.URL})
+	}
+	reqJSON, err := json.Marshal(stored)
+	if err != nil {
+		return store.Speech{}, Stored{}, fmt.Errorf("encode speech request: %w", err)
+	}
+	pricing, err := json.Marshal(q)
+	if err != nil {
+		return store.Speech{}, Stored{}, fmt.Errorf("encode speech quote: %w", err)
+	}
+	now := s.now().UTC()
+	rec := store.Speech{
+		ID: idgen.New("speech"), KeyID: c.Key.ID, TenantID: c.Tenant.ID, Model: req.Model, Status: store.SpeechPending,
+		ClientRequestID: req.ClientRequestID, PayloadHash: hash, Request: reqJSON, Pricing: pricing,
+		Reserved: q.Amount, AttemptToken: idgen.New("attempt"), AttemptUntil: now.Add(s.wait() + s.grace()),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	err = s.Store.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateSpeech(ctx, rec); err != nil {
+			return err
+		}
+		return billing.Reserve(ctx, tx, c.Key, rec.ID, q.Amount, now)
+	})
+	switch {
+	case err == nil:
+		return rec, stored, nil
+	case errors.Is(err, store.ErrInsufficientFunds):
+		return store.Speech{}, Stored{}, &apierr.Error{Kind: apierr.KindInsufficientBalance,
+			Message: fmt.Sprintf("The available balance is below this request's reservation of %s %s. Top up, and leave room for final reconciliation.", q.Amount, q.Currency)}
+	case errors.Is(err, store.ErrConflict) && req.ClientRequestID != "":
+		prev, perr := s.Store.SpeechByRequestID(ctx, c.Key.ID, req.ClientRequestID)
+		if perr != nil {
+			return store.Speech{}, Stored{}, fmt.Errorf("speech idempotent re-read: %w", perr)
+		}
+		return store.Speech{}, Stored{}, &duplicate{prev: prev}
+	default:
+		return store.Speech{}, Stored{}, err
+	}
+}
+
+// replay answers a request whose client_request_id already has a record: a different payload
+// is a conflict; the same payload gets the original's outcome, waiting for it while it runs.
+func (s *Service) replay(ctx context.Context, prev store.Speech, hash []byte) (*Response, error) {
+	if !bytes.Equal(prev.PayloadHash, hash) {
+		return nil, &apierr.Error{Kind: apierr.KindIdempotency, Param: "metadata.client_request_id",
+			Message: "This client_request_id was already used for a different speech request. Send the original request unchanged to get its result, or use a new ID for a new request."}
+	}
+	return s.await(ctx, prev)
+}
+
+// await returns the outcome of rec, polling while another attempt runs, for at most one wait.
+// An attempt whose deadline passed is dead (its process crashed or stopped): await takes the
+// record over and generates it itself, with a fresh wait.
+func (s *Service) await(ctx context.Context, rec store.Speech) (*Response, error) {
+	// The wait is measured on the monotonic clock; s.now() (the records' clock) only decides
+	// whether an attempt's deadline has passed.
+	wait := time.NewTimer(s.wait())
+	defer wait.Stop()
+	waited := false
+	for {
+		switch rec.Status {
+		case store.SpeechCompleted:
+			return s.render(rec)
+		case store.SpeechFailed:
+			return nil, failure(rec)
+		}
+		now := s.now()
+		if !now.Before(rec.AttemptUntil) {
+			token, until := idgen.New("attempt"), now.Add(s.wait()+s.grace())
+			err := s.Store.Transact(ctx, func(tx store.Tx) error {
+				return tx.TakeOverSpeech(ctx, rec.ID, rec.AttemptToken, token, until)
+			})
+			switch {
+			case err == nil:
+				s.log().Warn("speech attempt abandoned; taken over by a retry", "speech_id", rec.ID)
+				rec.AttemptToken, rec.AttemptUntil = token, until
+				var stored Stored
+				if err := json.Unmarshal(rec.Request, &stored); err != nil {
+					return nil, fmt.Errorf("speech %s: stored request: %w", rec.ID, err)
+				}
+				return s.attempt(ctx, rec, stored)
+			case !errors.Is(err, store.ErrLeaseLost):
+				return nil, err
+			}
+			// Someone else took it over or finished it: read again.
+		} else if waited {
+			return nil, &apierr.Error{Kind: apierr.KindIdempotency, Code: CodeInProgress, Param: "metadata.client_request_id",
+				Message: "The original request with this client_request_id is still being generated. Retry with the same client_request_id in a few seconds to get its result; do not use a new ID."}
+		} else {
+			t := time.NewTimer(min(s.poll(), rec.AttemptUntil.Sub(now)+time.Millisecond))
+			select {
+			case <-t.C:
+			case <-wait.C:
+				waited = true // read the record once more, then give up
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+			t.Stop()
+		}
+		var err error
+		if rec, err = s.Store.Speech(ctx, rec.ID); err != nil {
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package speech
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/billing"
+	"mediagen/internal/media/safefetch"
+	"mediagen/internal/provider"
+	"mediagen/internal/store"
+)
+
+// Failure kinds stored with a failed record; they pick the HTTP answer of the failure and of
+// every replay of it.
+const (
+	kindInvalid  = "invalid"  // 400 invalid_request_error: the engine rejected the text
+	kindUpstream = "upstream" // 502 api_error: the engine failed
+	kindTimeout  = "timeout"  // 504 api_error: no audio within the bounded wait
+	kindInternal = "internal" // 500 api_error: the audio could not be stored or measured
+)
+
+// Public error codes of speech failures.
+const (
+	CodeGenerationFailed = "speech_generation_failed"
+	CodeTimeout          = "speech_timeout"
+	// CodeInProgress answers a retry (409 idempotency_error) that waited its whole wait for
+	// the original, which is still running: retry again with the same client_request_id.
+	CodeInProgress = "request_in_progress"
+)
+
+// Result is what a completed record stores: the stored audio and its measured duration. It
+// never changes once the record completed.
+type Result struct {
+	AudioKey    string `json:"audio_key"`
+	ContentType string `json:"content_type"`
+	Bytes       int64  `json:"bytes"`
+	// DurationMicros is the measured duration of the stored audio (what is billed);
+	// OriginalDurationMicros that of the audio as the engine delivered it. The service does
+	// not post-process audio, so they are equal today.
+	DurationMicros         int64 `json:"duration_us"`
+	OriginalDurationMicros int64 `json:"original_duration_us"`
+}
+
+// transientRetries is how many times a transient engine error is retried within the wait.
+const transientRetries = 3
+
+// attempt generates a pending record that this process owns (rec.AttemptToken), then settles
+// it. Synthesis gets the wait; storing and measuring the audio get the grace.
+func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Response, error) {
+	var q Quote
+	if err := json.Unmarshal(rec.Pricing, &q); err != nil {
+		return nil, fmt.Errorf("speech %s: stored quote: %w", rec.ID, err)
+	}
+	engine := s.Engines[st.Upstream]
+	if engine == nil {
+		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", errors.New("no engine for upstream "+st.Upstream))
+	}
+	preq := provider.SpeechRequest{IdempotencyKey: rec.ID, Model: st.UpstreamModel, Text: st.Text, Mode: st.Mode}
+	for _, r := range st.References {
+		role := "reference_audio"
+		if r.Type == "image_url" {
+			role = "reference_image"
+		}
+		preq.References = append(preq.References, provider.Input{Type: r.Type, Role: role, Source: provider.Source{URL: r.URL}})
+	}
+	gctx, cancel := context.WithTimeout(ctx, s.wait())
+	out, err := synthesize(gctx, engine, preq)
+	timedOut := gctx.Err() != nil
+	cancel()
+	if err != nil {
+		return s.engineFailure(ctx, rec, err, timedOut)
+	}
+
+	sctx, cancel := context.WithTimeout(ctx, s.grace())
+	defer cancel()
+	res, err := s.keep(sctx, rec.ID, out)
+	if err != nil {
+		return s.fail(ctx, rec, kindInternal, CodeGenerationFailed, "", "The generated audio could not be stored or measured; nothing was charged. Retry with a new client_request_id.", err)
+	}
+	charge, err := Charge(q, res.DurationMicros)
+	if err != nil {
+		return s.fail(ctx, rec, kindInternal, CodeGenerationFailed, "", "The generated audio could not be priced; nothing was charged.", err)
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	err = s.Store.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechCompleted,
+			Charged: charge, Result: body, FinishedAt: now}); err != nil {
+			return err
+		}
+		return billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, charge, now)
+	})
+	if err != nil {
+		return s.lost(ctx, rec, err)
+	}
+	s.log().Info("speech completed", "speech_id", rec.ID, "duration_us", res.DurationMicros,
+		"reserved", rec.Reserved.String(), "charged", charge.String())
+	rec.Status, rec.Charged, rec.Result, rec.FinishedAt = store.SpeechCompleted, charge, body, now
+	return s.render(rec)
+}
+
+// synthesize calls the engine, retrying transient errors a few times within ctx.
+func synthesize(ctx context.Context, e provider.Synthesizer, r provider.SpeechRequest) (provider.Speech, error) {
+	backoff := 200 * time.Millisecond
+	for try := 0; ; try++ {
+		out, err := e.Synthesize(ctx, r)
+		if err == nil || !errors.Is(err, provider.ErrTransient) || try >= transientRetries || ctx.Err() != nil {
+			return out, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return out, err
+		}
+		backoff *= 2
+	}
+}
+
+// engineFailure records why the engine produced no audio, refunding the reservation.
+func (s *Service) engineFailure(ctx context.Context, rec store.Speech, err error, timedOut bool) (*Response, error) {
+	var pe *provider.Error
+	switch {
+	case timedOut || errors.Is(err, context.DeadlineExceeded):
+		return s.fail(ctx, rec, kindTimeout, CodeTimeout, "",
+			fmt.Sprintf("Speech generation did not finish within %s; no audio was produced and the pre-charge was refunded.", s.wait()), err)
+	case errors.As(err, &pe) && pe.Code == "InvalidParameter":
+		return s.fail(ctx, rec, kindInvalid, "invalid_request_error", "input",
+			"The text could not be spoken: "+sentence(pe.Message)+" Nothing was charged.", err)
+	case errors.As(err, &pe) && !errors.Is(err, provider.ErrTransient):
+		code := pe.Code
+		if !publicCode(code) {
+			code = CodeGenerationFailed
+		}
+		msg := "Speech generation failed."
+		if pe.Message != "" {
+			msg = sentence(pe.Message)
+		}
+		return s.fail(ctx, rec, kindUpstream, code, "", msg+" No audio was produced and the pre-charge was refunded.", err)
+	case errors.Is(err, provider.ErrTransient):
+		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "",
+			"The speech engine is temporarily unavailable; no audio was produced and the pre-charge was refunded. Retry later with a new client_request_id.", err)
+	}
+	return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "Speech generation failed; no audio was produced and the pre-charge was refunded.", err)
+}
+
+// fail finishes the record as failed and refunds its reservation in full (one settlement of
+// zero), in one transaction; it returns the failure's client error.
+func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param, msg string, cause error) (*Response, error) {
+	now := s.now().UTC()
+	err := s.Store.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechFailed,
+			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, FinishedAt: now}); err != nil {
+			return err
+		}
+		return billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, 0, now)
+	})
+	if err != nil {
+		return s.lost(ctx, rec, err)
+	}
+	s.log().Warn("speech failed; reservation refunded", "speech_id", rec.ID, "code", code, "reserved", rec.Reserved.String(), "cause", cause)
+	rec.Status, rec.ErrorKind, rec.ErrorCode, rec.ErrorMessage, rec.ErrorParam, rec.FinishedAt = store.SpeechFailed, kind, code, msg, param, now
+	return nil, failure(rec)
+}
+
+// lost handles a finish that did not commit. When another attempt (a take-over or the sweep)
+// finished or owns the record, its outcome is the answer; any other error leaves the record
+// pending with its reservation, for a retry or the sweep to settle.
+func (s *Service) lost(ctx context.Context, rec store.Speech, err error) (*Response, error) {
+	if !errors.Is(err, store.ErrLeaseLost) {
+		return nil, fmt.Errorf("speech %s: finish: %w", rec.ID, err)
+	}
+	cur, rerr := s.Store.Speech(ctx, rec.ID)
+	if rerr != nil {
+		return nil, rerr
+	}
+	s.log().Warn("speech attempt was superseded", "speech_id", rec.ID, "status", cur.Status)
+	return s.await(ctx, cur)
+}
+
+// keep copies the engine's audio into the service's storage and measures the stored file.
+func (s *Service) keep(ctx context.Context, id string, out provider.Speech) (Result, error) {
+	ct := out.ContentType
+	if mt, _, err := mime.ParseMediaType(ct); err == nil {
+		ct = mt
+	}
+	key := "speech/" + id + "/audio" + audioExt(ct)
+	var n int64
+	switch {
+	case out.Source.Path != "":
+		f, err := os.Open(out.Source.Path)
+		if err != nil {
+			return Result{}, fmt.Errorf("open engine output: %w", err)
+		}
+		n, err = s.Blobs.Put(ctx, key, f)
+		f.Close()
+		if err != nil {
+			return Result{}, fmt.Errorf("store audio: %w", err)
+		}
+	case out.Source.URL != "" && s.Fetch != nil:
+		resp, err := s.Fetch.Get(ctx, out.Source.URL, safefetch.RequestOptions{MaxBytes: 256 << 20})
+		if err != nil {
+			return Result{}, fmt.Errorf("fetch engine output: %w", err)
+		}
+		n, err = s.Blobs.Put(ctx, key, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return Result{}, fmt.Errorf("store audio: %w", err)
+		}
+	default:
+		return Result{}, errors.New("engine output has no readable source")
+	}
+	path, ok := s.Blobs.LocalPath(key)
+	if !ok {
+		return Result{}, errors.New("stored audio has no local path to measure")
+	}
+	info, err := s.Probe.Probe(ctx, path)
+	if err != nil {
+		return Result{}, fmt.Errorf("measure audio: %w", err)
+	}
+	us := billing.SecondsToMicros(info.Duration)
+	if !info.HasAudio || us <= 0 {
+		return Result{}, fmt.Errorf("engine output has no audio (duration %v s)", info.Duration)
+	}
+	return Result{AudioKey: key, ContentType: ct, Bytes: n, DurationMicros: us, OriginalDurationMicros: us}, nil
+}
+
+func audioExt(contentType string) string {
+	switch contentType {
+	case "audio/mpeg", "audio/mp3":
+		return ".mp3"
+	case "audio/wav", "audio/x-wav", "audio/wave":
+		return ".wav"
+	case "audio/mp4", "audio/aac", "audio/x-m4a":
+		return ".m4a"
+	}
+	return ".mp3"
+}
+
+// sentence makes an engine message end with a full stop and start with a capital letter.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+// publicCode accepts an engine error code that may be shown: letters, digits, '.', '_', '-',
+// at most 64 bytes.
+func publicCode(c string) bool {
+	if c == "" || len(c) > 64 {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		b := c[i]
+		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// failure is the client error of a failed record (also on every replay of it).
+func failure(rec store.Speech) error {
+	k := apierr.KindUpstream
+	switch rec.ErrorKind {
+	case kindInvalid:
+		k = apierr.KindInvalid
+	case kindTimeout:
+		k = apierr.KindTimeout
+	case kindInternal:
+		k = apierr.KindInternal
+	}
+	code, msg := rec.ErrorCode, rec.ErrorMessage
+	if code == "" {
+		code = CodeGenerationFailed
+	}
+	if msg == "" {
+		msg = "Speech generation failed; no audio was produced and the pre-charge was refunded."
+	}
+	return &apierr.Error{Kind: k, Code: code, Message: msg, Param: rec.ErrorParam}
+}

@@ -1,0 +1,107 @@
+// Package speech is the speech use case (POST /v1/audio/speech): decode and validate the
+// request, check its reference URLs, record it with its reservation before the engine is
+// called, synthesize within a bounded wait, store and measure the audio, and settle once on
+// the measured duration — or fail and refund in full. Replays of the same client_request_id
+// return the original outcome; a retry that finds the original still running waits for it,
+// and one that finds it abandoned takes it over. A Sweeper fails and refunds records that
+// nobody came back for. See docs/speech.md.
+package speech
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"mediagen/internal/catalog"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/media/safefetch"
+	"mediagen/internal/provider"
+	"mediagen/internal/store"
+)
+
+// Defaults of the Service's bounds.
+const (
+	// DefaultWait bounds one generation attempt: reference checks aside, the engine must
+	// deliver within it, and a retry waits at most this long for a running original.
+	DefaultWait = 60 * time.Second
+	// DefaultGrace is the time after the wait that storing and measuring the audio may take;
+	// an attempt not finished by wait + grace is considered dead.
+	DefaultGrace = 30 * time.Second
+	// DefaultCheckTimeout bounds the reference checks of one request (run concurrently).
+	DefaultCheckTimeout = 15 * time.Second
+	// DefaultLinkTTL is the lifetime of download links when the Service has none set.
+	DefaultLinkTTL = 24 * time.Hour
+	// DefaultPoll is how often a waiting retry re-reads the original's record.
+	DefaultPoll = 100 * time.Millisecond
+)
+
+// Caller is the authenticated key and its tenant.
+type Caller struct {
+	Key    store.Key
+	Tenant *catalog.Tenant
+}
+
+// Fetcher is the SSRF-safe client (*safefetch.Client) used for reference checks and for
+// copying engine output given by URL.
+type Fetcher interface {
+	Get(ctx context.Context, rawURL string, opt safefetch.RequestOptions) (*safefetch.Response, error)
+}
+
+// Blobs is the service's result storage (*blob.FS).
+type Blobs interface {
+	Put(ctx context.Context, key string, r io.Reader) (int64, error)
+	LocalPath(key string) (string, bool)
+	SignedURL(key string, ttl time.Duration) (string, time.Time)
+}
+
+// Prober measures a stored media file (ffmpeg.Tools).
+type Prober interface {
+	Probe(ctx context.Context, path string) (ffmpeg.Info, error)
+}
+
+// Service accepts speech requests. Store, Blobs and Probe are required; Engines maps a catalog
+// upstream name (alias.upstream) to its synthesizer — an alias whose upstream has no engine
+// in this process answers 503. Fetch is required for requests with references.
+type Service struct {
+	Store   store.Store
+	Engines map[string]provider.Synthesizer
+	Fetch   Fetcher
+	Blobs   Blobs
+	Probe   Prober
+	Logger  *slog.Logger
+
+	LinkTTL      time.Duration // lifetime of the download link; 0 → DefaultLinkTTL
+	Wait         time.Duration // bounded wait of one attempt; 0 → DefaultWait
+	Grace        time.Duration // storing and measuring after the wait; 0 → DefaultGrace
+	CheckTimeout time.Duration // reference checks; 0 → DefaultCheckTimeout
+	Poll         time.Duration // waiting retries re-read this often; 0 → DefaultPoll
+	Now          func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (s *Service) wait() time.Duration         { return orDefault(s.Wait, DefaultWait) }
+func (s *Service) grace() time.Duration        { return orDefault(s.Grace, DefaultGrace) }
+func (s *Service) checkTimeout() time.Duration { return orDefault(s.CheckTimeout, DefaultCheckTimeout) }
+func (s *Service) linkTTL() time.Duration      { return orDefault(s.LinkTTL, DefaultLinkTTL) }
+func (s *Service) poll() time.Duration         { return orDefault(s.Poll, DefaultPoll) }

@@ -1,0 +1,348 @@
+package speech
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/billing"
+	"mediagen/internal/blob"
+	"mediagen/internal/catalog"
+	"mediagen/internal/contract"
+	"mediagen/internal/idgen"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
+	"mediagen/internal/provider"
+	"mediagen/internal/provider/sandbox"
+	"mediagen/internal/store"
+	"mediagen/internal/store/sqlite"
+	"mediagen/internal/store/storetest"
+)
+
+func TestSpeechEstimateSeconds(t *testing.T) {
+	for _, c := range []struct {
+		chars int
+		want  int64
+	}{{0, 1}, {1, 1}, {12, 1}, {13, 2}, {24, 2}, {25, 3}, {2999, 250}, {3000, 250}} {
+		if got := EstimateSeconds(c.chars); got != c.want {
+			t.Errorf("EstimateSeconds(%d) = %d, want %d", c.chars, got, c.want)
+		}
+	}
+	// Characters are code points: 13 × "漢" (39 bytes) is 2 s, like 13 ASCII letters.
+	q, err := Estimate("USD", 200, strings.Repeat("漢", 13))
+	if err != nil || q.Characters != 13 || q.EstimatedSeconds != 2 || q.Amount != 400 || q.Rate != 200 || q.Currency != "USD" {
+		t.Fatalf("Estimate = %+v, %v", q, err)
+	}
+}
+
+func TestSpeechChargeKeepsFractionsToTheMicroUnit(t *testing.T) {
+	for _, c := range []struct {
+		rate money.Micros
+		us   int64
+		want money.Micros
+	}{
+		{200, 2_345_678, 469},                     // 469.1356 → 469
+		{200, 2_347_500, 470},                     // 469.5 → 470 (half away from zero)
+		{1_000_000, 1_500_001, 1_500_001},         // 1.00 per second: every microsecond counts
+		{250_000, 4_000_000, 1_000_000},           // whole seconds
+		{123_456, 10_123_456, 1_249_801},          // 1249801.38…
+		{0, 5_000_000, 0},                         // free tenant
+		{1_000_000, 3_600_000_000, 3_600_000_000}, // an hour at 1.00/s
+	} {
+		got, err := Charge(Quote{Rate: c.rate}, c.us)
+		if err != nil || got != c.want {
+			t.Errorf("Charge(%s/s, %d µs) = %s, %v; want %s", c.rate, c.us, got, err, c.want)
+		}
+	}
+}
+
+func TestSpeechReferenceMediaFamily(t *testing.T) {
+	id3 := []byte("ID3\x04\x00\x00\x00\x00\x00\x00")
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00")
+	for _, c := range []struct {
+		ct   string
+		head []byte
+		want string
+	}{
+		{"audio/mpeg", nil, "audio"},
+		{"audio/wav; codecs=1", nil, "audio"},
+		{"AUDIO/MP4", nil, "audio"},
+		{"application/ogg", nil, "audio"},
+		{"image/png", nil, "image"},
+		{"image/jpeg; charset=binary", nil, "image"},
+		{"video/mp4", id3, "video"}, // a declared type wins over the bytes
+		{"text/html", id3, "text"},
+		{"application/octet-stream", id3, "audio"},
+		{"binary/octet-stream", png, "image"},
+		{"", id3, "audio"},
+		{"", png, "image"},
+		{"not a type", png, "image"},
+		{"application/octet-stream", []byte("hello world"), "text"},
+		{"", []byte{0, 1, 2, 3}, "application"},
+	} {
+		if got := mediaFamily(c.ct, c.head); got != c.want {
+			t.Errorf("mediaFamily(%q, %q) = %q, want %q", c.ct, c.head, got, c.want)
+		}
+	}
+}
+
+// ---- service tests on the real sandbox engine ----
+
+type env struct {
+	t      *testing.T
+	svc    *Service
+	db     store.Store
+	caller Caller
+	calls  *atomic.Int64
+	clock  *clock
+}
+
+type clock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.at = c.at.Add(d)
+	c.mu.Unlock()
+}
+
+type counting struct {
+	next  provider.Synthesizer
+	calls *atomic.Int64
+}
+
+func (c counting) Synthesize(ctx context.Context, r provider.SpeechRequest) (provider.Speech, error) {
+	c.calls.Add(1)
+	return c.next.Synthesize(ctx, r)
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	tools := ffmpeg.Tools{}
+	if err := tools.Check(context.Background()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("ffmpeg, ffprobe and espeak-ng required under CI=true: %v", err)
+		}
+		t.Skip(err)
+	}
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := sandbox.New(sandbox.Config{Dir: t.TempDir(), Tools: tools, Pace: -1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	blobs, err := blob.NewFS(t.TempDir(), []byte(strings.Repeat("s", 32)), "http://files.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := &atomic.Int64{}
+	clk := &clock{at: time.Now()}
+	svc := &Service{Store: db, Engines: map[string]provider.Synthesizer{"sandbox": counting{eng, calls}}, Blobs: blobs,
+		Probe: tools, Logger: quiet, Wait: 10 * time.Second, Grace: 5 * time.Second, Poll: 20 * time.Millisecond, Now: clk.now}
+	tenant, _ := catalog.Demo().Tenant("demo")
+	key := store.Key{ID: idgen.New("key"), TenantID: "demo", Prefix: "mg_test", Hash: []byte(idgen.New("h")), CreatedAt: time.Now()}
+	err = db.Transact(context.Background(), func(tx store.Tx) error {
+		if err := tx.CreateKey(context.Background(), key, "USD"); err != nil {
+			return err
+		}
+		_, err := billing.Credit(context.Background(), tx, key, "USD", 10*money.Scale, "test", time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, svc: svc, db: db, caller: Caller{Key: key, Tenant: tenant}, calls: calls, clock: clk}
+}
+
+// crashAfterAccept records a request and its reservation exactly as Create does, and then
+// stops, as a process killed before it called the engine would.
+func (e *env) crashAfterAccept(body string) store.Speech {
+	e.t.Helper()
+	req, derr := contract.DecodeSpeech([]byte(body))
+	if derr != nil {
+		e.t.Fatal(derr)
+	}
+	alias, _ := e.caller.Tenant.Alias(req.Model)
+	rate, _ := e.caller.Tenant.Rates.SpeechRate()
+	q, err := Estimate("USD", rate, req.Text)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sum := sha256.Sum256(req.CanonicalForIdempotency())
+	rec, _, err := e.svc.accept(context.Background(), e.caller, req, alias, q, sum[:])
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rec
+}
+
+func (e *env) balance() store.Balance {
+	e.t.Helper()
+	b, err := e.db.Balance(context.Background(), e.caller.Key.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// A retry of a request whose process died takes the record over once its attempt deadline
+// (wait + grace) has passed, generates it under the same id, and settles it once.
+func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
+	e := newEnv(t)
+	body := `{"model":"demo-speech","input":"Recovered after a crash.","metadata":{"client_request_id":"crash-1"}}`
+	rec := e.crashAfterAccept(body)
+	if b := e.balance(); b.Reserved != rec.Reserved || rec.Reserved != 400 {
+		t.Fatalf("after accept: %+v (reserved %s)", b, rec.Reserved)
+	}
+	// Before the deadline the record belongs to the (dead) original: a retry waits for it and,
+	// its own wait over, answers that the request is still in progress.
+	e.svc.Wait = 300 * time.Millisecond
+	start := time.Now()
+	_, err := e.svc.Create(context.Background(), e.caller, []byte(body))
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Kind != apierr.KindIdempotency || ae.Code != "request_in_progress" {
+		t.Fatalf("retry before the deadline: %v", err)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("did not wait: %v", d)
+	}
+	if e.calls.Load() != 0 {
+		t.Fatal("the engine was called by a waiting retry")
+	}
+	// After the deadline the next retry takes it over.
+	e.svc.Wait = 10 * time.Second
+	e.clock.advance(time.Minute)
+	res, err := e.svc.Create(context.Background(), e.caller, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ID != rec.ID || res.Duration <= 0 || res.Metadata == nil || res.Metadata.ClientRequestID != "crash-1" {
+		t.Fatalf("take-over answer %+v", res)
+	}
+	got, _ := e.db.Speech(context.Background(), rec.ID)
+	if got.Status != store.SpeechCompleted || got.AttemptToken == rec.AttemptToken {
+		t.Fatalf("record %+v", got)
+	}
+	want, _ := Charge(Quote{Rate: 200}, billing.SecondsToMicros(res.Duration))
+	if b := e.balance(); b.Used != want || b.Reserved != 0 || got.Charged != want {
+		t.Fatalf("balance %+v, want one charge of %s", b, want)
+	}
+	// The old attempt, were it still alive, cannot finish the record any more: its late
+	// failure is fenced out and it answers the winner's outcome; no money moves.
+	late, err := e.svc.fail(context.Background(), rec, kindTimeout, CodeTimeout, "", "late", nil)
+	if err != nil || late.ID != rec.ID || late.Duration != res.Duration || e.balance().Used != want {
+		t.Fatalf("late finish of the old attempt: %+v %v, %+v", late, err, e.balance())
+	}
+	if e.calls.Load() != 1 {
+		t.Errorf("engine calls %d", e.calls.Load())
+	}
+	storetest.CheckLedger(t, e.db)
+}
+
+// The sweep fails and refunds records nobody came back for, leaves live ones alone, and a
+// later replay returns the recorded failure.
+func TestSpeechSweepRefundsAbandonedRequests(t *testing.T) {
+	e := newEnv(t)
+	dead := e.crashAfterAccept(`{"model":"demo-speech","input":"Never finished.","metadata":{"client_request_id":"dead-1"}}`)
+	e.clock.advance(20 * time.Second) // past wait + grace of the first record
+	live := e.crashAfterAccept(`{"model":"demo-speech","input":"Still running elsewhere."}`)
+	if b := e.balance(); b.Reserved != dead.Reserved+live.Reserved {
+		t.Fatalf("balance %+v", b)
+	}
+	n, err := e.svc.SweepAbandoned(context.Background(), e.clock.now(), 10)
+	if err != nil || n != 1 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	got, _ := e.db.Speech(context.Background(), dead.ID)
+	if got.Status != store.SpeechFailed || got.ErrorCode != CodeTimeout || got.Charged != 0 {
+		t.Fatalf("swept record %+v", got)
+	}
+	if l, _ := e.db.Speech(context.Background(), live.ID); l.Status != store.SpeechPending {
+		t.Fatalf("live record %+v", l)
+	}
+	if b := e.balance(); b.Reserved != live.Reserved || b.Used != 0 || b.Available != 10*money.Scale-live.Reserved {
+		t.Fatalf("balance after sweep %+v", b)
+	}
+	// Sweeping again changes nothing.
+	if n, err := e.svc.SweepAbandoned(context.Background(), e.clock.now(), 10); err != nil || n != 0 {
+		t.Fatalf("second sweep %d, %v", n, err)
+	}
+	_, err = e.svc.Create(context.Background(), e.caller, []byte(`{"model":"demo-speech","input":"Never finished.","metadata":{"client_request_id":"dead-1"}}`))
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Kind != apierr.KindTimeout || ae.Code != CodeTimeout || ae.Status() != 504 {
+		t.Fatalf("replay of a swept request: %v", err)
+	}
+	if e.calls.Load() != 0 {
+		t.Errorf("engine calls %d", e.calls.Load())
+	}
+
+	// The background Sweeper does the same on its own.
+	e.clock.advance(time.Minute)
+	sw := &Sweeper{Service: e.svc, Interval: 20 * time.Millisecond, Delay: time.Millisecond}
+	sw.Start(context.Background())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if l, _ := e.db.Speech(context.Background(), live.ID); l.Status == store.SpeechFailed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Sweeper did not fail the abandoned record")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sw.Stop()
+	sw.Stop() // idempotent
+	if b := e.balance(); b.Reserved != 0 || b.Available != 10*money.Scale || b.Used != 0 {
+		t.Fatalf("balance after the Sweeper %+v", b)
+	}
+	storetest.CheckLedger(t, e.db)
+}
+
+// A request whose client hangs up is still completed and recorded: the work is detached from
+// the request's context, so the retry gets the finished result.
+func TestSpeechClientHangUpDoesNotAbandonTheWork(t *testing.T) {
+	e := newEnv(t)
+	body := `{"model":"demo-speech","input":"Keep going [sandbox:slow=500ms]","metadata":{"client_request_id":"hangup-1"}}`
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.svc.Create(ctx, e.caller, []byte(body))
+		done <- err
+	}()
+	time.Sleep(150 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("the detached work failed: %v", err)
+	}
+	rec, err := e.db.SpeechByRequestID(context.Background(), e.caller.Key.ID, "hangup-1")
+	if err != nil || rec.Status != store.SpeechCompleted {
+		t.Fatalf("record %+v %v", rec, err)
+	}
+	res, err := e.svc.Create(context.Background(), e.caller, []byte(body))
+	if err != nil || res.ID != rec.ID || e.calls.Load() != 1 {
+		t.Fatalf("retry %+v %v, calls %d", res, err, e.calls.Load())
+	}
+}

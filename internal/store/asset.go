@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Asset libraries. Groups and assets belong to exactly one; the libraries never mix.
+const (
+	LibraryVirtual   = "virtual"
+	LibraryRealHuman = "real_human"
+)
+
+// Where an asset group came from.
+const (
+	GroupOriginTenant       = "tenant"       // created by the tenant (virtual only)
+	GroupOriginCatalog      = "catalog"      // granted by the operator's catalog (virtual_groups)
+	GroupOriginOperator     = "operator"     // granted with `mediagen admin asset-group grant`
+	GroupOriginVerification = "verification" // made by a passed real-human verification
+)
+
+// Authorization status of an asset group.
+const (
+	GroupActive  = "Active"
+	GroupRevoked = "Revoked"
+)
+
+// Asset statuses, as the API shows them.
+const (
+	AssetProcessing = "Processing"
+	AssetActive     = "Active"
+	AssetFailed     = "Failed"
+)
+
+// Verification session statuses.
+const (
+	VerifyPending  = "pending"
+	VerifyPassed   = "passed"
+	VerifyDeclined = "declined"
+)
+
+// Callback delivery states of a verification session ("" when there is no callback).
+const (
+	CallbackPending   = "pending"
+	CallbackDelivered = "delivered"
+	CallbackFailed    = "failed"
+)
+
+// AssetGroup is a group of assets of one tenant in one library.
+type AssetGroup struct {
+	ID          string
+	TenantID    string
+	Library     string // LibraryVirtual or LibraryRealHuman
+	Name        string
+	Description string
+	Origin      string // GroupOrigin*
+	Status      string // GroupActive or GroupRevoked
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	// AssetCount is filled by reads: the assets the group holds, in any status.
+	AssetCount int
+}
+
+// AssetGroupQuery selects groups; empty fields do not filter. Results are newest first.
+type AssetGroupQuery struct {
+	TenantID string
+	Library  string
+	Origin   string
+	Offset   int
+	Limit    int // 0: no limit
+}
+
+// Asset is one media file of the library: where it came from, what the service measured, and
+// the key of the service's own copy.
+type Asset struct {
+	ID            string
+	TenantID      string
+	GroupID       string
+	Library       string
+	Name          string
+	Type          string // Image, Video, Audio: what the client declared, confirmed by sniffing
+	SourceURL     string
+	Status        string // AssetProcessing, AssetActive, AssetFailed
+	FailureCode   string
+	FailureReason string
+	BlobKey       string // the stored copy (Active only)
+	ContentType   string
+	Bytes         int64
+	Duration      float64 // seconds, measured from the stored copy (videos)
+	Width, Height int
+	Attempts      int // processing attempts started
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// AssetQuery selects assets; empty fields do not filter. Results are newest first.
+type AssetQuery struct {
+	TenantID string
+	Library  string
+	GroupID  string
+	Type     string
+	Status   string
+	Offset   int
+	Limit    int // 0: no limit
+}
+
+// ClaimedAsset is a Processing asset leased to one processor.
+type ClaimedAsset struct {
+	Asset
+	Token string
+}
+
+// AssetOutcome is the end of processing: Active with the stored copy and its measurements, or
+// Failed with a code and a client-safe reason.
+type AssetOutcome struct {
+	ID, Token     string
+	Status        string // AssetActive or AssetFailed
+	FailureCode   string
+	FailureReason string
+	BlobKey       string
+	ContentType   string
+	Bytes         int64
+	Duration      float64
+	Width, Height int
+	At            time.Time
+}
+
+// VerifySession is one real-human verification: the token (stored as its SHA-256 hash), what
+// the end user did, and the callback owed to the tenant.
+type VerifySession struct {
+	ID          string
+	TokenHash   []byte
+	TenantID    string
+	KeyID       string
+	CallbackURL string
+	Status      string // VerifyPending, VerifyPassed, VerifyDeclined
+	GroupID     string // the real-human group made on a pass
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	StartedAt   time.Time // when the liveness check was started (zero before)
+	FinishedAt  time.Time
+	RedeemedAt  time.Time // when validate-result/get returned the GroupId (zero before)
+
+	CallbackBody     []byte // the JSON payload, fixed when the user finished
+	CallbackState    string // "", CallbackPending, CallbackDelivered, CallbackFailed
+	CallbackAttempts int
+	CallbackNextAt   time.Time
+}
+
+// ClaimedCallback is a due callback leased to one sender.
+type ClaimedCallback struct {
+	VerifySession
+	Token string
+}
+
+// AssetStore is the read side of the asset library, and the leases of its background work.
+type AssetStore interface {
+	AssetGroup(ctx context.Context, id string) (AssetGroup, error)
+	// AssetGroups returns one page of the matching groups and the total number matching.
+	AssetGroups(ctx context.Context, q AssetGroupQuery) ([]AssetGroup, int, error)
+	Asset(ctx context.Context, id string) (Asset, error)
+	// Assets returns one page of the matching assets and the total number matching.
+	Assets(ctx context.Context, q AssetQuery) ([]Asset, int, error)
+
+	// ClaimAssets leases up to limit Processing assets whose lease has expired (new assets
+	// are created with an expired lease), counting an attempt on each.
+	ClaimAssets(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]ClaimedAsset, error)
+	// FinishAsset ends processing if the lease is still ours and the asset still Processing;
+	// otherwise it fails with ErrLeaseLost and changes nothing.
+	FinishAsset(ctx context.Context, o AssetOutcome) error
+	// ReleaseAsset hands a lease back (shutdown) without counting the attempt.
+	ReleaseAsset(ctx context.Context, id, token string) error
+
+	VerifySessionByToken(ctx context.Context, tokenHash []byte) (VerifySession, error)
+	VerifySession(ctx context.Context, id string) (VerifySession, error)
+	// ClaimCallbacks leases up to limit pending callbacks that are due.
+	ClaimCallbacks(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]ClaimedCallback, error)
+	// FinishCallback records a delivery attempt under the lease: the new state, the attempts
+	// made, and when to try again (state pending). ErrLeaseLost when the lease was lost.
+	FinishCallback(ctx context.Context, id, token, state string, attempts int, next time.Time) error
+}
+
+// AssetTx is the write side of the asset library, inside Store.Transact.
+type AssetTx interface {
+	AssetGroupForUpdate(ctx context.Context, id string) (AssetGroup, error)
+	// CreateAssetGroup inserts a group; an existing id fails with ErrConflict.
+	CreateAssetGroup(ctx context.Context, g AssetGroup) error
+	// UpdateAssetGroup writes Name, Description, Status and UpdatedAt of the group g.ID.
+	UpdateAssetGroup(ctx context.Context, g AssetGroup) error
+	// DeleteAssetGroup removes an empty group; a group that holds assets fails with
+	// ErrConflict.
+	DeleteAssetGroup(ctx context.Context, id string) error
+	// CreateAsset inserts an asset into an existing group.
+	CreateAsset(ctx context.Context, a Asset) error
+	RenameAsset(ctx context.Context, id, name string, at time.Time) error
+	// DeleteAsset removes an asset and returns the key of its stored copy ("" when none).
+	DeleteAsset(ctx context.Context, id string) (blobKey string, err error)
+
+	CreateVerifySession(ctx context.Context, v VerifySession) error
+	// StartVerifySession records the start of the liveness check of a pending session
+	// (ErrConflict when it is no longer pending).
+	StartVerifySession(ctx context.Context, id string, at time.Time) error
+	// FinishVerifySession moves a pending session to passed or declined with its group and
+	// its callback payload (callback due at once when the session has a callback URL);
+	// ErrConflict when it is no longer pending.
+	FinishVerifySession(ctx context.Context, id, status, groupID string, callbackBody []byte, at time.Time) error
+	// RedeemVerifySession marks the result as handed out; ErrConflict when it already was.
+	RedeemVerifySession(ctx context.Context, id string, at time.Time) error
+}

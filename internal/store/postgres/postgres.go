@@ -1,0 +1,71 @@
+// Package postgres is the shared store for several replicas: PostgreSQL through pgx.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"mediagen/internal/store/sqldb"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Migrations are the embedded schema files of this dialect.
+func Migrations() fs.FS {
+	sub, _ := fs.Sub(migrations, "migrations")
+	return sub
+}
+
+// Open connects to the database at url (postgres://…) and applies migrations.
+func Open(ctx context.Context, url string) (*sqldb.DB, error) {
+	cfg, err := pgconnConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pool := stdlib.OpenDB(*cfg)
+	pool.SetMaxOpenConns(16)
+	pool.SetMaxIdleConns(16)
+	if err := pool.PingContext(ctx); err != nil {
+		_ = pool.Close()
+		return nil, fmt.Errorf("postgres: connect to %s: %w", redact(url), err)
+	}
+	db := sqldb.New(pool, pool, dialect{})
+	if _, err := db.Migrate(ctx, Migrations()); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return db, nil
+}
+
+type dialect struct{}
+
+func (dialect) Name() string                 { return "postgres" }
+func (dialect) Placeholders(q string) string { return sqldb.RebindDollar(q) }
+
+// LockMigrations takes a transaction-scoped advisory lock, so replicas starting together apply
+// each migration once.
+func (dialect) LockMigrations(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7346218)`)
+	return err
+}
+
+// DriverCachesStatements is true: pgx keeps a per-connection statement cache, while a
+// database/sql statement used in a transaction on another pooled connection would be
+// prepared again for every transaction, a round trip each.
+func (dialect) DriverCachesStatements() bool { return true }
+
+// ClaimLock makes concurrent claimers skip rows another claimer holds instead of waiting.
+func (dialect) ClaimLock() string { return " FOR UPDATE SKIP LOCKED" }
+
+func (dialect) IsUniqueViolation(err error) bool {
+	var e *pgconn.PgError
+	return errors.As(err, &e) && e.Code == "23505"
+}

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"mediagen/internal/money"
+)
+
+// Speech statuses. A speech record is pending from acceptance until it completes or fails;
+// completed and failed are terminal and never change again.
+const (
+	SpeechPending   = "pending"
+	SpeechCompleted = "completed"
+	SpeechFailed    = "failed"
+)
+
+// Speech is one POST /v1/audio/speech request: what was accepted, what was reserved, who is
+// generating it (the attempt token and its deadline), and how it ended.
+type Speech struct {
+	ID              string
+	KeyID           string
+	TenantID        string
+	Model           string // the tenant's alias
+	Status          string // SpeechPending, SpeechCompleted, SpeechFailed
+	ClientRequestID string // "" when the client sent none
+	PayloadHash     []byte // SHA-256 of the request's idempotency fingerprint
+	Request         []byte // the normalized request (JSON) with its upstream binding
+	Pricing         []byte // the frozen quote (JSON)
+	Reserved        money.Micros
+	Charged         money.Micros
+	Result          []byte // result (JSON) once completed; never changes after
+	// ErrorKind classifies a failure for the transport (invalid, upstream, timeout, internal);
+	// ErrorCode, ErrorMessage and ErrorParam are what the client is shown, sanitized.
+	ErrorKind    string
+	ErrorCode    string
+	ErrorMessage string
+	ErrorParam   string
+	// AttemptToken names the process attempt that may finish a pending record; every finish is
+	// fenced by it. AttemptUntil is when that attempt is considered dead: after it another
+	// request for the same record (or the sweep) may take the record over.
+	AttemptToken string
+	AttemptUntil time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	FinishedAt   time.Time
+}
+
+// SpeechFinish is the fenced terminal write of a pending speech record.
+type SpeechFinish struct {
+	ID, Token    string
+	Status       string // SpeechCompleted or SpeechFailed
+	Charged      money.Micros
+	Result       []byte
+	ErrorKind    string
+	ErrorCode    string
+	ErrorMessage string
+	ErrorParam   string
+	FinishedAt   time.Time
+}
+
+// SpeechStore is the part of Store that reads speech records.
+type SpeechStore interface {
+	Speech(ctx context.Context, id string) (Speech, error)
+	// SpeechByRequestID finds the key's record with the given non-empty client_request_id.
+	SpeechByRequestID(ctx context.Context, keyID, clientRequestID string) (Speech, error)
+	// AbandonedSpeeches lists up to limit pending records whose attempt deadline is before
+	// the given time, oldest deadline first.
+	AbandonedSpeeches(ctx context.Context, before time.Time, limit int) ([]Speech, error)
+}
+
+// SpeechTx is the part of Tx that writes speech records.
+type SpeechTx interface {
+	// CreateSpeech inserts a pending record; a second record with the same key and non-empty
+	// client_request_id (or the same id) fails with ErrConflict.
+	CreateSpeech(ctx context.Context, s Speech) error
+	// TakeOverSpeech hands a pending record from attempt oldToken to newToken with a new
+	// deadline. It fails with ErrLeaseLost, changing nothing, when the record is no longer
+	// pending or oldToken is no longer its attempt.
+	TakeOverSpeech(ctx context.Context, id, oldToken, newToken string, until time.Time) error
+	// FinishSpeech moves a pending record to its terminal status if f.Token is still its
+	// attempt; otherwise it fails with ErrLeaseLost and changes nothing. Run it in the same
+	// transaction as the settlement, so money moves exactly once.
+	FinishSpeech(ctx context.Context, f SpeechFinish) error
+}

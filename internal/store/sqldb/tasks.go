@@ -1,0 +1,74 @@
+package sqldb
+
+import (
+	"context"
+	"fmt"
+
+	"mediagen/internal/money"
+	"mediagen/internal/store"
+)
+
+const taskColumns = `id, key_id, tenant_id, route, model, status, progress, client_request_id, payload_hash,
+	request, pricing, reserved, charged, result, error_code, error_message, created_at, updated_at,
+	finished_at, next_run_at`
+
+func scanTask(row scanner) (store.Task, error) {
+	var t store.Task
+	var request, pricing, result string
+	var reserved, charged, created, updated, finished, next int64
+	err := row.Scan(&t.ID, &t.KeyID, &t.TenantID, &t.Route, &t.Model, &t.Status, &t.Progress,
+		&t.ClientRequestID, &t.PayloadHash, &request, &pricing, &reserved, &charged, &result,
+		&t.ErrorCode, &t.ErrorMessage, &created, &updated, &finished, &next)
+	if err != nil {
+		return store.Task{}, noRows(err)
+	}
+	t.Request, t.Pricing = []byte(request), []byte(pricing)
+	if result != "" {
+		t.Result = []byte(result)
+	}
+	t.Reserved, t.Charged = money.Micros(reserved), money.Micros(charged)
+	t.CreatedAt, t.UpdatedAt, t.FinishedAt, t.NextRunAt = fromMicros(created), fromMicros(updated), fromMicros(finished), fromMicros(next)
+	return t, nil
+}
+
+// CreateTask inserts a new task.
+func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
+	_, err := t.exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		task.ID, task.KeyID, task.TenantID, task.Route, task.Model, task.Status, task.Progress,
+		task.ClientRequestID, task.PayloadHash, string(task.Request), string(task.Pricing),
+		int64(task.Reserved), int64(task.Charged), string(task.Result), task.ErrorCode, task.ErrorMessage,
+		micros(task.CreatedAt), micros(task.UpdatedAt), micros(task.FinishedAt), micros(task.NextRunAt))
+	if err != nil {
+		if t.db.d.IsUniqueViolation(err) {
+			return fmt.Errorf("create task %s: %w", task.ID, store.ErrConflict)
+		}
+		return fmt.Errorf("create task %s: %w", task.ID, err)
+	}
+	return nil
+}
+
+// readColumns are taskColumns without the request and pricing documents: readers (polling,
+// replays) never need them, and polling is the hottest path, so it reads less.
+const readColumns = `id, key_id, tenant_id, route, model, status, progress, client_request_id, payload_hash,
+	'', '', reserved, charged, result, error_code, error_message, created_at, updated_at,
+	finished_at, next_run_at`
+
+// Task reads one task by id: one primary-key lookup, the hot path of polling. Request and
+// Pricing are left empty (the runner gets them with its claims).
+func (db *DB) Task(ctx context.Context, id string) (store.Task, error) {
+	t, err := scanTask(db.readRow(ctx, `SELECT `+readColumns+` FROM tasks WHERE id = ?`, id))
+	if err != nil {
+		return t, fmt.Errorf("task %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// TaskByRequestID finds the key's task with the given client_request_id.
+func (db *DB) TaskByRequestID(ctx context.Context, keyID, clientRequestID string) (store.Task, error) {
+	t, err := scanTask(db.readRow(ctx, `SELECT `+readColumns+` FROM tasks
+		WHERE key_id = ? AND client_request_id = ? AND client_request_id <> ''`, keyID, clientRequestID))
+	if err != nil {
+		return t, fmt.Errorf("task by request id: %w", err)
+	}
+	return t, nil
+}

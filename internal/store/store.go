@@ -1,0 +1,131 @@
+// Package store defines persistence for mediagen: the records it keeps and the one interface
+// that both the SQLite and the PostgreSQL drivers implement. The conformance suite in
+// store/storetest runs against both, so the drivers cannot drift apart.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"mediagen/internal/money"
+)
+
+// Sentinel errors. Callers test them with errors.Is; drivers wrap them with context.
+var (
+	ErrNotFound          = errors.New("not found")
+	ErrConflict          = errors.New("conflict")
+	ErrInsufficientFunds = errors.New("insufficient funds")
+	ErrUnbalanced        = errors.New("ledger transaction does not balance")
+)
+
+// Key is an API key. Only the SHA-256 hash of the secret is stored: keys are 160+ bits of
+// randomness, so a slow password hash would add latency to every request and no security.
+type Key struct {
+	ID        string
+	TenantID  string
+	Name      string
+	Prefix    string // the first characters of the secret, shown in listings to tell keys apart
+	Hash      []byte
+	Unlimited bool
+	CreatedAt time.Time
+	RevokedAt time.Time // zero while the key is active
+}
+
+// Revoked reports whether the key may no longer authenticate.
+func (k Key) Revoked() bool { return !k.RevokedAt.IsZero() }
+
+// AccountKind distinguishes the accounts of the double-entry ledger.
+type AccountKind string
+
+const (
+	// AccountAvailable is what a key may spend; it goes negative only for unlimited keys.
+	AccountAvailable AccountKind = "available"
+	// AccountReserved holds money reserved for accepted, unsettled work.
+	AccountReserved AccountKind = "reserved"
+	// AccountSpent accumulates settled charges: the key's "used".
+	AccountSpent AccountKind = "spent"
+	// AccountFunding is the per-currency source of credits; its balance is the negative of all
+	// money ever credited, which is what makes every credit balance to zero.
+	AccountFunding AccountKind = "funding"
+)
+
+// AccountID names a key's account of the given kind.
+func AccountID(keyID string, kind AccountKind) string { return keyID + ":" + string(kind) }
+
+// FundingAccountID names the funding account of a currency.
+func FundingAccountID(currency string) string { return "funding:" + currency }
+
+// Balance is the money view of one key.
+type Balance struct {
+	KeyID     string
+	Currency  string
+	Available money.Micros
+	Reserved  money.Micros
+	Used      money.Micros
+	Unlimited bool
+	UpdatedAt time.Time
+}
+
+// Entry is one leg of a ledger transaction.
+type Entry struct {
+	Account string
+	Amount  money.Micros
+}
+
+// Txn is a ledger transaction: its entries sum to zero, always.
+type Txn struct {
+	ID        string
+	Kind      string // credit, reserve, settle, …
+	Ref       string // what it is about: a task id, an operator note's subject
+	Note      string
+	Entries   []Entry
+	CreatedAt time.Time
+	// AllowOverdraft lets this transaction take an available account below zero. Settlement
+	// uses it: the reservation is not a spending cap, so a final amount above it is collected
+	// even from an empty balance. Reservations never use it.
+	AllowOverdraft bool
+}
+
+// Store is the whole persistence interface.
+type Store interface {
+	// Transact runs fn in one database transaction, committed if fn returns nil and rolled
+	// back otherwise, or if fn panics.
+	Transact(ctx context.Context, fn func(Tx) error) error
+
+	KeyByHash(ctx context.Context, hash []byte) (Key, error)
+	Key(ctx context.Context, id string) (Key, error)
+	Keys(ctx context.Context, tenantID string) ([]Key, error) // all tenants when tenantID is ""
+	Balance(ctx context.Context, keyID string) (Balance, error)
+	Entries(ctx context.Context, account string) ([]Entry, error)
+	Meta(ctx context.Context, name string) (string, bool, error)
+	TaskStore
+	QueueStore
+	SpeechStore
+	AssetStore
+
+	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
+	// account's balance equals the sum of its entries, and no reserved or spent account is
+	// negative (available accounts may be, after a settlement collected beyond them). It returns nil or an error listing the violations.
+	CheckLedger(ctx context.Context) error
+
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Tx is the write side, used inside Store.Transact.
+type Tx interface {
+	// CreateKey stores a key and opens its accounts in the given currency.
+	CreateKey(ctx context.Context, k Key, currency string) error
+	RevokeKey(ctx context.Context, id string, at time.Time) error
+	Key(ctx context.Context, id string) (Key, error)
+	// Post appends a balanced transaction and moves the account balances. It fails with
+	// ErrInsufficientFunds, changing nothing, when an account that may not go negative would.
+	Post(ctx context.Context, t Txn) error
+	// SetMetaOnce records name=value unless name is already set; it reports whether it wrote.
+	SetMetaOnce(ctx context.Context, name, value string) (bool, error)
+	TaskTx
+	QueueTx
+	SpeechTx
+	AssetTx
+}

@@ -1,0 +1,313 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"mediagen/internal/money"
+	"mediagen/internal/store"
+)
+
+func newSpeech(k store.Key, crid string, until time.Time) store.Speech {
+	now := time.Now().UTC()
+	return store.Speech{
+		ID: fmt.Sprintf("speech_%d", seq.Add(1)), KeyID: k.ID, TenantID: k.TenantID, Model: "alias-speech",
+		Status: store.SpeechPending, ClientRequestID: crid, PayloadHash: []byte{9, 8, 7},
+		Request: []byte(`{"text":"hi"}`), Pricing: []byte(`{"rate":200}`), Reserved: 600,
+		AttemptToken: fmt.Sprintf("att_%d", seq.Add(1)), AttemptUntil: until,
+		CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+func createSpeech(t *testing.T, s store.Store, sp store.Speech) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateSpeech(ctx, sp) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testSpeechCreateAndRead(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k := newKey(t, s, "acme", false)
+	until := time.Now().Add(time.Minute)
+	sp := newSpeech(k, "sp-1", until)
+	createSpeech(t, s, sp)
+	got, err := s.Speech(ctx, sp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != sp.ID || got.KeyID != k.ID || got.TenantID != "acme" || got.Model != "alias-speech" ||
+		got.Status != store.SpeechPending || got.ClientRequestID != "sp-1" || !bytes.Equal(got.PayloadHash, sp.PayloadHash) ||
+		!bytes.Equal(got.Request, sp.Request) || !bytes.Equal(got.Pricing, sp.Pricing) || got.Reserved != 600 ||
+		got.Charged != 0 || got.Result != nil || got.ErrorCode != "" || got.AttemptToken != sp.AttemptToken ||
+		got.AttemptUntil.UnixMicro() != until.UnixMicro() || got.CreatedAt.UnixMicro() != sp.CreatedAt.UnixMicro() ||
+		!got.FinishedAt.IsZero() {
+		t.Fatalf("read back %+v", got)
+	}
+	byReq, err := s.SpeechByRequestID(ctx, k.ID, "sp-1")
+	if err != nil || byReq.ID != sp.ID {
+		t.Fatalf("by request id: %+v %v", byReq, err)
+	}
+	if _, err := s.Speech(ctx, "speech_missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing speech: %v", err)
+	}
+	other := newKey(t, s, "acme", false)
+	if _, err := s.SpeechByRequestID(ctx, other.ID, "sp-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("request id leaked across keys: %v", err)
+	}
+	// Records without a client_request_id never collide, and "" finds none of them.
+	for i := 0; i < 2; i++ {
+		createSpeech(t, s, newSpeech(k, "", until))
+	}
+	if _, err := s.SpeechByRequestID(ctx, k.ID, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("empty request id found a record: %v", err)
+	}
+	// The same id twice is a conflict too.
+	dup := newSpeech(k, "", until)
+	dup.ID = sp.ID
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateSpeech(ctx, dup) }); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("duplicate id: %v", err)
+	}
+}
+
+func testSpeechRequestIDUnique(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k := newKey(t, s, "acme", false)
+	other := newKey(t, s, "acme", false)
+	createSpeech(t, s, newSpeech(other, "same", time.Now()))
+	if err := credit(ctx, s, k, 100_000); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	var created, conflicts atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Transact(ctx, func(tx store.Tx) error {
+				// The record and its reservation commit together, or neither does.
+				sp := newSpeech(k, "same", time.Now().Add(time.Minute))
+				if err := tx.CreateSpeech(ctx, sp); err != nil {
+					return err
+				}
+				return tx.Post(ctx, store.Txn{ID: "txn_" + sp.ID, Kind: "reserve", Ref: sp.ID, Entries: []store.Entry{
+					{Account: store.AccountID(k.ID, store.AccountAvailable), Amount: -sp.Reserved},
+					{Account: store.AccountID(k.ID, store.AccountReserved), Amount: sp.Reserved}}})
+			})
+			switch {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, store.ErrConflict):
+				conflicts.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if created.Load() != 1 || conflicts.Load() != n-1 {
+		t.Fatalf("created %d, conflicts %d; want 1 and %d", created.Load(), conflicts.Load(), n-1)
+	}
+	if b := balance(t, s, k); b.Reserved != 600 {
+		t.Fatalf("reserved %s, want one reservation of 600", b.Reserved)
+	}
+}
+
+func testSpeechFinishFencedOnce(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k := newKey(t, s, "acme", false)
+	if err := credit(ctx, s, k, 10_000); err != nil {
+		t.Fatal(err)
+	}
+	sp := newSpeech(k, "fin-1", time.Now().Add(time.Minute))
+	err := s.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateSpeech(ctx, sp); err != nil {
+			return err
+		}
+		return tx.Post(ctx, store.Txn{ID: "txn_r_" + sp.ID, Kind: "reserve", Ref: sp.ID, Entries: []store.Entry{
+			{Account: store.AccountID(k.ID, store.AccountAvailable), Amount: -sp.Reserved},
+			{Account: store.AccountID(k.ID, store.AccountReserved), Amount: sp.Reserved}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle := func(tx store.Tx, charge money.Micros) error {
+		return tx.Post(ctx, store.Txn{ID: fmt.Sprintf("txn_s_%d", seq.Add(1)), Kind: "settle", Ref: sp.ID, AllowOverdraft: true,
+			Entries: []store.Entry{
+				{Account: store.AccountID(k.ID, store.AccountReserved), Amount: -sp.Reserved},
+				{Account: store.AccountID(k.ID, store.AccountSpent), Amount: charge},
+				{Account: store.AccountID(k.ID, store.AccountAvailable), Amount: sp.Reserved - charge}}})
+	}
+	finish := store.SpeechFinish{ID: sp.ID, Token: sp.AttemptToken, Status: store.SpeechCompleted, Charged: 469,
+		Result: []byte(`{"audio_key":"speech/a.mp3"}`), FinishedAt: time.Now()}
+
+	// A stale attempt cannot finish.
+	stale := finish
+	stale.Token = "att_stale"
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, stale) }); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stale token: %v", err)
+	}
+	// A finish whose settlement fails rolls back with it.
+	boom := errors.New("boom")
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.FinishSpeech(ctx, finish); err != nil {
+			return err
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if got, _ := s.Speech(ctx, sp.ID); got.Status != store.SpeechPending {
+		t.Fatalf("rolled-back finish left status %q", got.Status)
+	}
+	// Concurrent finishers with the right token: exactly one settles.
+	const n = 8
+	var won, lost atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Transact(ctx, func(tx store.Tx) error {
+				if err := tx.FinishSpeech(ctx, finish); err != nil {
+					return err
+				}
+				return settle(tx, finish.Charged)
+			})
+			switch {
+			case err == nil:
+				won.Add(1)
+			case errors.Is(err, store.ErrLeaseLost):
+				lost.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if won.Load() != 1 || lost.Load() != n-1 {
+		t.Fatalf("won %d lost %d", won.Load(), lost.Load())
+	}
+	got, err := s.Speech(ctx, sp.ID)
+	if err != nil || got.Status != store.SpeechCompleted || got.Charged != 469 || string(got.Result) != `{"audio_key":"speech/a.mp3"}` ||
+		got.FinishedAt.IsZero() {
+		t.Fatalf("after finish %+v %v", got, err)
+	}
+	if b := balance(t, s, k); b.Used != 469 || b.Reserved != 0 || b.Available != 10_000-469 {
+		t.Fatalf("balance %+v", b)
+	}
+	// Terminal is terminal: no second finish, no take-over.
+	failed := finish
+	failed.Status, failed.Charged, failed.Result, failed.ErrorCode = store.SpeechFailed, 0, nil, "speech_timeout"
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, failed) }); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("second finish: %v", err)
+	}
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		return tx.TakeOverSpeech(ctx, sp.ID, sp.AttemptToken, "att_new", time.Now().Add(time.Minute))
+	}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("take-over of a finished record: %v", err)
+	}
+	bad := finish
+	bad.Status = store.SpeechPending
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, bad) }); err == nil {
+		t.Fatal("finish to a non-terminal status accepted")
+	}
+}
+
+func testSpeechTakeOverAndFailure(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k := newKey(t, s, "acme", false)
+	sp := newSpeech(k, "to-1", time.Now().Add(-time.Second))
+	createSpeech(t, s, sp)
+	until := time.Now().Add(time.Minute)
+	var wins atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			err := s.Transact(ctx, func(tx store.Tx) error {
+				return tx.TakeOverSpeech(ctx, sp.ID, sp.AttemptToken, fmt.Sprintf("att_new_%d", i), until)
+			})
+			if err == nil {
+				wins.Add(1)
+			} else if !errors.Is(err, store.ErrLeaseLost) {
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d take-overs won, want 1", wins.Load())
+	}
+	got, _ := s.Speech(ctx, sp.ID)
+	if got.AttemptToken == sp.AttemptToken || got.AttemptUntil.UnixMicro() != until.UnixMicro() || got.Status != store.SpeechPending {
+		t.Fatalf("after take-over %+v", got)
+	}
+	// The old attempt is fenced out; the new one finishes.
+	f := store.SpeechFinish{ID: sp.ID, Token: sp.AttemptToken, Status: store.SpeechFailed, ErrorKind: "timeout",
+		ErrorCode: "speech_timeout", ErrorMessage: "Too slow.", ErrorParam: "", FinishedAt: time.Now()}
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, f) }); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("old attempt finished: %v", err)
+	}
+	f.Token = got.AttemptToken
+	f.ErrorParam = "input"
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, f) }); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Speech(ctx, sp.ID)
+	if got.Status != store.SpeechFailed || got.ErrorKind != "timeout" || got.ErrorCode != "speech_timeout" ||
+		got.ErrorMessage != "Too slow." || got.ErrorParam != "input" || got.Result != nil || got.Charged != 0 {
+		t.Fatalf("failed record %+v", got)
+	}
+}
+
+func testSpeechAbandonedList(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k := newKey(t, s, "acme", false)
+	now := time.Now()
+	old := newSpeech(k, "", now.Add(-time.Hour))
+	older := newSpeech(k, "", now.Add(-2*time.Hour))
+	live := newSpeech(k, "", now.Add(time.Hour))
+	done := newSpeech(k, "", now.Add(-3*time.Hour))
+	for _, sp := range []store.Speech{old, older, live, done} {
+		createSpeech(t, s, sp)
+	}
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		return tx.FinishSpeech(ctx, store.SpeechFinish{ID: done.ID, Token: done.AttemptToken, Status: store.SpeechFailed, FinishedAt: now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.AbandonedSpeeches(ctx, now, 10)
+	if err != nil || len(list) != 2 || list[0].ID != older.ID || list[1].ID != old.ID {
+		t.Fatalf("abandoned = %v, %v", ids(list), err)
+	}
+	if list[0].AttemptToken != older.AttemptToken || list[0].Reserved != older.Reserved {
+		t.Fatalf("abandoned record %+v", list[0])
+	}
+	if list, _ := s.AbandonedSpeeches(ctx, now, 1); len(list) != 1 || list[0].ID != older.ID {
+		t.Fatalf("limit 1 = %v", ids(list))
+	}
+	if list, _ := s.AbandonedSpeeches(ctx, now.Add(-90*time.Minute), 10); len(list) != 1 || list[0].ID != older.ID {
+		t.Fatalf("earlier cutoff = %v", ids(list))
+	}
+	if list, _ := s.AbandonedSpeeches(ctx, now, 0); len(list) != 0 {
+		t.Fatalf("limit 0 = %v", ids(list))
+	}
+}
+
+func ids(list []store.Speech) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = s.ID
+	}
+	return out
+}

@@ -1,0 +1,174 @@
+package video
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/billing"
+	"mediagen/internal/catalog"
+	"mediagen/internal/contract"
+	"mediagen/internal/idgen"
+	"mediagen/internal/store"
+)
+
+// Stored is the normalized request the runner executes, kept with the task.
+type Stored struct {
+	Request *contract.VideoRequest `json:"request"`
+	// Upstream binding resolved from the alias at acceptance, so a later catalog change does
+	// not re-route a task already accepted.
+	Upstream     string `json:"upstream"`
+	Model        string `json:"upstream_model"`
+	GenerateRes  string `json:"generate_resolution,omitempty"`
+	EnhanceModel string `json:"enhance_model,omitempty"`
+	// AssetURLs maps content index → the asset's access key at acceptance (asset:// refs).
+	Assets map[int]Asset `json:"assets,omitempty"`
+}
+
+// Create accepts a POST /v1/videos body for the caller. It returns the task and whether it was
+// newly created (false for an identical replay).
+func (s *Service) Create(ctx context.Context, c Caller, body []byte) (store.Task, bool, error) {
+	aliasName, perr := contract.PeekModel(body)
+	if perr != nil {
+		return store.Task{}, false, fromContract(perr)
+	}
+	alias, ok := c.Tenant.Alias(aliasName)
+	if !ok || alias.Product == catalog.ProductSpeech {
+		return store.Task{}, false, apierr.Invalid("model",
+			fmt.Sprintf("The model %q is not a video model alias of this account. Use an alias supplied by the operator.", aliasName))
+	}
+	req, derr := contract.DecodeVideo(body, product(alias), entitlements(c.Tenant.Packages))
+	if derr != nil {
+		return store.Task{}, false, fromContract(derr)
+	}
+	canonical, err := contract.Canonical(body)
+	if err != nil {
+		return store.Task{}, false, apierr.Invalid("", "The request body is not valid JSON.")
+	}
+	sum := sha256.Sum256(canonical)
+	hash := sum[:]
+
+	// A replay is answered before anything is measured or priced again.
+	if req.ClientRequestID != "" {
+		prev, err := s.Store.TaskByRequestID(ctx, c.Key.ID, req.ClientRequestID)
+		switch {
+		case err == nil:
+			return replay(prev, hash)
+		case !errors.Is(err, store.ErrNotFound):
+			return store.Task{}, false, err
+		}
+	}
+
+	stored := &Stored{Request: req, Upstream: string(alias.Upstream), Model: alias.Model,
+		GenerateRes: string(alias.GenerateResolution), EnhanceModel: alias.EnhanceModel}
+	inputs, err := s.resolveContent(ctx, c, req, stored)
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	quote, err := s.quote(c.Tenant, alias, req, inputs)
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	return s.accept(ctx, c, req, stored, quote, hash)
+}
+
+func replay(prev store.Task, hash []byte) (store.Task, bool, error) {
+	if !bytes.Equal(prev.PayloadHash, hash) {
+		return store.Task{}, false, &apierr.Error{Kind: apierr.KindIdempotency, Param: "metadata.client_request_id",
+			Message: "This client_request_id was already used for a different request. Keep the original request unchanged to retrieve its task, or use a new ID for a new task."}
+	}
+	return prev, false, nil
+}
+
+func (s *Service) quote(t *catalog.Tenant, a *catalog.Alias, req *contract.VideoRequest, inputs []float64) (billing.Quote, error) {
+	switch req.Route {
+	case contract.RouteNative:
+		return billing.EstimateNative(t, a.Name, req.Native)
+	case contract.RouteProduction:
+		return billing.EstimateProduction(t, req.Production, inputs)
+	case contract.RouteEnhancement:
+		return billing.EstimateEnhancement(t, contract.EnhRoute(a.Route), req.Enhancement)
+	}
+	return billing.Quote{}, fmt.Errorf("quote: route %q", req.Route)
+}
+
+// accept writes the task, its reservation and (through the unique index) its idempotency
+// record in one transaction, so a 202 is only ever written for a durable task.
+func (s *Service) accept(ctx context.Context, c Caller, req *contract.VideoRequest, stored *Stored, q billing.Quote, hash []byte) (store.Task, bool, error) {
+	reqJSON, err := json.Marshal(stored)
+	if err != nil {
+		return store.Task{}, false, fmt.Errorf("encode request: %w", err)
+	}
+	pricing, err := json.Marshal(q)
+	if err != nil {
+		return store.Task{}, false, fmt.Errorf("encode quote: %w", err)
+	}
+	now := s.now().UTC()
+	task := store.Task{
+		ID: idgen.New("video"), KeyID: c.Key.ID, TenantID: c.Tenant.ID, Route: string(req.Route), Model: req.Model,
+		Status: store.StatusQueued, ClientRequestID: req.ClientRequestID, PayloadHash: hash,
+		Request: reqJSON, Pricing: pricing, Reserved: q.Amount, CreatedAt: now, UpdatedAt: now, NextRunAt: now,
+	}
+	err = s.Store.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateTask(ctx, task); err != nil {
+			return err
+		}
+		return billing.Reserve(ctx, tx, c.Key, task.ID, q.Amount, now)
+	})
+	switch {
+	case err == nil:
+		if s.Scheduled != nil {
+			s.Scheduled(task.ID)
+		}
+		return task, true, nil
+	case errors.Is(err, store.ErrInsufficientFunds):
+		return store.Task{}, false, &apierr.Error{Kind: apierr.KindInsufficientBalance,
+			Message: fmt.Sprintf("The available balance is below this request's reservation of %s %s. Top up, and leave room for final reconciliation.", q.Amount, q.Currency)}
+	case errors.Is(err, store.ErrConflict) && req.ClientRequestID != "":
+		// A concurrent identical request won the race: answer with its task.
+		prev, perr := s.Store.TaskByRequestID(ctx, c.Key.ID, req.ClientRequestID)
+		if perr != nil {
+			return store.Task{}, false, fmt.Errorf("idempotent re-read: %w", perr)
+		}
+		return replay(prev, hash)
+	default:
+		return store.Task{}, false, err
+	}
+}
+
+func product(a *catalog.Alias) contract.Product {
+	switch a.Product {
+	case catalog.ProductNative:
+		return contract.Product{Route: contract.RouteNative, Family: contract.Family(a.Family)}
+	case catalog.ProductProduction:
+		return contract.Product{Route: contract.RouteProduction, Tier: contract.Tier(a.Tier)}
+	case catalog.ProductEnhancement:
+		return contract.Product{Route: contract.RouteEnhancement, Enh: contract.EnhRoute(a.Route)}
+	}
+	return contract.Product{Route: contract.RouteSpeech}
+}
+
+func entitlements(p catalog.Packages) contract.Entitlements {
+	e := contract.Entitlements{
+		Native4K: p.Native4K, Enhance8K: p.Enhance8K, Production: p.Production.Enabled,
+		LastFrame: p.Production.LastFrame, ProductionResolutions: map[string]bool{},
+	}
+	for _, r := range p.Production.Resolutions {
+		e.ProductionResolutions[string(r)] = true
+	}
+	return e
+}
+
+// fromContract maps a contract error onto the API vocabulary.
+func fromContract(e *contract.Error) error {
+	k := apierr.KindInvalid
+	if e.Kind == contract.KindPermission {
+		k = apierr.KindPermission
+	}
+	return &apierr.Error{Kind: k, Param: e.Param, Message: e.Message}
+}

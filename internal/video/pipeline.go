@@ -1,0 +1,333 @@
+package video
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/contract"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/media/safefetch"
+	"mediagen/internal/provider"
+	"mediagen/internal/store"
+	"mediagen/internal/worker"
+)
+
+// Blobs is the part of the result storage the pipeline uses.
+type Blobs interface {
+	Put(ctx context.Context, key string, r io.Reader) (int64, error)
+	LocalPath(key string) (string, bool)
+	SignedURL(key string, ttl time.Duration) (string, time.Time)
+}
+
+// Upstream is one engine, by the name aliases bind to in the catalog.
+type Upstream struct {
+	Generator provider.Generator
+	Enhancer  provider.Enhancer
+}
+
+// Pipeline runs the steps of video tasks for the worker: generation, enhancement, or
+// generation → enhancement → optional last frame for production, as one public task.
+type Pipeline struct {
+	Upstreams map[string]Upstream
+	Blobs     Blobs
+	Tools     ffmpeg.Tools
+	Fetch     *safefetch.Client // copies results a remote upstream hands back as URLs
+	// LinkTTL is how long the links handed to upstreams (intermediate outputs) stay valid.
+	LinkTTL time.Duration
+	// PollMin and PollMax bound the upstream polling interval: fast at first, backing off.
+	PollMin, PollMax time.Duration
+}
+
+// Phases of the pipeline, kept in the task's step column.
+const (
+	phaseGenSubmit = "generate_submit"
+	phaseGenPoll   = "generate_poll"
+	phaseEnhSubmit = "enhance_submit"
+	phaseEnhPoll   = "enhance_poll"
+)
+
+// pipeState is the task's state column: where the pipeline is and what it has done.
+type pipeState struct {
+	GenJob       string `json:"gen_job,omitempty"`
+	EnhJob       string `json:"enh_job,omitempty"`
+	Submitting   bool   `json:"submitting,omitempty"` // recorded before an upstream submit
+	Polls        int    `json:"polls,omitempty"`
+	Intermediate string `json:"intermediate,omitempty"` // blob key of the generation output (production)
+	Tokens       int64  `json:"tokens,omitempty"`
+}
+
+// progress bands per route: [start of enhancement, end before finishing].
+func bands(route string) (genEnd, enhEnd int) {
+	switch route {
+	case string(contract.RouteProduction):
+		return 45, 95
+	case string(contract.RouteEnhancement):
+		return 0, 95
+	}
+	return 95, 95
+}
+
+type stepCtx struct {
+	p     *Pipeline
+	c     store.Claimed
+	req   Stored
+	quote billing.Quote
+	st    pipeState
+	up    Upstream
+	phase string
+	save  func(worker.Outcome) error
+}
+
+// Step implements worker.Handler: it runs the task's current phase, and keeps going through
+// phases that need no waiting, until it must wait for an upstream or the task is finished.
+func (p *Pipeline) Step(ctx context.Context, c store.Claimed, save func(worker.Outcome) error) (worker.Outcome, error) {
+	s := &stepCtx{p: p, c: c, phase: c.Step, save: save}
+	if err := json.Unmarshal(c.Request, &s.req); err != nil {
+		return permanent("video_generation_failed", "The task could not be read."), nil
+	}
+	if err := json.Unmarshal(c.Pricing, &s.quote); err != nil {
+		return permanent("video_generation_failed", "The task could not be read."), nil
+	}
+	if len(c.State) > 0 {
+		if err := json.Unmarshal(c.State, &s.st); err != nil {
+			return permanent("video_generation_failed", "The task could not be read."), nil
+		}
+	}
+	up, ok := p.Upstreams[s.req.Upstream]
+	if !ok {
+		return permanent("video_generation_failed", "The model is not available."), nil
+	}
+	s.up = up
+	if s.phase == "" {
+		s.phase = phaseGenSubmit
+		if c.Route == string(contract.RouteEnhancement) {
+			s.phase = phaseEnhSubmit
+		}
+	}
+	for {
+		out, next, err := s.run(ctx)
+		if err != nil || next == "" {
+			return out, err
+		}
+		s.phase = next
+	}
+}
+
+// run executes one phase. It returns either an outcome to write (next == ""), or the next
+// phase to run at once.
+func (s *stepCtx) run(ctx context.Context) (worker.Outcome, string, error) {
+	switch s.phase {
+	case phaseGenSubmit:
+		return s.submit(ctx, "gen")
+	case phaseGenPoll:
+		return s.poll(ctx, "gen")
+	case phaseEnhSubmit:
+		return s.submit(ctx, "enh")
+	case phaseEnhPoll:
+		return s.poll(ctx, "enh")
+	}
+	return permanent("video_generation_failed", "The task could not be read."), "", nil
+}
+
+func (s *stepCtx) outcome(progress int, phase string, runIn time.Duration) (worker.Outcome, error) {
+	state, err := json.Marshal(s.st)
+	if err != nil {
+		return worker.Outcome{}, err
+	}
+	return worker.Outcome{Status: store.StatusInProgress, Progress: progress, Step: phase, State: state, RunIn: runIn}, nil
+}
+
+// submit starts an upstream job. Before calling, it records that it is about to submit (under
+// the lease); the call carries an idempotency key made of the task id and the half, so a
+// retry after a crash between the call and the record finds the same upstream job.
+func (s *stepCtx) submit(ctx context.Context, half string) (worker.Outcome, string, error) {
+	if !s.st.Submitting {
+		s.st.Submitting = true
+		o, err := s.outcome(s.c.Progress, s.phase, 0)
+		if err != nil {
+			return o, "", err
+		}
+		if err := s.save(o); err != nil {
+			return worker.Outcome{}, "", err
+		}
+	}
+	key := s.c.ID + ":" + half
+	var job string
+	var err error
+	if half == "gen" {
+		if s.up.Generator == nil {
+			return permanent("video_generation_failed", "The model is not available."), "", nil
+		}
+		job, err = s.up.Generator.SubmitGeneration(ctx, s.generateRequest(key))
+	} else {
+		if s.up.Enhancer == nil {
+			return permanent("video_generation_failed", "The model is not available."), "", nil
+		}
+		var r provider.EnhanceRequest
+		r, err = s.enhanceRequest(key)
+		if err == nil {
+			job, err = s.up.Enhancer.SubmitEnhancement(ctx, r)
+		}
+	}
+	if err != nil {
+		return s.upstreamError(err)
+	}
+	s.st.Submitting, s.st.Polls = false, 0
+	if half == "gen" {
+		s.st.GenJob = job
+		o, err := s.outcome(s.c.Progress+1, phaseGenPoll, s.p.pollDelay(0))
+		return o, "", err
+	}
+	s.st.EnhJob = job
+	o, err := s.outcome(s.c.Progress+1, phaseEnhPoll, s.p.pollDelay(0))
+	return o, "", err
+}
+
+// upstreamError turns a submit/poll error into a retry (transient) or a terminal failure.
+func (s *stepCtx) upstreamError(err error) (worker.Outcome, string, error) {
+	var pe *provider.Error
+	if errors.As(err, &pe) && errors.Is(err, provider.ErrPermanent) {
+		return permanent(pe.Code, pe.Message), "", nil
+	}
+	if errors.Is(err, provider.ErrPermanent) {
+		return permanent("video_generation_failed", "The video could not be generated."), "", nil
+	}
+	return worker.Outcome{}, "", fmt.Errorf("upstream: %w", err)
+}
+
+func (s *stepCtx) poll(ctx context.Context, half string) (worker.Outcome, string, error) {
+	var job provider.Job
+	var err error
+	if half == "gen" {
+		job, err = s.up.Generator.PollGeneration(ctx, s.st.GenJob)
+	} else {
+		job, err = s.up.Enhancer.PollEnhancement(ctx, s.st.EnhJob)
+	}
+	if errors.Is(err, provider.ErrUnknownJob) {
+		// The upstream lost the job: submit again under the same idempotency key.
+		if half == "gen" {
+			return worker.Outcome{}, phaseGenSubmit, nil
+		}
+		return worker.Outcome{}, phaseEnhSubmit, nil
+	}
+	if err != nil {
+		return s.upstreamError(err)
+	}
+	genEnd, enhEnd := bands(s.c.Route)
+	lo, hi := 0, genEnd
+	if half == "enh" {
+		lo, hi = genEnd, enhEnd
+	}
+	switch job.Status {
+	case provider.StatusQueued, provider.StatusRunning:
+		s.st.Polls++
+		phase := phaseGenPoll
+		if half == "enh" {
+			phase = phaseEnhPoll
+		}
+		o, err := s.outcome(lo+(hi-lo)*job.Progress/100, phase, s.p.pollDelay(s.st.Polls))
+		return o, "", err
+	case provider.StatusFailed, provider.StatusExpired:
+		code, msg := job.ErrorCode, job.ErrorMessage
+		if code == "" {
+			code = "video_generation_failed"
+		}
+		if msg == "" {
+			msg = "The video could not be generated."
+		}
+		status := store.StatusFailed
+		// Expired applies to the generation routes; standalone enhancement only fails.
+		if job.Status == provider.StatusExpired && s.c.Route != string(contract.RouteEnhancement) {
+			status = store.StatusExpired
+		}
+		return worker.Outcome{Final: &worker.Final{Status: status, ErrorCode: code, ErrorMessage: msg}}, "", nil
+	case provider.StatusSucceeded:
+		if job.Output == nil {
+			return worker.Outcome{}, "", errors.New("upstream reported success without output")
+		}
+		if half == "gen" {
+			s.st.Tokens = job.Output.CompletionTokens
+			if s.c.Route == string(contract.RouteProduction) {
+				return s.keepIntermediate(ctx, job.Output)
+			}
+		}
+		return s.finish(ctx, job.Output)
+	}
+	return worker.Outcome{}, "", fmt.Errorf("upstream status %q", job.Status)
+}
+
+// keepIntermediate stores the generation output of a production task where the enhancement
+// half can read it. It is never shown to the client.
+func (s *stepCtx) keepIntermediate(ctx context.Context, out *provider.Output) (worker.Outcome, string, error) {
+	key := "videos/" + s.c.ID + "/intermediate" + extOf(out.ContentType)
+	if err := s.p.copyOutput(ctx, key, out.Source); err != nil {
+		return worker.Outcome{}, "", err
+	}
+	s.st.Intermediate = key
+	return worker.Outcome{}, phaseEnhSubmit, nil
+}
+
+func (p *Pipeline) pollDelay(polls int) time.Duration {
+	lo, hi := p.PollMin, p.PollMax
+	if lo <= 0 {
+		lo = 500 * time.Millisecond
+	}
+	if hi <= 0 {
+		hi = 15 * time.Second
+	}
+	d := lo
+	for i := 0; i < polls && d < hi; i++ {
+		d = d * 3 / 2
+	}
+	return min(d, hi)
+}
+
+func permanent(code, msg string) worker.Outcome {
+	return worker.Outcome{Final: &worker.Final{Status: store.StatusFailed, ErrorCode: code, ErrorMessage: msg}}
+}
+
+// Expired implements worker.Handler: a task past the service's deadline.
+func (p *Pipeline) Expired(c store.Claimed) worker.Final {
+	if c.Route == string(contract.RouteEnhancement) {
+		return worker.Final{Status: store.StatusFailed, ErrorCode: "task_timeout", ErrorMessage: "The enhancement did not finish within the service's time limit."}
+	}
+	return worker.Final{Status: store.StatusExpired, ErrorCode: "task_expired", ErrorMessage: "The video task did not finish within the service's time limit."}
+}
+
+func extOf(contentType string) string {
+	if contentType == "video/quicktime" {
+		return ".mov"
+	}
+	return ".mp4"
+}
+
+// copyOutput streams an upstream output into the service's storage: from a local file, or
+// from a URL through the SSRF-safe client. Nothing is held whole in memory.
+func (p *Pipeline) copyOutput(ctx context.Context, key string, src provider.Source) error {
+	if src.Path != "" {
+		f, err := os.Open(src.Path)
+		if err != nil {
+			return fmt.Errorf("open output: %w", err)
+		}
+		defer f.Close()
+		_, err = p.Blobs.Put(ctx, key, f)
+		return err
+	}
+	if p.Fetch == nil || src.URL == "" {
+		return errors.New("output has no readable source")
+	}
+	res, err := p.Fetch.Get(ctx, src.URL, safefetch.RequestOptions{MaxBytes: 64 << 30})
+	if err != nil {
+		return fmt.Errorf("fetch output: %w", err)
+	}
+	defer res.Body.Close()
+	_, err = p.Blobs.Put(ctx, key, res.Body)
+	return err
+}

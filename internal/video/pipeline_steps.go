@@ -1,0 +1,161 @@
+package video
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/contract"
+	"mediagen/internal/provider"
+	"mediagen/internal/store"
+	"mediagen/internal/worker"
+)
+
+func (s *stepCtx) inputs() []provider.Input {
+	var in []provider.Input
+	for i, it := range s.req.Request.Content {
+		src := provider.Source{URL: it.URL}
+		if a, ok := s.req.Assets[i]; ok {
+			src = provider.Source{URL: a.AccessURL, Path: a.Path}
+		}
+		in = append(in, provider.Input{Type: string(it.Type), Role: string(it.Role), Source: src})
+	}
+	return in
+}
+
+// generateRequest builds the generation half: a native request as sent, or the production
+// tier's generation at the alias's bound native resolution.
+func (s *stepCtx) generateRequest(key string) provider.GenerateRequest {
+	r := s.req.Request
+	g := provider.GenerateRequest{IdempotencyKey: key, Model: s.req.Model, Prompt: r.Prompt, Seed: r.Seed, Inputs: s.inputs()}
+	if n := r.Native; n != nil {
+		g.Resolution, g.Ratio, g.Duration = n.Resolution, n.Ratio, n.Duration
+		g.GenerateAudio, g.Watermark, g.OutputFormat, g.TaskType = n.GenerateAudio, n.Watermark, n.OutputFormat, n.OmniTaskType
+	}
+	if p := r.Production; p != nil {
+		g.Resolution, g.Ratio, g.Duration = s.req.GenerateRes, p.Ratio, p.Duration
+		g.GenerateAudio, g.Watermark, g.OutputFormat, g.TaskType = p.GenerateAudio, p.Watermark, "mp4", p.OmniTaskType
+	}
+	g.Width, g.Height = contract.Dimensions(g.Resolution, g.Ratio)
+	return g
+}
+
+// productionTool is the enhancement route each production tier is bound to.
+func productionTool(t contract.Tier) string {
+	switch t {
+	case contract.TierStandard:
+		return contract.ToolStandard
+	case contract.TierPro:
+		return contract.ToolProfessional
+	}
+	return ""
+}
+
+func (s *stepCtx) enhanceRequest(key string) (provider.EnhanceRequest, error) {
+	r := s.req.Request
+	if e := r.Enhancement; e != nil {
+		return provider.EnhanceRequest{IdempotencyKey: key, Model: s.req.Model, ToolVersion: e.ToolVersion,
+			Source: provider.Source{URL: e.VideoURL}, Resolution: e.Resolution, ShortSide: e.ResolutionLimit,
+			FPS: e.FPS, Bitrate: e.Bitrate, BitrateLevel: e.BitrateLevel, BitDepth: e.BitDepth,
+			Scene: e.Scene, EnhanceStyle: e.EnhanceStyle}, nil
+	}
+	p := r.Production
+	if p == nil || s.st.Intermediate == "" {
+		return provider.EnhanceRequest{}, errors.New("enhancement without a source")
+	}
+	src := provider.Source{}
+	if path, ok := s.p.Blobs.LocalPath(s.st.Intermediate); ok {
+		src.Path = path
+	}
+	ttl := s.p.LinkTTL
+	if ttl <= 0 {
+		ttl = 24 * time.Hour
+	}
+	src.URL, _ = s.p.Blobs.SignedURL(s.st.Intermediate, ttl)
+	return provider.EnhanceRequest{IdempotencyKey: key, Model: s.req.EnhanceModel, ToolVersion: productionTool(p.Tier),
+		Source: src, Resolution: p.Resolution, FPS: p.FPS, Bitrate: p.Bitrate, BitrateLevel: p.BitrateLevel,
+		BitDepth: p.BitDepth, Scene: p.Scene, EnhanceStyle: p.EnhanceStyle, Prompt: r.Prompt}, nil
+}
+
+// finish stores the final output, measures it, takes the last frame from the stored final
+// video when requested, and prices the task from the measured values. Keys are fixed per
+// task, so a retried finish rewrites the same objects.
+func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (worker.Outcome, string, error) {
+	id := s.c.ID
+	videoKey := "videos/" + id + "/result" + extOf(out.ContentType)
+	if err := s.p.copyOutput(ctx, videoKey, out.Source); err != nil {
+		return worker.Outcome{}, "", err
+	}
+	path, ok := s.p.Blobs.LocalPath(videoKey)
+	if !ok {
+		return worker.Outcome{}, "", errors.New("stored result has no local path to measure")
+	}
+	info, err := s.p.Tools.Probe(ctx, path)
+	if err != nil {
+		return worker.Outcome{}, "", fmt.Errorf("measure result: %w", err)
+	}
+	res := Result{VideoKey: videoKey, Duration: info.Duration, FPS: info.FPS, Width: info.Width, Height: info.Height}
+	r := s.req.Request
+	if (r.Native != nil && r.Native.ReturnLastFrame) || (r.Production != nil && r.Production.ReturnLastFrame) {
+		key, err := s.lastFrame(ctx, path)
+		if err != nil {
+			return worker.Outcome{}, "", err
+		}
+		res.LastFrameKey = key
+	}
+	if e := r.Enhancement; e != nil {
+		res.Resolution = fmt.Sprintf("%dx%d", info.Width, info.Height)
+		res.ToolVersion = billing.EnhancementTier(contract.EnhRoute(enhRouteOf(e)), e.ToolVersion)
+	}
+	if r.Native != nil {
+		res.CompletionTokens = s.st.Tokens
+		if res.CompletionTokens <= 0 {
+			res.CompletionTokens = billing.NativeTokens(info.Width, info.Height, info.FPS, info.Duration)
+		}
+	}
+	charge, err := billing.SettleAmount(s.quote, billing.Measured{OutputSeconds: info.Duration, OutputFPS: info.FPS, CompletionTokens: res.CompletionTokens})
+	if err != nil {
+		return worker.Outcome{}, "", err
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return worker.Outcome{}, "", err
+	}
+	return worker.Outcome{Final: &worker.Final{Status: store.StatusCompleted, Result: body, Charge: charge}}, "", nil
+}
+
+func enhRouteOf(e *contract.EnhancementParams) string {
+	if e.ToolVersion == "" {
+		return string(contract.EnhLite)
+	}
+	return string(contract.EnhStandard)
+}
+
+// lastFrame takes a JPG of the final video's last frame and stores it.
+func (s *stepCtx) lastFrame(ctx context.Context, videoPath string) (string, error) {
+	dir, err := os.MkdirTemp("", "mediagen-lastframe-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	jpg := filepath.Join(dir, "last.jpg")
+	if err := s.p.Tools.LastFrameJPG(ctx, videoPath, jpg); err != nil {
+		return "", fmt.Errorf("last frame: %w", err)
+	}
+	f, err := os.Open(jpg)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	key := "videos/" + s.c.ID + "/last_frame.jpg"
+	if _, err := s.p.Blobs.Put(ctx, key, f); err != nil {
+		return "", err
+	}
+	return key, nil
+}

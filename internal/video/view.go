@@ -1,0 +1,136 @@
+package video
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/store"
+)
+
+// Result is what a completed task stored: keys of files in the service's own storage and the
+// measured facts of the output. It never changes once the task completed.
+type Result struct {
+	VideoKey         string  `json:"video_key"`
+	LastFrameKey     string  `json:"last_frame_key,omitempty"`
+	Duration         float64 `json:"duration"`
+	FPS              float64 `json:"fps"`
+	Width            int     `json:"width"`
+	Height           int     `json:"height"`
+	Resolution       string  `json:"resolution,omitempty"`
+	ToolVersion      string  `json:"tool_version,omitempty"`
+	CompletionTokens int64   `json:"completion_tokens,omitempty"`
+}
+
+// Linker mints a fresh temporary link to a stored file.
+type Linker interface {
+	Link(key string) string
+}
+
+// TaskView is the contract's video task resource.
+type TaskView struct {
+	ID        string     `json:"id"`
+	TaskID    string     `json:"task_id"`
+	Object    string     `json:"object"`
+	Model     string     `json:"model"`
+	Status    string     `json:"status"`
+	Progress  int        `json:"progress"`
+	CreatedAt int64      `json:"created_at"`
+	Metadata  *Metadata  `json:"metadata,omitempty"`
+	Usage     *Usage     `json:"usage,omitempty"`
+	Error     *TaskError `json:"error,omitempty"`
+}
+
+// Metadata is route-dependent; absent fields are omitted.
+type Metadata struct {
+	ClientRequestID string   `json:"client_request_id,omitempty"`
+	URL             string   `json:"url,omitempty"`
+	LastFrameURL    string   `json:"last_frame_url,omitempty"`
+	VideoURL        string   `json:"video_url,omitempty"`
+	Duration        *float64 `json:"duration,omitempty"`
+	Resolution      string   `json:"resolution,omitempty"`
+	FPS             *float64 `json:"fps,omitempty"`
+	ToolVersion     string   `json:"tool_version,omitempty"`
+}
+
+// Usage is shown on completed native tasks.
+type Usage struct {
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// TaskError is present on failed and expired tasks.
+type TaskError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// View renders a task for its owner. Links are minted fresh on every call, pointing at the
+// same stored files.
+func View(t store.Task, links Linker) TaskView {
+	v := TaskView{ID: t.ID, TaskID: t.ID, Object: "video", Model: t.Model, Status: t.Status,
+		Progress: t.Progress, CreatedAt: t.CreatedAt.Unix()}
+	md := &Metadata{ClientRequestID: t.ClientRequestID}
+	if t.Status == store.StatusCompleted && len(t.Result) > 0 && links != nil {
+		var r Result
+		if err := json.Unmarshal(t.Result, &r); err == nil {
+			fillResult(md, &v, t.Route, r, links)
+		}
+	}
+	if *md != (Metadata{}) {
+		v.Metadata = md
+	}
+	if t.Status == store.StatusFailed || t.Status == store.StatusExpired {
+		code, msg := t.ErrorCode, t.ErrorMessage
+		if code == "" {
+			code = "video_generation_failed"
+		}
+		if msg == "" {
+			msg = "The video task did not complete."
+		}
+		v.Error = &TaskError{Code: code, Message: msg}
+	}
+	return v
+}
+
+func fillResult(md *Metadata, v *TaskView, route string, r Result, links Linker) {
+	if route == "enhancement" {
+		md.VideoURL = links.Link(r.VideoKey)
+		d, f := r.Duration, r.FPS
+		md.Duration, md.FPS = &d, &f
+		md.Resolution, md.ToolVersion = r.Resolution, r.ToolVersion
+		return
+	}
+	md.URL = links.Link(r.VideoKey)
+	if r.LastFrameKey != "" {
+		md.LastFrameURL = links.Link(r.LastFrameKey)
+	}
+	if route == "native" {
+		v.Usage = &Usage{CompletionTokens: r.CompletionTokens, TotalTokens: r.CompletionTokens}
+	}
+}
+
+// Get reads a task for its owner key. Any other key, or an unknown id, is not found: the
+// answer must not reveal that a task exists.
+func (s *Service) Get(ctx context.Context, c Caller, id string) (store.Task, error) {
+	t, err := s.Store.Task(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && t.KeyID != c.Key.ID) {
+		return store.Task{}, apierr.New(apierr.KindNotFound, "No video task with this id exists for this API key.")
+	}
+	return t, err
+}
+
+// BlobLinker mints links to stored results with a fixed lifetime.
+type BlobLinker struct {
+	Blobs Blobs
+	TTL   time.Duration
+}
+
+// Link returns a fresh signed link to key.
+func (l BlobLinker) Link(key string) string {
+	u, _ := l.Blobs.SignedURL(key, l.TTL)
+	return u
+}

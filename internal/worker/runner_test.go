@@ -1,0 +1,256 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/money"
+	"mediagen/internal/store"
+	"mediagen/internal/store/sqlite"
+)
+
+// scripted is a Handler whose steps follow a script per task: "ok" advances, "err" fails
+// transiently, "done" completes with the charge, "fail" fails permanently.
+type scripted struct {
+	mu     sync.Mutex
+	script []string
+	charge money.Micros
+	calls  map[string]int
+	runs   atomic.Int64
+}
+
+func (h *scripted) Step(ctx context.Context, c store.Claimed, save func(Outcome) error) (Outcome, error) {
+	h.runs.Add(1)
+	h.mu.Lock()
+	i := h.calls[c.ID]
+	h.calls[c.ID]++
+	h.mu.Unlock()
+	if i >= len(h.script) {
+		return Outcome{}, fmt.Errorf("script exhausted")
+	}
+	switch h.script[i] {
+	case "ok":
+		if err := save(Outcome{Status: store.StatusInProgress, Progress: 10 * (i + 1), Step: "save"}); err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{Status: store.StatusInProgress, Progress: 10*(i+1) + 5, Step: fmt.Sprintf("s%d", i+1), State: []byte(`{}`)}, nil
+	case "err":
+		return Outcome{}, errors.New("upstream 503")
+	case "done":
+		return Outcome{Final: &Final{Status: store.StatusCompleted, Result: []byte(`{"ok":true}`), Charge: h.charge}}, nil
+	case "fail":
+		return Outcome{Final: &Final{Status: store.StatusFailed, ErrorCode: "InvalidParameter.TaskTypeMismatch", ErrorMessage: "mismatch"}}, nil
+	}
+	return Outcome{}, nil
+}
+
+func (h *scripted) Expired(c store.Claimed) Final {
+	return Final{Status: store.StatusExpired, ErrorCode: "task_expired", ErrorMessage: "too slow"}
+}
+
+type env struct {
+	t   *testing.T
+	db  store.Store
+	key store.Key
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	k := store.Key{ID: "key_w", TenantID: "acme", Prefix: "mg_x", Hash: []byte("h"), CreatedAt: time.Now()}
+	ctx := context.Background()
+	err = db.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateKey(ctx, k, "USD"); err != nil {
+			return err
+		}
+		_, err := billing.Credit(ctx, tx, k, "USD", 10_000_000, "", time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, db: db, key: k}
+}
+
+func (e *env) task(reserve money.Micros, created time.Time) string {
+	e.t.Helper()
+	ctx := context.Background()
+	id := fmt.Sprintf("video_%d", time.Now().UnixNano())
+	task := store.Task{ID: id, KeyID: e.key.ID, TenantID: "acme", Route: "native", Model: "m", Status: store.StatusQueued,
+		PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: reserve, CreatedAt: created, UpdatedAt: created, NextRunAt: created}
+	err := e.db.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateTask(ctx, task); err != nil {
+			return err
+		}
+		return billing.Reserve(ctx, tx, e.key, id, reserve, created)
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+func (e *env) waitTerminal(id string) store.Task {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		t, err := e.db.Task(context.Background(), id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if store.Terminal(t.Status) {
+			return t
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.t.Fatalf("task %s not terminal in time", id)
+	return store.Task{}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestRunnerCompletesAndSettlesOnce(t *testing.T) {
+	e := newEnv(t)
+	h := &scripted{script: []string{"ok", "err", "ok", "done"}, charge: 700_000, calls: map[string]int{}}
+	r := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, BackoffBase: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	r.Start(context.Background())
+	defer r.Stop()
+	id := e.task(1_000_000, time.Now())
+	got := e.waitTerminal(id)
+	if got.Status != store.StatusCompleted || got.Progress != 100 || got.Charged != 700_000 || string(got.Result) != `{"ok":true}` {
+		t.Fatalf("task = %+v", got)
+	}
+	b, _ := e.db.Balance(context.Background(), e.key.ID)
+	if b.Available != 9_300_000 || b.Used != 700_000 || b.Reserved != 0 {
+		t.Fatalf("balance %+v", b)
+	}
+	time.Sleep(30 * time.Millisecond) // a terminal task is never claimed again
+	if n := h.runs.Load(); n != 4 {
+		t.Errorf("steps run %d, want 4", n)
+	}
+	if err := e.db.CheckLedger(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunnerFailsAfterMaxAttemptsAndRefunds(t *testing.T) {
+	e := newEnv(t)
+	h := &scripted{script: []string{"err", "err", "err", "err"}, calls: map[string]int{}}
+	r := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond})
+	r.Start(context.Background())
+	defer r.Stop()
+	id := e.task(1_000_000, time.Now())
+	got := e.waitTerminal(id)
+	if got.Status != store.StatusFailed || got.ErrorCode != "video_generation_failed" || got.Charged != 0 {
+		t.Fatalf("task %+v", got)
+	}
+	if n := h.runs.Load(); n != 3 {
+		t.Errorf("attempts %d, want 3", n)
+	}
+	b, _ := e.db.Balance(context.Background(), e.key.ID)
+	if b.Available != 10_000_000 || b.Reserved != 0 || b.Used != 0 {
+		t.Fatalf("not fully refunded: %+v", b)
+	}
+}
+
+func TestRunnerPermanentFailureAndExpiryRefund(t *testing.T) {
+	e := newEnv(t)
+	h := &scripted{script: []string{"fail"}, calls: map[string]int{}}
+	r := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, Deadline: time.Hour})
+	r.Start(context.Background())
+	defer r.Stop()
+	failed := e.task(500_000, time.Now())
+	old := e.task(300_000, time.Now().Add(-2*time.Hour))
+	if got := e.waitTerminal(failed); got.Status != store.StatusFailed || got.ErrorCode != "InvalidParameter.TaskTypeMismatch" {
+		t.Fatalf("failed task %+v", got)
+	}
+	if got := e.waitTerminal(old); got.Status != store.StatusExpired || got.ErrorCode != "task_expired" {
+		t.Fatalf("expired task %+v", got)
+	}
+	b, _ := e.db.Balance(context.Background(), e.key.ID)
+	if b.Available != 10_000_000 || b.Reserved != 0 {
+		t.Fatalf("balance %+v", b)
+	}
+}
+
+func TestTwoRunnersNeverRunATaskTwice(t *testing.T) {
+	e := newEnv(t)
+	h := &scripted{script: []string{"ok", "done"}, charge: 1, calls: map[string]int{}}
+	var ids []string
+	for i := 0; i < 30; i++ {
+		ids = append(ids, e.task(10, time.Now()))
+	}
+	a := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 2 * time.Millisecond, Batch: 3})
+	b := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 2 * time.Millisecond, Batch: 3})
+	a.Start(context.Background())
+	b.Start(context.Background())
+	for _, id := range ids {
+		e.waitTerminal(id)
+	}
+	a.Stop()
+	b.Stop()
+	for id, n := range h.calls {
+		if n != 2 {
+			t.Errorf("task %s ran %d steps, want 2", id, n)
+		}
+	}
+	if err := e.db.CheckLedger(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBackoffGrowsAndIsCapped(t *testing.T) {
+	for attempt := 1; attempt < 12; attempt++ {
+		d := backoff(time.Second, 30*time.Second, attempt)
+		want := time.Second << (attempt - 1)
+		if want > 30*time.Second || want <= 0 {
+			want = 30 * time.Second
+		}
+		if d < want/2 || d > want {
+			t.Errorf("attempt %d: %v outside [%v, %v]", attempt, d, want/2, want)
+		}
+	}
+}
+
+// slowStep blocks each step until released, then fails transiently once the runner stops.
+type slowStep struct {
+	started chan struct{}
+}
+
+func (h *slowStep) Step(ctx context.Context, c store.Claimed, save func(Outcome) error) (Outcome, error) {
+	close(h.started)
+	time.Sleep(50 * time.Millisecond)
+	return Outcome{}, errors.New("interrupted by shutdown")
+}
+
+func (h *slowStep) Expired(store.Claimed) Final { return Final{Status: store.StatusExpired} }
+
+func TestStopHandsLeasesBack(t *testing.T) {
+	e := newEnv(t)
+	h := &slowStep{started: make(chan struct{})}
+	r := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, Lease: time.Hour})
+	r.Start(context.Background())
+	id := e.task(100, time.Now())
+	<-h.started
+	r.Stop() // the running step ends with an error while stopping: its lease goes back, no attempt counted
+	claimed, err := e.db.ClaimDue(context.Background(), time.Now().Add(time.Second), time.Minute, 10)
+	if err != nil || len(claimed) != 1 || claimed[0].ID != id {
+		t.Fatalf("task not claimable right after Stop (lease not handed back): %+v %v", claimed, err)
+	}
+	if claimed[0].Attempts != 0 {
+		t.Errorf("shutdown counted as a failed attempt: %d", claimed[0].Attempts)
+	}
+}
