@@ -33,6 +33,8 @@ type Config struct {
 	// FetchAllow opens safefetch to addresses it refuses by default: "loopback" and/or CIDRs,
 	// comma-separated. For operators' own development and the sandbox; off by default.
 	FetchAllow string
+	// DebugListen, when set, serves net/http/pprof on its own listener (never on the API's).
+	DebugListen string
 
 	Role         string        // all, api or worker
 	SigningKey   string        // hex HMAC key for file links; default: <data-dir>/signing.key
@@ -105,6 +107,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.VerifyTTL, "verify-ttl", 15*time.Minute, "lifetime of a real-human verification token")
 		num(&c.AssetMaxMB, "asset-max-mb", 1024, "largest accepted asset source, in MiB (images are capped at 32 MiB)")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
+		str(&c.DebugListen, "debug-listen", "", "serve Go profiling (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly")
 		str(&c.FetchAllow, "fetch-allow", "", "let media fetches reach these non-public addresses: 'loopback' and/or CIDRs, comma-separated (development only)")
 	}
 }

@@ -36,6 +36,7 @@ type Main struct {
 	demo    bool
 	ln      net.Listener
 	srv     *http.Server
+	debug   *http.Server
 	blobs   *blob.FS
 	engine  *sandbox.Engine
 	runner  *worker.Runner
@@ -116,6 +117,11 @@ func (m *Main) Run(ctx context.Context) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
 	}
+	if m.Config.DebugListen != "" {
+		if err := m.startDebug(); err != nil {
+			return err
+		}
+	}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.Serve(ln) }()
 	m.log.Info("mediagen serving", "addr", ln.Addr().String(), "public_url", m.Config.PublicURL,
@@ -157,6 +163,9 @@ func (m *Main) close() error {
 		}
 	} else if m.ln != nil {
 		_ = m.ln.Close()
+	}
+	if m.debug != nil {
+		_ = m.debug.Close()
 	}
 	if m.runner != nil {
 		m.runner.Stop()

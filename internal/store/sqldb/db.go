@@ -41,6 +41,7 @@ type DB struct {
 	stmts       sync.Map // query text → *sql.Stmt on the read handle
 	wstmts      sync.Map // query text → *sql.Stmt on the write handle
 	pending     sync.Map // write queries seen inside transactions, to prepare after them
+	group       *grouper // non-nil with group commit (EnableGroupCommit)
 }
 
 // New wraps open database handles. DB takes ownership of both (Close closes them).
@@ -106,6 +107,9 @@ func (db *DB) readRows(ctx context.Context, query string, args ...any) (*sql.Row
 
 // Close closes both handles.
 func (db *DB) Close() error {
+	if db.group != nil {
+		db.group.stop()
+	}
 	for _, c := range []*sync.Map{&db.stmts, &db.wstmts} {
 		c.Range(func(_, st any) bool { _ = st.(*sql.Stmt).Close(); return true })
 	}
@@ -120,8 +124,17 @@ func (db *DB) Close() error {
 // short string, far below the cost of the round trip it precedes.
 func (db *DB) q(query string) string { return db.d.Placeholders(query) }
 
-// Transact runs fn in a transaction on the write handle, rolling back on error or panic.
-func (db *DB) Transact(ctx context.Context, fn func(store.Tx) error) (err error) {
+// Transact runs fn in a transaction on the write handle, rolling back on error or panic. With
+// group commit, concurrent calls share one commit (group.go) with the same outcome for each.
+func (db *DB) Transact(ctx context.Context, fn func(store.Tx) error) error {
+	if db.group != nil {
+		return db.group.transact(ctx, fn)
+	}
+	return db.transactOnce(ctx, fn)
+}
+
+// transactOnce is one transaction of its own.
+func (db *DB) transactOnce(ctx context.Context, fn func(store.Tx) error) (err error) {
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -149,6 +162,9 @@ func (db *DB) Transact(ctx context.Context, fn func(store.Tx) error) (err error)
 type Tx struct {
 	db *DB
 	tx *sql.Tx
+	// detached: the transaction is shared (group commit), so statements must not be
+	// interrupted by one caller's context (see stmtCtx).
+	detached bool
 }
 
 // writeStmt returns the statement prepared on the write handle, or nil the first time a query
@@ -181,6 +197,7 @@ func (db *DB) preparePending(ctx context.Context) {
 // exec and queryRow use statements prepared once on the write handle; inside the
 // transaction database/sql reuses the statement already prepared on its connection.
 func (t *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = t.stmtCtx(ctx)
 	if st := t.writeStmt(query); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -188,6 +205,7 @@ func (t *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, e
 }
 
 func (t *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = t.stmtCtx(ctx)
 	if st := t.writeStmt(query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}

@@ -61,6 +61,8 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
+	// One writer connection: concurrent transactions share commits (sqldb/group.go).
+	db.EnableGroupCommit()
 	return db, nil
 }
 

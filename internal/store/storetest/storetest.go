@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrentCreditsAllLand", testConcurrentCredits},
 		{"ConcurrentDebitsNeverOverdraw", testConcurrentDebits},
 		{"TransactRollsBackOnErrorAndPanic", testTransactRollback},
+		{"ConcurrentTransactionsKeepTheirOwnOutcome", testConcurrentMixedOutcomes},
 		{"MetaSetOnce", testMeta},
 		{"TaskCreateAndRead", testTaskCreateAndRead},
 		{"TaskRequestIDUniquePerKey", testTaskRequestIDUnique},

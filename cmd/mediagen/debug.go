@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+)
+
+// startDebug serves the Go profiler on its own listener. It is a separate server so the
+// profiling routes can never be reached through the public API address, and it is off unless
+// --debug-listen is set.
+func (m *Main) startDebug() error {
+	ln, err := net.Listen("tcp", m.Config.DebugListen)
+	if err != nil {
+		return fmt.Errorf("debug listen on %s: %w", m.Config.DebugListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	m.debug = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = m.debug.Serve(ln) }()
+	m.log.Info("profiling enabled", "addr", ln.Addr().String())
+	return nil
+}
