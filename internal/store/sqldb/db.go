@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,11 +39,15 @@ type DB struct {
 	write, read *sql.DB
 	d           Dialect
 	now         func() time.Time
-	stmts       sync.Map // query text → *sql.Stmt on the read handle
-	wstmts      sync.Map // query text → *sql.Stmt on the write handle
-	pending     sync.Map // write queries seen inside transactions, to prepare after them
-	group       *grouper // non-nil with group commit (EnableGroupCommit)
+	stmts       sync.Map    // query text → *sql.Stmt on the read handle
+	wstmts      sync.Map    // query text → *sql.Stmt on the write handle
+	pending     sync.Map    // write queries seen inside transactions, to prepare after them
+	group       *grouper    // non-nil with group commit (EnableGroupCommit)
+	closers     []io.Closer // driver helpers closed before the handles (CloseWith)
 }
+
+// CloseWith registers a driver helper that Close closes first.
+func (db *DB) CloseWith(c io.Closer) { db.closers = append(db.closers, c) }
 
 // New wraps open database handles. DB takes ownership of both (Close closes them).
 func New(write, read *sql.DB, d Dialect) *DB {
@@ -110,14 +115,18 @@ func (db *DB) Close() error {
 	if db.group != nil {
 		db.group.stop()
 	}
+	var errs []error
+	for _, c := range db.closers {
+		errs = append(errs, c.Close())
+	}
 	for _, c := range []*sync.Map{&db.stmts, &db.wstmts} {
 		c.Range(func(_, st any) bool { _ = st.(*sql.Stmt).Close(); return true })
 	}
-	err := db.write.Close()
+	errs = append(errs, db.write.Close())
 	if db.read != db.write {
-		err = errors.Join(err, db.read.Close())
+		errs = append(errs, db.read.Close())
 	}
-	return err
+	return errors.Join(errs...)
 }
 
 // q returns the query in the dialect's placeholder form; the rewrite is a single pass over a

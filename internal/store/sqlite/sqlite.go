@@ -38,7 +38,8 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 	}
 	common := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
-	write, err := sql.Open("sqlite", base+common+"&_txlock=immediate")
+	// The writer never checkpoints; the checkpointer does (checkpoint.go).
+	write, err := sql.Open("sqlite", base+common+"&_txlock=immediate&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -63,6 +64,13 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 	}
 	// One writer connection: concurrent transactions share commits (sqldb/group.go).
 	db.EnableGroupCommit()
+	ckpt, err := sql.Open("sqlite", base+common)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	ckpt.SetMaxOpenConns(1)
+	db.CloseWith(startCheckpointer(ckpt, checkpointEvery))
 	return db, nil
 }
 
