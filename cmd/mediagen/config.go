@@ -44,6 +44,7 @@ type Config struct {
 	Workers      int           // task steps running at once in this process
 	TaskDeadline time.Duration // unfinished tasks older than this expire
 	KeyCacheTTL  time.Duration // how long an authenticated key is remembered
+	TaskCache    int           // tasks kept in memory for polling (SQLite only)
 	VerifyTTL    time.Duration // lifetime of a real-human verification token
 	AssetMaxMB   int           // largest accepted asset source, in MiB
 	// SpeechTimeout is the bounded wait of POST /v1/audio/speech: the engine must deliver the
@@ -106,6 +107,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.SpeechTimeout, "speech-timeout", 60*time.Second, "bounded wait of a speech request: no audio within it fails the request with speech_timeout and refunds it")
 		dur(&c.VerifyTTL, "verify-ttl", 15*time.Minute, "lifetime of a real-human verification token")
 		num(&c.AssetMaxMB, "asset-max-mb", 1024, "largest accepted asset source, in MiB (images are capped at 32 MiB)")
+		num(&c.TaskCache, "task-cache", 20000, "SQLite: tasks kept in memory for polling, exact (every task write in this process invalidates); 0 disables. Ignored on PostgreSQL")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		str(&c.DebugListen, "debug-listen", "", "serve Go profiling (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly")
 		str(&c.FetchAllow, "fetch-allow", "", "let media fetches reach these non-public addresses: 'loopback' and/or CIDRs, comma-separated (development only)")
@@ -130,6 +132,9 @@ func (c *Config) validate() error {
 	}
 	if c.SpeechTimeout < 0 {
 		return errors.New("--speech-timeout must not be negative")
+	}
+	if c.TaskCache < 0 {
+		return errors.New("--task-cache must not be negative")
 	}
 	if c.Workers < 0 || c.LinkTTL < 0 || c.Retention < 0 || c.TaskDeadline < 0 {
 		return errors.New("--workers, --link-ttl, --retention and --task-deadline must not be negative")
@@ -169,14 +174,22 @@ func (c *Config) loadCatalog() (*catalog.Catalog, bool, error) {
 	return cat, false, err
 }
 
+// sqlitePath returns the file of a sqlite: URL.
+func sqlitePath(dbURL string) (string, error) {
+	path := strings.TrimPrefix(strings.TrimPrefix(dbURL, "sqlite:"), "//")
+	if path == "" {
+		return "", fmt.Errorf("database URL %q has no file path: want sqlite:PATH", dbURL)
+	}
+	return path, nil
+}
+
 // openStore opens the database named by the URL and applies migrations.
 func openStore(ctx context.Context, dbURL string) (*sqldb.DB, error) {
 	switch {
 	case strings.HasPrefix(dbURL, "sqlite:"):
-		path := strings.TrimPrefix(dbURL, "sqlite:")
-		path = strings.TrimPrefix(path, "//")
-		if path == "" {
-			return nil, fmt.Errorf("database URL %q has no file path: want sqlite:PATH", dbURL)
+		path, err := sqlitePath(dbURL)
+		if err != nil {
+			return nil, err
 		}
 		return sqlite.Open(ctx, path)
 	case strings.HasPrefix(dbURL, "postgres://"), strings.HasPrefix(dbURL, "postgresql://"):

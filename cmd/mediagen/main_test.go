@@ -243,3 +243,22 @@ func TestAdminRejectsBadInput(t *testing.T) {
 		t.Errorf("catalog check: %v %s", err, out.String())
 	}
 }
+
+// TestSecondServeOnOneSQLiteDatabaseIsRefused: SQLite serves one process, and the task cache
+// relies on it; a second serve must say so instead of starting. Admin commands still work.
+func TestSecondServeOnOneSQLiteDatabaseIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	startMain(t, dir)
+	second := NewMain(env(nil), io.Discard, io.Discard)
+	if err := second.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", dir}); err != nil {
+		t.Fatal(err)
+	}
+	err := second.Run(context.Background())
+	_ = second.Close()
+	if err == nil || !strings.Contains(err.Error(), "another mediagen serve process is using this SQLite database") {
+		t.Fatalf("second serve: %v", err)
+	}
+	if out := admin(t, dir, "tenant", "list"); out == "" {
+		t.Error("admin tenant list printed nothing while serve runs")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/store/sqldb"
+	"mediagen/internal/store/sqlite"
 	"mediagen/internal/video"
 	"mediagen/internal/worker"
 )
@@ -37,6 +39,8 @@ type Main struct {
 	ln      net.Listener
 	srv     *http.Server
 	debug   *http.Server
+	// serveLock marks the SQLite database as served by this process (sqlite.LockServe).
+	serveLock *os.File
 	blobs   *blob.FS
 	engine  *sandbox.Engine
 	runner  *worker.Runner
@@ -89,8 +93,21 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.catalog, m.demo = cat, demo
+	if strings.HasPrefix(m.Config.DB, "sqlite:") {
+		path, err := sqlitePath(m.Config.DB)
+		if err != nil {
+			return err
+		}
+		if m.serveLock, err = sqlite.LockServe(path); err != nil {
+			return err
+		}
+	}
 	if m.db, err = openStore(ctx, m.Config.DB); err != nil {
 		return err
+	}
+	if m.serveLock != nil {
+		// This process owns the database, so it sees every task write: the cache is exact.
+		m.db.EnableTaskCache(m.Config.TaskCache)
 	}
 	ln, err := net.Listen("tcp", m.Config.Listen)
 	if err != nil {
@@ -181,6 +198,9 @@ func (m *Main) close() error {
 	}
 	if m.db != nil {
 		errs = append(errs, m.db.Close())
+	}
+	if m.serveLock != nil {
+		errs = append(errs, m.serveLock.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -43,6 +43,7 @@ type DB struct {
 	wstmts      sync.Map    // query text → *sql.Stmt on the write handle
 	pending     sync.Map    // write queries seen inside transactions, to prepare after them
 	group       *grouper    // non-nil with group commit (EnableGroupCommit)
+	tasks       *taskCache  // non-nil with the task cache (EnableTaskCache)
 	closers     []io.Closer // driver helpers closed before the handles (CloseWith)
 }
 
@@ -157,10 +158,14 @@ func (db *DB) transactOnce(ctx context.Context, fn func(store.Tx) error) (err er
 			_ = tx.Rollback()
 		}
 	}()
-	if err = fn(&Tx{db: db, tx: tx}); err != nil {
+	t := &Tx{db: db, tx: tx}
+	if err = fn(t); err != nil {
 		return err
 	}
-	if err = tx.Commit(); err != nil {
+	db.beforeCommit(t)
+	err = tx.Commit()
+	db.afterCommit(t)
+	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	db.preparePending(ctx)
@@ -174,6 +179,8 @@ type Tx struct {
 	// detached: the transaction is shared (group commit), so statements must not be
 	// interrupted by one caller's context (see stmtCtx).
 	detached bool
+	// touched lists the tasks this transaction wrote, for the task cache.
+	touched []string
 }
 
 // writeStmt returns the statement prepared on the write handle, or nil the first time a query

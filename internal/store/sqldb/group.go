@@ -174,15 +174,16 @@ func (g *grouper) runShared(jobs []*groupJob) {
 		finish(fmt.Errorf("begin: %w", err))
 		return
 	}
+	txs := make([]*Tx, 0, len(jobs))
 	for _, j := range jobs {
 		if _, err := tx.ExecContext(bg, "SAVEPOINT g"); err != nil {
 			_ = tx.Rollback()
 			finish(fmt.Errorf("savepoint: %w", err))
 			return
 		}
-		j.err, j.panicked, j.panicVal = callGuarded(func() error {
-			return j.fn(&Tx{db: db, tx: tx, detached: true})
-		})
+		jt := &Tx{db: db, tx: tx, detached: true}
+		txs = append(txs, jt)
+		j.err, j.panicked, j.panicVal = callGuarded(func() error { return j.fn(jt) })
 		if j.err != nil || j.panicked {
 			// Undo this job alone. If SQLite already rolled the whole transaction back (it does
 			// so on some I/O and memory errors), the savepoint is gone and so is everyone's work.
@@ -198,7 +199,10 @@ func (g *grouper) runShared(jobs []*groupJob) {
 			return
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	db.beforeCommit(txs...)
+	err = tx.Commit()
+	db.afterCommit(txs...)
+	if err != nil {
 		finish(fmt.Errorf("commit: %w", err))
 		return
 	}

@@ -56,6 +56,7 @@ func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
 
 // AdvanceTask writes a step's outcome if the lease is still ours and the task not terminal.
 func (t *Tx) AdvanceTask(ctx context.Context, a store.Advance) error {
+	t.touch(a.ID)
 	leaseClause := "lease_until = 0, lease_token = ''"
 	if a.KeepLease {
 		leaseClause = "lease_until = lease_until"
@@ -77,6 +78,12 @@ func (t *Tx) AdvanceTask(ctx context.Context, a store.Advance) error {
 
 // ReleaseLease hands the lease back and makes the task due now.
 func (db *DB) ReleaseLease(ctx context.Context, id, token string) error {
+	if db.tasks != nil {
+		// next_run_at changes: bracket the write like a commit (taskCache.beginWrite).
+		ids := []string{id}
+		db.tasks.beginWrite(ids)
+		defer db.tasks.endWrite(ids)
+	}
 	_, err := db.write.ExecContext(ctx, db.q(`UPDATE tasks SET lease_until = 0, lease_token = '', next_run_at = ?
 		WHERE id = ? AND lease_token = ?`), micros(db.now()), id, token)
 	if err != nil {

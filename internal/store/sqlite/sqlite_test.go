@@ -22,6 +22,19 @@ func TestConformanceSQLite(t *testing.T) {
 	})
 }
 
+// TestConformanceSQLiteTaskCache runs the suite again with the task cache a serve process
+// enables: cached reads must be indistinguishable from uncached ones.
+func TestConformanceSQLiteTaskCache(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.EnableTaskCache(1000)
+		return db
+	})
+}
+
 func TestReopenDoesNotRemigrate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "test.db")
 	for i := 0; i < 2; i++ {

@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 		{"MetaSetOnce", testMeta},
 		{"TaskCreateAndRead", testTaskCreateAndRead},
 		{"TaskRequestIDUniquePerKey", testTaskRequestIDUnique},
+		{"TaskReadsFollowWrites", testTaskReadsFollowWrites},
 		{"QueueClaimLeaseAndFence", testQueueClaimLeaseAndFence},
 		{"QueueConcurrentClaimersDisjoint", testQueueConcurrentClaimersDisjoint},
 		{"SettlementMayOverdrawAvailableOnly", testSettlementMayOverdrawAvailableOnly},
