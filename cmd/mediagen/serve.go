@@ -41,11 +41,11 @@ type Main struct {
 	debug   *http.Server
 	// serveLock marks the SQLite database as served by this process (sqlite.LockServe).
 	serveLock *os.File
-	blobs   *blob.FS
-	engine  *sandbox.Engine
-	runner  *worker.Runner
-	sweeper *blob.Sweeper
-	bgStop  context.CancelFunc
+	blobs     *blob.FS
+	engine    *sandbox.Engine
+	runner    *worker.Runner
+	sweeper   *blob.Sweeper
+	bgStop    context.CancelFunc
 
 	// FetchTLS, when set before Run, is the TLS configuration of the client that fetches
 	// user-supplied URLs (tests use it to trust their loopback HTTPS servers).
