@@ -138,7 +138,7 @@ func (g *grouper) run(batch []*groupJob) {
 	case 1:
 		// Alone: exactly the plain transaction, with the caller's context.
 		j := live[0]
-		j.err, j.panicked, j.panicVal = callGuarded(func() error { return g.db.transactOnce(j.ctx, j.fn) })
+		j.panicked, j.panicVal, j.err = callGuarded(func() error { return g.db.transactOnce(j.ctx, j.fn) })
 		close(j.done)
 		g.count(1)
 		return
@@ -183,7 +183,7 @@ func (g *grouper) runShared(jobs []*groupJob) {
 		}
 		jt := &Tx{db: db, tx: tx, detached: true}
 		txs = append(txs, jt)
-		j.err, j.panicked, j.panicVal = callGuarded(func() error { return j.fn(jt) })
+		j.panicked, j.panicVal, j.err = callGuarded(func() error { return j.fn(jt) })
 		if j.err != nil || j.panicked {
 			// Undo this job alone. If SQLite already rolled the whole transaction back (it does
 			// so on some I/O and memory errors), the savepoint is gone and so is everyone's work.
@@ -211,13 +211,13 @@ func (g *grouper) runShared(jobs []*groupJob) {
 }
 
 // callGuarded runs f and turns a panic into a value the caller's goroutine re-raises.
-func callGuarded(f func() error) (err error, panicked bool, val any) {
+func callGuarded(f func() error) (panicked bool, val any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err, panicked, val = nil, true, p
+			panicked, val, err = true, p, nil
 		}
 	}()
-	return f(), false, nil
+	return false, nil, f()
 }
 
 // stmtCtx is the context a statement inside the transaction runs with.
