@@ -37,6 +37,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	fetch := safefetch.New(fetchOpts)
 	tools := ffmpeg.Tools{}
 	reg := prometheus.NewRegistry()
+	registerStoreMetrics(reg, m.db)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.bgStop = stop
 

@@ -38,8 +38,10 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 	}
 	common := "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
-	// The writer never checkpoints; the checkpointer does (checkpoint.go).
-	write, err := sql.Open("sqlite", base+common+"&_txlock=immediate&_pragma=wal_autocheckpoint(0)")
+	// The writer never checkpoints; the checkpointer does (checkpoint.go). Its temporary
+	// files — the savepoint journals of group commit — stay in memory: on disk they cost a
+	// write system call per page a savepoint touches.
+	write, err := sql.Open("sqlite", base+common+"&_txlock=immediate&_pragma=wal_autocheckpoint(0)&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"mediagen/internal/store/sqldb"
+)
+
+// registerStoreMetrics exposes the store's own counters: how well group commit batches (the
+// ratio of the two counters is the mean batch size) and how full the task cache is.
+func registerStoreMetrics(reg *prometheus.Registry, db *sqldb.DB) {
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mediagen_store_commits_total",
+			Help: "Commits made by SQLite group commit (0 on PostgreSQL).",
+		}, func() float64 { c, _ := db.GroupStats(); return float64(c) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mediagen_store_grouped_transactions_total",
+			Help: "Transactions carried by those commits; divided by mediagen_store_commits_total, the mean batch size.",
+		}, func() float64 { _, n := db.GroupStats(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mediagen_task_cache_entries",
+			Help: "Tasks held by the SQLite task cache for polling.",
+		}, func() float64 { return float64(db.CachedTasks()) }),
+	)
+}
