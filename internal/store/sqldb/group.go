@@ -31,7 +31,7 @@ const maxGroup = 64
 // lingerFor for others to share its commit (see loop).
 const (
 	lingerWhenBusy = time.Millisecond
-	lingerFor      = 500 * time.Microsecond
+	lingerFor      = time.Millisecond
 )
 
 type groupJob struct {
