@@ -73,6 +73,7 @@ const (
 	DefaultMaxImageBytes    = 32 << 20
 	DefaultLease            = 15 * time.Minute
 	DefaultMaxAttempts      = 3
+	DefaultRetryBackoff     = 5 * time.Second
 	DefaultConcurrency      = 2
 	DefaultPollInterval     = 10 * time.Second
 	DefaultMinCheck         = 2 * time.Second
@@ -114,9 +115,13 @@ type Config struct {
 	MaxBytes, MaxImageBytes int64
 	// Lease is how long one processing attempt may hold an asset; longer than the fetch
 	// client's total timeout.
-	Lease       time.Duration
-	MaxAttempts int
-	Concurrency int
+	Lease time.Duration
+	// MaxAttempts bounds the attempts at one asset: a source that fails in a way worth
+	// retrying (a timeout, a dropped connection, HTTP 408, 425, 429 or 5xx) is tried again
+	// after RetryBackoff, then 4× that, up to MaxAttempts in all.
+	MaxAttempts  int
+	RetryBackoff time.Duration
+	Concurrency  int
 	// PollInterval is how often the processor looks for work it was not told about (assets
 	// of a process that died, callbacks due for a retry).
 	PollInterval time.Duration
@@ -163,6 +168,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency

@@ -82,7 +82,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		t.Fatal(err)
 	}
 	cfg := Config{Store: db, Catalog: cat, Blobs: blobs, Fetch: safefetch.New(fo), PublicURL: "http://127.0.0.1:9",
-		PollInterval: 50 * time.Millisecond, MinCheck: 300 * time.Millisecond, Lease: time.Minute,
+		PollInterval: 50 * time.Millisecond, MinCheck: 300 * time.Millisecond, Lease: time.Minute, RetryBackoff: 20 * time.Millisecond,
 		CallbackBackoff: []time.Duration{50 * time.Millisecond}, CallbackTimeout: 2 * time.Second, Now: cl.now}
 	if o.mutate != nil {
 		o.mutate(&cfg)

@@ -108,10 +108,11 @@ func (s *Service) loop(ctx context.Context) {
 // run processes one claimed asset and records the outcome under its lease.
 func (s *Service) run(ctx context.Context, c store.ClaimedAsset) {
 	var out store.AssetOutcome
+	retry := false
 	if c.Attempts > s.cfg.MaxAttempts {
 		out = failed(FailInterrupted, "Processing was interrupted repeatedly. Create the asset again.")
 	} else {
-		out = s.process(ctx, c)
+		out, retry = s.process(ctx, c)
 	}
 	if ctx.Err() != nil {
 		// Shutting down: hand the asset back so the next start runs it again.
@@ -124,6 +125,24 @@ func (s *Service) run(ctx context.Context, c store.ClaimedAsset) {
 			s.log.WarnContext(bg, "asset lease not released", "asset", c.ID, "err", err)
 		}
 		return
+	}
+	if retry && c.Attempts < s.cfg.MaxAttempts {
+		// The source failed for now: try again later, keeping the attempt counted.
+		delay := s.cfg.RetryBackoff
+		for i := 1; i < c.Attempts && delay < 10*time.Minute; i++ {
+			delay *= 4
+		}
+		err := s.cfg.Store.DeferAsset(ctx, c.ID, c.Token, s.now().Add(delay))
+		switch {
+		case err == nil:
+			s.log.InfoContext(ctx, "asset source failed; retrying", "asset", c.ID, "attempt", c.Attempts,
+				"retry_in", delay, "reason", out.FailureReason)
+			return
+		case !errors.Is(err, store.ErrLeaseLost):
+			s.log.ErrorContext(ctx, "asset retry not recorded", "asset", c.ID, "err", err)
+			return
+		}
+		return // deleted meanwhile, or taken over: nothing of ours to record
 	}
 	out.ID, out.Token, out.At = c.ID, c.Token, s.now()
 	err := s.cfg.Store.FinishAsset(ctx, out)
@@ -174,57 +193,74 @@ func fetchFailure(err error) store.AssetOutcome {
 	return failed(code, publicFetchMessage(err))
 }
 
-// process fetches, checks, stores and measures one asset. It returns the outcome to record;
-// an Active outcome names the stored copy.
-func (s *Service) process(ctx context.Context, c store.ClaimedAsset) store.AssetOutcome {
+// transient reports a fetch failure that may well not happen again: a timeout, a dropped or
+// refused connection, or a status that says "later" (408, 425, 429, 5xx). A 404, a size
+// cap or a forbidden address will fail the same way every time.
+func transient(err error) bool {
+	var se *safefetch.StatusError
+	if errors.As(err, &se) {
+		return se.Code == 408 || se.Code == 425 || se.Code == 429 || se.Code >= 500
+	}
+	return errors.Is(err, safefetch.ErrTimeout) || errors.Is(err, safefetch.ErrUnreachable)
+}
+
+// process fetches, checks, stores and measures one asset. It returns the outcome to record
+// (an Active outcome names the stored copy) and whether the failure is worth another attempt.
+func (s *Service) process(ctx context.Context, c store.ClaimedAsset) (store.AssetOutcome, bool) {
+	out, err := s.fetchAndStore(ctx, c)
+	return out, err != nil && transient(err)
+}
+
+// fetchAndStore is process; err is the fetch error behind a source failure, if any.
+func (s *Service) fetchAndStore(ctx context.Context, c store.ClaimedAsset) (store.AssetOutcome, error) {
 	limit := s.cfg.MaxBytes
 	if c.Type == TypeImage {
 		limit = s.cfg.MaxImageBytes
 	}
 	resp, err := s.cfg.Fetch.Get(ctx, c.SourceURL, safefetch.RequestOptions{MaxBytes: limit})
 	if err != nil {
-		return fetchFailure(err)
+		return fetchFailure(err), err
 	}
 	defer resp.Body.Close()
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(resp.Body, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return fetchFailure(err)
+		return fetchFailure(err), err
 	}
 	head = head[:n]
 	if n == 0 {
-		return failed(FailUnsupportedMedia, "The URL returned an empty body.")
+		return failed(FailUnsupportedMedia, "The URL returned an empty body."), nil
 	}
 	m := sniff(head)
 	if m.kind == "" {
-		return failed(FailUnsupportedMedia, "The media is not a supported format. Images: PNG, JPEG or WebP; videos: MP4 or MOV; audio: MP3, WAV or M4A.")
+		return failed(FailUnsupportedMedia, "The media is not a supported format. Images: PNG, JPEG or WebP; videos: MP4 or MOV; audio: MP3, WAV or M4A."), nil
 	}
 	if !m.supported() {
-		return failed(FailUnsupportedMedia, fmt.Sprintf("The media is %s in %s format, which the library does not take. Images: PNG, JPEG or WebP; videos: MP4 or MOV; audio: MP3, WAV or M4A.", describe(m.kind), m.format))
+		return failed(FailUnsupportedMedia, fmt.Sprintf("The media is %s in %s format, which the library does not take. Images: PNG, JPEG or WebP; videos: MP4 or MOV; audio: MP3, WAV or M4A.", describe(m.kind), m.format)), nil
 	}
 	// An MP4-family file may turn out to hold only audio; that is decided after probing.
 	if m.kind != c.Type && !(m.isoBMFF && c.Type != TypeImage) {
-		return mismatch(c.Type, m)
+		return mismatch(c.Type, m), nil
 	}
 	key := KeyPrefix + c.ID + "/" + strings.TrimPrefix(c.Token, "lease_") + "." + m.ext
 	size, err := s.cfg.Blobs.Put(ctx, key, io.MultiReader(bytes.NewReader(head), resp.Body))
 	if err != nil {
 		if ctx.Err() != nil {
-			return store.AssetOutcome{}
+			return store.AssetOutcome{}, nil
 		}
 		if isFetchErr(err) {
-			return fetchFailure(err)
+			return fetchFailure(err), err
 		}
 		s.log.ErrorContext(ctx, "asset copy not stored", "asset", c.ID, "err", err)
-		return failed(FailProcessing, "The service could not store a copy of the media. Create the asset again; if it persists, contact the operator.")
+		return failed(FailProcessing, "The service could not store a copy of the media. Create the asset again; if it persists, contact the operator."), nil
 	}
 	out := s.measure(ctx, c, m, key, size)
 	if out.Status == store.AssetFailed {
 		_ = s.cfg.Blobs.Delete(ctx, key)
-		return out
+		return out, nil
 	}
 	out.Status, out.BlobKey, out.ContentType, out.Bytes = store.AssetActive, key, blob.ContentType(key), size
-	return out
+	return out, nil
 }
 
 func isFetchErr(err error) bool {

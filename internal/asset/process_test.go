@@ -4,8 +4,11 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -255,5 +258,59 @@ func TestDeleteDuringProcessing(t *testing.T) {
 	e.must(acme, VirtualPrefix+"/assets/delete", `{"Id":"`+id+`"}`)
 	if _, err := e.op(acme, VirtualPrefix+"/assets/get", `{"Id":"`+id+`"}`); apiCode(err) != CodeAssetNotFound {
 		t.Fatalf("deleted asset: %v", err)
+	}
+}
+
+// A source that fails for now is tried again with backoff, keeping the asset Processing;
+// one that fails for good is not retried; retries stop after MaxAttempts.
+func TestTransientSourceFailuresAreRetried(t *testing.T) {
+	png := pngBytes(t, 8, 6)
+	var mu sync.Mutex
+	hits := map[string]int{}
+	src := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		n := hits[r.URL.Path]
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/flaky.png" && n == 1:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case r.URL.Path == "/flaky.png" && n == 2:
+			w.WriteHeader(http.StatusTooManyRequests)
+		case r.URL.Path == "/flaky.png":
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write(png)
+		case r.URL.Path == "/down.png":
+			w.WriteHeader(http.StatusBadGateway)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer src.Close()
+	e := newEnv(t, envOpts{})
+	g := e.virtualGroup(acme)
+
+	cases := []struct {
+		path, status, code string
+		tries              int
+	}{
+		{"/flaky.png", "Active", "", 3},                                    // 503, 429, then the image
+		{"/down.png", "Failed", FailSourceUnreachable, DefaultMaxAttempts}, // 502 every time
+		{"/gone.png", "Failed", FailSourceUnreachable, 1},                  // 404 is final
+	}
+	for _, c := range cases {
+		t.Run(c.path, func(t *testing.T) {
+			id := e.createAsset(acme, g, src.URL+c.path, "Image")
+			got := e.wait(acme, id)
+			if got["Status"] != c.status || (c.code != "" && got["FailureCode"] != c.code) {
+				t.Fatalf("asset ended %v", got)
+			}
+			mu.Lock()
+			n := hits[c.path]
+			mu.Unlock()
+			if n != c.tries {
+				t.Errorf("source fetched %d times, want %d", n, c.tries)
+			}
+		})
 	}
 }

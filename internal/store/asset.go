@@ -170,6 +170,10 @@ type AssetStore interface {
 	FinishAsset(ctx context.Context, o AssetOutcome) error
 	// ReleaseAsset hands a lease back (shutdown) without counting the attempt.
 	ReleaseAsset(ctx context.Context, id, token string) error
+	// DeferAsset hands a lease back after a failed attempt worth retrying: the asset stays
+	// Processing, is claimable again from until on, and the attempt stays counted. A lost
+	// lease fails with ErrLeaseLost.
+	DeferAsset(ctx context.Context, id, token string, until time.Time) error
 
 	VerifySessionByToken(ctx context.Context, tokenHash []byte) (VerifySession, error)
 	VerifySession(ctx context.Context, id string) (VerifySession, error)

@@ -297,6 +297,19 @@ func (db *DB) ReleaseAsset(ctx context.Context, id, token string) error {
 	return nil
 }
 
+// DeferAsset makes the asset claimable again at until, keeping the attempt counted.
+func (db *DB) DeferAsset(ctx context.Context, id, token string, until time.Time) error {
+	res, err := db.write.ExecContext(ctx, db.q(`UPDATE assets SET lease_until = ?, lease_token = ''
+		WHERE id = ? AND lease_token = ? AND status = 'Processing'`), micros(until), id, token)
+	if err != nil {
+		return fmt.Errorf("defer asset %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("defer asset %s: %w", id, store.ErrLeaseLost)
+	}
+	return nil
+}
+
 // ---------------------------------------------------------------------------------------------
 // Verification sessions
 // ---------------------------------------------------------------------------------------------

@@ -248,10 +248,28 @@ func testAssetClaimLeaseFinish(t *testing.T, s store.Store) {
 	if len(again) != 1 || again[0].ID != b.ID || again[0].Attempts != 1 {
 		t.Fatalf("after release: %+v", again)
 	}
+	// A deferred attempt (a source that failed for now) is not claimable before its time,
+	// then is, with the attempt counted; a stale token cannot defer.
+	if err := s.DeferAsset(ctx, b.ID, "lease_wrong", now.Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("defer with a wrong token: %v", err)
+	}
+	if err := s.DeferAsset(ctx, b.ID, again[0].Token, now.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if early, _ := s.ClaimAssets(ctx, now.Add(5*time.Second), time.Minute, 10); len(early) != 0 {
+		t.Fatalf("deferred asset claimed early: %+v", early)
+	}
+	again, _ = s.ClaimAssets(ctx, now.Add(11*time.Second), time.Minute, 10)
+	if len(again) != 1 || again[0].ID != b.ID || again[0].Attempts != 2 {
+		t.Fatalf("after defer: %+v", again)
+	}
+	if err := s.DeferAsset(ctx, b.ID, cb.Token, now); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("defer with an old token: %v", err)
+	}
 	// An expired lease (a processor that died) is taken over, counting another attempt; the
 	// old holder's finish is refused.
 	taken, _ := s.ClaimAssets(ctx, now.Add(2*time.Minute), time.Minute, 10)
-	if len(taken) != 1 || taken[0].Attempts != 2 {
+	if len(taken) != 1 || taken[0].Attempts != 3 {
 		t.Fatalf("take over: %+v", taken)
 	}
 	stale := store.AssetOutcome{ID: b.ID, Token: again[0].Token, Status: store.AssetFailed, FailureCode: "x", At: now}
