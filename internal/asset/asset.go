@@ -89,6 +89,7 @@ type Blobs interface {
 	Put(ctx context.Context, key string, r io.Reader) (int64, error)
 	Open(ctx context.Context, key string) (blob.Object, error)
 	Delete(ctx context.Context, key string) error
+	DeletePrefix(ctx context.Context, prefix string) error
 	LocalPath(key string) (string, bool)
 	SignedURL(key string, ttl time.Duration) (string, time.Time)
 }

@@ -112,6 +112,13 @@ func (s *Service) run(ctx context.Context, c store.ClaimedAsset) {
 	if c.Attempts > s.cfg.MaxAttempts {
 		out = failed(FailInterrupted, "Processing was interrupted repeatedly. Create the asset again.")
 	} else {
+		if c.Attempts > 1 {
+			// An earlier attempt may have died between storing its copy and recording it. The
+			// asset is still Processing, so nothing under its directory is referenced: clear it.
+			if err := s.cfg.Blobs.DeletePrefix(ctx, KeyPrefix+c.ID); err != nil {
+				s.log.WarnContext(ctx, "earlier asset copies not removed", "asset", c.ID, "err", err)
+			}
+		}
 		out, retry = s.process(ctx, c)
 	}
 	if ctx.Err() != nil {

@@ -2,6 +2,7 @@ package asset
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"mediagen/internal/blob"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
 )
@@ -195,10 +197,15 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	// ... and one more, holding both assets for a minute.
+	// ... and one more, holding both assets for a minute. It dies after storing its copy of
+	// the recovered asset and before recording it: the copy must not outlive the takeover.
 	recovered := e.createAsset(acme, g, url, "Image")
 	if c, _ := e.db.ClaimAssets(ctx, time.Now(), time.Minute, 10); len(c) != 2 {
 		t.Fatalf("third dead claim: %v", c)
+	}
+	orphan := KeyPrefix + recovered + "/dead.png"
+	if _, err := e.blobs.Put(ctx, orphan, strings.NewReader("half a cat")); err != nil {
+		t.Fatal(err)
 	}
 	e.svc.Start(ctx)
 	t.Cleanup(e.svc.Stop)
@@ -216,8 +223,15 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 	if m := e.wait(acme, doomed); m["Status"] != "Failed" || m["FailureCode"] != FailInterrupted {
 		t.Fatalf("doomed: %v", m)
 	}
-	if a, _ := e.db.Asset(ctx, recovered); a.Attempts != 2 {
+	a, _ := e.db.Asset(ctx, recovered)
+	if a.Attempts != 2 {
 		t.Errorf("recovered after %d attempts, want 2", a.Attempts)
+	}
+	if _, err := e.blobs.Stat(ctx, orphan); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("the dead attempt's copy is still stored: %v", err)
+	}
+	if _, err := e.blobs.Stat(ctx, a.BlobKey); err != nil {
+		t.Errorf("the recovered copy %s: %v", a.BlobKey, err)
 	}
 }
 

@@ -311,6 +311,21 @@ func (s *FS) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// DeletePrefix deletes every object whose key starts with prefix + "/" (a directory of
+// keys), for callers that own such a directory outright.
+func (s *FS) DeletePrefix(ctx context.Context, prefix string) error {
+	if err := ValidateKey(prefix); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(s.path(prefix)); err != nil {
+		return fmt.Errorf("blob: delete %s/: %w", prefix, err)
+	}
+	return nil
+}
+
 // LocalPath implements Store.
 func (s *FS) LocalPath(key string) (string, bool) {
 	if ValidateKey(key) != nil {

@@ -546,3 +546,28 @@ func TestNewFS_RejectsBadConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestDeletePrefix_RemovesOnlyThatDirectory(t *testing.T) {
+	s := newTestFS(t)
+	ctx := context.Background()
+	put(t, s, "assets/a1/x.png", "x")
+	put(t, s, "assets/a1/y.png", "y")
+	put(t, s, "assets/a10/z.png", "z")
+	if err := s.DeletePrefix(ctx, "assets/a1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"assets/a1/x.png", "assets/a1/y.png"} {
+		if _, err := s.Stat(ctx, k); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: %v, want ErrNotFound", k, err)
+		}
+	}
+	if got := readAll(t, s, "assets/a10/z.png"); got != "z" {
+		t.Errorf("a sibling with the same name prefix was touched: %q", got)
+	}
+	if err := s.DeletePrefix(ctx, "assets/none"); err != nil {
+		t.Errorf("missing prefix: %v", err)
+	}
+	if err := s.DeletePrefix(ctx, "../outside"); err == nil {
+		t.Error("an invalid prefix was accepted")
+	}
+}
