@@ -76,7 +76,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		m.sweeper = &blob.Sweeper{Store: m.blobs, Retention: c.Retention, Interval: time.Hour, Logger: m.log, Metrics: reg}
 		m.sweeper.Start(bg)
 	}
-	speechSvc, err := m.buildSpeech(ctx, bg, tools, fetch)
+	speechSvc, err := m.buildSpeech(ctx, bg, tools, fetch, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +93,10 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 // media tools are installed (without them it answers speech with 503). The sweep that fails
 // and refunds abandoned speech records runs in the worker role, stopped with the other
 // background work.
-func (m *Main) buildSpeech(ctx, bg context.Context, tools ffmpeg.Tools, fetch *safefetch.Client) (*speech.Service, error) {
+func (m *Main) buildSpeech(ctx, bg context.Context, tools ffmpeg.Tools, fetch *safefetch.Client, reg prometheus.Registerer) (*speech.Service, error) {
 	c := &m.Config
 	svc := &speech.Service{Store: m.db, Engines: map[string]provider.Synthesizer{}, Fetch: fetch, Blobs: m.blobs,
-		Probe: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout}
+		Probe: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout, Metrics: speech.NewMetrics(reg)}
 	if m.engine == nil && c.Role == "api" {
 		if err := tools.Check(ctx); err != nil {
 			m.log.Warn("speech is unavailable in this process: ffmpeg, ffprobe and espeak-ng are missing", "err", err)

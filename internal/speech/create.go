@@ -178,6 +178,7 @@ func (s *Service) await(ctx context.Context, rec store.Speech) (*Response, error
 			})
 			switch {
 			case err == nil:
+				s.Metrics.tookOver()
 				s.log().Warn("speech attempt abandoned; taken over by a retry", "speech_id", rec.ID)
 				rec.AttemptToken, rec.AttemptUntil = token, until
 				var stored Stored

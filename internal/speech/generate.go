@@ -104,6 +104,7 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	if err != nil {
 		return s.lost(ctx, rec, err)
 	}
+	s.Metrics.completed(res.DurationMicros)
 	s.log().Info("speech completed", "speech_id", rec.ID, "duration_us", res.DurationMicros,
 		"reserved", rec.Reserved.String(), "charged", charge.String())
 	rec.Status, rec.Charged, rec.Result, rec.FinishedAt = store.SpeechCompleted, charge, body, now
@@ -170,6 +171,7 @@ func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param,
 	if err != nil {
 		return s.lost(ctx, rec, err)
 	}
+	s.Metrics.failed(code)
 	s.log().Warn("speech failed; reservation refunded", "speech_id", rec.ID, "code", code, "reserved", rec.Reserved.String(), "cause", cause)
 	rec.Status, rec.ErrorKind, rec.ErrorCode, rec.ErrorMessage, rec.ErrorParam, rec.FinishedAt = store.SpeechFailed, kind, code, msg, param, now
 	return nil, failure(rec)

@@ -70,6 +70,7 @@ type Service struct {
 	Blobs   Blobs
 	Probe   Prober
 	Logger  *slog.Logger
+	Metrics *Metrics // optional
 
 	LinkTTL      time.Duration // lifetime of the download link; 0 → DefaultLinkTTL
 	Wait         time.Duration // bounded wait of one attempt; 0 → DefaultWait

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"io"
 	"log/slog"
 	"os"
@@ -214,6 +216,8 @@ func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
 	e := newEnv(t)
 	body := `{"model":"demo-speech","input":"Recovered after a crash.","metadata":{"client_request_id":"crash-1"}}`
 	rec := e.crashAfterAccept(body)
+	reg := prometheus.NewRegistry()
+	e.svc.Metrics = NewMetrics(reg)
 	if b := e.balance(); b.Reserved != rec.Reserved || rec.Reserved != 400 {
 		t.Fatalf("after accept: %+v (reserved %s)", b, rec.Reserved)
 	}
@@ -259,6 +263,16 @@ func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
 	if e.calls.Load() != 1 {
 		t.Errorf("engine calls %d", e.calls.Load())
 	}
+	m := e.svc.Metrics
+	if got := counterValue(t, m.takenOver); got != 1 {
+		t.Errorf("taken over %v, want 1", got)
+	}
+	if got := counterValue(t, m.finished.WithLabelValues("completed", "")); got != 1 {
+		t.Errorf("completed %v, want 1 (the fenced-out late failure must not count)", got)
+	}
+	if got := counterValue(t, m.audioSeconds); got != res.Duration {
+		t.Errorf("audio seconds %v, want %v", got, res.Duration)
+	}
 	storetest.CheckLedger(t, e.db)
 }
 
@@ -266,6 +280,7 @@ func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
 // later replay returns the recorded failure.
 func TestSpeechSweepRefundsAbandonedRequests(t *testing.T) {
 	e := newEnv(t)
+	e.svc.Metrics = NewMetrics(prometheus.NewRegistry())
 	dead := e.crashAfterAccept(`{"model":"demo-speech","input":"Never finished.","metadata":{"client_request_id":"dead-1"}}`)
 	e.clock.advance(20 * time.Second) // past wait + grace of the first record
 	live := e.crashAfterAccept(`{"model":"demo-speech","input":"Still running elsewhere."}`)
@@ -318,6 +333,12 @@ func TestSpeechSweepRefundsAbandonedRequests(t *testing.T) {
 	if b := e.balance(); b.Reserved != 0 || b.Available != 10*money.Scale || b.Used != 0 {
 		t.Fatalf("balance after the Sweeper %+v", b)
 	}
+	if got := counterValue(t, e.svc.Metrics.swept); got != 2 {
+		t.Errorf("swept %v, want 2", got)
+	}
+	if got := counterValue(t, e.svc.Metrics.finished.WithLabelValues("failed", CodeTimeout)); got != 2 {
+		t.Errorf("failed with %s: %v, want 2", CodeTimeout, got)
+	}
 	storetest.CheckLedger(t, e.db)
 }
 
@@ -345,4 +366,14 @@ func TestSpeechClientHangUpDoesNotAbandonTheWork(t *testing.T) {
 	if err != nil || res.ID != rec.ID || e.calls.Load() != 1 {
 		t.Fatalf("retry %+v %v, calls %d", res, err, e.calls.Load())
 	}
+}
+
+// counterValue reads a counter's current value.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }

@@ -1,0 +1,64 @@
+package speech
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics counts what became of speech requests beyond what the HTTP series show: how many
+// generations finished and how (a replay is not counted again), how much audio was billed,
+// and how often crash recovery stepped in. A nil *Metrics records nothing.
+type Metrics struct {
+	finished     *prometheus.CounterVec
+	audioSeconds prometheus.Counter
+	takenOver    prometheus.Counter
+	swept        prometheus.Counter
+}
+
+// NewMetrics registers the speech metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mediagen_speech_finished_total",
+			Help: "Speech generations that finished, by status (completed, failed) and error code (empty when completed).",
+		}, []string{"status", "code"}),
+		audioSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mediagen_speech_audio_seconds_total",
+			Help: "Measured seconds of generated speech audio, the billed quantity.",
+		}),
+		takenOver: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mediagen_speech_taken_over_total",
+			Help: "Abandoned speech attempts (a process that stopped) taken over by a retry.",
+		}),
+		swept: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mediagen_speech_swept_total",
+			Help: "Abandoned speech requests failed and refunded by the sweep.",
+		}),
+	}
+	reg.MustRegister(m.finished, m.audioSeconds, m.takenOver, m.swept)
+	return m
+}
+
+func (m *Metrics) completed(durationMicros int64) {
+	if m == nil {
+		return
+	}
+	m.finished.WithLabelValues("completed", "").Inc()
+	m.audioSeconds.Add(float64(durationMicros) / 1e6)
+}
+
+func (m *Metrics) failed(code string) {
+	if m != nil {
+		m.finished.WithLabelValues("failed", code).Inc()
+	}
+}
+
+func (m *Metrics) tookOver() {
+	if m != nil {
+		m.takenOver.Inc()
+	}
+}
+
+func (m *Metrics) sweptOne() {
+	if m != nil {
+		m.swept.Inc()
+		m.finished.WithLabelValues("failed", CodeTimeout).Inc()
+	}
+}
