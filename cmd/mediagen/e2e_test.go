@@ -243,7 +243,7 @@ func TestEndToEndEveryRouteCompletesAndChargesMeasuredValues(t *testing.T) {
 		t.Fatalf("native mov: %+v", task)
 	}
 	_, info = e.download(task.Metadata.URL, "native.mov")
-	if info.Width != 480 || info.Height != 480 || info.HasAudio || info.Container != "mov" {
+	if info.Width != 480 || info.Height != 480 || !near(info.Duration, 4, 0.05) || !near(info.FPS, 24, 0.01) || info.HasAudio || info.Container != "mov" {
 		t.Errorf("native mov measured %+v", info)
 	}
 	c, _ = billing.TokenCost(rate(rates.NativeRate("demo-video-2.5")), task.Usage.CompletionTokens)
@@ -255,7 +255,13 @@ func TestEndToEndEveryRouteCompletesAndChargesMeasuredValues(t *testing.T) {
 		t.Fatalf("enhancement: %+v", task)
 	}
 	_, info = e.download(task.Metadata.VideoURL, "enhanced.mp4")
-	if info.Height != 240 || info.Width != 426 && info.Width != 428 || !near(info.FPS, 48, 0.01) || !near(*task.Metadata.Duration, info.Duration, 0.001) {
+	input, err := e.tools.Probe(context.Background(), filepath.Join(e.mediaDir(), "input.mp4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The enhanced file keeps the source's container, duration and audio track.
+	if info.Height != 240 || info.Width != 426 && info.Width != 428 || !near(info.FPS, 48, 0.01) || !near(*task.Metadata.Duration, info.Duration, 0.001) ||
+		!near(info.Duration, input.Duration, 0.05) || info.HasAudio != input.HasAudio || info.Container != "mp4" {
 		t.Errorf("enhancement measured %+v, metadata %+v", info, task.Metadata)
 	}
 	if task.Metadata.Resolution != fmt.Sprintf("%dx%d", info.Width, info.Height) {
@@ -271,7 +277,8 @@ func TestEndToEndEveryRouteCompletesAndChargesMeasuredValues(t *testing.T) {
 		t.Fatalf("production: %+v", task)
 	}
 	_, info = e.download(task.Metadata.URL, "production.mp4")
-	if info.Height != 1080 || info.Container != "mp4" {
+	// generate_audio was omitted, so the sandbox adds no audio track (docs/sandbox.md).
+	if info.Width != 1920 || info.Height != 1080 || !near(info.Duration, 4, 0.05) || !near(info.FPS, 24, 0.01) || info.HasAudio || info.Container != "mp4" {
 		t.Errorf("production measured %+v", info)
 	}
 	_, frame := e.download(task.Metadata.LastFrameURL, "last.jpg")
