@@ -6,11 +6,13 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"mediagen/internal/apidoc"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,7 +111,29 @@ func (e *e2e) call(method, path, body string) (int, []byte) {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	checkAgainstOpenAPI(e.t, apidoc.Exchange{Method: method, Path: path, ReqHeader: req.Header, ReqBody: []byte(body),
+		Status: res.StatusCode, RespHeader: res.Header, RespBody: b})
 	return res.StatusCode, b
+}
+
+var (
+	openAPIOnce sync.Once
+	openAPIDoc  *apidoc.Doc
+	openAPIErr  error
+)
+
+// checkAgainstOpenAPI validates one exchange of the end-to-end tests against
+// docs/openapi.yaml. These are the only tests that see tasks finish, fail and expire, so they
+// check the parts of the document the handler-level test cannot reach.
+func checkAgainstOpenAPI(t *testing.T, ex apidoc.Exchange) {
+	t.Helper()
+	openAPIOnce.Do(func() { openAPIDoc, openAPIErr = apidoc.Load("../../docs/openapi.yaml") })
+	if openAPIErr != nil {
+		t.Fatal(openAPIErr)
+	}
+	if err := openAPIDoc.CheckExchange(ex); err != nil {
+		t.Errorf("docs/openapi.yaml: %v", err)
+	}
 }
 
 func (e *e2e) baseURL() string {
