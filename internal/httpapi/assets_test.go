@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"image"
 	"image/color"
@@ -22,7 +21,6 @@ import (
 
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
-	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store/sqlite"
 )
 
@@ -62,8 +60,8 @@ func newAssetEnv(t *testing.T) *assetEnv {
 	}
 	media := httptest.NewTLSServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(media.Close)
-	fetch := safefetch.New(safefetch.Options{AllowLoopback: true,
-		TLSConfig: &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}})
+	// cdn.example.com and hooks.example.com (used below) resolve to nothing: never to the network.
+	fetch := loopbackFetch(t, media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs, mapResolver{})
 	cat := testCatalog(t)
 	svc := asset.New(asset.Config{Store: db, Catalog: cat, Blobs: assetBlobs, Fetch: fetch, PublicURL: testPublicURL,
 		PollInterval: 50 * time.Millisecond, MinCheck: 200 * time.Millisecond})

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,8 @@ func (c *countingSynth) Synthesize(ctx context.Context, r provider.SpeechRequest
 }
 
 // mapResolver answers host names from a table; everything else does not exist.
+// mapResolver answers the names in it and no others, without any network: tests never look
+// a name up in the real DNS.
 type mapResolver map[string]string
 
 func (m mapResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
@@ -90,20 +93,7 @@ func newSpeechEnv(t *testing.T, opts ...func(*speech.Service)) *speechEnv {
 	se.media = httptest.NewTLSServer(http.HandlerFunc(se.serveMedia))
 	t.Cleanup(se.media.Close)
 	roots := se.media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	dialer := &net.Dialer{Timeout: 2 * time.Second}
-	fetch := safefetch.New(safefetch.Options{
-		AllowLoopback: true,
-		TLSConfig:     &tls.Config{RootCAs: roots},
-		Resolver:      mapResolver{"media.example.com": "127.0.0.1", "evil.example.com": "10.0.0.1"},
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			ap, err := netip.ParseAddrPort(addr)
-			if err != nil || !ap.Addr().IsLoopback() {
-				t.Errorf("dialled %s: tests never leave loopback", addr)
-				return nil, errors.New("refused by the test")
-			}
-			return dialer.DialContext(ctx, network, addr)
-		},
-	})
+	fetch := loopbackFetch(t, roots, mapResolver{"media.example.com": "127.0.0.1", "evil.example.com": "10.0.0.1"})
 	eng, err := sandbox.New(sandbox.Config{Dir: t.TempDir(), Tools: tools, Pace: -1, MaxConcurrent: 2,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -302,4 +292,24 @@ func (se *speechEnv) measuredCharge(t *testing.T, b speechBody) (money.Micros, i
 		t.Fatal(err)
 	}
 	return charge, us
+}
+
+// loopbackFetch is a safefetch client for tests: names resolve only through names, TLS trusts
+// roots, and a dial to anything but loopback fails the test instead of leaving the machine.
+func loopbackFetch(t *testing.T, roots *x509.CertPool, names mapResolver) *safefetch.Client {
+	t.Helper()
+	dialer := &net.Dialer{Timeout: 2 * time.Second}
+	return safefetch.New(safefetch.Options{
+		AllowLoopback: true,
+		TLSConfig:     &tls.Config{RootCAs: roots},
+		Resolver:      names,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ap, err := netip.ParseAddrPort(addr)
+			if err != nil || !ap.Addr().IsLoopback() {
+				t.Errorf("dialled %s: tests never leave loopback", addr)
+				return nil, errors.New("refused by the test")
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+	})
 }

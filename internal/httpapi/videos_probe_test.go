@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/tls"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,6 @@ import (
 
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
-	"mediagen/internal/media/safefetch"
 	"mediagen/internal/money"
 	"mediagen/internal/video"
 )
@@ -46,7 +44,7 @@ func TestProductionMeasuresRealInputVideo(t *testing.T) {
 	}))
 	t.Cleanup(media.Close)
 	roots := media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	fetch := safefetch.New(safefetch.Options{AllowLoopback: true, TLSConfig: &tls.Config{RootCAs: roots}})
+	fetch := loopbackFetch(t, roots, mapResolver{})
 
 	e := newTestEnvWith(t, testCatalog(t), &video.Service{Prober: video.URLProber{Client: fetch}}, DefaultMaxBodyBytes)
 	secret, k := e.newKey("acme", startCredit, false)
