@@ -207,10 +207,22 @@ func launchChromium(ctx context.Context, t *testing.T, bin string) *browser {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
+	// Secure DNS off in the profile's Local State: otherwise Chromium probes public
+	// DNS-over-HTTPS servers by address, which no resolver rule or proxy setting stops.
+	profile := t.TempDir()
+	if err := os.WriteFile(filepath.Join(profile, "Local State"), []byte(`{"dns_over_https":{"mode":"off","templates":""}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
 		"--disable-default-apps", "--mute-audio", "--hide-scrollbars",
-		"--user-data-dir="+t.TempDir(), "--remote-debugging-pipe", "about:blank")
+		// The page is on loopback and nothing else may be reached: no name resolves, every
+		// other destination goes to a dead proxy, and no DNS-over-HTTPS or domain-reliability
+		// probes run (DESIGN: tests never leave 127.0.0.0/8).
+		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--proxy-server=http://127.0.0.1:9",
+		"--proxy-bypass-list=127.0.0.1", "--disable-features=DnsOverHttps,DnsOverHttpsUpgrade,AsyncDns,OptimizationHints,MediaRouter,Translate",
+		"--disable-domain-reliability", "--no-pings", "--dns-prefetch-disable", "--disable-client-side-phishing-detection",
+		"--user-data-dir="+profile, "--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, outW}
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {

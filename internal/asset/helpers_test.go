@@ -72,7 +72,10 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	media := httptest.NewTLSServer(mediaHandler(dir))
 	t.Cleanup(media.Close)
-	fo := safefetch.Options{AllowLoopback: true, TLSConfig: &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}}
+	// Names resolve to nothing and only loopback may be dialled: a test that names a host
+	// (media.example.com) never sends a DNS query or a packet off the machine.
+	fo := safefetch.Options{AllowLoopback: true, TLSConfig: &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs},
+		Resolver: fixedResolver{}, DialContext: loopbackOnly(t)}
 	if o.fetch != nil {
 		fo = *o.fetch
 	}
@@ -293,7 +296,20 @@ func (r *recordingDialer) calls() []string {
 	return append([]string(nil), r.addrs...)
 }
 
-// fixedResolver answers every name with the given addresses.
+// loopbackOnly is a dialer that fails the test rather than leave the machine.
+func loopbackOnly(t *testing.T) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil || !ap.Addr().IsLoopback() {
+			t.Errorf("dialled %s: tests never leave loopback", addr)
+			return nil, errors.New("refused by the test")
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// fixedResolver answers every name with the given addresses (none: the name does not exist).
 type fixedResolver []netip.Addr
 
 func (f fixedResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/blob"
 	"mediagen/internal/idgen"
 	"mediagen/internal/store"
 )
@@ -294,7 +295,8 @@ func notAuthorized() *apierr.Error {
 }
 
 // checkSourceURL applies the rules that need no I/O: an absolute https URL under the fetch
-// policy's static checks; never data:, Base64, asset:// or file://.
+// policy's static checks; never data:, Base64, asset://, file:// or a link to the service's
+// own files (see selfFileLink; refused in both libraries).
 func (s *Service) checkSourceURL(src string) *apierr.Error {
 	bad := func(msg string) *apierr.Error {
 		return &apierr.Error{Kind: apierr.KindInvalid, Code: CodeInvalidSourceURL, Param: "URL", Message: msg}
@@ -321,12 +323,42 @@ func (s *Service) checkSourceURL(src string) *apierr.Error {
 			return bad("URL must not contain spaces or control characters.")
 		}
 	}
+	if selfFileLink(s.cfg.PublicURL, src) {
+		return bad("URL must not be a link to this service's own files (" + blob.FilesPath + "…, such as the URL of an asset or a task result): " +
+			"an asset is copied from media you host, never from another asset, so a real-human asset cannot be copied into the virtual library. " +
+			"Reference a stored asset as asset://<Id> instead.")
+	}
 	if s.cfg.Fetch != nil {
 		if _, err := s.cfg.Fetch.Check(src, false); err != nil {
 			return bad("URL cannot be fetched: " + publicFetchMessage(err))
 		}
 	}
 	return nil
+}
+
+// selfFileLink reports whether src points at the service's own file route: its host is the
+// host of publicURL (compared without case or a trailing dot, whatever the scheme and port,
+// since a TLS proxy may serve the same files on another scheme or port than the configured
+// one) and its path, decoded and cleaned, has a /v1/files/ segment (links are
+// {PublicURL}/v1/files/…, and a PublicURL with a base path or a proxy may put a prefix before
+// it). Such links carry copies of assets of either library and task results; copying one into
+// an asset would let a real-human asset become a virtual one without verification, or fill a
+// verified group with media of someone else. An unparsable URL is left to the fetch policy.
+func selfFileLink(publicURL, src string) bool {
+	pub, err := url.Parse(publicURL)
+	if err != nil || pub.Hostname() == "" {
+		return false
+	}
+	u, err := url.Parse(src)
+	if err != nil || u.Hostname() == "" {
+		return false
+	}
+	host := func(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+	if host(u.Hostname()) != host(pub.Hostname()) {
+		return false
+	}
+	p := strings.ToLower(path.Clean("/"+u.Path)) + "/"
+	return strings.Contains(p, blob.FilesPath)
 }
 
 // nameFromURL is the default Name: the last path segment of the URL.

@@ -72,7 +72,9 @@ func TestParseRejectsBrokenCatalogs(t *testing.T) {
 		{"unknown family names value and line", "family: fast-2.0", "family: fast-3.0", `line 8: unknown family "fast-3.0"`},
 		{"unknown product", "product: native", "product: music", `unknown product "music"`},
 		{"unknown upstream", "upstream: sandbox", "upstream: elsewhere", `unknown upstream "elsewhere"`},
-		{"wrong type", "name: Acme", "name: [1, 2]", "line 3"},
+		{"wrong type", "name: Acme", "name: [1, 2]", "line 3: wrong type: a seq is not allowed here"},
+		{"wrong type of a section", "    currency: EUR\n", "    currency: EUR\n    packages: [1]\n", "line 5: wrong type: a seq is not allowed here"},
+		{"wrong type with a value", "  - id: acme\n", "  - id: acme\n    virtual_groups: 5\n", `line 3: wrong type: int value "5" is not allowed here`},
 		{"bad rate text", "acme-fast: 1.5", "acme-fast: 1.5e3", `rate "1.5e3"`},
 		{"negative rate", "acme-fast: 1.5", "acme-fast: -1", "must not be negative"},
 		{"too precise rate", "acme-fast: 1.5", "acme-fast: 0.0000001", "6 decimal places"},
@@ -125,5 +127,224 @@ func TestParseRequiresEveryRateATenantCanBuy(t *testing.T) {
 	broken = strings.Replace(string(DemoYAML()), "4k:    {no_video_input: 0.45, video_input: 0.54}", "4k:    {no_video_input: 0.45}", 1)
 	if _, err := Parse("demo.yaml", []byte(broken)); err == nil || !strings.Contains(err.Error(), "rates.production.pro.4k") {
 		t.Fatalf("missing production rate: %v", err)
+	}
+}
+
+// typed is a valid catalog with a field of every scalar kind; the line numbers matter to the
+// wrong-type cases below.
+const typed = `tenants:
+  - id: acme
+    name: Acme
+    currency: EUR
+    packages:
+      native_4k: false
+      enhance_8k: false
+      production:
+        enabled: false
+        last_frame: false
+    aliases:
+      - alias: acme-fast
+        product: native
+        family: fast-2.0
+        upstream: sandbox
+        model: up-fast
+    virtual_groups:
+      - {id: brand, name: Brand, description: Logos}
+    rates:
+      native:
+        acme-fast: 1.5
+`
+
+// yaml.v3 takes yes/on as true and any scalar as a string even with KnownFields; the catalog
+// does not.
+func TestParseRejectsWrongScalarTypes(t *testing.T) {
+	tests := []struct {
+		name, old, new string
+		want           []string
+	}{
+		// Booleans: only unquoted true and false.
+		{"bool yes", "native_4k: false", "native_4k: yes", []string{"line 6: packages.native_4k must be true or false, not yes"}},
+		{"bool quoted yes", "native_4k: false", `native_4k: "yes"`, []string{`line 6: packages.native_4k must be true or false, not "yes"`}},
+		{"bool on", "enhance_8k: false", "enhance_8k: on", []string{"line 7: packages.enhance_8k must be true or false, not on"}},
+		{"bool 1", "enabled: false", "enabled: 1", []string{"line 9: packages.production.enabled must be true or false, not 1"}},
+		{"bool y", "last_frame: false", "last_frame: y", []string{"line 10: packages.production.last_frame must be true or false, not y"}},
+		{"bool True", "last_frame: false", "last_frame: True", []string{"line 10:", "not True"}},
+		{"bool quoted true", "native_4k: false", `native_4k: "true"`, []string{`line 6: packages.native_4k must be true or false, not "true"`, "without quotes"}},
+		{"bool single-quoted false", "native_4k: false", `native_4k: 'false'`, []string{`line 6:`, `not 'false'`, "without quotes"}},
+		// Strings: a YAML string scalar, plain or quoted; a bare number, boolean or date is not.
+		{"string 42", "name: Acme", "name: 42", []string{`line 3: name must be a string, but 42 is a YAML number; quote it: "42"`}},
+		{"string true", "name: Acme", "name: true", []string{`line 3: name must be a string, but true is a YAML boolean; quote it: "true"`}},
+		{"string bare 2.5", "name: Acme", "name: 2.5", []string{`line 3: name must be a string, but 2.5 is a YAML number; quote it: "2.5"`}},
+		{"string date", "description: Logos", "description: 2024-01-01", []string{`line 18: description must be a string, but 2024-01-01 is a YAML date; quote it: "2024-01-01"`}},
+		{"string explicit tag", "name: Acme", "name: !!binary QWNtZQ==", []string{"line 3: name must be a string, not a value tagged !!binary"}},
+		{"id number", "id: acme", "id: 7", []string{"line 2: id must be a string", `quote it: "7"`}},
+		{"alias number", "alias: acme-fast", "alias: 2.5", []string{"line 12: alias must be a string", `quote it: "2.5"`}},
+		{"model number", "model: up-fast", "model: 3", []string{"line 16: model must be a string", `quote it: "3"`}},
+		{"group name number", "name: Brand", "name: 7", []string{"line 18: name must be a string", `quote it: "7"`}},
+		{"rate key number", "acme-fast: 1.5", "42: 1.5", []string{"line 21: a key under rates.native must be a string", `quote it: "42"`}},
+		// Enums are strings too: the docs' "2.5" family must be quoted.
+		{"family bare 2.5", "family: fast-2.0", "family: 2.5", []string{`line 14: family must be a string, but 2.5 is a YAML number; quote it: "2.5"`}},
+		{"unknown family number", "family: fast-2.0", "family: 3", []string{`line 14: unknown family "3"`}},
+		{"product boolean", "product: native", "product: true", []string{`line 13: unknown product "true"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.Replace(typed, tt.old, tt.new, 1)
+			if src == typed {
+				t.Fatalf("case did not change the catalog")
+			}
+			_, err := Parse("c.yaml", []byte(src))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.HasPrefix(err.Error(), "catalog c.yaml: ") {
+				t.Errorf("error %q does not start with the file name", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := Parse("c.yaml", []byte(typed)); err != nil {
+		t.Fatalf("typed catalog rejected: %v", err)
+	}
+}
+
+func TestParseReportsEveryWrongScalarType(t *testing.T) {
+	src := strings.NewReplacer("name: Acme", "name: 42", "native_4k: false", "native_4k: on", "family: fast-2.0", "family: 2.5").Replace(typed)
+	_, err := Parse("c.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	want := "catalog c.yaml: line 3: name must be a string, but 42 is a YAML number; quote it: \"42\"\n" +
+		"line 6: packages.native_4k must be true or false, not on\n" +
+		"line 14: family must be a string, but 2.5 is a YAML number; quote it: \"2.5\""
+	if err.Error() != want {
+		t.Errorf("error:\n%s\nwant:\n%s", err, want)
+	}
+}
+
+func TestParseAcceptsWellTypedScalars(t *testing.T) {
+	tests := []struct {
+		name  string
+		repl  []string
+		check func(*testing.T, *Tenant)
+	}{
+		{"true and false", []string{"native_4k: false", "native_4k: true", "enhance_8k: false", "enhance_8k: true"}, func(t *testing.T, ten *Tenant) {
+			if !ten.Packages.Native4K || !ten.Packages.Enhance8K || ten.Packages.Production.LastFrame {
+				t.Errorf("packages = %+v", ten.Packages)
+			}
+		}},
+		{"explicit !!bool tag", []string{"native_4k: false", "native_4k: !!bool true"}, func(t *testing.T, ten *Tenant) {
+			if !ten.Packages.Native4K {
+				t.Error("native_4k not set")
+			}
+		}},
+		{"null bool is absent", []string{"native_4k: false", "native_4k:"}, func(t *testing.T, ten *Tenant) {
+			if ten.Packages.Native4K {
+				t.Error("native_4k set")
+			}
+		}},
+		{"double-quoted number as string", []string{"name: Acme", `name: "42"`}, func(t *testing.T, ten *Tenant) {
+			if ten.Name != "42" {
+				t.Errorf("name = %q", ten.Name)
+			}
+		}},
+		{"single-quoted boolean as string", []string{"name: Acme", `name: 'true'`}, func(t *testing.T, ten *Tenant) {
+			if ten.Name != "true" {
+				t.Errorf("name = %q", ten.Name)
+			}
+		}},
+		{"plain text with digits and spaces", []string{"name: Acme", "name: Acme 2.5 Inc."}, func(t *testing.T, ten *Tenant) {
+			if ten.Name != "Acme 2.5 Inc." {
+				t.Errorf("name = %q", ten.Name)
+			}
+		}},
+		{"explicit !!str tag", []string{"name: Acme", "name: !!str 42"}, func(t *testing.T, ten *Tenant) {
+			if ten.Name != "42" {
+				t.Errorf("name = %q", ten.Name)
+			}
+		}},
+		{"block scalar", []string{"name: Acme", "name: >-\n      Acme\n      Films"}, func(t *testing.T, ten *Tenant) {
+			if ten.Name != "Acme Films" {
+				t.Errorf("name = %q", ten.Name)
+			}
+		}},
+		{"quoted 2.5 family", []string{"family: fast-2.0", `family: "2.5"`}, func(t *testing.T, ten *Tenant) {
+			if a, _ := ten.Alias("acme-fast"); a.Family != Family25 {
+				t.Errorf("family = %q", a.Family)
+			}
+		}},
+		{"single-quoted 2.5 family", []string{"family: fast-2.0", `family: '2.5'`}, func(t *testing.T, ten *Tenant) {
+			if a, _ := ten.Alias("acme-fast"); a.Family != Family25 {
+				t.Errorf("family = %q", a.Family)
+			}
+		}},
+		{"quoted alias name and rate key", []string{"alias: acme-fast", `alias: "2.5"`, "acme-fast: 1.5", `"2.5": 1.5`}, func(t *testing.T, ten *Tenant) {
+			if r, ok := ten.Rates.NativeRate("2.5"); !ok || r != 1_500_000 {
+				t.Errorf("rate = %d,%v", r, ok)
+			}
+		}},
+		{"bare rate", []string{"acme-fast: 1.5", "acme-fast: 2.50"}, func(t *testing.T, ten *Tenant) {
+			if r, ok := ten.Rates.NativeRate("acme-fast"); !ok || r != 2_500_000 {
+				t.Errorf("rate = %d,%v", r, ok)
+			}
+		}},
+		{"quoted rate", []string{"acme-fast: 1.5", `acme-fast: "2.50"`}, func(t *testing.T, ten *Tenant) {
+			if r, ok := ten.Rates.NativeRate("acme-fast"); !ok || r != 2_500_000 {
+				t.Errorf("rate = %d,%v", r, ok)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.NewReplacer(tt.repl...).Replace(typed)
+			if src == typed {
+				t.Fatalf("case did not change the catalog")
+			}
+			c, err := Parse("c.yaml", []byte(src))
+			if err != nil {
+				t.Fatalf("rejected: %v", err)
+			}
+			ten, _ := c.Tenant("acme")
+			tt.check(t, ten)
+		})
+	}
+}
+
+// Anchors, aliases and merge keys are followed: a wrong scalar reached through them is reported
+// (once, at its own line), and a right one is accepted.
+func TestParseFollowsAnchorsAndMergeKeys(t *testing.T) {
+	const src = `tenants:
+  - id: a
+    name: A
+    currency: EUR
+    packages: &pk
+      native_4k: NATIVE
+  - id: b
+    name: B
+    currency: EUR
+    packages:
+      <<: *pk
+      enhance_8k: true
+  - id: c
+    name: C
+    currency: EUR
+    packages: *pk
+`
+	c, err := Parse("c.yaml", []byte(strings.Replace(src, "NATIVE", "true", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if ten, _ := c.Tenant(id); !ten.Packages.Native4K {
+			t.Errorf("tenant %s: native_4k not set", id)
+		}
+	}
+	_, err = Parse("c.yaml", []byte(strings.Replace(src, "NATIVE", "yes", 1)))
+	if want := "catalog c.yaml: line 6: packages.native_4k must be true or false, not yes"; err == nil || err.Error() != want {
+		t.Errorf("error = %v, want %s", err, want)
 	}
 }

@@ -41,10 +41,11 @@ func Load(path string) (*Catalog, error) {
 // Parse decodes and checks a catalog. Every problem names the file, and where the decoder knows
 // it, the line.
 func Parse(name string, data []byte) (*Catalog, error) {
+	// First pass: the document as a node tree, for the scalar types the decoder does not check
+	// (strict.go); it also finds syntax errors and extra documents.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var c Catalog
-	if err := dec.Decode(&c); err != nil {
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("catalog %s: the file is empty", name)
 		}
@@ -54,6 +55,17 @@ func Parse(name string, data []byte) (*Catalog, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("catalog %s: only one YAML document is allowed", name)
 	}
+	if err := scalarErrors(&doc); err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", name, err)
+	}
+	// Second pass: the strict decode (unknown keys, structure). Node.Decode has no
+	// KnownFields, so this decodes the text again.
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	var c Catalog
+	if err := strict.Decode(&c); err != nil {
+		return nil, fmt.Errorf("catalog %s: %s", name, tidyYAMLError(err))
+	}
 	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", name, err)
 	}
@@ -62,7 +74,7 @@ func Parse(name string, data []byte) (*Catalog, error) {
 
 var (
 	reNotFound = regexp.MustCompile(`field (\S+) not found in type \S+`)
-	reCannot   = regexp.MustCompile("cannot unmarshal !!(\\w+) `([^`]*)` into \\S+")
+	reCannot   = regexp.MustCompile("cannot unmarshal !!(\\w+)( `[^`]*`)? into \\S+")
 )
 
 // tidyYAMLError keeps yaml.v3's line numbers but drops Go type names, which mean nothing to an
@@ -72,7 +84,13 @@ func tidyYAMLError(err error) string {
 	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
 	msg = strings.ReplaceAll(msg, "\n  ", "; ")
 	msg = reNotFound.ReplaceAllString(msg, `unknown key "$1"`)
-	msg = reCannot.ReplaceAllString(msg, "wrong type: $1 value \"$2\" is not allowed here")
+	msg = reCannot.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := reCannot.FindStringSubmatch(m)
+		if sub[2] == "" { // a list or mapping: yaml.v3 gives no value
+			return fmt.Sprintf("wrong type: a %s is not allowed here", sub[1])
+		}
+		return fmt.Sprintf("wrong type: %s value %q is not allowed here", sub[1], strings.Trim(sub[2], " `"))
+	})
 	return msg
 }
 

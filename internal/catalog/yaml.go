@@ -14,11 +14,16 @@ import (
 
 func enum[T ~string](n *yaml.Node, what string, allowed ...T) (T, error) {
 	var zero T
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
 		return zero, fmt.Errorf("line %d: %s must be one of %s", n.Line, what, list(allowed))
 	}
 	for _, a := range allowed {
 		if string(a) == n.Value {
+			// A known value is still a wrong type if YAML reads it as a number or a
+			// boolean: family: 2.5 must be written "2.5".
+			if err := strictString(n, what); err != nil {
+				return zero, err
+			}
 			return a, nil
 		}
 	}
