@@ -68,6 +68,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			Upstreams: upstreams,
 			Blobs:     m.blobs, Tools: tools, Fetch: fetch, LinkTTL: c.LinkTTL,
 			PollMin: 200 * time.Millisecond, PollMax: 10 * time.Second,
+			UpstreamErrors: video.NewUpstreamErrors(reg),
 		}
 		m.runner = worker.New(worker.Config{Store: m.db, Handler: pipeline, Logger: m.log, Metrics: worker.NewMetrics(reg),
 			Workers: c.Workers, Deadline: c.TaskDeadline})

@@ -245,6 +245,10 @@ func TestEndToEndEveryRouteCompletesAndChargesMeasuredValues(t *testing.T) {
 		"production": e.create(`{"model":"demo-production-lite","prompt":"extend @Video1","metadata":{"resolution":"1080p","duration":4,"return_last_frame":true,"omni_reference_task_type":"extend","content":[{"type":"video_url","role":"reference_video","video_url":{"url":"` + e.input + `"}}]}}`),
 	}
 	var total money.Micros
+	// Right after acceptance the tasks are queued or running, and the gauge counts them.
+	if m := e.metrics(); sumSeries(m, "mediagen_tasks_active", `route="native"`) < 1 {
+		t.Errorf("mediagen_tasks_active shows no native task while two run:\n%s", grepLines(m, "mediagen_tasks_active"))
+	}
 
 	// Native MP4 with audio.
 	task := e.wait(ids["native-mp4"])
@@ -361,4 +365,50 @@ func TestEndToEndFailuresRefundInFull(t *testing.T) {
 	if available != "100" || used != "0" {
 		t.Fatalf("failures were charged: available %s used %s", available, used)
 	}
+	// Every one of those failures came from upstream, and the metrics say so.
+	m := e.metrics()
+	var counted float64
+	for _, kind := range []string{"rejected", "job_failed", "job_expired"} {
+		counted += sumSeries(m, "mediagen_upstream_errors_total", `kind="`+kind+`"`)
+	}
+	if counted < float64(len(cases)) || sumSeries(m, "mediagen_upstream_errors_total", `kind="job_expired"`) < 1 {
+		t.Errorf("upstream errors counted %v for %d upstream failures (one expiry):\n%s", counted, len(cases), grepLines(m, "mediagen_upstream_errors_total"))
+	}
+}
+
+// metrics scrapes the service's /metrics.
+func (e *e2e) metrics() string {
+	e.t.Helper()
+	res, err := http.Get(e.baseURL() + "/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+// sumSeries adds the values of the samples of name whose labels contain match.
+func sumSeries(metrics, name, match string) float64 {
+	var sum float64
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, match) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func grepLines(text, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

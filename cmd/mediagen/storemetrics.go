@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"mediagen/internal/store/sqldb"
@@ -22,5 +25,30 @@ func registerStoreMetrics(reg *prometheus.Registry, db *sqldb.DB) {
 			Name: "mediagen_task_cache_entries",
 			Help: "Tasks held by the SQLite task cache for polling.",
 		}, func() float64 { return float64(db.CachedTasks()) }),
+		activeTasks{db: db, desc: prometheus.NewDesc("mediagen_tasks_active",
+			"Tasks not finished yet, by route and status (queued, in_progress); read from the database at each scrape.",
+			[]string{"route", "status"}, nil)},
 	)
+}
+
+// activeTasks reads the unfinished tasks at scrape time: every replica sees the same numbers,
+// whichever process accepted or runs the tasks.
+type activeTasks struct {
+	db   *sqldb.DB
+	desc *prometheus.Desc
+}
+
+func (a activeTasks) Describe(ch chan<- *prometheus.Desc) { ch <- a.desc }
+
+func (a activeTasks) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	counts, err := a.db.ActiveTasks(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(a.desc, err)
+		return
+	}
+	for _, c := range counts {
+		ch <- prometheus.MustNewConstMetric(a.desc, prometheus.GaugeValue, float64(c.N), c.Route, c.Status)
+	}
 }

@@ -107,9 +107,18 @@ type QueueStore interface {
 	ReleaseLease(ctx context.Context, id, token string) error
 	// CountTasks reports unfinished tasks by status, for metrics and tests.
 	CountTasks(ctx context.Context) (map[string]int, error)
+	// ActiveTasks counts the queued and in-progress tasks by route and status. It reads only
+	// the index of unfinished tasks, so it costs what is pending, not what is stored.
+	ActiveTasks(ctx context.Context) ([]TaskCount, error)
 }
 
 // QueueTx is the fenced write inside a transaction (so settlement commits with it).
 type QueueTx interface {
 	AdvanceTask(ctx context.Context, a Advance) error
+}
+
+// TaskCount is the number of tasks of one route in one status.
+type TaskCount struct {
+	Route, Status string
+	N             int
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"os"
 	"time"
@@ -43,6 +44,27 @@ type Pipeline struct {
 	LinkTTL time.Duration
 	// PollMin and PollMax bound the upstream polling interval: fast at first, backing off.
 	PollMin, PollMax time.Duration
+	// UpstreamErrors, when set, counts what went wrong upstream, by route, upstream, call
+	// (submit, poll) and kind: transient (retried), rejected (a permanent error), job_failed
+	// and job_expired (the upstream's job ended without a result). See NewUpstreamErrors.
+	UpstreamErrors *prometheus.CounterVec
+}
+
+// NewUpstreamErrors registers the pipeline's upstream error counter on reg.
+func NewUpstreamErrors(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagen_upstream_errors_total",
+		Help: "Upstream errors of video tasks, by route, upstream, call (submit, poll) and kind (transient, rejected, job_failed, job_expired).",
+	}, []string{"route", "upstream", "call", "kind"})
+	reg.MustRegister(c)
+	return c
+}
+
+// upstreamErr counts one upstream error.
+func (s *stepCtx) upstreamErr(call, kind string) {
+	if s.p.UpstreamErrors != nil {
+		s.p.UpstreamErrors.WithLabelValues(s.c.Route, s.req.Upstream, call, kind).Inc()
+	}
 }
 
 // Phases of the pipeline, kept in the task's step column.
@@ -177,7 +199,7 @@ func (s *stepCtx) submit(ctx context.Context, half string) (worker.Outcome, stri
 		}
 	}
 	if err != nil {
-		return s.upstreamError(err)
+		return s.upstreamError("submit", err)
 	}
 	s.st.Submitting, s.st.Polls = false, 0
 	if half == "gen" {
@@ -191,14 +213,17 @@ func (s *stepCtx) submit(ctx context.Context, half string) (worker.Outcome, stri
 }
 
 // upstreamError turns a submit/poll error into a retry (transient) or a terminal failure.
-func (s *stepCtx) upstreamError(err error) (worker.Outcome, string, error) {
+func (s *stepCtx) upstreamError(call string, err error) (worker.Outcome, string, error) {
 	var pe *provider.Error
 	if errors.As(err, &pe) && errors.Is(err, provider.ErrPermanent) {
+		s.upstreamErr(call, "rejected")
 		return permanent(pe.Code, pe.Message), "", nil
 	}
 	if errors.Is(err, provider.ErrPermanent) {
+		s.upstreamErr(call, "rejected")
 		return permanent("video_generation_failed", "The video could not be generated."), "", nil
 	}
+	s.upstreamErr(call, "transient")
 	return worker.Outcome{}, "", fmt.Errorf("upstream: %w", err)
 }
 
@@ -218,7 +243,7 @@ func (s *stepCtx) poll(ctx context.Context, half string) (worker.Outcome, string
 		return worker.Outcome{}, phaseEnhSubmit, nil
 	}
 	if err != nil {
-		return s.upstreamError(err)
+		return s.upstreamError("poll", err)
 	}
 	genEnd, enhEnd := bands(s.c.Route)
 	lo, hi := 0, genEnd
@@ -246,6 +271,11 @@ func (s *stepCtx) poll(ctx context.Context, half string) (worker.Outcome, string
 		// Expired applies to the generation routes; standalone enhancement only fails.
 		if job.Status == provider.StatusExpired && s.c.Route != string(contract.RouteEnhancement) {
 			status = store.StatusExpired
+		}
+		if job.Status == provider.StatusExpired {
+			s.upstreamErr("poll", "job_expired")
+		} else {
+			s.upstreamErr("poll", "job_failed")
 		}
 		return worker.Outcome{Final: &worker.Final{Status: status, ErrorCode: code, ErrorMessage: msg}}, "", nil
 	case provider.StatusSucceeded:

@@ -92,6 +92,25 @@ func (db *DB) ReleaseLease(ctx context.Context, id, token string) error {
 	return nil
 }
 
+// ActiveTasks counts unfinished tasks by route and status through the partial index tasks_due.
+func (db *DB) ActiveTasks(ctx context.Context) ([]store.TaskCount, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT route, status, COUNT(*) FROM tasks
+		WHERE status IN ('queued', 'in_progress') GROUP BY route, status ORDER BY route, status`)
+	if err != nil {
+		return nil, fmt.Errorf("active tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []store.TaskCount
+	for rows.Next() {
+		var c store.TaskCount
+		if err := rows.Scan(&c.Route, &c.Status, &c.N); err != nil {
+			return nil, fmt.Errorf("active tasks: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 // CountTasks counts tasks by status.
 func (db *DB) CountTasks(ctx context.Context) (map[string]int, error) {
 	rows, err := db.read.QueryContext(ctx, `SELECT status, COUNT(*) FROM tasks GROUP BY status`)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -170,5 +171,47 @@ func testSettlementMayOverdrawAvailableOnly(t *testing.T, s store.Store) {
 	}}
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.Post(ctx, bad) }); !errors.Is(err, store.ErrInsufficientFunds) {
 		t.Fatalf("reserved overdraft: %v", err)
+	}
+}
+
+func testActiveTasksByRouteAndStatus(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k := newKey(t, s, "acme", false)
+	now := time.Now()
+	for _, route := range []string{"native", "native", "production"} {
+		task := newTask(k, "")
+		task.Route, task.NextRunAt = route, now.Add(-time.Second)
+		if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, task) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimed, err := s.ClaimDue(ctx, now, time.Minute, 10)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claim: %d %v", len(claimed), err)
+	}
+	var native []store.Claimed
+	var prod store.Claimed
+	for _, c := range claimed {
+		if c.Route == "native" {
+			native = append(native, c)
+		} else {
+			prod = c
+		}
+	}
+	// One native task runs, one finishes; the production task stays queued.
+	if err := advance(s, store.Advance{ID: native[0].ID, Token: native[0].Token, Status: store.StatusInProgress, Progress: 10, NextRunAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := advance(s, store.Advance{ID: native[1].ID, Token: native[1].Token, Status: store.StatusCompleted, Progress: 100, FinishedAt: now, Result: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	_ = prod
+	got, err := s.ActiveTasks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.TaskCount{{Route: "native", Status: store.StatusInProgress, N: 1}, {Route: "production", Status: store.StatusQueued, N: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("active tasks %v, want %v", got, want)
 	}
 }

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"TaskReadsFollowWrites", testTaskReadsFollowWrites},
 		{"QueueClaimLeaseAndFence", testQueueClaimLeaseAndFence},
 		{"QueueConcurrentClaimersDisjoint", testQueueConcurrentClaimersDisjoint},
+		{"ActiveTasksByRouteAndStatus", testActiveTasksByRouteAndStatus},
 		{"SettlementMayOverdrawAvailableOnly", testSettlementMayOverdrawAvailableOnly},
 		{"SpeechCreateAndRead", testSpeechCreateAndRead},
 		{"SpeechRequestIDUniquePerKey", testSpeechRequestIDUnique},
