@@ -182,16 +182,7 @@ func (e *env) createAsset(c Caller, group, url, typ string) string {
 // wait polls assets/get until the asset leaves Processing.
 func (e *env) wait(c Caller, id string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		m := e.must(c, VirtualPrefix+"/assets/get", fmt.Sprintf(`{"Id":%q}`, id))
-		if m["Status"] != "Processing" {
-			return m
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	e.t.Fatalf("asset %s still Processing", id)
-	return nil
+	return e.waitIn(c, VirtualPrefix, id)
 }
 
 func pngBytes(t testing.TB, w, h int) []byte {

@@ -108,7 +108,7 @@ func (s *Service) loop(ctx context.Context) {
 // run processes one claimed asset and records the outcome under its lease.
 func (s *Service) run(ctx context.Context, c store.ClaimedAsset) {
 	var out store.AssetOutcome
-	retry := false
+	var fetchErr error
 	if c.Attempts > s.cfg.MaxAttempts {
 		out = failed(FailInterrupted, "Processing was interrupted repeatedly. Create the asset again.")
 	} else {
@@ -119,7 +119,7 @@ func (s *Service) run(ctx context.Context, c store.ClaimedAsset) {
 				s.log.WarnContext(ctx, "earlier asset copies not removed", "asset", c.ID, "err", err)
 			}
 		}
-		out, retry = s.process(ctx, c)
+		out, fetchErr = s.process(ctx, c)
 	}
 	if ctx.Err() != nil {
 		// Shutting down: hand the asset back so the next start runs it again.
@@ -133,23 +133,21 @@ func (s *Service) run(ctx context.Context, c store.ClaimedAsset) {
 		}
 		return
 	}
-	if retry && c.Attempts < s.cfg.MaxAttempts {
-		// The source failed for now: try again later, keeping the attempt counted.
+	if fetchErr != nil && transient(fetchErr) && c.Attempts < s.cfg.MaxAttempts {
+		// The source failed for now: try again later, keeping the attempt counted. A lost
+		// lease (deleted meanwhile, or taken over) leaves nothing of ours to record.
 		delay := s.cfg.RetryBackoff
 		for i := 1; i < c.Attempts && delay < 10*time.Minute; i++ {
 			delay *= 4
 		}
-		err := s.cfg.Store.DeferAsset(ctx, c.ID, c.Token, s.now().Add(delay))
-		switch {
+		switch err := s.cfg.Store.DeferAsset(ctx, c.ID, c.Token, s.now().Add(delay)); {
 		case err == nil:
 			s.log.InfoContext(ctx, "asset source failed; retrying", "asset", c.ID, "attempt", c.Attempts,
 				"retry_in", delay, "reason", out.FailureReason)
-			return
 		case !errors.Is(err, store.ErrLeaseLost):
 			s.log.ErrorContext(ctx, "asset retry not recorded", "asset", c.ID, "err", err)
-			return
 		}
-		return // deleted meanwhile, or taken over: nothing of ours to record
+		return
 	}
 	out.ID, out.Token, out.At = c.ID, c.Token, s.now()
 	err := s.cfg.Store.FinishAsset(ctx, out)
@@ -212,14 +210,9 @@ func transient(err error) bool {
 }
 
 // process fetches, checks, stores and measures one asset. It returns the outcome to record
-// (an Active outcome names the stored copy) and whether the failure is worth another attempt.
-func (s *Service) process(ctx context.Context, c store.ClaimedAsset) (store.AssetOutcome, bool) {
-	out, err := s.fetchAndStore(ctx, c)
-	return out, err != nil && transient(err)
-}
-
-// fetchAndStore is process; err is the fetch error behind a source failure, if any.
-func (s *Service) fetchAndStore(ctx context.Context, c store.ClaimedAsset) (store.AssetOutcome, error) {
+// (an Active outcome names the stored copy) and, for a source failure, the fetch error behind
+// it, so the caller can tell a failure worth another attempt (transient).
+func (s *Service) process(ctx context.Context, c store.ClaimedAsset) (store.AssetOutcome, error) {
 	limit := s.cfg.MaxBytes
 	if c.Type == TypeImage {
 		limit = s.cfg.MaxImageBytes

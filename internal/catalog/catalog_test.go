@@ -87,14 +87,7 @@ func TestParseRejectsBrokenCatalogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := strings.Replace(minimal, tt.old, tt.new, 1)
-			if src == minimal {
-				t.Fatalf("case did not change the catalog")
-			}
-			_, err := Parse("c.yaml", []byte(src))
-			if err == nil {
-				t.Fatal("accepted")
-			}
+			err := parseEdited(t, minimal, tt.old, tt.new)
 			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "c.yaml") {
 				t.Fatalf("error %q does not contain %q and the file name", err, tt.want)
 			}
@@ -189,14 +182,7 @@ func TestParseRejectsWrongScalarTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := strings.Replace(typed, tt.old, tt.new, 1)
-			if src == typed {
-				t.Fatalf("case did not change the catalog")
-			}
-			_, err := Parse("c.yaml", []byte(src))
-			if err == nil {
-				t.Fatal("accepted")
-			}
+			err := parseEdited(t, typed, tt.old, tt.new)
 			if !strings.HasPrefix(err.Error(), "catalog c.yaml: ") {
 				t.Errorf("error %q does not start with the file name", err)
 			}
@@ -347,4 +333,19 @@ func TestParseFollowsAnchorsAndMergeKeys(t *testing.T) {
 	if want := "catalog c.yaml: line 6: packages.native_4k must be true or false, not yes"; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)
 	}
+}
+
+// parseEdited parses base with old replaced by new and returns the error, failing the test
+// when the edit changed nothing or the edited catalog was accepted.
+func parseEdited(t *testing.T, base, old, new string) error {
+	t.Helper()
+	src := strings.Replace(base, old, new, 1)
+	if src == base {
+		t.Fatalf("case did not change the catalog")
+	}
+	_, err := Parse("c.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	return err
 }

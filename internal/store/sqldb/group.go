@@ -142,12 +142,7 @@ func (g *grouper) loop() {
 					break wait
 				}
 			}
-			if !linger.Stop() {
-				select {
-				case <-linger.C:
-				default:
-				}
-			}
+			linger.Stop() // since Go 1.23 a stopped timer never delivers a stale tick
 		}
 		g.run(batch)
 		lastRun = time.Now()
