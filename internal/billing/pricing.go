@@ -5,20 +5,27 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/go-json-experiment/json"
+
 	"mediagen/internal/catalog"
 	"mediagen/internal/contract"
 	"mediagen/internal/money"
 )
 
-// Documented stand-ins where a request leaves a number to the model.
+// The numbers a reservation is computed with. Every reservation is an upper bound of the
+// final charge (docs/billing.md): where the request leaves a number to the model, the
+// reservation takes the largest value the model can choose.
 const (
 	// NativeFPS is the frame rate the token formula assumes (and the sandbox renders at).
 	NativeFPS = 24
-	// DefaultSeconds stands in for duration -1 (model default) in estimates; the sandbox
-	// renders this length too, so estimate and settlement agree for default requests.
-	DefaultSeconds = 5
 	// TokenDivisor is the pixel-frames per completion token: tokens = w × h × fps × s / 1024.
 	TokenDivisor = 1024
+	// OutputSlackMicros is how far a finished video may run past the length it was asked
+	// for (or past its source, for enhancement): containers end on whole video frames and
+	// audio packets, so a 5 s request measures 5.042 s with audio. 0.25 s is six frames at
+	// 24 fps and well above the most the property test (billing_property_test.go in
+	// internal/httpapi) has measured on the sandbox; see docs/billing.md.
+	OutputSlackMicros = 250_000
 	// microsPerSecond converts seconds to the integer microseconds used for billable time.
 	microsPerSecond = 1_000_000
 )
@@ -46,6 +53,19 @@ type Quote struct {
 	Tier       string `json:"tier,omitempty"` // lite, standard, professional
 	Band       string `json:"band,omitempty"`
 	Multiplier int    `json:"multiplier,omitempty"`
+	// SourceMicros is the source length reserved for: max(declared, measured).
+	SourceMicros int64 `json:"source_micros,omitempty"`
+}
+
+// QuoteCurrency reads the currency of a stored quote ("" when it cannot be read).
+func QuoteCurrency(pricing []byte) string {
+	var q struct {
+		Currency string `json:"currency"`
+	}
+	if err := json.Unmarshal(pricing, &q); err != nil {
+		return ""
+	}
+	return q.Currency
 }
 
 // NativeTokens is the documented token formula.
@@ -71,18 +91,20 @@ func SecondsCost(rate money.Micros, micros int64) (money.Micros, error) {
 	return v, nil
 }
 
-// EstimateNative reserves for the tokens the requested output would take.
-func EstimateNative(t *catalog.Tenant, alias string, p *contract.NativeParams) (Quote, error) {
-	rate, ok := t.Rates.NativeRate(alias)
+// EstimateNative reserves for the most tokens the requested output can take: the largest
+// frame the ratio allows (adaptive: any ratio), the requested length or, for -1, the longest
+// the family produces, plus OutputSlackMicros.
+func EstimateNative(t *catalog.Tenant, a *catalog.Alias, p *contract.NativeParams) (Quote, error) {
+	rate, ok := t.Rates.NativeRate(a.Name)
 	if !ok {
-		return Quote{}, fmt.Errorf("native %s: %w", alias, ErrNoRate)
+		return Quote{}, fmt.Errorf("native %s: %w", a.Name, ErrNoRate)
 	}
-	w, h := contract.Dimensions(p.Resolution, p.Ratio)
+	w, h := contract.MaxDimensions(p.Resolution, p.Ratio)
 	secs := p.Duration
 	if secs <= 0 {
-		secs = DefaultSeconds
+		secs = contract.NativeMaxSeconds(contract.Family(a.Family))
 	}
-	tokens := NativeTokens(w, h, NativeFPS, float64(secs))
+	tokens := NativeTokens(w, h, NativeFPS, float64(int64(secs)*microsPerSecond+OutputSlackMicros)/microsPerSecond)
 	amount, err := TokenCost(rate, tokens)
 	if err != nil {
 		return Quote{}, err
@@ -98,7 +120,9 @@ func SecondsToMicros(s float64) int64 { return int64(math.Round(s * microsPerSec
 // that 5.000000 measured as 4.9999999999 or 5.0000000001 still counts as 5.
 func ceilSeconds(us int64) int64 { return (us + microsPerSecond - 1) / microsPerSecond }
 
-// EstimateProduction reserves for the measured input videos plus the requested output length.
+// EstimateProduction reserves for the measured input videos plus the longest output the
+// request can end with: the requested length (for -1, the longest production length) plus
+// OutputSlackMicros, rounded up to whole seconds as the final charge is.
 func EstimateProduction(t *catalog.Tenant, p *contract.ProductionParams, inputSeconds []float64) (Quote, error) {
 	videoInput := len(inputSeconds) > 0 || p.HasVideoInput
 	rate, ok := t.Rates.ProductionRate(catalog.Tier(p.Tier), catalog.Resolution(p.Resolution), videoInput)
@@ -107,13 +131,13 @@ func EstimateProduction(t *catalog.Tenant, p *contract.ProductionParams, inputSe
 	}
 	secs := p.Duration
 	if secs <= 0 {
-		secs = DefaultSeconds
+		secs = contract.ProductionMaxSeconds
 	}
 	q := Quote{Route: string(contract.RouteProduction), Currency: t.Currency, Rate: rate, VideoInput: videoInput, RequestSeconds: secs}
 	for _, s := range inputSeconds {
 		q.InputMicros = append(q.InputMicros, SecondsToMicros(s))
 	}
-	amount, err := SecondsCost(rate, productionMicros(q.InputMicros, int64(secs)*microsPerSecond))
+	amount, err := SecondsCost(rate, productionMicros(q.InputMicros, int64(secs)*microsPerSecond+OutputSlackMicros))
 	if err != nil {
 		return Quote{}, err
 	}
@@ -159,10 +183,11 @@ func EnhancementTier(route contract.EnhRoute, toolVersion string) string {
 	return "standard"
 }
 
-// EstimateEnhancement reserves for the declared duration rounded up, at the band rate, times
-// the multiplier of the explicit fps — or 4 when fps is omitted, since the source fps is
-// unknown until the output exists.
-func EstimateEnhancement(t *catalog.Tenant, route contract.EnhRoute, p *contract.EnhancementParams) (Quote, error) {
+// EstimateEnhancement reserves for the source length — the larger of the declared and the
+// measured duration, so a declared number can raise the reservation but never lower it —
+// plus OutputSlackMicros, rounded up, at the band rate, times the multiplier of the explicit
+// fps, or 4 when fps is omitted, since the output fps is unknown until the output exists.
+func EstimateEnhancement(t *catalog.Tenant, route contract.EnhRoute, p *contract.EnhancementParams, measuredSeconds float64) (Quote, error) {
 	tier := EnhancementTier(route, p.ToolVersion)
 	rate, ok := t.Rates.EnhancementRate(tier, p.Band)
 	if !ok {
@@ -172,8 +197,9 @@ func EstimateEnhancement(t *catalog.Tenant, route contract.EnhRoute, p *contract
 	if p.FPS != nil {
 		mult = FPSMultiplier(float64(*p.FPS))
 	}
-	q := Quote{Route: string(contract.RouteEnhancement), Currency: t.Currency, Rate: rate, Tier: tier, Band: p.Band, Multiplier: mult}
-	amount, err := enhancementCost(rate, SecondsToMicros(p.Duration), mult)
+	q := Quote{Route: string(contract.RouteEnhancement), Currency: t.Currency, Rate: rate, Tier: tier, Band: p.Band, Multiplier: mult,
+		SourceMicros: SecondsToMicros(max(p.Duration, measuredSeconds))}
+	amount, err := enhancementCost(rate, q.SourceMicros+OutputSlackMicros, mult)
 	if err != nil {
 		return Quote{}, err
 	}

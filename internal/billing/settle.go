@@ -10,28 +10,50 @@ import (
 	"mediagen/internal/store"
 )
 
+// TxnOverage is the ledger kind of the part of a final charge above its reservation. The
+// reservation bounds the charge by construction (DESIGN rule 11), so an overage only comes
+// from an upstream that reports more than it could have: the contract bills actuals, and the
+// overage is posted as its own transaction so that it is counted, shown per key (`admin key
+// list`) and never confused with ordinary spending.
+const TxnOverage = "overage"
+
 // Settle posts a task's one settlement: the reservation leaves the reserved account, the final
-// amount goes to spent, and the difference returns to (or, when final exceeds the reservation,
-// is collected from) available. It runs inside the same transaction as the task's terminal
-// transition, whose compare-and-swap makes it happen once.
-func Settle(ctx context.Context, tx store.Tx, keyID, taskID string, reserved, final money.Micros, at time.Time) error {
+// amount goes to spent, and the difference returns to available. When final exceeds the
+// reservation, the excess is collected from available (even below zero) by a second, separate
+// "overage" transaction, and its amount is returned so the caller counts and logs it. It runs
+// inside the same transaction as the task's terminal transition, whose compare-and-swap makes
+// it happen once.
+func Settle(ctx context.Context, tx store.Tx, keyID, taskID string, reserved, final money.Micros, at time.Time) (overage money.Micros, err error) {
 	if final < 0 {
-		return fmt.Errorf("settle %s: negative final amount %s", taskID, final)
+		return 0, fmt.Errorf("settle %s: negative final amount %s", taskID, final)
 	}
+	overage = max(final-reserved, 0)
+	covered := final - overage
 	entries := []store.Entry{
 		{Account: store.AccountID(keyID, store.AccountReserved), Amount: -reserved},
-		{Account: store.AccountID(keyID, store.AccountSpent), Amount: final},
+		{Account: store.AccountID(keyID, store.AccountSpent), Amount: covered},
 	}
-	if diff := reserved - final; diff != 0 {
+	if diff := reserved - covered; diff != 0 {
 		entries = append(entries, store.Entry{Account: store.AccountID(keyID, store.AccountAvailable), Amount: diff})
 	}
 	kind := "settle"
 	if final == 0 {
 		kind = "release"
 	}
-	err := tx.Post(ctx, store.Txn{ID: idgen.New("txn"), Kind: kind, Ref: taskID, CreatedAt: at, Entries: entries, AllowOverdraft: true})
-	if err != nil {
-		return fmt.Errorf("settle %s: %w", taskID, err)
+	if err := tx.Post(ctx, store.Txn{ID: idgen.New("txn"), Kind: kind, Ref: taskID, CreatedAt: at, Entries: entries}); err != nil {
+		return 0, fmt.Errorf("settle %s: %w", taskID, err)
 	}
-	return nil
+	if overage == 0 {
+		return 0, nil
+	}
+	err = tx.Post(ctx, store.Txn{ID: idgen.New("txn"), Kind: TxnOverage, Ref: taskID, CreatedAt: at,
+		Note:    fmt.Sprintf("final %s above the reservation %s", final, reserved),
+		Entries: []store.Entry{
+			{Account: store.AccountID(keyID, store.AccountAvailable), Amount: -overage},
+			{Account: store.AccountID(keyID, store.AccountSpent), Amount: overage},
+		}, AllowOverdraft: true})
+	if err != nil {
+		return 0, fmt.Errorf("settle %s overage: %w", taskID, err)
+	}
+	return overage, nil
 }

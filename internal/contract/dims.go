@@ -38,3 +38,26 @@ func Dimensions(resolution, ratio string) (w, h int) {
 	}
 	return short, long(rp[1], rp[0])
 }
+
+// MaxDimensions is the largest pixel size an output of this resolution can have under ratio:
+// the ratio's own size, or for adaptive, whose real ratio the model picks from the inputs,
+// the largest of every ratio (21:9). Reservations price this size so that they bound the
+// charge whatever the model picks.
+func MaxDimensions(resolution, ratio string) (w, h int) {
+	if ratio != "adaptive" {
+		return Dimensions(resolution, ratio)
+	}
+	for _, r := range allRatios {
+		if rw, rh := Dimensions(resolution, r); rw*rh > w*h {
+			w, h = rw, rh
+		}
+	}
+	return w, h
+}
+
+// NativeMaxSeconds is the longest output a native family produces: what duration -1 (the
+// model's choice) can come to.
+func NativeMaxSeconds(f Family) int { return int(nativeDurations(f).hi) }
+
+// ProductionMaxSeconds is the longest output of a production generation (duration -1).
+const ProductionMaxSeconds = maxDuration

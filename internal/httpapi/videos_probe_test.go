@@ -56,12 +56,12 @@ func TestProductionMeasuresRealInputVideo(t *testing.T) {
 	if r.status != 202 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	// (2 × measured + 4 s) at the video-input rate 0.12, to the micro-unit.
+	// (2 × measured + ceil(4.25) s) at the video-input rate 0.12, to the micro-unit.
 	measured := billing.SecondsToMicros(info.Duration)
 	if math.Abs(info.Duration-2.5) > 0.05 {
 		t.Fatalf("rendered clip is %v s", info.Duration)
 	}
-	want, _ := money.MulDiv(120_000, 2*measured+4_000_000, 1_000_000)
+	want, _ := money.MulDiv(120_000, 2*measured+5_000_000, 1_000_000)
 	if b := ve.balance(k); b.Reserved != want {
 		t.Fatalf("reserved %s, want %s (measured %v s each)", b.Reserved, want, info.Duration)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mediagen/internal/media/safefetch"
 	"strings"
 	"sync"
 	"testing"
@@ -25,34 +26,55 @@ func testCatalog(t testing.TB) *catalog.Catalog {
 	return c
 }
 
-// fakeProber measures every URL as the seconds in its table; unknown URLs fail.
-type fakeProber map[string]float64
+// fakeProber measures every URL as the seconds in its table; unknown URLs fail. URLs are
+// checked by the real fetch policy's static rules (no I/O). With refuse set, any measurement
+// fails the test: the request should have been refused before it.
+type fakeProber struct {
+	t       testing.TB
+	seconds map[string]float64
+	refuse  bool
+}
 
-func (f fakeProber) ProbeSeconds(_ context.Context, url string) (float64, error) {
-	if s, ok := f[url]; ok {
+func (f *fakeProber) MeasureVideo(_ context.Context, url string, _ bool) (float64, error) {
+	if f.refuse {
+		f.t.Errorf("measured %s: the URL should have been refused without a fetch", url)
+	}
+	if s, ok := f.seconds[url]; ok {
 		return s, nil
 	}
 	return 0, errors.New("unreachable")
 }
 
+func (f *fakeProber) Check(raw string, allowHTTP bool) error {
+	_, err := staticPolicy.Check(raw, allowHTTP)
+	return err
+}
+
+// staticPolicy is the default fetch policy, used only for its static checks.
+var staticPolicy = safefetch.New(safefetch.Options{})
+
 type videoEnv struct {
 	*testEnv
 	key    string
 	keyRec store.Key
+	prober *fakeProber
 }
 
 const startCredit = money.Micros(50 * money.Scale)
 
 func newVideoEnv(t testing.TB, tenant string) *videoEnv {
 	t.Helper()
-	e := newTestEnvWith(t, testCatalog(t), &video.Service{Prober: fakeProber{
+	p := &fakeProber{t: t, seconds: map[string]float64{
 		"https://media.example/in-5.mp4":     5.0,
 		"https://media.example/in-2.125.mp4": 2.125,
 		"https://media.example/in-3.mp4":     3.0,
 		"https://media.example/in-40.mp4":    40.0,
-	}}, DefaultMaxBodyBytes)
+		"https://media.example/a.mp4":        5.0,
+		"http://media.example/a.mp4":         5.5,
+	}}
+	e := newTestEnvWith(t, testCatalog(t), &video.Service{Prober: p}, DefaultMaxBodyBytes)
 	secret, k := e.newKey(tenant, startCredit, false)
-	return &videoEnv{testEnv: e, key: secret, keyRec: k}
+	return &videoEnv{testEnv: e, key: secret, keyRec: k, prober: p}
 }
 
 func (e *videoEnv) post(key, body string) response {
@@ -165,22 +187,24 @@ func TestCreateVideoReservesExactAmounts(t *testing.T) {
 		name, body string
 		reserve    money.Micros
 	}{
-		// 1280x720 × 24 fps × 5 s / 1024 = 108000 tokens at 1.20 per million.
-		{"native fast 720p 16:9 5 s", `{"model":"acme-video-fast","prompt":"a cat","metadata":{"duration":5,"resolution":"720p","ratio":"16:9"}}`, 129_600},
-		// 1920x1080 × 24 × 10 / 1024 = 486000 tokens at 2.50 per million.
-		{"native standard 1080p 10 s", `{"model":"acme-video-standard","prompt":"a cat","metadata":{"duration":10,"resolution":"1080p"}}`, 1_215_000},
-		// Lite 1080p, no video input, duration -1 → the 5 s stand-in at 0.05.
-		{"production lite text", `{"model":"acme-production-lite","prompt":"a cat","metadata":{"resolution":"1080p"}}`, 250_000},
-		// Pro 4k with inputs 2.125 + 3 (measured) + 6 s requested at the video-input rate 0.54.
+		// Reservations bound the charge (docs/billing.md): the requested length plus 0.25 s of
+		// slack; for -1 the longest the family makes; for adaptive the widest frame (21:9).
+		// 1280x720 × 24 fps × 5.25 s / 1024 = 113400 tokens at 1.20 per million.
+		{"native fast 720p 16:9 5 s", `{"model":"acme-video-fast","prompt":"a cat","metadata":{"duration":5,"resolution":"720p","ratio":"16:9"}}`, 136_080},
+		// Adaptive → 2520x1080 × 24 × 10.25 / 1024 = 653822 tokens at 2.50 per million.
+		{"native standard 1080p adaptive 10 s", `{"model":"acme-video-standard","prompt":"a cat","metadata":{"duration":10,"resolution":"1080p"}}`, 1_634_555},
+		// Lite 1080p, no video input, duration -1 → 30 s + slack = 31 chargeable s at 0.05.
+		{"production lite text", `{"model":"acme-production-lite","prompt":"a cat","metadata":{"resolution":"1080p"}}`, 1_550_000},
+		// Pro 4k with inputs 2.125 + 3 (measured) + ceil(6.25) s at the video-input rate 0.54.
 		{"production pro measured inputs", `{"model":"acme-production-pro","prompt":"edit @Video1 with @Video2","metadata":{"resolution":"4k","duration":6,"content":[
 			{"type":"video_url","role":"reference_video","video_url":{"url":"https://media.example/in-2.125.mp4"}},
-			{"type":"video_url","role":"reference_video","video_url":{"url":"https://media.example/in-3.mp4"}}]}}`, 6_007_500},
-		// An image reference is not a video input: the no-video-input rate 0.10 applies.
+			{"type":"video_url","role":"reference_video","video_url":{"url":"https://media.example/in-3.mp4"}}]}}`, 6_547_500},
+		// An image reference is not a video input: the no-video-input rate 0.10 applies, 5 s.
 		{"production standard image ref", `{"model":"acme-production-standard","prompt":"x","metadata":{"resolution":"1080p","duration":4,"content":[
-			{"type":"image_url","role":"reference_image","image_url":{"url":"https://media.example/a.png"}}]}}`, 400_000},
-		// Professional 4k, 5.084 s declared → 6 s × 0.08 × 4 (fps omitted).
+			{"type":"image_url","role":"reference_image","image_url":{"url":"https://media.example/a.png"}}]}}`, 500_000},
+		// Professional 4k, 5.084 s declared, 5 s measured → ceil(5.334) = 6 s × 0.08 × 4 (fps omitted).
 		{"enhancement professional fps omitted", `{"model":"acme-enhance","prompt":null,"metadata":{"video_url":"https://media.example/a.mp4","duration":5.084,"tool_version":"professional","resolution":"4k"}}`, 1_920_000},
-		// Lite, resolution_limit 720 → up-to-720p band 0.005 × 6 s × 2 (fps 60).
+		// Lite, resolution_limit 720, 5.5 s → up-to-720p band 0.005 × 6 s × 2 (fps 60).
 		{"enhancement lite limit 720 fps 60", `{"model":"acme-enhance-lite","metadata":{"video_url":"http://media.example/a.mp4","duration":5.5,"resolution_limit":720,"fps":60}}`, 60_000},
 	}
 	for _, tt := range tests {
@@ -225,7 +249,7 @@ func TestCreateVideoInsufficientBalanceAndUnlimited(t *testing.T) {
 	if r := e.post(rich, body); r.status != 202 {
 		t.Fatalf("unlimited key: %d %s", r.status, r.body)
 	}
-	if b := e.balance(richKey); b.Reserved != 129_600 || b.Available != -129_600 || !b.Unlimited {
+	if b := e.balance(richKey); b.Reserved != 178_606 || b.Available != -178_606 || !b.Unlimited {
 		t.Errorf("unlimited reservation: %+v", b)
 	}
 }
@@ -239,7 +263,7 @@ func TestCreateVideoIdempotency(t *testing.T) {
 	if again.status != 202 || decodeTask(t, again).ID != first.ID {
 		t.Fatalf("replay: %d %s", again.status, again.body)
 	}
-	if b := e.balance(e.keyRec); b.Reserved != 129_600 {
+	if b := e.balance(e.keyRec); b.Reserved != 178_606 {
 		t.Fatalf("replay reserved again: %+v", b)
 	}
 	// Same id, different payload.
@@ -281,9 +305,9 @@ func TestConcurrentIdenticalRequestsMakeOneTask(t *testing.T) {
 			t.Fatalf("request %d got task %q, request 0 got %q", i, ids[i], ids[0])
 		}
 	}
-	// One reservation: (5 s measured + 5 s) × 0.24 = 2.40.
-	if b := e.balance(e.keyRec); b.Reserved != 2_400_000 {
-		t.Fatalf("reserved %s, want exactly one reservation of 2.4", b.Reserved)
+	// One reservation: (5 s measured + ceil(5.25) s) × 0.24 = 2.64.
+	if b := e.balance(e.keyRec); b.Reserved != 2_640_000 {
+		t.Fatalf("reserved %s, want exactly one reservation of 2.64", b.Reserved)
 	}
 	if err := e.store.CheckLedger(context.Background()); err != nil {
 		t.Fatal(err)

@@ -99,10 +99,14 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 			Charged: charge, Result: body, FinishedAt: now}); err != nil {
 			return err
 		}
-		return billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, charge, now)
+		_, err := billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, charge, now)
+		return err
 	})
 	if err != nil {
 		return s.lost(ctx, rec, err)
+	}
+	if charge > rec.Reserved {
+		s.Overages.Record(s.log(), "speech", q.Currency, rec.KeyID, rec.ID, rec.Reserved, charge)
 	}
 	s.Metrics.completed(res.DurationMicros)
 	s.log().Info("speech completed", "speech_id", rec.ID, "duration_us", res.DurationMicros,
@@ -166,7 +170,8 @@ func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param,
 			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, FinishedAt: now}); err != nil {
 			return err
 		}
-		return billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, 0, now)
+		_, err := billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, 0, now)
+		return err
 	})
 	if err != nil {
 		return s.lost(ctx, rec, err)

@@ -11,6 +11,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"mediagen/internal/billing"
 	"time"
 
 	"mediagen/internal/catalog"
@@ -71,6 +72,8 @@ type Service struct {
 	Probe   Prober
 	Logger  *slog.Logger
 	Metrics *Metrics // optional
+	// Overages counts settlements above their reservation (optional; they are logged always).
+	Overages *billing.Overages
 
 	LinkTTL      time.Duration // lifetime of the download link; 0 → DefaultLinkTTL
 	Wait         time.Duration // bounded wait of one attempt; 0 → DefaultWait

@@ -37,7 +37,8 @@ func (s *Service) SweepAbandoned(ctx context.Context, before time.Time, limit in
 				ErrorKind: kindTimeout, ErrorCode: CodeTimeout, ErrorMessage: sweptMessage, FinishedAt: now}); err != nil {
 				return err
 			}
-			return billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, 0, now)
+			_, err := billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, 0, now)
+			return err
 		})
 		switch {
 		case err == nil:

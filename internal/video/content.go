@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/contract"
@@ -22,6 +24,10 @@ const (
 	AssetActive = "Active"
 )
 
+// measureTimeout bounds the measuring of a request's input videos, all of them together:
+// each costs a few range requests, and a client waits for its 202 meanwhile.
+const measureTimeout = 20 * time.Second
+
 func itemParam(i int, it contract.ContentItem) string {
 	return fmt.Sprintf("metadata.content[%d].%s.url", i, it.Type)
 }
@@ -36,44 +42,121 @@ func wantAssetType(r contract.ContentRole) string {
 	return AssetImage
 }
 
-// resolveContent checks asset:// references against the library and measures production input
-// videos. It returns the measured input-video seconds (production only), in content order.
-func (s *Service) resolveContent(ctx context.Context, c Caller, req *contract.VideoRequest, stored *Stored) ([]float64, error) {
-	var inputs []float64
-	production := req.Route == contract.RouteProduction
+// measured is what resolveContent learned about a request's media.
+type measured struct {
+	// inputs are the input-video seconds, in content order (production bills them).
+	inputs []float64
+	// source is the measured length of an enhancement source.
+	source float64
+}
+
+// resolveContent refuses at submission whatever can be decided before acceptance (DESIGN
+// rule 12): every URL passes the fetch policy's static check, asset:// references are looked
+// up, and every input video — reference videos on both generation routes and the enhancement
+// source — is measured, so a file that is not a video, a reference outside the edit-mode
+// length, or an unreachable source is a 400 on its param with nothing written.
+func (s *Service) resolveContent(ctx context.Context, c Caller, req *contract.VideoRequest, stored *Stored) (measured, error) {
+	var m measured
+	type job struct {
+		param string
+		url   string
+		http  bool
+	}
+	var jobs []job
+	var jobItem []int // content index of each job; -1 for the enhancement source
+	seconds := make([]float64, len(req.Content))
 	for i, it := range req.Content {
 		param := itemParam(i, it)
-		var seconds float64
 		if it.IsAsset {
 			a, err := s.resolveAsset(ctx, c, it, param)
 			if err != nil {
-				return nil, err
+				return m, err
 			}
 			if stored.Assets == nil {
 				stored.Assets = map[int]Asset{}
 			}
 			stored.Assets[i] = a
-			seconds = a.Duration
-		} else if production && it.Role == contract.RoleReferenceVideo {
-			if s.Prober == nil {
-				return nil, &apierr.Error{Kind: apierr.KindUnavailable, Message: "Input videos cannot be measured right now. Retry later."}
-			}
-			d, err := s.Prober.ProbeSeconds(ctx, it.URL)
-			if err != nil {
-				return nil, &apierr.Error{Kind: apierr.KindInvalid, Param: param, Err: err,
-					Message: "The input video could not be measured: " + ProbeMessage(err) + " Use a direct, stable, publicly reachable HTTPS MP4 or MOV URL that allows byte-range reads."}
-			}
-			seconds = d
+			seconds[i] = a.Duration
+			continue
 		}
-		if production && it.Role == contract.RoleReferenceVideo {
-			if req.Production.Mode == contract.ModeEdit && (seconds < contract.EditReferenceMinSeconds || seconds > contract.EditReferenceMaxSeconds) {
-				return nil, apierr.Invalid(param, fmt.Sprintf("Edit mode needs a reference video of %d to %d seconds; this one measures %.3f seconds.",
-					contract.EditReferenceMinSeconds, contract.EditReferenceMaxSeconds, seconds))
-			}
-			inputs = append(inputs, seconds)
+		if err := s.checkURL(param, it.URL, false); err != nil {
+			return m, err
+		}
+		if it.Role == contract.RoleReferenceVideo {
+			jobs = append(jobs, job{param: param, url: it.URL})
+			jobItem = append(jobItem, i)
 		}
 	}
-	return inputs, nil
+	if req.Route == contract.RouteEnhancement {
+		// The contract allows a plain-http source for enhancement (HTTPS recommended).
+		if err := s.checkURL("metadata.video_url", req.Enhancement.VideoURL, true); err != nil {
+			return m, err
+		}
+		jobs = append(jobs, job{param: "metadata.video_url", url: req.Enhancement.VideoURL, http: true})
+		jobItem = append(jobItem, -1)
+	}
+	if len(jobs) > 0 {
+		if s.Prober == nil {
+			return m, &apierr.Error{Kind: apierr.KindUnavailable, Message: "Input videos cannot be measured right now. Retry later."}
+		}
+		mctx, cancel := context.WithTimeout(ctx, measureTimeout)
+		defer cancel()
+		got := make([]float64, len(jobs))
+		errs := make([]error, len(jobs))
+		var wg sync.WaitGroup
+		for j, jb := range jobs {
+			wg.Go(func() { got[j], errs[j] = s.Prober.MeasureVideo(mctx, jb.url, jb.http) })
+		}
+		wg.Wait()
+		// The first failure in request order is reported, whatever finished first.
+		for j, err := range errs {
+			if err != nil {
+				what := "The input video"
+				if jobItem[j] < 0 {
+					what = "The source video"
+				}
+				return m, &apierr.Error{Kind: apierr.KindInvalid, Param: jobs[j].param, Err: err,
+					Message: what + " could not be measured: " + ProbeMessage(err) + " Use a direct, stable, publicly reachable MP4 or MOV URL that allows byte-range reads."}
+			}
+			if jobItem[j] < 0 {
+				m.source = got[j]
+			} else {
+				seconds[jobItem[j]] = got[j]
+			}
+		}
+	}
+	mode := contract.Mode("")
+	switch req.Route {
+	case contract.RouteNative:
+		mode = req.Native.Mode
+	case contract.RouteProduction:
+		mode = req.Production.Mode
+	}
+	for i, it := range req.Content {
+		if it.Role != contract.RoleReferenceVideo {
+			continue
+		}
+		if mode == contract.ModeEdit && (seconds[i] < contract.EditReferenceMinSeconds || seconds[i] > contract.EditReferenceMaxSeconds) {
+			return m, apierr.Invalid(itemParam(i, it), fmt.Sprintf("Edit mode needs a reference video of %d to %d seconds; this one measures %.3f seconds.",
+				contract.EditReferenceMinSeconds, contract.EditReferenceMaxSeconds, seconds[i]))
+		}
+		m.inputs = append(m.inputs, seconds[i])
+	}
+	return m, nil
+}
+
+// checkURL applies the fetch policy's static rules: an address refusable without any network
+// (a private or loopback literal, localhost, credentials, a forbidden scheme or port) is a 400
+// on its param before anything is written.
+func (s *Service) checkURL(param, raw string, allowHTTP bool) error {
+	if s.Prober == nil {
+		return nil
+	}
+	if err := s.Prober.Check(raw, allowHTTP); err != nil {
+		return &apierr.Error{Kind: apierr.KindInvalid, Param: param, Err: err,
+			Message: fmt.Sprintf("%s cannot be fetched: %s", param, ProbeMessage(err))}
+	}
+	return nil
 }
 
 func (s *Service) resolveAsset(ctx context.Context, c Caller, it contract.ContentItem, param string) (Asset, error) {

@@ -66,11 +66,11 @@ func (s *Service) Create(ctx context.Context, c Caller, body []byte) (store.Task
 
 	stored := &Stored{Request: req, Upstream: string(alias.Upstream), Model: alias.Model,
 		GenerateRes: string(alias.GenerateResolution), EnhanceModel: alias.EnhanceModel}
-	inputs, err := s.resolveContent(ctx, c, req, stored)
+	m, err := s.resolveContent(ctx, c, req, stored)
 	if err != nil {
 		return store.Task{}, false, err
 	}
-	quote, err := s.quote(c.Tenant, alias, req, inputs)
+	quote, err := s.quote(c.Tenant, alias, req, m)
 	if err != nil {
 		return store.Task{}, false, err
 	}
@@ -85,14 +85,14 @@ func replay(prev store.Task, hash []byte) (store.Task, bool, error) {
 	return prev, false, nil
 }
 
-func (s *Service) quote(t *catalog.Tenant, a *catalog.Alias, req *contract.VideoRequest, inputs []float64) (billing.Quote, error) {
+func (s *Service) quote(t *catalog.Tenant, a *catalog.Alias, req *contract.VideoRequest, m measured) (billing.Quote, error) {
 	switch req.Route {
 	case contract.RouteNative:
-		return billing.EstimateNative(t, a.Name, req.Native)
+		return billing.EstimateNative(t, a, req.Native)
 	case contract.RouteProduction:
-		return billing.EstimateProduction(t, req.Production, inputs)
+		return billing.EstimateProduction(t, req.Production, m.inputs)
 	case contract.RouteEnhancement:
-		return billing.EstimateEnhancement(t, contract.EnhRoute(a.Route), req.Enhancement)
+		return billing.EstimateEnhancement(t, contract.EnhRoute(a.Route), req.Enhancement, m.source)
 	}
 	return billing.Quote{}, fmt.Errorf("quote: route %q", req.Route)
 }

@@ -11,10 +11,16 @@ import (
 	"mediagen/internal/store"
 )
 
-// Prober measures a remote input video's duration in seconds. Production requests bill input
-// videos from what the service measures, never from what the client says.
+// Prober checks and measures remote media at submission. Every URL a client sends passes
+// Check before anything is written (the dial-time check of the fetch client stays the real
+// guard), and every input video is measured: reservations and the edit-mode rule use what
+// the service measured, never what the client declared.
 type Prober interface {
-	ProbeSeconds(ctx context.Context, url string) (float64, error)
+	// Check applies the fetch policy's static rules to raw, without any I/O.
+	Check(raw string, allowHTTP bool) error
+	// MeasureVideo returns the duration of the MP4/MOV video at url; media that is not a
+	// video is an error.
+	MeasureVideo(ctx context.Context, url string, allowHTTP bool) (float64, error)
 }
 
 // Asset is what the video service needs to know about an asset:// reference.

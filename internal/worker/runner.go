@@ -52,6 +52,7 @@ type Config struct {
 	Handler     Handler
 	Logger      *slog.Logger
 	Metrics     *Metrics
+	Overages    *billing.Overages // counts settlements above their reservation (may be nil)
 	Workers     int           // steps running at once (default 4)
 	Batch       int           // most tasks claimed per query (default 16)
 	Lease       time.Duration // default 2 min; steps must finish well within it
@@ -297,11 +298,15 @@ func (r *Runner) finish(ctx context.Context, log *slog.Logger, c store.Claimed, 
 		if err := tx.AdvanceTask(ctx, a); err != nil {
 			return err
 		}
-		return billing.Settle(ctx, tx, c.KeyID, c.ID, c.Reserved, charge, now)
+		_, err := billing.Settle(ctx, tx, c.KeyID, c.ID, c.Reserved, charge, now)
+		return err
 	})
 	switch {
 	case err == nil:
 		r.cfg.Metrics.finished(c.Route, f.Status, c.Reserved, charge)
+		if charge > c.Reserved {
+			r.cfg.Overages.Record(log, c.Route, billing.QuoteCurrency(c.Pricing), c.KeyID, c.ID, c.Reserved, charge)
+		}
 		log.Info("task finished", "status", f.Status, "code", f.ErrorCode, "reserved", c.Reserved.String(), "charged", charge.String())
 	case errors.Is(err, store.ErrLeaseLost):
 		log.Warn("lease lost before finishing; another runner owns the task")

@@ -35,7 +35,18 @@ var (
 	// ErrUnstable: validators (ETag, length) changed between requests, or the
 	// server answered a range request inconsistently.
 	ErrUnstable error = &kindError{"probe: file changed while it was read", safefetch.ErrUnsupportedMedia}
+	// ErrNoVideo: a well-formed MP4/MOV without a video track (audio only), where a caller
+	// needs a video (see RequireVideo).
+	ErrNoVideo error = &kindError{"probe: no video track", safefetch.ErrUnsupportedMedia}
 )
+
+// RequireVideo is r, or ErrNoVideo when r has no video track.
+func RequireVideo(r Result) error {
+	if !r.HasVideo {
+		return ErrNoVideo
+	}
+	return nil
+}
 
 var publicMessages = []struct {
 	err error
@@ -47,6 +58,7 @@ var publicMessages = []struct {
 	{ErrTooLarge, "The media file is larger than accepted."},
 	{ErrNoRanges, "The media server must support byte-range requests for a file of this size."},
 	{ErrUnstable, "The media file changed while it was being read; use a stable URL."},
+	{ErrNoVideo, "The media has no video track."},
 }
 
 // PublicMessage is safefetch.PublicMessage with sentences for the probe
