@@ -47,7 +47,7 @@ func Settle(ctx context.Context, tx store.Tx, keyID, taskID string, reserved, fi
 		return 0, nil
 	}
 	err = tx.Post(ctx, store.Txn{ID: idgen.New("txn"), Kind: TxnOverage, Ref: taskID, CreatedAt: at,
-		Note:    fmt.Sprintf("final %s above the reservation %s", final, reserved),
+		Note: fmt.Sprintf("final %s above the reservation %s", final, reserved),
 		Entries: []store.Entry{
 			{Account: store.AccountID(keyID, store.AccountAvailable), Amount: -overage},
 			{Account: store.AccountID(keyID, store.AccountSpent), Amount: overage},

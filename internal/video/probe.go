@@ -37,4 +37,3 @@ func (p URLProber) Check(raw string, allowHTTP bool) error {
 
 // ProbeMessage is the client-safe reason a probe or a URL check failed.
 func ProbeMessage(err error) string { return probe.PublicMessage(err) }
-

@@ -53,15 +53,15 @@ type Config struct {
 	Logger      *slog.Logger
 	Metrics     *Metrics
 	Overages    *billing.Overages // counts settlements above their reservation (may be nil)
-	Workers     int           // steps running at once (default 4)
-	Batch       int           // most tasks claimed per query (default 16)
-	Lease       time.Duration // default 2 min; steps must finish well within it
-	StepTimeout time.Duration // default Lease/2
-	Idle        time.Duration // poll interval when nothing is due (default 250 ms)
-	MaxAttempts int           // failed attempts of one step before the task fails (default 8)
-	BackoffBase time.Duration // first retry delay (default 1 s), doubled per attempt, with jitter
-	BackoffMax  time.Duration // retry delay cap (default 2 min)
-	Deadline    time.Duration // a task not terminal this long after creation expires (default 6 h)
+	Workers     int               // steps running at once (default 4)
+	Batch       int               // most tasks claimed per query (default 16)
+	Lease       time.Duration     // default 2 min; steps must finish well within it
+	StepTimeout time.Duration     // default Lease/2
+	Idle        time.Duration     // poll interval when nothing is due (default 250 ms)
+	MaxAttempts int               // failed attempts of one step before the task fails (default 8)
+	BackoffBase time.Duration     // first retry delay (default 1 s), doubled per attempt, with jitter
+	BackoffMax  time.Duration     // retry delay cap (default 2 min)
+	Deadline    time.Duration     // a task not terminal this long after creation expires (default 6 h)
 	Now         func() time.Time
 }
 
