@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"mediagen/internal/asset"
+	"mediagen/internal/billing"
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/httpapi"
@@ -38,6 +39,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	tools := ffmpeg.Tools{}
 	reg := prometheus.NewRegistry()
 	registerStoreMetrics(reg, m.db)
+	overages := billing.NewOverages(reg)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.bgStop = stop
 
@@ -70,7 +72,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			PollMin: 200 * time.Millisecond, PollMax: 10 * time.Second,
 			UpstreamErrors: video.NewUpstreamErrors(reg),
 		}
-		m.runner = worker.New(worker.Config{Store: m.db, Handler: pipeline, Logger: m.log, Metrics: worker.NewMetrics(reg),
+		m.runner = worker.New(worker.Config{Store: m.db, Handler: pipeline, Logger: m.log, Metrics: worker.NewMetrics(reg), Overages: overages,
 			Workers: c.Workers, Deadline: c.TaskDeadline})
 		m.runner.Start(bg)
 		videos.Scheduled = func(string) { m.runner.Notify() }
@@ -78,6 +80,9 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		m.sweeper.Start(bg)
 	}
 	speechSvc, err := m.buildSpeech(ctx, bg, tools, fetch, reg)
+	if speechSvc != nil {
+		speechSvc.Overages = overages
+	}
 	if err != nil {
 		return nil, err
 	}
