@@ -110,7 +110,7 @@ func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
 		if route == "speech" {
 			path = "/v1/audio/speech"
 		}
-		status, b := call(t, m.URL(), k.secret, path, body)
+		status, b := postAs(t, m.URL(), k.secret, path, body)
 		counts[route+" "+strconv.Itoa(status)]++
 		switch {
 		case status == 202:
@@ -224,7 +224,7 @@ func randomRequest(rng *rand.Rand, mediaURL string, fx *fixtures, sources []floa
 	return "speech", fmt.Sprintf(`{"model":"demo-speech","input":%q,"metadata":{%s}}`, text, crid)
 }
 
-func call(t *testing.T, base, secret, path, body string) (int, []byte) {
+func postAs(t *testing.T, base, secret, path, body string) (int, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+secret)
