@@ -15,12 +15,16 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // handle registers a handlerFunc on the mux.
 func (s *Server) handle(pattern string, h handlerFunc) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle(pattern, route{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
-	})
+	})})
 }
+
+// route marks a handler of the routing table, so dispatch can tell it from the mux's own
+// answers (not found, method not allowed, redirects), which come back with a pattern too.
+type route struct{ http.Handler }
 
 type errorBody struct {
 	Error errorObject `json:"error"`
@@ -69,6 +73,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func apiErrNotFound() *apierr.Error {
 	return apierr.New(apierr.KindNotFound, "No route matches this path. Check the method and path against the API reference.")
+}
+
+func apiErrUncleanPath() *apierr.Error {
+	return apierr.New(apierr.KindNotFound, "No route matches this path: it is not in canonical form (an empty segment \"//\", a \".\" or \"..\" segment, or a missing trailing slash). Send the path exactly as the API reference spells it.")
 }
 
 func apiErrMethod(method string) *apierr.Error {
