@@ -121,7 +121,7 @@ func (s *FS) verify(key, rawQuery string) (time.Time, *apierr.Error) {
 func (s *FS) ServeFile(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		return apierr.New(apierr.KindMethodNotAllowed, "Method "+r.Method+" is not allowed on this path; see the Allow header.")
+		return apierr.New(apierr.KindMethodNotAllowed, "Only GET and HEAD are allowed on file links; see the Allow header.")
 	}
 	key := r.PathValue("key")
 	if key == "" {

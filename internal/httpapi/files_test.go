@@ -111,3 +111,27 @@ func TestUncleanPathsAnswerEnvelopesNotRedirects(t *testing.T) {
 		})
 	}
 }
+
+// A 405 names the method only when it is a known one: an invented method of any length is
+// not echoed back.
+func TestMethodNotAllowedDoesNotEchoInventedMethods(t *testing.T) {
+	e := newFilesEnv(t)
+	long := strings.Repeat("X", 4000)
+	for _, url := range []string{e.ts.URL + "/v1/billing/balance", e.link} {
+		r := get(t, long, url, nil)
+		checkEnvelope(t, r, 405, "invalid_request_error", "method_not_allowed")
+		if strings.Contains(string(r.body), "XXXX") || len(r.body) > 300 {
+			t.Errorf("%s: the answer echoes the method: %.120s", url, r.body)
+		}
+		if r := get(t, "PUT", url, nil); !strings.Contains(string(r.body), "PUT") {
+			t.Errorf("%s: a known method is not named: %s", url, r.body)
+		}
+	}
+}
+
+// The last-resort answer of writeJSON (a value that cannot be marshalled) is an envelope too.
+func TestWriteJSONFallbackIsAnEnvelope(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, make(chan int))
+	checkEnvelope(t, response{rec.Code, rec.Header(), rec.Body.Bytes()}, 500, "api_error", "internal_error")
+}
