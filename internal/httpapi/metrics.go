@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -64,5 +66,12 @@ func statusLabel(code int) string {
 }
 
 func (s *Server) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+	// One failing collector (tasks_active with the database down) must not blank the whole
+	// scrape: the other series are what an operator needs then.
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: promLog{s.log}})
 }
+
+// promLog hands promhttp's collection errors to the service's logger.
+type promLog struct{ log *slog.Logger }
+
+func (l promLog) Println(v ...any) { l.log.Error("metrics collection", "err", fmt.Sprint(v...)) }
