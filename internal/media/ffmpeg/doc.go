@@ -34,6 +34,7 @@
 //	func (t Tools) VideoEncodingFor(ctx, bitDepth) (VideoEncoding, error)
 //	func (t Tools) LastFrameJPG(ctx, video, out) error
 //	func (t Tools) Speak(ctx, text, out, SpeakOptions) error
+//	func (t Tools) RemoveStaleTemp(dir, now) (int, error)
 //
 // # Output formats
 //

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider"
 )
 
@@ -135,6 +136,39 @@ func TestLiveRenderElsewhereIsLeftAlone(t *testing.T) {
 	for _, p := range left {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("leftover %s stayed after the takeover", filepath.Base(p))
+		}
+	}
+}
+
+// A synthesis killed mid-way leaves a temporary output in the shared speech directory; the
+// next engine removes it once it is old enough to be nobody's, and keeps fresh ones.
+func TestNewRemovesStaleSpeechLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	speechDir := filepath.Join(dir, "speech")
+	if err := os.MkdirAll(speechDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(speechDir, ffmpeg.TempPrefix+"1.tmp.mp3")
+	fresh := filepath.Join(speechDir, ffmpeg.TempPrefix+"2.tmp.mp3")
+	done := filepath.Join(speechDir, "sbx_000000000000000000000000.mp3")
+	for _, p := range []string{stale, fresh, done} {
+		if err := os.WriteFile(p, []byte("audio"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-24 * time.Hour)
+	for _, p := range []string{stale, done} {
+		if err := os.Chtimes(p, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newEngine(t, dir)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale temporary speech output kept (%v)", err)
+	}
+	for _, p := range []string{fresh, done} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", filepath.Base(p), err)
 		}
 	}
 }
