@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -37,6 +38,13 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	fetchOpts.TLSConfig = m.FetchTLS
 	fetch := safefetch.New(fetchOpts)
 	tools := ffmpeg.Tools{}
+	// A process killed mid-run (SIGKILL, power loss) ran no deferred cleanup: its tools'
+	// scratch directories stay in the temporary directory until someone removes them.
+	if n, err := tools.RemoveStaleTemp(os.TempDir(), time.Now()); err != nil {
+		m.log.Warn("stale scratch files not removed", "err", err)
+	} else if n > 0 {
+		m.log.Info("removed scratch files of stopped processes", "removed", n)
+	}
 	reg := prometheus.NewRegistry()
 	registerStoreMetrics(reg, m.db)
 	overages := billing.NewOverages(reg)

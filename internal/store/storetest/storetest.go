@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"SpeechRequestIDUniquePerKey", testSpeechRequestIDUnique},
 		{"SpeechFinishFencedOnce", testSpeechFinishFencedOnce},
 		{"SpeechTakeOverAndFailure", testSpeechTakeOverAndFailure},
+		{"SpeechRenewFencedByToken", testSpeechRenewFencedByToken},
 		{"SpeechAbandonedList", testSpeechAbandonedList},
 		{"AssetGroupsCreateListUpdateDelete", testAssetGroups},
 		{"AssetsCreateListUpdateDelete", testAssetsCreateListUpdate},
