@@ -133,7 +133,8 @@ func TestSpeechSupersededAttemptStopsAndDoesNotSettle(t *testing.T) {
 			ErrorKind: kindUpstream, ErrorCode: CodeGenerationFailed, ErrorMessage: "Failed elsewhere.", FinishedAt: now}); err != nil {
 			return err
 		}
-		return billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, 0, now)
+		_, err := billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, 0, now)
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
