@@ -105,6 +105,9 @@ type QueueStore interface {
 	ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Claimed, error)
 	// ReleaseLease hands a lease back (graceful shutdown), making the task due at once.
 	ReleaseLease(ctx context.Context, id, token string) error
+	// RenewLease moves the lease of a task still held under token (and not terminal) to
+	// until: the heartbeat of a running step. ErrLeaseLost when the token no longer holds it.
+	RenewLease(ctx context.Context, id, token string, until time.Time) error
 	// CountTasks reports unfinished tasks by status, for metrics and tests.
 	CountTasks(ctx context.Context) (map[string]int, error)
 	// ActiveTasks counts the queued and in-progress tasks by route and status. It reads only

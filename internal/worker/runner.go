@@ -46,6 +46,11 @@ type Handler interface {
 	Expired(c store.Claimed) Final
 }
 
+// DefaultLease is 30 s: long enough that two missed heartbeats (every 10 s) on a busy
+// database do not lose a live step, short enough that a task of a process killed mid-step is
+// taken over within half a minute instead of waiting out a long lease.
+const DefaultLease = 30 * time.Second
+
 // Config tunes a Runner. Zero values get the defaults in New.
 type Config struct {
 	Store       store.Store
@@ -55,8 +60,10 @@ type Config struct {
 	Overages    *billing.Overages // counts settlements above their reservation (may be nil)
 	Workers     int               // steps running at once (default 4)
 	Batch       int               // most tasks claimed per query (default 16)
-	Lease       time.Duration     // default 2 min; steps must finish well within it
-	StepTimeout time.Duration     // default Lease/2
+	// Lease is how long a claim holds a task without a heartbeat: the running step renews it
+	// every Lease/3, so a crashed process's tasks are taken over within one Lease. Default 30 s.
+	Lease       time.Duration
+	StepTimeout time.Duration // bounds one step whatever its heartbeat; default 1 min
 	Idle        time.Duration     // poll interval when nothing is due (default 250 ms)
 	MaxAttempts int               // failed attempts of one step before the task fails (default 8)
 	BackoffBase time.Duration     // first retry delay (default 1 s), doubled per attempt, with jitter
@@ -84,10 +91,10 @@ func New(cfg Config) *Runner {
 		cfg.Batch = 16
 	}
 	if cfg.Lease <= 0 {
-		cfg.Lease = 2 * time.Minute
+		cfg.Lease = DefaultLease
 	}
 	if cfg.StepTimeout <= 0 {
-		cfg.StepTimeout = cfg.Lease / 2
+		cfg.StepTimeout = time.Minute
 	}
 	if cfg.Idle <= 0 {
 		cfg.Idle = 250 * time.Millisecond
@@ -194,7 +201,9 @@ func (r *Runner) run(loopCtx context.Context, c store.Claimed) {
 		})
 	}
 	start := time.Now()
+	stopBeat := r.heartbeat(ctx, cancel, log, c)
 	out, err := r.cfg.Handler.Step(ctx, c, save)
+	stopBeat()
 	r.cfg.Metrics.stepDone(c.Route, c.Step, time.Since(start), err)
 	if errors.Is(err, store.ErrLeaseLost) {
 		log.Warn("lease lost during step; another runner owns the task")
@@ -219,6 +228,38 @@ func (r *Runner) run(loopCtx context.Context, c store.Claimed) {
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		log.Error("advance failed", "err", err)
 	}
+}
+
+// heartbeat renews the task's lease every Lease/3 while its step runs. A renewal that finds
+// the lease taken (the process stalled past the lease and another runner took over) cancels
+// the step: its writes would be fenced out anyway. The returned func stops the heartbeat
+// and waits for a renewal in flight.
+func (r *Runner) heartbeat(ctx context.Context, cancel context.CancelFunc, log *slog.Logger, c store.Claimed) func() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := r.cfg.Store.RenewLease(ctx, c.ID, c.Token, r.cfg.Now().Add(r.cfg.Lease))
+			switch {
+			case errors.Is(err, store.ErrLeaseLost):
+				log.Warn("lease lost while the step ran; stopping it")
+				cancel()
+				return
+			case err != nil && ctx.Err() == nil:
+				log.Warn("lease renewal failed; will try again", "err", err)
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
 }
 
 func (r *Runner) advance(c store.Claimed, o Outcome, attempts int, keepLease bool) store.Advance {

@@ -254,3 +254,44 @@ func TestStopHandsLeasesBack(t *testing.T) {
 		t.Errorf("shutdown counted as a failed attempt: %d", claimed[0].Attempts)
 	}
 }
+
+// leaseSpanningStep takes several leases to finish; it counts how often each task's step started.
+type leaseSpanningStep struct {
+	d      time.Duration
+	starts sync.Map // id → *atomic.Int64
+}
+
+func (h *leaseSpanningStep) Step(ctx context.Context, c store.Claimed, _ func(Outcome) error) (Outcome, error) {
+	n, _ := h.starts.LoadOrStore(c.ID, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+	select {
+	case <-time.After(h.d):
+	case <-ctx.Done():
+		return Outcome{}, ctx.Err()
+	}
+	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: []byte(`{}`), Charge: 1}}, nil
+}
+
+func (h *leaseSpanningStep) Expired(store.Claimed) Final { return Final{Status: store.StatusExpired} }
+
+// A step longer than the lease keeps its task through the heartbeat: a second runner on the
+// same store never takes it over while the first is alive.
+func TestHeartbeatKeepsALiveStepsTask(t *testing.T) {
+	e := newEnv(t)
+	h := &leaseSpanningStep{d: 800 * time.Millisecond}
+	cfg := Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, Lease: 150 * time.Millisecond}
+	a, b := New(cfg), New(cfg)
+	a.Start(context.Background())
+	defer a.Stop()
+	id := e.task(1_000, time.Now())
+	time.Sleep(50 * time.Millisecond) // a claims it first
+	b.Start(context.Background())
+	defer b.Stop()
+	if got := e.waitTerminal(id); got.Status != store.StatusCompleted {
+		t.Fatalf("task = %+v", got)
+	}
+	n, _ := h.starts.Load(id)
+	if starts := n.(*atomic.Int64).Load(); starts != 1 {
+		t.Fatalf("the step started %d times; the heartbeat should have kept the lease", starts)
+	}
+}

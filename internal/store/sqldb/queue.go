@@ -92,6 +92,20 @@ func (db *DB) ReleaseLease(ctx context.Context, id, token string) error {
 	return nil
 }
 
+// RenewLease extends a held lease. lease_until is not part of any cached task view, so the
+// task cache needs no bracket here.
+func (db *DB) RenewLease(ctx context.Context, id, token string, until time.Time) error {
+	res, err := db.write.ExecContext(ctx, db.q(`UPDATE tasks SET lease_until = ?
+		WHERE id = ? AND lease_token = ? AND status IN ('queued', 'in_progress')`), micros(until), id, token)
+	if err != nil {
+		return fmt.Errorf("renew lease %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("renew lease %s: %w", id, store.ErrLeaseLost)
+	}
+	return nil
+}
+
 // ActiveTasks counts unfinished tasks by route and status through the partial index tasks_due.
 func (db *DB) ActiveTasks(ctx context.Context) ([]store.TaskCount, error) {
 	rows, err := db.read.QueryContext(ctx, `SELECT route, status, COUNT(*) FROM tasks

@@ -215,3 +215,34 @@ func testActiveTasksByRouteAndStatus(t *testing.T, s store.Store) {
 		t.Fatalf("active tasks %v, want %v", got, want)
 	}
 }
+
+// testQueueRenewLease: a heartbeat keeps a lease past its first expiry; a stale token or a
+// terminal task cannot renew.
+func testQueueRenewLease(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k := newKey(t, s, "acme", false)
+	now := time.Now()
+	createTasks(t, s, k, 2, now.Add(-time.Second))
+	got, err := s.ClaimDue(ctx, now, time.Minute, 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claimed %d, %v", len(got), err)
+	}
+	kept, other := got[0], got[1]
+	if err := s.RenewLease(ctx, kept.ID, kept.Token, now.Add(10*time.Minute)); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	later, err := s.ClaimDue(ctx, now.Add(5*time.Minute), time.Minute, 10)
+	if err != nil || len(later) != 1 || later[0].ID != other.ID {
+		t.Fatalf("claim after the first expiry took %+v (%v); want only the task whose lease was not renewed", later, err)
+	}
+	if err := s.RenewLease(ctx, other.ID, other.Token, now.Add(10*time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stale token renewed: %v", err)
+	}
+	fin := store.Advance{ID: kept.ID, Token: kept.Token, Status: store.StatusFailed, FinishedAt: now}
+	if err := advance(s, fin); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RenewLease(ctx, kept.ID, kept.Token, now.Add(20*time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("terminal task renewed: %v", err)
+	}
+}

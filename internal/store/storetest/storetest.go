@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"TaskReadsFollowWrites", testTaskReadsFollowWrites},
 		{"QueueClaimLeaseAndFence", testQueueClaimLeaseAndFence},
 		{"QueueConcurrentClaimersDisjoint", testQueueConcurrentClaimersDisjoint},
+		{"QueueHeartbeatRenewsLease", testQueueRenewLease},
 		{"ActiveTasksByRouteAndStatus", testActiveTasksByRouteAndStatus},
 		{"SettlementMayOverdrawAvailableOnly", testSettlementMayOverdrawAvailableOnly},
 		{"SpeechCreateAndRead", testSpeechCreateAndRead},
