@@ -53,22 +53,22 @@ const DefaultLease = 30 * time.Second
 
 // Config tunes a Runner. Zero values get the defaults in New.
 type Config struct {
-	Store       store.Store
-	Handler     Handler
-	Logger      *slog.Logger
-	Metrics     *Metrics
-	Overages    *billing.Overages // counts settlements above their reservation (may be nil)
-	Workers     int               // steps running at once (default 4)
-	Batch       int               // most tasks claimed per query (default 16)
+	Store    store.Store
+	Handler  Handler
+	Logger   *slog.Logger
+	Metrics  *Metrics
+	Overages *billing.Overages // counts settlements above their reservation (may be nil)
+	Workers  int               // steps running at once (default 4)
+	Batch    int               // most tasks claimed per query (default 16)
 	// Lease is how long a claim holds a task without a heartbeat: the running step renews it
 	// every Lease/3, so a crashed process's tasks are taken over within one Lease. Default 30 s.
 	Lease       time.Duration
 	StepTimeout time.Duration // bounds one step whatever its heartbeat; default 1 min
-	Idle        time.Duration     // poll interval when nothing is due (default 250 ms)
-	MaxAttempts int               // failed attempts of one step before the task fails (default 8)
-	BackoffBase time.Duration     // first retry delay (default 1 s), doubled per attempt, with jitter
-	BackoffMax  time.Duration     // retry delay cap (default 2 min)
-	Deadline    time.Duration     // a task not terminal this long after creation expires (default 6 h)
+	Idle        time.Duration // poll interval when nothing is due (default 250 ms)
+	MaxAttempts int           // failed attempts of one step before the task fails (default 8)
+	BackoffBase time.Duration // first retry delay (default 1 s), doubled per attempt, with jitter
+	BackoffMax  time.Duration // retry delay cap (default 2 min)
+	Deadline    time.Duration // a task not terminal this long after creation expires (default 6 h)
 	Now         func() time.Time
 }
 
