@@ -11,6 +11,7 @@ import (
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
+	"mediagen/internal/limits"
 	"mediagen/internal/httpapi"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
@@ -86,6 +87,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.blobs}, Assets: assets, OpsOnly: c.Role == "worker",
 		KeyCacheTTL: c.KeyCacheTTL,
 		Speech:      speechSvc,
+		Limiter:     limits.New(time.Now, c.LimitReplicas),
 	}), nil
 }
 
