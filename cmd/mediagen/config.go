@@ -139,8 +139,8 @@ func (c *Config) validate() error {
 	if c.TaskCache < 0 {
 		return errors.New("--task-cache must not be negative")
 	}
-	if c.LimitReplicas < 1 {
-		return errors.New("--limit-replicas must be at least 1")
+	if c.LimitReplicas < 0 {
+		return errors.New("--limit-replicas must not be negative (0 and 1 both enforce the full rates)")
 	}
 	if c.Workers < 0 || c.LinkTTL < 0 || c.Retention < 0 || c.TaskDeadline < 0 {
 		return errors.New("--workers, --link-ttl, --retention and --task-deadline must not be negative")
