@@ -180,9 +180,15 @@ func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tUNLIMITED\tAVAILABLE\tUSED\tCREATED\tREVOKED")
+	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tUNLIMITED\tAVAILABLE\tUSED\tOVERAGE\tCREATED\tREVOKED")
 	for _, k := range list {
 		b, err := e.db.Balance(ctx, k.ID)
+		if err != nil {
+			return err
+		}
+		// Charged above reservations (docs/billing.md): non-zero only when an upstream
+		// reported more than the reservation bounded.
+		over, err := e.db.Overage(ctx, k.ID)
 		if err != nil {
 			return err
 		}
@@ -190,8 +196,8 @@ func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 		if k.Revoked() {
 			revoked = k.RevokedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%v\t%s %s\t%s\t%s\t%s\n", k.ID, k.TenantID, k.Name, k.Prefix, k.Unlimited,
-			b.Available, b.Currency, b.Used, k.CreatedAt.Format(time.RFC3339), revoked)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%v\t%s %s\t%s\t%s\t%s\t%s\n", k.ID, k.TenantID, k.Name, k.Prefix, k.Unlimited,
+			b.Available, b.Currency, b.Used, over, k.CreatedAt.Format(time.RFC3339), revoked)
 	}
 	return tw.Flush()
 }

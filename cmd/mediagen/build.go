@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"mediagen/internal/asset"
+	"mediagen/internal/billing"
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/httpapi"
@@ -37,8 +39,16 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	fetchOpts.TLSConfig = m.FetchTLS
 	fetch := safefetch.New(fetchOpts)
 	tools := ffmpeg.Tools{}
+	// A process killed mid-run (SIGKILL, power loss) ran no deferred cleanup: its tools'
+	// scratch directories stay in the temporary directory until someone removes them.
+	if n, err := tools.RemoveStaleTemp(os.TempDir(), time.Now()); err != nil {
+		m.log.Warn("stale scratch files not removed", "err", err)
+	} else if n > 0 {
+		m.log.Info("removed scratch files of stopped processes", "removed", n)
+	}
 	reg := prometheus.NewRegistry()
 	registerStoreMetrics(reg, m.db)
+	overages := billing.NewOverages(reg)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.bgStop = stop
 
@@ -71,7 +81,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			PollMin: 200 * time.Millisecond, PollMax: 10 * time.Second,
 			UpstreamErrors: video.NewUpstreamErrors(reg),
 		}
-		m.runner = worker.New(worker.Config{Store: m.db, Handler: pipeline, Logger: m.log, Metrics: worker.NewMetrics(reg),
+		m.runner = worker.New(worker.Config{Store: m.db, Handler: pipeline, Logger: m.log, Metrics: worker.NewMetrics(reg), Overages: overages,
 			Workers: c.Workers, Deadline: c.TaskDeadline})
 		m.runner.Start(bg)
 		videos.Scheduled = func(string) { m.runner.Notify() }
@@ -79,6 +89,9 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		m.sweeper.Start(bg)
 	}
 	speechSvc, err := m.buildSpeech(ctx, bg, tools, fetch, reg)
+	if speechSvc != nil {
+		speechSvc.Overages = overages
+	}
 	if err != nil {
 		return nil, err
 	}

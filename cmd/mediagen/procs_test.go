@@ -77,8 +77,8 @@ func waitReady(t *testing.T, base string) {
 
 // TestCrashMidRunLosesNothingAndChargesOnce kills the server with SIGKILL while tasks run,
 // restarts it on the same data directory, and checks that every accepted task reaches a
-// terminal state, that no task is settled twice, that the ledger balances, and that no
-// half-written file is left.
+// terminal state, that no task is settled twice, that the ledger balances, that its media
+// tools die with it, and that no half-written or temporary file is left.
 func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
 	requireTools(t)
 	dir := t.TempDir()
@@ -96,11 +96,21 @@ func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-mini","prompt":"crash %d","metadata":{"duration":4,"resolution":"480p","ratio":"1:1","client_request_id":"crash-%d"}}`, i, i)))
 	}
-	time.Sleep(1200 * time.Millisecond) // some tasks are mid-render, some queued
+	// Kill while a render's ffmpeg runs (some tasks mid-render, some queued).
+	time.Sleep(1200 * time.Millisecond)
+	serve := first.cmd.Process.Pid
+	for deadline := time.Now().Add(20 * time.Second); len(toolsUsing(dir, serve)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no render started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = first.cmd.Process.Wait()
+	// Its tools die with it: none keeps rendering beside the next process's render.
+	waitToolsGone(t, dir, serve)
 
 	startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, args...)
 	waitReady(t, base)
@@ -133,6 +143,8 @@ func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
 	if bad != 0 {
 		t.Errorf("%d unbalanced ledger transactions", bad)
 	}
+	// The process that took the renders over removed what the killed renders left.
+	checkNoRenderLeftovers(t, dir)
 	_ = filepath.Walk(filepath.Join(dir, "blobs"), func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
 			return nil

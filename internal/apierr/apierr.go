@@ -31,6 +31,11 @@ const (
 	// KindTimeout is work that did not finish within the service's bounded wait (504
 	// api_error); callers set a specific Code such as speech_timeout.
 	KindTimeout
+	// KindRangeNotSatisfiable is a byte range that selects nothing of a file (416); the file
+	// server sets Content-Range: bytes */SIZE beside it.
+	KindRangeNotSatisfiable
+	// KindPreconditionFailed is a conditional request whose condition is false (412).
+	KindPreconditionFailed
 )
 
 type kindInfo struct {
@@ -55,6 +60,8 @@ var table = map[Kind]kindInfo{
 	KindUnavailable:          {http.StatusServiceUnavailable, "api_error", "service_unavailable"},
 	KindUpstream:             {http.StatusBadGateway, "api_error", "upstream_error"},
 	KindTimeout:              {http.StatusGatewayTimeout, "api_error", "timeout"},
+	KindRangeNotSatisfiable:  {http.StatusRequestedRangeNotSatisfiable, "invalid_request_error", "range_not_satisfiable"},
+	KindPreconditionFailed:   {http.StatusPreconditionFailed, "invalid_request_error", "precondition_failed"},
 }
 
 // Error is a client-visible error. Message must be safe to show: no internal text.

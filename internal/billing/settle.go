@@ -15,7 +15,7 @@ import (
 // from an upstream that reports more than it could have: the contract bills actuals, and the
 // overage is posted as its own transaction so that it is counted, shown per key (`admin key
 // list`) and never confused with ordinary spending.
-const TxnOverage = "overage"
+const TxnOverage = store.TxnKindOverage
 
 // Settle posts a task's one settlement: the reservation leaves the reserved account, the final
 // amount goes to spent, and the difference returns to available. When final exceeds the

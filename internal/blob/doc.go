@@ -27,7 +27,9 @@
 // signature invalidates the link. [FS.ServeFile] checks the signature (in constant time) and
 // the expiry before it touches the disk: a bad signature answers 403 invalid_signature, an
 // expired link 403 link_expired, a valid link to an object that no longer exists 404
-// file_not_found.
+// file_not_found. A Range that selects nothing is 416 range_not_satisfiable (with
+// Content-Range: bytes */SIZE); a malformed Range is ignored and the whole file sent
+// (docs/http.md).
 //
 // Links are minted fresh every time a result is read (every GET of a task), never stored. The
 // stored result names the key, and the key and the file behind it never change once a task has

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path"
@@ -111,14 +112,16 @@ func (s *FS) verify(key, rawQuery string) (time.Time, *apierr.Error) {
 // ServeFile is the handler of GET (and HEAD) /v1/files/{key...}. It verifies the signature and
 // the expiry before touching the disk, then streams the object with http.ServeContent (range
 // requests, conditional requests and HEAD). Errors are *apierr.Error values for the transport
-// to write: 403 invalid_signature, 403 link_expired, 404 file_not_found; on error no status
-// or body has been written.
+// to write: 403 invalid_signature, 403 link_expired, 404 file_not_found, 416
+// range_not_satisfiable (with Content-Range: bytes */SIZE), 412 precondition_failed; on error
+// no status or body has been written. A malformed Range header is ignored (see
+// normalizeRange).
 //
 // The key is the request's "key" path value, or else the path after FilesPath.
 func (s *FS) ServeFile(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		return apierr.New(apierr.KindMethodNotAllowed, "Method "+r.Method+" is not allowed on this path; see the Allow header.")
+		return apierr.New(apierr.KindMethodNotAllowed, "Only GET and HEAD are allowed on file links; see the Allow header.")
 	}
 	key := r.PathValue("key")
 	if key == "" {
@@ -150,6 +153,35 @@ func (s *FS) ServeFile(w http.ResponseWriter, r *http.Request) error {
 	// Objects are replaced only by rename, never changed in place, so size and modification
 	// time identify the content (If-Range, If-None-Match).
 	h.Set("ETag", `"`+strconv.FormatInt(info.Size, 16)+"-"+strconv.FormatInt(info.ModTime.UnixNano(), 16)+`"`)
-	http.ServeContent(w, r, path.Base(key), info.ModTime, obj)
-	return nil
+	if rg := r.Header.Get("Range"); rg != "" {
+		r = r.Clone(r.Context())
+		if n := normalizeRange(rg, info.Size); n != "" {
+			r.Header.Set("Range", n)
+		} else {
+			r.Header.Del("Range")
+		}
+	}
+	c := &errorCatcher{ResponseWriter: w}
+	http.ServeContent(c, r, path.Base(key), info.ModTime, obj)
+	if c.status == 0 {
+		return nil
+	}
+	// A refusal: nothing was written yet. Drop what describes the file, keep the validators'
+	// answer headers a client needs (Content-Range on 416).
+	for _, k := range []string{"Content-Type", "Content-Length", "Content-Disposition", "Cache-Control", "Content-Encoding"} {
+		h.Del(k)
+	}
+	switch c.status {
+	case http.StatusRequestedRangeNotSatisfiable:
+		h.Set("Content-Range", "bytes */"+strconv.FormatInt(info.Size, 10))
+		return &apierr.Error{Kind: apierr.KindRangeNotSatisfiable,
+			Message: "The requested range selects no byte of the file (" + strconv.FormatInt(info.Size, 10) +
+				" bytes); see Content-Range. Ask for a range inside the file, or omit Range to get the whole file."}
+	case http.StatusPreconditionFailed:
+		return apierr.New(apierr.KindPreconditionFailed,
+			"A precondition of the request (If-Match or If-Unmodified-Since) does not hold for the current file.")
+	}
+	return &apierr.Error{Kind: apierr.KindInternal,
+		Message: "The server could not read the file. Retry later; if it persists, contact the operator.",
+		Err:     fmt.Errorf("serve %s: http.ServeContent answered %d", key, c.status)}
 }

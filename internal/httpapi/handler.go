@@ -15,12 +15,16 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // handle registers a handlerFunc on the mux.
 func (s *Server) handle(pattern string, h handlerFunc) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle(pattern, route{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
-	})
+	})})
 }
+
+// route marks a handler of the routing table, so dispatch can tell it from the mux's own
+// answers (not found, method not allowed, redirects), which come back with a pattern too.
+type route struct{ http.Handler }
 
 type errorBody struct {
 	Error errorObject `json:"error"`
@@ -55,12 +59,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // writeJSON writes v with the given status. Marshal errors cannot happen for the server's own
-// response types; if one did, the client gets a bare 500 rather than half a document.
+// response types; if one did, the client gets a fixed 500 envelope rather than half a document.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		http.Error(w, `{"error":{"message":"internal error","type":"api_error","code":"internal_error"}}`, http.StatusInternalServerError)
-		return
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"message":"The server could not complete the request. Retry later; if it persists, contact the operator with the request id.","type":"api_error","code":"internal_error"}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -72,8 +76,18 @@ func apiErrNotFound() *apierr.Error {
 	return apierr.New(apierr.KindNotFound, "No route matches this path. Check the method and path against the API reference.")
 }
 
+func apiErrUncleanPath() *apierr.Error {
+	return apierr.New(apierr.KindNotFound, "No route matches this path: it is not in canonical form (an empty segment \"//\", a \".\" or \"..\" segment, or a missing trailing slash). Send the path exactly as the API reference spells it.")
+}
+
+// apiErrMethod names the method only when it is a standard one: any token is a valid method
+// on the wire, and an invented one (of any length) is not echoed back.
 func apiErrMethod(method string) *apierr.Error {
-	return apierr.New(apierr.KindMethodNotAllowed, "Method "+method+" is not allowed on this path; see the Allow header.")
+	name := "This method"
+	if methodLabel(method) != "other" {
+		name = "Method " + method
+	}
+	return apierr.New(apierr.KindMethodNotAllowed, name+" is not allowed on this path; see the Allow header.")
 }
 
 func apiErrTooLarge(limit int64) *apierr.Error {

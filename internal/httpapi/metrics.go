@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -36,11 +38,40 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	return m
 }
 
+// observe records one request. route must be a pattern of the routing table or "unmatched";
+// method and status are mapped onto closed sets here, because both come from outside (any
+// token is a valid method on the wire) and every distinct label value is a series kept for
+// the life of the process.
 func (m *metrics) observe(route, method string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.requests.WithLabelValues(route, methodLabel(method), statusLabel(status)).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
 }
 
-func (s *Server) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+// methodLabel is the method for the metrics: one of the RFC 9110 methods, else "other".
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
+
+// statusLabel is the status for the metrics: a code net/http knows a text for, else "other".
+func statusLabel(code int) string {
+	if code < 100 || code > 599 || http.StatusText(code) == "" {
+		return "other"
+	}
+	return strconv.Itoa(code)
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	// One failing collector (tasks_active with the database down) must not blank the whole
+	// scrape: the other series are what an operator needs then.
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: promLog{s.log}})
+}
+
+// promLog hands promhttp's collection errors to the service's logger.
+type promLog struct{ log *slog.Logger }
+
+func (l promLog) Println(v ...any) { l.log.Error("metrics collection", "err", fmt.Sprint(v...)) }

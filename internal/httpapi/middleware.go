@@ -68,16 +68,19 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// statusWriter remembers the status for logs and metrics.
+// statusWriter remembers the status for logs and metrics, and closes the connection after an
+// answer that leaves a declared request body unread (see unreadBody).
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	body   *bodyTracker // nil: the request declared no body, or is not HTTP/1
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.closeIfUnread()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -85,6 +88,7 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.closeIfUnread()
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
@@ -92,6 +96,43 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// closeIfUnread marks the answer "Connection: close" when the handler did not read the
+// request's body to its end. Without it net/http, before sending the headers, reads (and
+// discards) up to 256 KiB of the unread body to keep the connection: a client that declares a
+// body and never sends it (an unauthenticated one, typically) then holds its refusal until the
+// read timeout. With it the answer goes out at once and the connection is closed after it.
+func (w *statusWriter) closeIfUnread() {
+	if w.body != nil && !w.body.sawEOF {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+// unreadBodyGrace is how long a connection whose request body was left unread is kept after
+// the answer: long enough to take in a body already on its way (closing a socket with unread
+// input makes the kernel reset it, which can destroy the answer before the client reads it),
+// far shorter than the read timeout.
+const unreadBodyGrace = 500 * time.Millisecond
+
+// bodyTracker notes whether a request body was read to its end.
+type bodyTracker struct {
+	io.ReadCloser
+	sawEOF bool
+}
+
+func (b *bodyTracker) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.sawEOF = true
+	}
+	return n, err
+}
+
+// declaresBody reports whether r announces a body (a Content-Length above zero or a chunked
+// one) on HTTP/1.x, the only protocol where the Connection header means anything.
+func declaresBody(r *http.Request) bool {
+	return r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
 
 // observe writes the access log line and the request metrics.
 func (s *Server) observe(next http.Handler) http.Handler {
@@ -103,9 +144,19 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			r = r.WithContext(context.WithValue(r.Context(), ctxInfo, info))
 		}
 		sw := &statusWriter{ResponseWriter: w}
+		if declaresBody(r) {
+			sw.body = &bodyTracker{ReadCloser: r.Body}
+			r.Body = sw.body
+		}
 		next.ServeHTTP(sw, r)
 		if sw.status == 0 {
-			sw.status = http.StatusOK
+			sw.WriteHeader(http.StatusOK) // now, so that closeIfUnread still can mark the answer
+		}
+		if sw.body != nil && !sw.body.sawEOF {
+			// After the handler, net/http reads what is left of the body (up to 256 KiB) before
+			// it closes the connection, bounded only by the server's read timeout. The answer
+			// is already out; give the client a moment to send what it promised, then stop.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace))
 		}
 		elapsed := time.Since(start)
 		route := info.route

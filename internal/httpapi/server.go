@@ -111,7 +111,7 @@ func New(c Config) *Server {
 func (s *Server) routes() {
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
-	s.mux.Handle("GET /metrics", s.metricsHandler())
+	s.mux.Handle("GET /metrics", route{s.metricsHandler()})
 	if s.opsOnly {
 		return
 	}
@@ -131,14 +131,14 @@ func (s *Server) Handler() http.Handler {
 	return s.requestID(s.observe(s.recoverer(http.HandlerFunc(s.dispatch))))
 }
 
-// dispatch routes the request, answering unknown paths and wrong methods with envelopes
-// instead of the mux's plain-text pages.
+// dispatch routes the request, answering unknown paths, unclean paths and wrong methods with
+// envelopes instead of the mux's plain-text pages and redirects.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 	h, pattern := s.mux.Handler(r)
-	if info := infoFrom(r.Context()); info != nil {
-		info.route = pattern
-	}
-	if pattern != "" {
+	if _, ours := h.(route); ours {
+		if info := infoFrom(r.Context()); info != nil {
+			info.route = pattern // a pattern of the routing table: a closed set for the metrics
+		}
 		// ServeMux.ServeHTTP, not h: only it sets the path values ({task_id}) on r.
 		s.mux.ServeHTTP(w, r)
 		return
@@ -150,7 +150,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", probe.header.Get("Allow"))
 		s.writeError(w, r, apiErrMethod(r.Method))
 	case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		h.ServeHTTP(w, r)
+		// The mux redirects unclean paths ("//", "/./", "/../") and a subtree root without its
+		// slash to their clean form. The API has one spelling per path, and a redirect turns
+		// a POST into a GET in many clients (and would lead a signed link elsewhere): answer
+		// the envelope instead.
+		s.writeError(w, r, apiErrUncleanPath())
 	default:
 		s.writeError(w, r, apiErrNotFound())
 	}

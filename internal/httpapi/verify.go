@@ -88,11 +88,13 @@ func (s *Server) verifyAction(w http.ResponseWriter, r *http.Request) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return apierr.New(apierr.KindUnsupportedMediaType, "Content-Type must be application/json.")
 	}
-	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 1<<10))
 	st, err := s.assets.Act(r.Context(), r.PathValue("token"), r.PathValue("action"))
 	if err != nil {
-		return err
+		return err // the body stays unread: an unknown token does not wait for it
 	}
+	// The body carries nothing; it is read only once the token has proved the caller, so the
+	// connection can be kept.
+	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 1<<10))
 	writeJSON(w, http.StatusOK, actionAnswer{State: st.State})
 	return nil
 }

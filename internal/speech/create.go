@@ -119,7 +119,7 @@ func (s *Service) accept(ctx context.Context, c Caller, req *contract.SpeechRequ
 	rec := store.Speech{
 		ID: idgen.New("speech"), KeyID: c.Key.ID, TenantID: c.Tenant.ID, Model: req.Model, Status: store.SpeechPending,
 		ClientRequestID: req.ClientRequestID, PayloadHash: hash, Request: reqJSON, Pricing: pricing,
-		Reserved: q.Amount, AttemptToken: idgen.New("attempt"), AttemptUntil: now.Add(s.wait() + s.grace()),
+		Reserved: q.Amount, AttemptToken: idgen.New("attempt"), AttemptUntil: now.Add(s.lease()),
 		CreatedAt: now, UpdatedAt: now,
 	}
 	err = s.Store.Transact(ctx, func(tx store.Tx) error {
@@ -159,8 +159,8 @@ func (s *Service) replay(ctx context.Context, prev store.Speech, hash []byte) (*
 }
 
 // await returns the outcome of rec, polling while another attempt runs, for at most one wait.
-// An attempt whose deadline passed is dead (its process crashed or stopped): await takes the
-// record over and generates it itself, with a fresh wait.
+// An attempt whose lease ran out is dead (its process crashed or stopped, so its heartbeat
+// did): await takes the record over and generates it itself, with a fresh wait.
 func (s *Service) await(ctx context.Context, rec store.Speech) (*Response, error) {
 	// The wait is measured on the monotonic clock; s.now() (the records' clock) only decides
 	// whether an attempt's deadline has passed.
@@ -176,7 +176,7 @@ func (s *Service) await(ctx context.Context, rec store.Speech) (*Response, error
 		}
 		now := s.now()
 		if !now.Before(rec.AttemptUntil) {
-			token, until := idgen.New("attempt"), now.Add(s.wait()+s.grace())
+			token, until := idgen.New("attempt"), now.Add(s.lease())
 			err := s.Store.Transact(ctx, func(tx store.Tx) error {
 				return tx.TakeOverSpeech(ctx, rec.ID, rec.AttemptToken, token, until)
 			})

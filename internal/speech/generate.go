@@ -71,17 +71,29 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 		}
 		preq.References = append(preq.References, provider.Input{Type: r.Type, Role: role, Source: provider.Source{URL: r.URL}})
 	}
-	gctx, cancel := context.WithTimeout(ctx, s.wait())
+	// While the attempt works, its heartbeat renews the record's short lease; the timeout and
+	// the grace below still bound the work itself.
+	live := s.keepAlive(ctx, rec)
+	defer live.stop()
+	gctx, cancel := context.WithTimeout(live.ctx, s.wait())
 	out, err := synthesize(gctx, engine, preq)
 	timedOut := gctx.Err() != nil
 	cancel()
 	if err != nil {
+		if live.stop() {
+			return s.superseded(ctx, rec)
+		}
 		return s.engineFailure(ctx, rec, err, timedOut)
 	}
 
-	sctx, cancel := context.WithTimeout(ctx, s.grace())
+	sctx, cancel := context.WithTimeout(live.ctx, s.grace())
 	defer cancel()
 	res, err := s.keep(sctx, rec.ID, out)
+	// Settlement is fenced by the attempt token anyway; stopping here also saves the finish
+	// of an attempt that already knows it lost the record.
+	if live.stop() {
+		return s.superseded(ctx, rec)
+	}
 	if err != nil {
 		return s.fail(ctx, rec, kindInternal, CodeGenerationFailed, "", "The generated audio could not be stored or measured; nothing was charged. Retry with a new client_request_id.", err)
 	}
@@ -180,6 +192,12 @@ func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param,
 	s.log().Warn("speech failed; reservation refunded", "speech_id", rec.ID, "code", code, "reserved", rec.Reserved.String(), "cause", cause)
 	rec.Status, rec.ErrorKind, rec.ErrorCode, rec.ErrorMessage, rec.ErrorParam, rec.FinishedAt = store.SpeechFailed, kind, code, msg, param, now
 	return nil, failure(rec)
+}
+
+// superseded answers for an attempt whose heartbeat found the record taken over or finished:
+// it settles nothing and answers the outcome of the attempt that owns the record.
+func (s *Service) superseded(ctx context.Context, rec store.Speech) (*Response, error) {
+	return s.lost(ctx, rec, store.ErrLeaseLost)
 }
 
 // lost handles a finish that did not commit. When another attempt (a take-over or the sweep)

@@ -44,10 +44,19 @@ func (m *Metrics) completed(durationMicros int64) {
 	m.audioSeconds.Add(float64(durationMicros) / 1e6)
 }
 
+// failed counts a failure under its code when it is one of the service's own, and under
+// "upstream" otherwise: an engine's codes reach clients (checked by publicCode) but must not
+// grow the label set.
 func (m *Metrics) failed(code string) {
-	if m != nil {
-		m.finished.WithLabelValues("failed", code).Inc()
+	if m == nil {
+		return
 	}
+	switch code {
+	case CodeGenerationFailed, CodeTimeout, "invalid_request_error":
+	default:
+		code = "upstream"
+	}
+	m.finished.WithLabelValues("failed", code).Inc()
 }
 
 func (m *Metrics) tookOver() {

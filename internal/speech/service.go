@@ -3,7 +3,7 @@
 // called, synthesize within a bounded wait, store and measure the audio, and settle once on
 // the measured duration — or fail and refund in full. Replays of the same client_request_id
 // return the original outcome; a retry that finds the original still running waits for it,
-// and one that finds it abandoned takes it over. A Sweeper fails and refunds records that
+// and one that finds it abandoned (its heartbeat lease ran out) takes it over. A Sweeper fails and refunds records that
 // nobody came back for. See docs/speech.md.
 package speech
 
@@ -26,9 +26,15 @@ const (
 	// DefaultWait bounds one generation attempt: reference checks aside, the engine must
 	// deliver within it, and a retry waits at most this long for a running original.
 	DefaultWait = 60 * time.Second
-	// DefaultGrace is the time after the wait that storing and measuring the audio may take;
-	// an attempt not finished by wait + grace is considered dead.
+	// DefaultGrace is the time after the wait that storing and measuring the audio may take.
 	DefaultGrace = 30 * time.Second
+	// DefaultLease is the heartbeat lease of a generation attempt. The live attempt renews it
+	// every third of a lease while it works, so an attempt whose lease ran out is dead (its
+	// process crashed or was killed), and a retry takes the record over. 5 s keeps a retry
+	// after a crash to a few seconds, while leaving two missed renewals (a slow commit, a
+	// long GC pause, a busy database) before a live attempt could be mistaken for a dead one
+	// — and even then only work is repeated: every finish is fenced, so money moves once.
+	DefaultLease = 5 * time.Second
 	// DefaultCheckTimeout bounds the reference checks of one request (run concurrently).
 	DefaultCheckTimeout = 15 * time.Second
 	// DefaultLinkTTL is the lifetime of download links when the Service has none set.
@@ -80,6 +86,7 @@ type Service struct {
 	Grace        time.Duration // storing and measuring after the wait; 0 → DefaultGrace
 	CheckTimeout time.Duration // reference checks; 0 → DefaultCheckTimeout
 	Poll         time.Duration // waiting retries re-read this often; 0 → DefaultPoll
+	Lease        time.Duration // heartbeat lease of an attempt; 0 → DefaultLease
 	Now          func() time.Time
 }
 
@@ -109,3 +116,4 @@ func (s *Service) grace() time.Duration        { return orDefault(s.Grace, Defau
 func (s *Service) checkTimeout() time.Duration { return orDefault(s.CheckTimeout, DefaultCheckTimeout) }
 func (s *Service) linkTTL() time.Duration      { return orDefault(s.LinkTTL, DefaultLinkTTL) }
 func (s *Service) poll() time.Duration         { return orDefault(s.Poll, DefaultPoll) }
+func (s *Service) lease() time.Duration        { return orDefault(s.Lease, DefaultLease) }

@@ -211,7 +211,7 @@ func (e *env) balance() store.Balance {
 }
 
 // A retry of a request whose process died takes the record over once its attempt deadline
-// (wait + grace) has passed, generates it under the same id, and settles it once.
+// (its heartbeat lease) has passed, generates it under the same id, and settles it once.
 func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
 	e := newEnv(t)
 	body := `{"model":"demo-speech","input":"Recovered after a crash.","metadata":{"client_request_id":"crash-1"}}`
@@ -282,7 +282,7 @@ func TestSpeechSweepRefundsAbandonedRequests(t *testing.T) {
 	e := newEnv(t)
 	e.svc.Metrics = NewMetrics(prometheus.NewRegistry())
 	dead := e.crashAfterAccept(`{"model":"demo-speech","input":"Never finished.","metadata":{"client_request_id":"dead-1"}}`)
-	e.clock.advance(20 * time.Second) // past wait + grace of the first record
+	e.clock.advance(20 * time.Second) // past the lease of the first record
 	live := e.crashAfterAccept(`{"model":"demo-speech","input":"Still running elsewhere."}`)
 	if b := e.balance(); b.Reserved != dead.Reserved+live.Reserved {
 		t.Fatalf("balance %+v", b)

@@ -19,9 +19,9 @@ const (
 // sweptMessage is the failure shown for a record whose process stopped before it finished.
 const sweptMessage = "Speech generation did not finish: the request was interrupted before audio was produced, and the pre-charge was refunded."
 
-// SweepAbandoned fails and refunds up to limit pending records whose attempt deadline is
-// before the given time: their process stopped (crash, kill, restart) and no retry took them
-// over. Each record is failed with code speech_timeout in one transaction with its zero
+// SweepAbandoned fails and refunds up to limit pending records whose attempt lease ran out
+// before the given time: a live attempt keeps renewing its lease, so their process stopped
+// (crash, kill, restart) and no retry took them over. Each record is failed with code speech_timeout in one transaction with its zero
 // settlement, fenced by the attempt token it was listed with, so a concurrent take-over or a
 // late finish of the original makes the sweep skip it. It returns how many it failed.
 func (s *Service) SweepAbandoned(ctx context.Context, before time.Time, limit int) (int, error) {
@@ -54,13 +54,14 @@ func (s *Service) SweepAbandoned(ctx context.Context, before time.Time, limit in
 	return n, nil
 }
 
-// Sweeper runs SweepAbandoned every Interval, failing records whose attempt deadline passed
-// more than Delay ago (Delay gives a retry of the same request the first chance to take the
-// record over and still deliver audio).
+// Sweeper runs SweepAbandoned every Interval, failing records whose attempt lease (the same
+// short heartbeat lease a retry goes by) ran out more than Delay ago. Delay gives a retry of
+// the same request the first chance to take the record over and still deliver audio; it is
+// not how long a dead attempt takes to be recognised, which is one lease.
 type Sweeper struct {
 	Service  *Service
 	Interval time.Duration // 0 → DefaultSweepInterval
-	Delay    time.Duration // 0 → the service's grace
+	Delay    time.Duration // 0 → the service's grace (30 s by default)
 
 	mu   sync.Mutex
 	stop context.CancelFunc

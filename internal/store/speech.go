@@ -38,7 +38,8 @@ type Speech struct {
 	ErrorParam   string
 	// AttemptToken names the process attempt that may finish a pending record; every finish is
 	// fenced by it. AttemptUntil is when that attempt is considered dead: after it another
-	// request for the same record (or the sweep) may take the record over.
+	// request for the same record (or the sweep) may take the record over. A live attempt
+	// keeps pushing it forward (RenewSpeech), so it is a short lease, not a whole deadline.
 	AttemptToken string
 	AttemptUntil time.Time
 	CreatedAt    time.Time
@@ -78,6 +79,10 @@ type SpeechTx interface {
 	// deadline. It fails with ErrLeaseLost, changing nothing, when the record is no longer
 	// pending or oldToken is no longer its attempt.
 	TakeOverSpeech(ctx context.Context, id, oldToken, newToken string, until time.Time) error
+	// RenewSpeech is the heartbeat of a live attempt: it moves the attempt deadline of a
+	// pending record to until, if token is still its attempt. It fails with ErrLeaseLost,
+	// changing nothing, when the record is no longer pending or was taken over (or is missing).
+	RenewSpeech(ctx context.Context, id, token string, until time.Time) error
 	// FinishSpeech moves a pending record to its terminal status if f.Token is still its
 	// attempt; otherwise it fails with ErrLeaseLost and changes nothing. Run it in the same
 	// transaction as the settlement, so money moves exactly once.

@@ -50,6 +50,10 @@ const (
 	AccountFunding AccountKind = "funding"
 )
 
+// TxnKindOverage is the ledger kind of a charge collected above its reservation (see
+// billing.Settle): counted apart so that it can be shown and alerted on.
+const TxnKindOverage = "overage"
+
 // AccountID names a key's account of the given kind.
 func AccountID(keyID string, kind AccountKind) string { return keyID + ":" + string(kind) }
 
@@ -98,6 +102,9 @@ type Store interface {
 	Keys(ctx context.Context, tenantID string) ([]Key, error) // all tenants when tenantID is ""
 	Balance(ctx context.Context, keyID string) (Balance, error)
 	Entries(ctx context.Context, account string) ([]Entry, error)
+	// Overage is the total a key was charged above its reservations: the sum of what its
+	// ledger transactions of kind TxnKindOverage moved into its spent account.
+	Overage(ctx context.Context, keyID string) (money.Micros, error)
 	Meta(ctx context.Context, name string) (string, bool, error)
 	TaskStore
 	QueueStore

@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 )
 
+// TempPrefix starts the name of every temporary output file. A process that takes over the
+// work of one that died can recognise (and remove) what the dead one left by it.
+const TempPrefix = ".mediagen-"
+
 // errEmptyOutput means a tool exited cleanly but wrote nothing, which would
 // otherwise publish an empty file.
 var errEmptyOutput = errors.New("tool produced an empty file")
@@ -17,7 +21,7 @@ var errEmptyOutput = errors.New("tool produced an empty file")
 // interprets it; it keeps out's extension for tools that look at it.
 func writeAtomic(out string, produce func(tmp string) error) (err error) {
 	dir := filepath.Dir(out)
-	f, err := os.CreateTemp(dir, ".mediagen-*.tmp"+filepath.Ext(out))
+	f, err := os.CreateTemp(dir, TempPrefix+"*.tmp"+filepath.Ext(out))
 	if err != nil {
 		return fmt.Errorf("create temporary output: %w", err)
 	}

@@ -6,7 +6,10 @@
 // Tools.Timeout (DefaultTimeout when zero) to its whole run, on top of any
 // deadline already in the caller's context. When the context ends the process
 // is killed and the returned error satisfies errors.Is(err, ctx.Err()), so a
-// timeout is errors.Is(err, context.DeadlineExceeded).
+// timeout is errors.Is(err, context.DeadlineExceeded). On Linux each tool runs
+// in a process group of its own, which the deadline kills whole, and with
+// Pdeathsig set, so it dies with the service even when the service is killed
+// with SIGKILL (proc_linux.go explains the thread pitfall this has to avoid).
 //
 // Tool failures are *ToolError values naming the tool. They carry a short tail
 // of the tool's stderr for internal logs only: it can contain file paths and
@@ -31,6 +34,7 @@
 //	func (t Tools) VideoEncodingFor(ctx, bitDepth) (VideoEncoding, error)
 //	func (t Tools) LastFrameJPG(ctx, video, out) error
 //	func (t Tools) Speak(ctx, text, out, SpeakOptions) error
+//	func (t Tools) RemoveStaleTemp(dir, now) (int, error)
 //
 // # Output formats
 //

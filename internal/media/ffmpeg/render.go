@@ -114,7 +114,7 @@ func (t Tools) writeCaption(spec RenderSpec) (path string, cleanup func(), err e
 	if _, err := os.Stat(t.fontFile()); err != nil {
 		return "", nil, fmt.Errorf("render: font file: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "mediagen-caption-*")
+	dir, err := os.MkdirTemp("", ScratchPrefix+"caption-*")
 	if err != nil {
 		return "", nil, fmt.Errorf("render: caption: %w", err)
 	}

@@ -59,9 +59,10 @@ type proc struct {
 	stdout io.Writer // nil: discarded
 }
 
-// run starts p and waits for it. The process is killed when ctx ends; the
-// error then wraps ctx.Err() rather than the "signal: killed" exit status, so
-// that callers can tell a timeout from a tool failure.
+// run starts p and waits for it. The process, and any process it started, is
+// killed when ctx ends; the error then wraps ctx.Err() rather than the
+// "signal: killed" exit status, so that callers can tell a timeout from a tool
+// failure. On Linux the process also dies when ours does (see dieWithParent).
 func run(ctx context.Context, p proc) error {
 	cmd := exec.CommandContext(ctx, p.bin, p.args...)
 	cmd.Stdin = p.stdin
@@ -69,8 +70,9 @@ func run(ctx context.Context, p proc) error {
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stderr = stderr
 	cmd.WaitDelay = waitDelay
+	dieWithParent(cmd)
 
-	err := cmd.Run()
+	err := runChild(cmd)
 	if err == nil {
 		return nil
 	}

@@ -72,7 +72,7 @@ func (t Tools) Speak(ctx context.Context, text, out string, opt SpeakOptions) er
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
 
-	dir, err := os.MkdirTemp("", "mediagen-speak-*")
+	dir, err := os.MkdirTemp("", ScratchPrefix+"speak-*")
 	if err != nil {
 		return fmt.Errorf("speak: %w", err)
 	}

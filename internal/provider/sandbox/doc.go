@@ -24,7 +24,9 @@
 //     only once the pace has passed, like an upstream that fails midway.
 //
 // After a restart (or Close), a job with a spec, no output, no failure and no render in
-// this process is rendered again by the next Poll. Unknown ids give
+// this process is rendered again by the next Poll. A render holds a flock on
+// Dir/jobs/<id>/render.lock; the process that gets it next knows the earlier render is dead
+// and removes the temporary files it left (leftovers.go). Unknown ids give
 // provider.ErrUnknownJob.
 //
 // # Generation

@@ -54,7 +54,7 @@ func (e *Engine) obtain(ctx context.Context, id, name string, src provider.Sourc
 		return "", e.fetchError(ctx, o.what, err)
 	}
 	defer resp.Body.Close()
-	f, err := os.CreateTemp(dir, ".fetch-*.tmp")
+	f, err := os.CreateTemp(dir, fetchTempPrefix+"*.tmp")
 	if err != nil {
 		return "", err
 	}

@@ -231,6 +231,12 @@ func (e *Engine) run(id string, j *jobState) {
 	}
 	defer func() { <-e.sem }()
 
+	unlock, ok := e.takeOver(id)
+	if !ok {
+		return
+	}
+	defer unlock()
+
 	e.mu.Lock()
 	started := j.started
 	j.started = true
@@ -289,4 +295,28 @@ func (e *Engine) run(id string, j *jobState) {
 			"width", res.Width, "height", res.Height, "fps", res.FPS, "duration", res.Duration)
 	}
 	os.RemoveAll(filepath.Join(e.jobDir(id), inputsDir))
+}
+
+// takeOver makes this process the job's only renderer and clears what an earlier render that
+// died (SIGKILL, power loss) left in the job directory, so that its partial files do not
+// pile up beside the new render's. It reports false when another live process renders the
+// job (two processes sharing Dir): that render is left alone, files and all, and the next
+// poll asks again. A lock that cannot be taken for another reason does not stop the render,
+// but then nothing is removed, since nothing proves the earlier render dead.
+func (e *Engine) takeOver(id string) (unlock func(), ok bool) {
+	lock, err := lockFile(e.jobFile(id, renderLockFile))
+	switch {
+	case errors.Is(err, errLocked):
+		e.log.Debug("job rendered by another process", "job", id)
+		return nil, false
+	case err != nil:
+		e.log.Warn("cannot lock job; leftovers of earlier renders stay", "job", id, "err", err)
+		return func() {}, true
+	}
+	if n, err := e.removeLeftovers(id); err != nil {
+		e.log.Warn("cannot remove leftovers of an earlier render", "job", id, "removed", n, "err", err)
+	} else if n > 0 {
+		e.log.Info("removed leftovers of an earlier render", "job", id, "removed", n)
+	}
+	return func() { lock.Close() }, true
 }

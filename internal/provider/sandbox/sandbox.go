@@ -157,6 +157,14 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}
+	// Speech is written atomically into the shared speech directory under a random temporary
+	// name that no later synthesis can attribute to its key, so the partial outputs of
+	// processes killed mid-synthesis are removed by age instead.
+	if n, err := cfg.Tools.RemoveStaleTemp(e.speechDir, cfg.Now()); err != nil {
+		e.log.Warn("stale speech temporary files not removed", "err", err)
+	} else if n > 0 {
+		e.log.Info("removed speech temporary files of stopped processes", "removed", n)
+	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e, nil
 }

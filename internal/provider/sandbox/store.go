@@ -18,6 +18,7 @@ import (
 //
 //	jobs/<id>/spec.json    the accepted job, written once at submit (create-if-absent)
 //	jobs/<id>/started      present once a render has begun (keeps "running" across restarts)
+//	jobs/<id>/render.lock  flock-ed by the process rendering the job, for as long as it renders
 //	jobs/<id>/inputs/      fetched sources, removed when the job ends
 //	jobs/<id>/out.<ext>    the output, written atomically by the ffmpeg helpers
 //	jobs/<id>/result.json  written after the output was probed: the success record
@@ -119,7 +120,7 @@ func createFileExclusive(path string, data []byte) (bool, error) {
 }
 
 func writeTemp(path string, data []byte) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".sandbox-*.tmp")
+	f, err := os.CreateTemp(filepath.Dir(path), recordTempPrefix+"*.tmp")
 	if err != nil {
 		return "", err
 	}

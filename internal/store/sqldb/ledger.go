@@ -151,6 +151,18 @@ func (db *DB) Entries(ctx context.Context, account string) ([]store.Entry, error
 	return out, rows.Err()
 }
 
+// Overage sums the key's overage transactions (the spent leg of each).
+func (db *DB) Overage(ctx context.Context, keyID string) (money.Micros, error) {
+	var sum int64
+	err := db.read.QueryRowContext(ctx, db.q(`SELECT COALESCE(SUM(e.amount), 0) FROM ledger_entries e
+		JOIN ledger_txns t ON t.id = e.txn_id
+		WHERE e.account_id = ? AND t.kind = ?`), store.AccountID(keyID, store.AccountSpent), store.TxnKindOverage).Scan(&sum)
+	if err != nil {
+		return 0, fmt.Errorf("overage %s: %w", keyID, err)
+	}
+	return money.Micros(sum), nil
+}
+
 // CheckLedger verifies the invariants with three aggregate queries.
 func (db *DB) CheckLedger(ctx context.Context) error {
 	var problems []string

@@ -66,6 +66,20 @@ func (t *Tx) TakeOverSpeech(ctx context.Context, id, oldToken, newToken string, 
 	return nil
 }
 
+// RenewSpeech moves the attempt deadline of a pending record, if token still owns it.
+func (t *Tx) RenewSpeech(ctx context.Context, id, token string, until time.Time) error {
+	res, err := t.exec(ctx, `UPDATE speeches SET attempt_until = ?, updated_at = ?
+		WHERE id = ? AND attempt_token = ? AND status = 'pending'`,
+		micros(until), micros(t.db.now()), id, token)
+	if err != nil {
+		return fmt.Errorf("renew speech %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("renew speech %s: %w", id, store.ErrLeaseLost)
+	}
+	return nil
+}
+
 // FinishSpeech is the compare-and-swap pending → completed/failed, fenced by the attempt token.
 func (t *Tx) FinishSpeech(ctx context.Context, f store.SpeechFinish) error {
 	if f.Status != store.SpeechCompleted && f.Status != store.SpeechFailed {

@@ -270,6 +270,74 @@ func testSpeechTakeOverAndFailure(t *testing.T, s store.Store) {
 	}
 }
 
+// A live attempt renews its short lease; a renewal under any other token, or of a record that
+// is no longer pending, fails with ErrLeaseLost and changes nothing.
+func testSpeechRenewFencedByToken(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k := newKey(t, s, "acme", false)
+	now := time.Now()
+	sp := newSpeech(k, "renew-1", now.Add(5*time.Second))
+	createSpeech(t, s, sp)
+	renew := func(token string, until time.Time) error {
+		return s.Transact(ctx, func(tx store.Tx) error { return tx.RenewSpeech(ctx, sp.ID, token, until) })
+	}
+	read := func() store.Speech {
+		t.Helper()
+		got, err := s.Speech(ctx, sp.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	renewed := now.Add(time.Minute)
+	if err := renew(sp.AttemptToken, renewed); err != nil {
+		t.Fatalf("renewal by the owner: %v", err)
+	}
+	if got := read(); got.AttemptUntil.UnixMicro() != renewed.UnixMicro() || got.AttemptToken != sp.AttemptToken || got.Status != store.SpeechPending {
+		t.Fatalf("after renewal %+v", got)
+	}
+	// A renewed attempt is alive: not listed as abandoned past its old deadline.
+	if list, err := s.AbandonedSpeeches(ctx, now.Add(10*time.Second), 10); err != nil || len(list) != 0 {
+		t.Fatalf("abandoned after renewal = %v, %v", ids(list), err)
+	}
+	if err := renew("att_stranger", now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("renewal under another token: %v", err)
+	}
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.RenewSpeech(ctx, "speech_missing", sp.AttemptToken, renewed) }); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("renewal of a missing record: %v", err)
+	}
+	if got := read(); got.AttemptUntil.UnixMicro() != renewed.UnixMicro() {
+		t.Fatalf("a refused renewal moved the deadline: %+v", got)
+	}
+
+	// Taken over: the old attempt's renewal is refused, the new one's accepted.
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		return tx.TakeOverSpeech(ctx, sp.ID, sp.AttemptToken, "att_renew_new", now.Add(5*time.Second))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := renew(sp.AttemptToken, now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("renewal by the attempt that was taken over: %v", err)
+	}
+	if err := renew("att_renew_new", renewed); err != nil {
+		t.Fatalf("renewal by the new owner: %v", err)
+	}
+
+	// Finished: no renewal, even under the finishing token.
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		return tx.FinishSpeech(ctx, store.SpeechFinish{ID: sp.ID, Token: "att_renew_new", Status: store.SpeechFailed, FinishedAt: now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := renew("att_renew_new", now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("renewal of a finished record: %v", err)
+	}
+	if got := read(); got.Status != store.SpeechFailed || got.AttemptUntil.UnixMicro() != renewed.UnixMicro() {
+		t.Fatalf("finished record changed by a renewal: %+v", got)
+	}
+}
+
 func testSpeechAbandonedList(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	k := newKey(t, s, "acme", false)

@@ -31,6 +31,7 @@ func Run(t *testing.T, open Opener) {
 		{"UnbalancedTransactionsRejected", testUnbalanced},
 		{"OverdraftRejectedWithoutPartialChange", testOverdraft},
 		{"UnlimitedKeyMayGoNegative", testUnlimited},
+		{"OverageSumsOnlyOverageTransactionsOfTheKey", testOverage},
 		{"ConcurrentCreditsAllLand", testConcurrentCredits},
 		{"ConcurrentDebitsNeverOverdraw", testConcurrentDebits},
 		{"TransactRollsBackOnErrorAndPanic", testTransactRollback},
@@ -47,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"SpeechRequestIDUniquePerKey", testSpeechRequestIDUnique},
 		{"SpeechFinishFencedOnce", testSpeechFinishFencedOnce},
 		{"SpeechTakeOverAndFailure", testSpeechTakeOverAndFailure},
+		{"SpeechRenewFencedByToken", testSpeechRenewFencedByToken},
 		{"SpeechAbandonedList", testSpeechAbandonedList},
 		{"AssetGroupsCreateListUpdateDelete", testAssetGroups},
 		{"AssetsCreateListUpdateDelete", testAssetsCreateListUpdate},
@@ -245,6 +247,37 @@ func testOverdraft(t *testing.T, s store.Store) {
 	}
 	if b := balance(t, s, k); b.Available != 600_000 || b.Reserved != 0 || b.Used != 400_000 {
 		t.Fatalf("after settle: %+v", b)
+	}
+}
+
+func testOverage(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k, other := newKey(t, s, "acme", false), newKey(t, s, "acme", false)
+	for _, key := range []store.Key{k, other} {
+		if err := credit(ctx, s, key, 1_000_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Overage(ctx, k.ID); err != nil || got != 0 {
+		t.Fatalf("overage of a fresh key = %s, %v", got, err)
+	}
+	spend := func(key store.Key, kind string, amount money.Micros) {
+		t.Helper()
+		if err := post(ctx, s, kind,
+			store.Entry{Account: store.AccountID(key.ID, store.AccountAvailable), Amount: -amount},
+			store.Entry{Account: store.AccountID(key.ID, store.AccountSpent), Amount: amount}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spend(k, "settle", 100_000) // ordinary spending is not overage
+	spend(k, store.TxnKindOverage, 20_000)
+	spend(k, store.TxnKindOverage, 5_000)
+	spend(other, store.TxnKindOverage, 7_000)
+	if got, err := s.Overage(ctx, k.ID); err != nil || got != 25_000 {
+		t.Fatalf("overage = %s, %v; want 0.025", got, err)
+	}
+	if got, _ := s.Overage(ctx, other.ID); got != 7_000 {
+		t.Fatalf("other key's overage = %s, want 0.007", got)
 	}
 }
 
