@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"mediagen/internal/catalog"
 )
 
 func TestTemplates(t *testing.T) {
@@ -94,5 +96,23 @@ func TestMs(t *testing.T) {
 	}
 	if signedMs(-300*time.Microsecond) != "-0.300" || signedMs(time.Millisecond) != "+1.000" {
 		t.Error("signedMs")
+	}
+}
+
+func TestBenchCatalogLiftsTheDemoLimits(t *testing.T) {
+	path, err := benchCatalog(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := catalog.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo, _ := c.Tenant("demo")
+	l := demo.Limits()
+	if !l.Key.RequestsPerSecond.Unlimited() || !l.Key.ConcurrentRequests.Unlimited() || !l.Key.VideoTasksInFlight.Unlimited() ||
+		!l.Key.SpeechInFlight.Unlimited() || !l.Tenant.RequestsPerSecond.Unlimited() || !l.Tenant.VideoTasksInFlight.Unlimited() ||
+		!l.Tenant.SpeechInFlight.Unlimited() {
+		t.Errorf("bench limits %+v are not all unlimited", l)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/httpapi"
+	"mediagen/internal/limits"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
@@ -99,6 +100,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.blobs}, Assets: assets, OpsOnly: c.Role == "worker",
 		KeyCacheTTL: c.KeyCacheTTL,
 		Speech:      speechSvc,
+		Limiter:     limits.New(time.Now, c.LimitReplicas),
 	}), nil
 }
 

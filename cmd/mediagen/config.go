@@ -44,9 +44,11 @@ type Config struct {
 	Workers      int           // task steps running at once in this process
 	TaskDeadline time.Duration // unfinished tasks older than this expire
 	KeyCacheTTL  time.Duration // how long an authenticated key is remembered
-	TaskCache    int           // tasks kept in memory for polling (SQLite only)
-	VerifyTTL    time.Duration // lifetime of a real-human verification token
-	AssetMaxMB   int           // largest accepted asset source, in MiB
+	// LimitReplicas divides the request-rate limits among this many API replicas (docs/limits.md).
+	LimitReplicas int
+	TaskCache     int           // tasks kept in memory for polling (SQLite only)
+	VerifyTTL     time.Duration // lifetime of a real-human verification token
+	AssetMaxMB    int           // largest accepted asset source, in MiB
 	// SpeechTimeout is the bounded wait of POST /v1/audio/speech: the engine must deliver the
 	// audio within it, and a retry waits at most this long for a running original.
 	SpeechTimeout time.Duration
@@ -108,6 +110,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.VerifyTTL, "verify-ttl", 15*time.Minute, "lifetime of a real-human verification token")
 		num(&c.AssetMaxMB, "asset-max-mb", 1024, "largest accepted asset source, in MiB (images are capped at 32 MiB)")
 		num(&c.TaskCache, "task-cache", 20000, "SQLite: tasks kept in memory for polling, exact (every task write in this process invalidates); 0 disables. Ignored on PostgreSQL")
+		num(&c.LimitReplicas, "limit-replicas", 1, "request-rate limits: each replica enforces 1/N of the catalog's rates and bursts; set N to the number of API replicas for a cluster-wide rate, 1 to enforce the full rate in every replica (docs/limits.md)")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		str(&c.DebugListen, "debug-listen", "", "serve Go profiling (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly")
 		str(&c.FetchAllow, "fetch-allow", "", "let media fetches reach these non-public addresses: 'loopback' and/or CIDRs, comma-separated (development only)")
@@ -135,6 +138,9 @@ func (c *Config) validate() error {
 	}
 	if c.TaskCache < 0 {
 		return errors.New("--task-cache must not be negative")
+	}
+	if c.LimitReplicas < 0 {
+		return errors.New("--limit-replicas must not be negative (0 and 1 both enforce the full rates)")
 	}
 	if c.Workers < 0 || c.LinkTTL < 0 || c.Retention < 0 || c.TaskDeadline < 0 {
 		return errors.New("--workers, --link-ttl, --retention and --task-deadline must not be negative")

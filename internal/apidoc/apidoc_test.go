@@ -158,7 +158,7 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 	codeOf := map[int]string{
 		400: "invalid_request_error", 401: "invalid_api_key", 402: "insufficient_balance",
 		403: "permission_denied", 404: "not_found", 409: "idempotency_conflict",
-		413: "request_too_large", 415: "unsupported_media_type", 500: "internal_error", 503: "service_unavailable",
+		413: "request_too_large", 415: "unsupported_media_type", 429: "rate_limit_exceeded", 500: "internal_error", 503: "service_unavailable",
 		502: "speech_generation_failed", 504: "speech_timeout",
 	}
 	seen := 0
@@ -181,8 +181,12 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 				t.Errorf("%s %s → %d: unexpected error status", op.method, op.template, status)
 				continue
 			}
+			resp := jsonResp()
+			if status == 429 {
+				resp.Set("Retry-After", "1") // required with every 429
+			}
 			good := `{"error":{"message":"m","type":"` + typ + `","code":"` + codeOf[status] + `"}}`
-			if err := d.ValidateResponse(op.method, path, status, jsonResp(), []byte(good)); err != nil {
+			if err := d.ValidateResponse(op.method, path, status, resp, []byte(good)); err != nil {
 				t.Errorf("%s %s → %d: %v", op.method, op.template, status, err)
 			}
 			for other := range typeOf {
@@ -190,7 +194,7 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 					continue
 				}
 				bad := `{"error":{"message":"m","type":"` + typeOf[other] + `","code":"` + codeOf[status] + `"}}`
-				if d.ValidateResponse(op.method, path, status, jsonResp(), []byte(bad)) == nil {
+				if d.ValidateResponse(op.method, path, status, resp, []byte(bad)) == nil {
 					t.Errorf("%s %s → %d accepts type %s", op.method, op.template, status, typeOf[other])
 				}
 			}
@@ -201,34 +205,34 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 	}
 	// The status lists of the brief.
 	wantStatus := map[string][]string{
-		"POST /v1/videos":          {"202", "400", "401", "402", "403", "409", "413", "415", "500"},
-		"GET /v1/videos/{task_id}": {"200", "401", "403", "404", "500"},
-		"GET /v1/billing/balance":  {"200", "401", "403", "500"},
+		"POST /v1/videos":          {"202", "400", "401", "402", "403", "409", "413", "415", "429", "500"},
+		"GET /v1/videos/{task_id}": {"200", "401", "403", "404", "429", "500"},
+		"GET /v1/billing/balance":  {"200", "401", "403", "429", "500"},
 		"GET /healthz":             {"200"},
 		"GET /readyz":              {"200", "503"},
 		"GET /metrics":             {"200"},
-		"POST /v1/audio/speech":    {"200", "400", "401", "402", "403", "409", "413", "415", "500", "502", "503", "504"},
-		"POST /v1/vidgen/real-human/asset-groups/delete":     {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/asset-groups/get":        {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/asset-groups/list":       {"200", "400", "401", "403", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/asset-groups/update":     {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/assets/create":           {"202", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/assets/delete":           {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/assets/get":              {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/assets/list":             {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/assets/update":           {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/validate-result/get":     {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/real-human/validate-session/create": {"200", "400", "401", "403", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/asset-groups/create":        {"200", "400", "401", "403", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/asset-groups/delete":        {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/asset-groups/get":           {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/asset-groups/list":          {"200", "400", "401", "403", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/asset-groups/update":        {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/assets/create":              {"202", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/assets/delete":              {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/assets/get":                 {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/assets/list":                {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
-		"POST /v1/vidgen/virtual/assets/update":              {"200", "400", "401", "403", "404", "413", "415", "500", "503"},
+		"POST /v1/audio/speech":    {"200", "400", "401", "402", "403", "409", "413", "415", "429", "500", "502", "503", "504"},
+		"POST /v1/vidgen/real-human/asset-groups/delete":     {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/asset-groups/get":        {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/asset-groups/list":       {"200", "400", "401", "403", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/asset-groups/update":     {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/assets/create":           {"202", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/assets/delete":           {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/assets/get":              {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/assets/list":             {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/assets/update":           {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/validate-result/get":     {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/real-human/validate-session/create": {"200", "400", "401", "403", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/asset-groups/create":        {"200", "400", "401", "403", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/asset-groups/delete":        {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/asset-groups/get":           {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/asset-groups/list":          {"200", "400", "401", "403", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/asset-groups/update":        {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/assets/create":              {"202", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/assets/delete":              {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/assets/get":                 {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/assets/list":                {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
+		"POST /v1/vidgen/virtual/assets/update":              {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
 	}
 	for _, op := range d.ops {
 		if got, want := op.codes(), wantStatus[op.method+" "+op.template]; !slices.Equal(got, want) {

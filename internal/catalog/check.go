@@ -46,6 +46,7 @@ func (c *Catalog) check() error {
 			continue
 		}
 		c.byID[t.ID] = t
+		t.limits = resolveLimits(c.Limits, t.LimitSettings)
 		errs = append(errs, t.check(upstreamModels)...)
 	}
 	errs = append(errs, c.checkVirtualGroups()...)

@@ -68,7 +68,9 @@ const UpstreamSandbox Upstream = "sandbox"
 
 // Catalog is the whole operator file.
 type Catalog struct {
-	Tenants []*Tenant `yaml:"tenants"`
+	// Limits apply to every tenant, field by field, where the tenant's own limits say nothing.
+	Limits  LimitSettings `yaml:"limits"`
+	Tenants []*Tenant     `yaml:"tenants"`
 
 	byID map[string]*Tenant
 }
@@ -83,8 +85,11 @@ type Tenant struct {
 	Rates    Rates    `yaml:"rates"`
 	// VirtualGroups are virtual asset groups the operator grants to the tenant (optional).
 	VirtualGroups []*VirtualGroup `yaml:"virtual_groups"`
+	// LimitSettings are the tenant's own limits (limits.go); Limits() resolves them.
+	LimitSettings LimitSettings `yaml:"limits"`
 
 	byAlias map[string]*Alias
+	limits  Limits
 }
 
 // VirtualGroup is an operator-granted virtual asset group: its id (unique across the

@@ -30,7 +30,8 @@ func authErr(code, msg string) *apierr.Error {
 	return &apierr.Error{Kind: apierr.KindAuthentication, Code: code, Message: msg}
 }
 
-// auth requires a Bearer key that exists, is not revoked, and belongs to a configured tenant.
+// auth requires a Bearer key that exists, is not revoked, and belongs to a configured tenant,
+// and then admits the request under the key's and the tenant's limits (limits.go).
 func (s *Server) auth(next handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		h := r.Header.Get("Authorization")
@@ -73,6 +74,11 @@ func (s *Server) auth(next handlerFunc) handlerFunc {
 		}
 		info.keyID = key.ID
 		info.principal = &Principal{Key: key, Tenant: tenant}
+		end, err := s.admit(info.principal)
+		if err != nil {
+			return err
+		}
+		defer end()
 		return next(w, r)
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"mediagen/internal/catalog"
 )
 
 // BenchmarkGetVideo measures the hot path through the whole handler chain, without the
 // network: auth (cached key), one task read, the view, JSON.
 func BenchmarkGetVideo(b *testing.B) {
 	e := newVideoEnv(b, "acme")
+	e.srv.catalog = limitedCatalog(b, nil, nil) // every limit unlimited: b.N requests on one key
 	e.srv.keys = newKeyCache(60e9)
 	created := e.post(e.key, `{"model":"acme-video-fast","prompt":"a cat","metadata":{"duration":5}}`)
 	var id string
@@ -32,9 +35,22 @@ func BenchmarkGetVideo(b *testing.B) {
 }
 
 // BenchmarkCreateVideo measures a native create through the handler chain: decode, validate,
-// price, and the one write transaction (task + reservation).
+// price, and the one write transaction (task + reservation, in-flight counters). Every limit is
+// unlimited, so the in-flight count is not read.
 func BenchmarkCreateVideo(b *testing.B) {
+	benchCreate(b, limitedCatalog(b, nil, nil))
+}
+
+// BenchmarkCreateVideoLimited is BenchmarkCreateVideo with every limit set (too high to be
+// reached): the rate buckets and the in-flight count inside the transaction run too.
+func BenchmarkCreateVideoLimited(b *testing.B) {
+	high := map[string]string{"requests_per_second": "1000000000", "video_tasks_in_flight": "1000000000"}
+	benchCreate(b, limitedCatalog(b, high, high))
+}
+
+func benchCreate(b *testing.B, cat *catalog.Catalog) {
 	e := newVideoEnv(b, "acme")
+	e.srv.catalog = cat
 	secret, _ := e.newKey("acme", 0, true)
 	h := e.srv.Handler()
 	body := `{"model":"acme-video-fast","prompt":"a cat on a windowsill, golden hour","metadata":{"duration":5,"resolution":"720p","ratio":"16:9","generate_audio":true}}`

@@ -52,6 +52,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if info := infoFrom(r.Context()); info != nil {
 		info.errCode = e.CodeOrDefault()
 	}
+	s.noteRefusal(w, err)
 	writeJSON(w, e.Status(), errorBody{Error: errorObject{
 		Message: e.Message, Type: e.Type(), Code: e.CodeOrDefault(), Param: e.Param,
 	}})

@@ -25,6 +25,10 @@ func TestOpenAPIMatchesRecordedTraffic(t *testing.T) {
 	t.Cleanup(limRec.Close)
 	lim.ts = limRec
 	poor, _ := e.newKey("acme", 1, false)
+	full, _ := newLimitedVideoEnv(t, limitedCatalog(t, map[string]string{"requests_per_second": "1", "burst": "3", "video_tasks_in_flight": "1"}, nil))
+	fullRec := httptest.NewServer(apidoc.Middleware(full.srv.Handler(), rec.Record))
+	t.Cleanup(fullRec.Close)
+	full.ts = fullRec
 
 	native := e.post(e.key, `{"model":"acme-video-2.5","prompt":"a cat","metadata":{"duration":5,"resolution":"1080p","ratio":"9:16","generate_audio":true,"watermark":false,"client_request_id":"oa-1"}}`)
 	e.post(e.key, `{"model":"acme-video-2.5","prompt":"a cat","metadata":{"duration":5,"resolution":"1080p","ratio":"9:16","generate_audio":true,"watermark":false,"client_request_id":"oa-1"}}`) // replay
@@ -40,6 +44,10 @@ func TestOpenAPIMatchesRecordedTraffic(t *testing.T) {
 	e.post("mg_wrong", `{"model":"acme-video-2.5","prompt":"a cat"}`)                                                 // 401
 	lim.post(lim.key, `{"model":"lim-video","prompt":"a cat","metadata":{"resolution":"4k"}}`)                        // 403
 	e.do("POST", "/v1/videos", map[string]string{"Authorization": "Bearer " + e.key, "Content-Type": "text/plain"}, "{}")
+	full.post(full.key, createBody("f1"))
+	full.post(full.key, createBody("f2")) // 429 too_many_tasks_in_flight
+	full.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer " + full.key}, "")
+	full.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer " + full.key}, "") // 429 rate_limit_exceeded
 
 	e.get(e.key, decodeTask(t, native).ID)
 	e.get(e.key, "video_unknown")

@@ -11,6 +11,7 @@ import (
 
 	"mediagen/internal/asset"
 	"mediagen/internal/catalog"
+	"mediagen/internal/limits"
 	"mediagen/internal/speech"
 	"mediagen/internal/store"
 	"mediagen/internal/video"
@@ -43,6 +44,9 @@ type Config struct {
 	Speech *speech.Service
 	// Assets serves the asset library and the verification page (nil: they answer 503).
 	Assets *asset.Service
+	// Limiter enforces the catalog's request-rate and concurrent-request limits in this
+	// process (nil: a limiter of its own on Now, each limit enforced in full).
+	Limiter *limits.Limiter
 }
 
 // Server is the API.
@@ -64,6 +68,9 @@ type Server struct {
 	keys    *keyCache
 	speech  *speech.Service
 	assets  *asset.Service
+	limiter *limits.Limiter
+	// rateLimited counts 429s by scope and limit (limits.go).
+	rateLimited *prometheus.CounterVec
 }
 
 // New builds the server and its routing table.
@@ -90,6 +97,11 @@ func New(c Config) *Server {
 		s.now = time.Now
 	}
 	s.metrics = newMetrics(s.reg)
+	s.rateLimited = newRateLimited(s.reg)
+	s.limiter = c.Limiter
+	if s.limiter == nil {
+		s.limiter = limits.New(s.now, 1)
+	}
 	s.assets = c.Assets
 	s.routes()
 	return s

@@ -15,6 +15,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/contract"
 	"mediagen/internal/idgen"
+	"mediagen/internal/limits"
 	"mediagen/internal/store"
 )
 
@@ -123,6 +124,9 @@ func (s *Service) accept(ctx context.Context, c Caller, req *contract.SpeechRequ
 	}
 	err = s.Store.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.CreateSpeech(ctx, rec); err != nil {
+			return err
+		}
+		if err := limits.AdmitSpeech(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {
 			return err
 		}
 		return billing.Reserve(ctx, tx, c.Key, rec.ID, q.Amount, now)

@@ -14,6 +14,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/contract"
 	"mediagen/internal/idgen"
+	"mediagen/internal/limits"
 	"mediagen/internal/store"
 )
 
@@ -116,6 +117,9 @@ func (s *Service) accept(ctx context.Context, c Caller, req *contract.VideoReque
 	}
 	err = s.Store.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.CreateTask(ctx, task); err != nil {
+			return err
+		}
+		if err := limits.AdmitTask(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {
 			return err
 		}
 		return billing.Reserve(ctx, tx, c.Key, task.ID, q.Amount, now)

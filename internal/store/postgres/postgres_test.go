@@ -38,3 +38,19 @@ func TestConcurrentMigratorsApplyOnce(t *testing.T) {
 		}
 	}
 }
+
+// Two store handles on one database are two replicas: the in-flight limit holds across them
+// because the count lives in the database, locked by each create until it commits.
+func TestInFlightLimitHoldsAcrossTwoReplicas(t *testing.T) {
+	url := pgtest.URL(t)
+	var handles []store.Store
+	for i := 0; i < 2; i++ {
+		db, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		handles = append(handles, db)
+	}
+	storetest.InFlightLimitHolds(t, handles, 7, 60)
+}

@@ -181,6 +181,8 @@ type Tx struct {
 	detached bool
 	// touched lists the tasks this transaction wrote, for the task cache.
 	touched []string
+	// counted is what the last in-flight increment of this transaction returned (inflight.go).
+	counted countedInFlight
 }
 
 // writeStmt returns the statement prepared on the write handle, or nil the first time a query

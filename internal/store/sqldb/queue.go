@@ -73,6 +73,10 @@ func (t *Tx) AdvanceTask(ctx context.Context, a store.Advance) error {
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("advance %s: %w", a.ID, store.ErrLeaseLost)
 	}
+	if store.Terminal(a.Status) {
+		// The update applied only to an unfinished task, so this runs once per task.
+		return t.dropInFlight(ctx, "task", "tasks", a.ID)
+	}
 	return nil
 }
 

@@ -46,6 +46,9 @@ func (t *Tx) CreateSpeech(ctx context.Context, s store.Speech) error {
 		}
 		return fmt.Errorf("create speech %s: %w", s.ID, err)
 	}
+	if s.Status == store.SpeechPending {
+		return t.addInFlight(ctx, "speech", s.KeyID, s.TenantID)
+	}
 	return nil
 }
 
@@ -93,7 +96,7 @@ func (t *Tx) FinishSpeech(ctx context.Context, f store.SpeechFinish) error {
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("finish speech %s: %w", f.ID, store.ErrLeaseLost)
 	}
-	return nil
+	return t.dropInFlight(ctx, "speech", "speeches", f.ID)
 }
 
 // Speech reads one record by id.

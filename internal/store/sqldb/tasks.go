@@ -44,6 +44,9 @@ func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
 		}
 		return fmt.Errorf("create task %s: %w", task.ID, err)
 	}
+	if !store.Terminal(task.Status) {
+		return t.addInFlight(ctx, "task", task.KeyID, task.TenantID)
+	}
 	return nil
 }
 

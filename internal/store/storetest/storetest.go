@@ -56,6 +56,9 @@ func Run(t *testing.T, open Opener) {
 		{"AssetClaimLeaseFinish", testAssetClaimLeaseFinish},
 		{"AssetConcurrentClaimersDisjoint", testAssetConcurrentClaimersDisjoint},
 		{"VerifySessionsAndCallbacks", testVerifySessions},
+		{"InFlightTasksFollowCreateAndFinish", testInFlightTasksFollowCreateAndFinish},
+		{"InFlightSpeechesFollowCreateAndFinish", testInFlightSpeechesFollowCreateAndFinish},
+		{"InFlightLimitHoldsUnderConcurrentCreates", testInFlightLimitHoldsUnderConcurrentCreates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

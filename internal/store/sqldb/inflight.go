@@ -1,0 +1,101 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"mediagen/internal/store"
+)
+
+// The in_flight counters (migration 0006) move with the rows they count. Rows are always
+// locked key first, then tenant, in creates and terminal transitions alike, so two
+// transactions on PostgreSQL never wait for each other in opposite orders.
+
+// addInFlight counts one more unfinished record of the key and of the tenant. The upsert
+// locks both counter rows until the transaction ends, and returns the new counts, which the
+// transaction keeps: the in-flight check that follows on the hot create path then costs no
+// round trip while the rows are locked.
+func (t *Tx) addInFlight(ctx context.Context, kind, keyID, tenantID string) error {
+	ctx = t.stmtCtx(ctx)
+	q := `INSERT INTO in_flight (kind, owner, n) VALUES (?, ?, 1), (?, ?, 1)
+		ON CONFLICT (kind, owner) DO UPDATE SET n = in_flight.n + 1
+		RETURNING kind, n`
+	args := []any{kind + "_key", keyID, kind + "_tenant", tenantID}
+	var rows *sql.Rows
+	var err error
+	if st := t.writeStmt(q); st != nil {
+		rows, err = t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	} else {
+		rows, err = t.tx.QueryContext(ctx, t.db.q(q), args...)
+	}
+	if err != nil {
+		return fmt.Errorf("count %s in flight: %w", kind, err)
+	}
+	defer rows.Close()
+	f := countedInFlight{kind: kind, keyID: keyID, tenantID: tenantID}
+	for rows.Next() {
+		var k string
+		var n int
+		if err := rows.Scan(&k, &n); err != nil {
+			return fmt.Errorf("count %s in flight: %w", kind, err)
+		}
+		if k == kind+"_key" {
+			f.n.Key = n
+		} else {
+			f.n.Tenant = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("count %s in flight: %w", kind, err)
+	}
+	t.counted = f
+	return nil
+}
+
+// countedInFlight is what the transaction's last addInFlight counted.
+type countedInFlight struct {
+	kind, keyID, tenantID string
+	n                     store.InFlight
+}
+
+// dropInFlight counts one fewer unfinished record of the key and of the tenant the record
+// names. A counter never goes below zero: a drift could only loosen a limit.
+func (t *Tx) dropInFlight(ctx context.Context, kind, table, id string) error {
+	t.counted = countedInFlight{}
+	for _, scope := range []struct{ suffix, column string }{{"_key", "key_id"}, {"_tenant", "tenant_id"}} {
+		_, err := t.exec(ctx, `UPDATE in_flight SET n = CASE WHEN n > 0 THEN n - 1 ELSE 0 END
+			WHERE kind = ? AND owner = (SELECT `+scope.column+` FROM `+table+` WHERE id = ?)`, kind+scope.suffix, id)
+		if err != nil {
+			return fmt.Errorf("uncount %s %s in flight: %w", kind, id, err)
+		}
+	}
+	return nil
+}
+
+// inFlight returns the key's and the tenant's counters: as this transaction's last create
+// counted them (its rows are still locked, so they cannot have moved), or read.
+func (t *Tx) inFlight(ctx context.Context, kind, keyID, tenantID string) (store.InFlight, error) {
+	if c := t.counted; c.kind == kind && c.keyID == keyID && c.tenantID == tenantID {
+		return c.n, nil
+	}
+	var f store.InFlight
+	err := t.queryRow(ctx, `SELECT
+		COALESCE((SELECT n FROM in_flight WHERE kind = ? AND owner = ?), 0),
+		COALESCE((SELECT n FROM in_flight WHERE kind = ? AND owner = ?), 0)`,
+		kind+"_key", keyID, kind+"_tenant", tenantID).Scan(&f.Key, &f.Tenant)
+	if err != nil {
+		return store.InFlight{}, fmt.Errorf("read %s in flight: %w", kind, err)
+	}
+	return f, nil
+}
+
+// TasksInFlight counts the unfinished video tasks of a key and of its tenant.
+func (t *Tx) TasksInFlight(ctx context.Context, keyID, tenantID string) (store.InFlight, error) {
+	return t.inFlight(ctx, "task", keyID, tenantID)
+}
+
+// SpeechesInFlight counts the pending speech records of a key and of its tenant.
+func (t *Tx) SpeechesInFlight(ctx context.Context, keyID, tenantID string) (store.InFlight, error) {
+	return t.inFlight(ctx, "speech", keyID, tenantID)
+}

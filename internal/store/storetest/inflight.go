@@ -1,0 +1,201 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"mediagen/internal/store"
+)
+
+func tasksInFlight(t *testing.T, s store.Store, k store.Key) store.InFlight {
+	t.Helper()
+	var f store.InFlight
+	err := s.Transact(context.Background(), func(tx store.Tx) (err error) {
+		f, err = tx.TasksInFlight(context.Background(), k.ID, k.TenantID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func speechesInFlight(t *testing.T, s store.Store, k store.Key) store.InFlight {
+	t.Helper()
+	var f store.InFlight
+	err := s.Transact(context.Background(), func(tx store.Tx) (err error) {
+		f, err = tx.SpeechesInFlight(context.Background(), k.ID, k.TenantID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func wantInFlight(t *testing.T, what string, got store.InFlight, key, tenant int) {
+	t.Helper()
+	if got.Key != key || got.Tenant != tenant {
+		t.Errorf("%s: in flight key %d tenant %d, want %d and %d", what, got.Key, got.Tenant, key, tenant)
+	}
+}
+
+func testInFlightTasksFollowCreateAndFinish(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a1, a2, b := newKey(t, s, "acme", false), newKey(t, s, "acme", false), newKey(t, s, "bolt", false)
+	wantInFlight(t, "no tasks", tasksInFlight(t, s, a1), 0, 0)
+	now := time.Now()
+	createTasks(t, s, a1, 2, now.Add(-time.Second))
+	createTasks(t, s, a2, 1, now.Add(time.Hour))
+	createTasks(t, s, b, 1, now.Add(time.Hour))
+	wantInFlight(t, "created", tasksInFlight(t, s, a1), 2, 3)
+	wantInFlight(t, "other key of the tenant", tasksInFlight(t, s, a2), 1, 3)
+	wantInFlight(t, "other tenant", tasksInFlight(t, s, b), 1, 1)
+
+	// A create that rolls back, and a duplicate client_request_id, count nothing.
+	boom := errors.New("boom")
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateTask(ctx, newTask(a1, "")); err != nil {
+			return err
+		}
+		if f, err := tx.TasksInFlight(ctx, a1.ID, a1.TenantID); err != nil || f.Key != 3 || f.Tenant != 4 {
+			t.Errorf("inside the creating transaction: %+v %v, want 3 and 4", f, err)
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	dup := newTask(a1, "same")
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, dup) }); err != nil {
+		t.Fatal(err)
+	}
+	dup.ID = "vid_dup_" + dup.ID
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, dup) }); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	wantInFlight(t, "after a rollback and a duplicate", tasksInFlight(t, s, a1), 3, 4)
+
+	// Progress keeps a task in flight; a terminal status ends it, once.
+	claimed, err := s.ClaimDue(ctx, now.Add(time.Minute), time.Minute, 10)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claimed %d, %v", len(claimed), err)
+	}
+	c := claimed[0]
+	if err := advance(s, store.Advance{ID: c.ID, Token: c.Token, Status: store.StatusInProgress, KeepLease: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantInFlight(t, "in progress", tasksInFlight(t, s, a1), 3, 4)
+	for i, st := range []string{store.StatusCompleted, store.StatusFailed, store.StatusExpired} {
+		c := claimed[i]
+		if err := advance(s, store.Advance{ID: c.ID, Token: c.Token, Status: st, FinishedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		wantInFlight(t, st, tasksInFlight(t, s, a1), 2-i, 3-i)
+	}
+	if err := advance(s, store.Advance{ID: c.ID, Token: c.Token, Status: store.StatusFailed}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("second terminal write: %v", err)
+	}
+	wantInFlight(t, "a refused second terminal write", tasksInFlight(t, s, a1), 0, 1)
+	wantInFlight(t, "the other tenant", tasksInFlight(t, s, b), 1, 1)
+}
+
+func testInFlightSpeechesFollowCreateAndFinish(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a1, a2 := newKey(t, s, "acme", false), newKey(t, s, "acme", false)
+	until := time.Now().Add(time.Minute)
+	sp1, sp2, sp3 := newSpeech(a1, "", until), newSpeech(a1, "x", until), newSpeech(a2, "", until)
+	for _, sp := range []store.Speech{sp1, sp2, sp3} {
+		createSpeech(t, s, sp)
+	}
+	wantInFlight(t, "created", speechesInFlight(t, s, a1), 2, 3)
+	wantInFlight(t, "video tasks are counted apart", tasksInFlight(t, s, a1), 0, 0)
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.TakeOverSpeech(ctx, sp1.ID, sp1.AttemptToken, "att_new", until) }); err != nil {
+		t.Fatal(err)
+	}
+	wantInFlight(t, "taken over", speechesInFlight(t, s, a1), 2, 3)
+	finish := func(sp store.Speech, token string) error {
+		return s.Transact(ctx, func(tx store.Tx) error {
+			return tx.FinishSpeech(ctx, store.SpeechFinish{ID: sp.ID, Token: token, Status: store.SpeechCompleted, FinishedAt: time.Now()})
+		})
+	}
+	if err := finish(sp1, "att_new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := finish(sp1, "att_new"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("second finish: %v", err)
+	}
+	wantInFlight(t, "finished once", speechesInFlight(t, s, a1), 1, 2)
+	if err := finish(sp3, sp3.AttemptToken); err != nil {
+		t.Fatal(err)
+	}
+	wantInFlight(t, "other key finished", speechesInFlight(t, s, a1), 1, 1)
+}
+
+// errOverLimit is what the admitting transaction returns to roll its create back.
+var errOverLimit = errors.New("over the in-flight limit")
+
+// AdmitUnderLimit creates a task for key k in one transaction of s and keeps it only if the
+// key then has no more than limit tasks in flight: how the service admits a video task.
+func AdmitUnderLimit(ctx context.Context, s store.Store, k store.Key, limit int) error {
+	return s.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateTask(ctx, newTask(k, "")); err != nil {
+			return err
+		}
+		f, err := tx.TasksInFlight(ctx, k.ID, k.TenantID)
+		if err != nil {
+			return err
+		}
+		if f.Key > limit {
+			return errOverLimit
+		}
+		return nil
+	})
+}
+
+// InFlightLimitHolds admits tasks for one key from many goroutines at once, spread over the
+// given store handles (on PostgreSQL, two handles on one database are two replicas), and
+// fails unless exactly limit were admitted and every other attempt was refused by the limit.
+// The first handle must hold the key.
+func InFlightLimitHolds(t *testing.T, handles []store.Store, limit, attempts int) {
+	t.Helper()
+	k := newKey(t, handles[0], "acme", false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var admitted, refused atomic.Int64
+	errs := make(chan error, attempts)
+	var wg sync.WaitGroup
+	for i := 0; i < attempts; i++ {
+		wg.Add(1)
+		go func(s store.Store) {
+			defer wg.Done()
+			switch err := AdmitUnderLimit(ctx, s, k, limit); {
+			case err == nil:
+				admitted.Add(1)
+			case errors.Is(err, errOverLimit):
+				refused.Add(1)
+			default:
+				errs <- err
+			}
+		}(handles[i%len(handles)])
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("admit: %v", err)
+	}
+	if admitted.Load() != int64(limit) || refused.Load() != int64(attempts-limit) {
+		t.Fatalf("admitted %d and refused %d of %d concurrent creates, want %d admitted", admitted.Load(), refused.Load(), attempts, limit)
+	}
+	for i, s := range handles {
+		wantInFlight(t, fmt.Sprintf("handle %d", i), tasksInFlight(t, s, k), limit, limit)
+	}
+}
+
+func testInFlightLimitHoldsUnderConcurrentCreates(t *testing.T, s store.Store) {
+	InFlightLimitHolds(t, []store.Store{s}, 5, 40)
+}
