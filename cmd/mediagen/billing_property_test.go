@@ -96,7 +96,7 @@ func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
 		k := key{secret: reKey.FindString(o), id: regexp.MustCompile(`key id:\s+(key_\S+)`).FindStringSubmatch(o)[1], unlimited: i == 4}
 		if i < 4 {
 			// Small credits, so that reservations and 402s meet.
-			admin(t, data, "credit", "--key", k.id, "--amount", fmt.Sprintf("%.2f", 0.05+rng.Float64()*3))
+			admin(t, data, "credit", "--key", k.id, "--amount", fmt.Sprintf("%.2f", 0.05+rng.Float64()*8))
 		}
 		keys = append(keys, k)
 	}

@@ -29,8 +29,9 @@ func TestSpeechGeneratesAndChargesMeasuredDuration(t *testing.T) {
 		t.Fatalf("balance %+v, want used %s", bal, charge)
 	}
 	rec, _ := se.store.Speech(t.Context(), b.ID)
-	// 44 characters → ceil(44 / 12) = 4 s reserved at 0.0002.
-	if rec.Status != store.SpeechCompleted || rec.Reserved != 800 || rec.Charged != charge || rec.KeyID != se.keyRec.ID {
+	// The reservation is the sandbox engine's bound for the spoken text at 0.0002 per second.
+	want := money.Micros(speech.EstimateSeconds(speech.EspeakBound, "Hello from the speech test.\nCalm and clear.") * 200)
+	if rec.Status != store.SpeechCompleted || rec.Reserved != want || rec.Charged != charge || rec.KeyID != se.keyRec.ID {
 		t.Errorf("record %+v", rec)
 	}
 	storetest.CheckLedger(t, se.store)

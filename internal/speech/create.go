@@ -78,7 +78,7 @@ func (s *Service) Create(ctx context.Context, c Caller, body []byte) (*Response,
 	if err := s.checkReferences(ctx, req.References); err != nil {
 		return nil, err
 	}
-	quote, err := Estimate(c.Tenant.Currency, rate, req.Text)
+	quote, err := Estimate(c.Tenant.Currency, rate, s.boundOf(string(alias.Upstream)), req.Text)
 	if err != nil {
 		return nil, err
 	}

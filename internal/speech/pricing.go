@@ -8,11 +8,6 @@ import (
 	"mediagen/internal/money"
 )
 
-// EstimateCharsPerSecond is the speaking pace the reservation assumes. Typical speech is
-// 14–16 characters per second (the sandbox speaks at 175 words per minute, about 15), so
-// reserving at 12 usually covers the final amount; the reservation is not a cap either way.
-const EstimateCharsPerSecond = 12
-
 // Quote is the frozen pricing of a speech request, stored with its record.
 type Quote struct {
 	Currency string       `json:"currency"`
@@ -24,16 +19,18 @@ type Quote struct {
 	Amount           money.Micros `json:"amount"` // the reservation
 }
 
-// EstimateSeconds is the documented reservation length: ceil(characters / 12), at least 1.
-func EstimateSeconds(characters int) int64 {
-	secs := (int64(characters) + EstimateCharsPerSecond - 1) / EstimateCharsPerSecond
-	return max(secs, 1)
+// EstimateSeconds is the reservation length of a text under the engine's bound, in whole
+// seconds rounded up, at least 1.
+func EstimateSeconds(b Bound, text string) int64 {
+	return max((b.Micros(text)+999_999)/1_000_000, 1)
 }
 
-// Estimate prices the reservation of a text: EstimateSeconds × rate.
-func Estimate(currency string, rate money.Micros, text string) (Quote, error) {
+// Estimate prices the reservation of a text: EstimateSeconds under the bound × rate. The
+// reservation bounds the charge (docs/billing.md): the engine's audio for the text is never
+// longer than the bound.
+func Estimate(currency string, rate money.Micros, b Bound, text string) (Quote, error) {
 	n := utf8.RuneCountInString(text)
-	secs := EstimateSeconds(n)
+	secs := EstimateSeconds(b, text)
 	amount, err := billing.SecondsCost(rate, secs*1_000_000)
 	if err != nil {
 		return Quote{}, fmt.Errorf("speech estimate: %w", err)

@@ -80,6 +80,9 @@ type Service struct {
 	Metrics *Metrics // optional
 	// Overages counts settlements above their reservation (optional; they are logged always).
 	Overages *billing.Overages
+	// Bounds are the measured audio bounds of the engines by upstream name (see Bound);
+	// an engine without one uses EspeakBound.
+	Bounds map[string]Bound
 
 	LinkTTL      time.Duration // lifetime of the download link; 0 → DefaultLinkTTL
 	Wait         time.Duration // bounded wait of one attempt; 0 → DefaultWait

@@ -31,18 +31,29 @@ import (
 	"mediagen/internal/store/storetest"
 )
 
-func TestSpeechEstimateSeconds(t *testing.T) {
+func TestSpeechEstimateSecondsFollowsTheBound(t *testing.T) {
+	b := EspeakBound
 	for _, c := range []struct {
-		chars int
-		want  int64
-	}{{0, 1}, {1, 1}, {12, 1}, {13, 2}, {24, 2}, {25, 3}, {2999, 250}, {3000, 250}} {
-		if got := EstimateSeconds(c.chars); got != c.want {
-			t.Errorf("EstimateSeconds(%d) = %d, want %d", c.chars, got, c.want)
+		name, text string
+		want       int64
+	}{
+		// (0.6 + 2 × 0.5 + 0.05) × 1.1 = 1.815 → 2 s.
+		{"two letters and a space", "ab ", 2},
+		// (0.6 + 4 × 0.75) × 1.1 = 3.96 → 4 s.
+		{"digits", "1234", 4},
+		// (0.6 + 1.6) × 1.1 = 2.42 → 3 s: other scripts are read by name.
+		{"one kanji", "漢", 3},
+		// (0.6 + 0.4 + 0.5) × 1.1 = 1.65 → 2 s.
+		{"a letter on its own line", "\nw", 2},
+	} {
+		if got := EstimateSeconds(b, c.text); got != c.want {
+			t.Errorf("%s: EstimateSeconds = %d, want %d", c.name, got, c.want)
 		}
 	}
-	// Characters are code points: 13 × "漢" (39 bytes) is 2 s, like 13 ASCII letters.
-	q, err := Estimate("USD", 200, strings.Repeat("漢", 13))
-	if err != nil || q.Characters != 13 || q.EstimatedSeconds != 2 || q.Amount != 400 || q.Rate != 200 || q.Currency != "USD" {
+	// Characters are code points: 13 × "漢" counts 13.
+	q, err := Estimate("USD", 200, b, strings.Repeat("漢", 13))
+	// (0.6 + 13 × 1.6) × 1.1 = 23.54 → 24 s.
+	if err != nil || q.Characters != 13 || q.EstimatedSeconds != 24 || q.Amount != 4800 || q.Rate != 200 || q.Currency != "USD" {
 		t.Fatalf("Estimate = %+v, %v", q, err)
 	}
 }
@@ -189,7 +200,7 @@ func (e *env) crashAfterAccept(body string) store.Speech {
 	}
 	alias, _ := e.caller.Tenant.Alias(req.Model)
 	rate, _ := e.caller.Tenant.Rates.SpeechRate()
-	q, err := Estimate("USD", rate, req.Text)
+	q, err := Estimate("USD", rate, EspeakBound, req.Text)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -218,7 +229,8 @@ func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
 	rec := e.crashAfterAccept(body)
 	reg := prometheus.NewRegistry()
 	e.svc.Metrics = NewMetrics(reg)
-	if b := e.balance(); b.Reserved != rec.Reserved || rec.Reserved != 400 {
+	q, _ := Estimate("USD", 200, EspeakBound, "Recovered after a crash.")
+	if b := e.balance(); b.Reserved != rec.Reserved || rec.Reserved != q.Amount {
 		t.Fatalf("after accept: %+v (reserved %s)", b, rec.Reserved)
 	}
 	// Before the deadline the record belongs to the (dead) original: a retry waits for it and,
