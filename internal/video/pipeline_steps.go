@@ -12,6 +12,7 @@ import (
 
 	"mediagen/internal/billing"
 	"mediagen/internal/contract"
+	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider"
 	"mediagen/internal/store"
 	"mediagen/internal/worker"
@@ -139,7 +140,7 @@ func enhRouteOf(e *contract.EnhancementParams) string {
 
 // lastFrame takes a JPG of the final video's last frame and stores it.
 func (s *stepCtx) lastFrame(ctx context.Context, videoPath string) (string, error) {
-	dir, err := os.MkdirTemp("", "mediagen-lastframe-")
+	dir, err := os.MkdirTemp("", ffmpeg.ScratchPrefix+"lastframe-*") // swept at start if a crash leaves it
 	if err != nil {
 		return "", err
 	}
