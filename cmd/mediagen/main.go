@@ -1,4 +1,5 @@
-// Command mediagen is the whole service in one binary: serve, migrate, admin and version.
+// Command mediagen is the whole service in one binary: serve, migrate, admin and version, and
+// the client commands (video, speech, balance, assets, tour) built on the public client package.
 package main
 
 import (
@@ -32,6 +33,10 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func exitCode(err error) int {
+	var in interrupted
+	if errors.As(err, &in) {
+		return 130
+	}
 	var u usageError
 	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
 		return 2
@@ -46,6 +51,7 @@ Usage:
   mediagen migrate [flags]            apply database migrations and exit
   mediagen admin   <command> [flags]  operator commands (run 'mediagen admin' for the list)
   mediagen version                    print the version
+  mediagen video|speech|balance|assets|tour  the client ('mediagen help' for the list)
 
 Run 'mediagen serve -h' for the configuration flags and their environment variables.`
 
@@ -71,11 +77,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runMigrate(ctx, args[1:], getenv, stdout, stderr)
 	case "admin":
 		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
+	case "video":
+		return runVideo(ctx, args[1:], getenv, stdout, stderr)
+	case "speech":
+		return runSpeech(ctx, args[1:], getenv, stdout, stderr)
+	case "balance":
+		return runBalance(ctx, args[1:], getenv, stdout, stderr)
+	case "assets":
+		return runAssets(ctx, args[1:], getenv, stdout, stderr)
+	case "tour":
+		return runTour(ctx, args[1:], getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "mediagen", version)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, clientUsage)
 		return nil
 	default:
 		fmt.Fprintln(stderr, usage)
