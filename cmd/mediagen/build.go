@@ -15,6 +15,7 @@ import (
 	"mediagen/internal/httpapi"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
+	"mediagen/internal/media/samples"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/speech"
@@ -35,8 +36,12 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	fetchOpts, _ := c.fetchOptions()
 	fetchOpts.TLSConfig = m.FetchTLS
-	fetch := safefetch.New(fetchOpts)
 	tools := ffmpeg.Tools{}
+	if c.samplesOn(m.demo) {
+		fetchOpts.Samples = (&samples.Server{Tools: tools, Dir: filepath.Join(c.DataDir, "samples")}).Fetch()
+		m.log.Info("sandbox samples on", "urls", samples.Names())
+	}
+	fetch := safefetch.New(fetchOpts)
 	reg := prometheus.NewRegistry()
 	registerStoreMetrics(reg, m.db)
 	overages := billing.NewOverages(reg)
