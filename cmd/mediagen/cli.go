@@ -90,6 +90,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 func (e *cliEnv) printJSON(v any) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // URLs keep their & for people and scripts alike
 	return enc.Encode(v)
 }
 

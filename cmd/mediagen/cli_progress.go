@@ -163,12 +163,13 @@ func (b *bars) downloadDone(_ string, n int64, err error) {
 	b.dl.SetTotal(n, true)
 }
 
-// close finishes the display; bars still running (Ctrl-C) are aborted so Wait returns.
+// close finishes the display. Bars still running (Ctrl-C) are removed, so the message that
+// follows (how to resume) is not mixed with a half-drawn line.
 func (b *bars) close() {
 	b.mu.Lock()
 	for _, bar := range []*mpb.Bar{b.taskB, b.dl} {
-		if bar != nil && !bar.Completed() {
-			bar.Abort(false)
+		if bar != nil && !bar.AbortedOrCompleted() {
+			bar.Abort(true)
 		}
 	}
 	b.mu.Unlock()
