@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -21,7 +22,12 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "mediagen:", err)
+			// Errors of the client package already name the program.
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "mediagen: ") {
+				msg = "mediagen: " + msg
+			}
+			fmt.Fprintln(os.Stderr, msg)
 		}
 		os.Exit(exitCode(err))
 	}
