@@ -40,6 +40,8 @@ var (
 	fenceRE   = regexp.MustCompile("^```(\\S*)\\s*(.*)$")
 	curlURLRE = regexp.MustCompile(`http://127\.0\.0\.1:8080(/v1/\S+?)['"]?(\s|$)`)
 	curlBody  = regexp.MustCompile(`(?s)-d '(.*?)'`)
+	// trailingComment is a shell comment after a command (the docs' commands quote no #).
+	trailingComment = regexp.MustCompile(`\s+#.*$`)
 )
 
 func collectDocExamples(t *testing.T) []docExample {
@@ -107,6 +109,7 @@ func examplesOfBlock(where, lang, info string, block []string) []docExample {
 				continue
 			}
 			if strings.HasPrefix(c, "mediagen ") {
+				c = trailingComment.ReplaceAllString(c, "")
 				args := shellSplit(strings.ReplaceAll(c, "\\\n", " "))[1:]
 				switch args[0] {
 				case "video", "speech", "balance", "assets", "tour":
