@@ -21,7 +21,7 @@ import (
 //     written $KEY or mg_…; lines with <placeholders> are skipped);
 //   - every ```json block whose info string is a request line, e.g. "json POST /v1/videos",
 //     optionally followed by expect=failed|expired (a video task's final status; default
-//     completed) — $GROUP_ID and $ASSET_ID stand for the ids the previous examples made;
+//     completed; a failed speech request is its 502 answer) — $GROUP_ID and $ASSET_ID stand for the ids the previous examples made;
 //   - every `mediagen video|speech|balance|assets|tour …` line of a ```sh block (lines with
 //     … or <placeholders> are skipped), run in a scratch directory.
 //
@@ -202,6 +202,13 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 		}
 		body := strings.NewReplacer("$GROUP_ID", ids["group"], "$ASSET_ID", ids["asset"]).Replace(ex.body)
 		status, b := e.call(ex.method, ex.path, body)
+		if ex.path == "/v1/audio/speech" && ex.expect == "failed" {
+			// Speech is synchronous: its failure is the answer itself.
+			if status != 502 || !bytes.Contains(b, []byte(`"code":"speech_generation_failed"`)) {
+				t.Errorf("%s: want the 502 speech failure, got %d %s", ex.where, status, b)
+			}
+			continue
+		}
 		if status < 200 || status > 299 {
 			t.Errorf("%s: %s %s: %d %s", ex.where, ex.method, ex.path, status, b)
 			continue
