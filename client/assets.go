@@ -34,9 +34,9 @@ type AssetGroup struct {
 // Active; reference the asset in video requests as "asset://" + ID.
 type Asset struct {
 	ID            string  `json:"Id"`
-	GroupID       string  `json:"GroupId"`
-	AssetType     string  `json:"AssetType"`
-	Name          string  `json:"Name"`
+	GroupID       string  `json:"GroupId,omitempty"`
+	AssetType     string  `json:"AssetType,omitempty"`
+	Name          string  `json:"Name,omitempty"`
 	Status        string  `json:"Status"`
 	URL           string  `json:"URL,omitempty"`
 	URLExpiresAt  int64   `json:"URLExpiresAt,omitempty"`
@@ -45,8 +45,8 @@ type Asset struct {
 	Height        int     `json:"Height,omitempty"`
 	FailureCode   string  `json:"FailureCode,omitempty"`
 	FailureReason string  `json:"FailureReason,omitempty"`
-	CreatedAt     int64   `json:"CreatedAt"`
-	UpdatedAt     int64   `json:"UpdatedAt"`
+	CreatedAt     int64   `json:"CreatedAt,omitempty"`
+	UpdatedAt     int64   `json:"UpdatedAt,omitempty"`
 }
 
 // URI is the asset:// reference of the asset for metadata.content.
