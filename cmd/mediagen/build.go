@@ -17,6 +17,7 @@ import (
 	"mediagen/internal/limits"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
+	"mediagen/internal/media/samples"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/speech"
@@ -37,7 +38,6 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	fetchOpts, _ := c.fetchOptions()
 	fetchOpts.TLSConfig = m.FetchTLS
-	fetch := safefetch.New(fetchOpts)
 	tools := ffmpeg.Tools{}
 	// A process killed mid-run (SIGKILL, power loss) ran no deferred cleanup: its tools'
 	// scratch directories stay in the temporary directory until someone removes them.
@@ -46,6 +46,11 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	} else if n > 0 {
 		m.log.Info("removed scratch files of stopped processes", "removed", n)
 	}
+	if c.samplesOn(m.demo) {
+		fetchOpts.Samples = (&samples.Server{Tools: tools, Dir: filepath.Join(c.DataDir, "samples")}).Fetch()
+		m.log.Info("sandbox samples on", "urls", samples.Names())
+	}
+	fetch := safefetch.New(fetchOpts)
 	reg := prometheus.NewRegistry()
 	registerStoreMetrics(reg, m.db)
 	overages := billing.NewOverages(reg)

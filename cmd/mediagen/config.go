@@ -15,6 +15,7 @@ import (
 
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/safefetch"
+	"mediagen/internal/media/samples"
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/sqlite"
@@ -33,6 +34,9 @@ type Config struct {
 	// FetchAllow opens safefetch to addresses it refuses by default: "loopback" and/or CIDRs,
 	// comma-separated. For operators' own development and the sandbox; off by default.
 	FetchAllow string
+	// SandboxSamples serves the sandbox's built-in sample media to the service's own fetch
+	// client (auto: only with the embedded demo catalog; on; off). See internal/media/samples.
+	SandboxSamples string
 	// DebugListen, when set, serves net/http/pprof on its own listener (never on the API's).
 	DebugListen string
 
@@ -113,6 +117,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		num(&c.LimitReplicas, "limit-replicas", 1, "request-rate limits: each replica enforces 1/N of the catalog's rates and bursts; set N to the number of API replicas for a cluster-wide rate, 1 to enforce the full rate in every replica (docs/limits.md)")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		str(&c.DebugListen, "debug-listen", "", "serve Go profiling (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly")
+		str(&c.SandboxSamples, "sandbox-samples", "auto", "serve the sandbox's sample media at https://"+samples.Host+"/… to the service's own fetches, with no network I/O: auto (only with the embedded demo catalog), on or off")
 		str(&c.FetchAllow, "fetch-allow", "", "let media fetches reach these non-public addresses: 'loopback' and/or CIDRs, comma-separated (development only)")
 	}
 }
@@ -147,6 +152,11 @@ func (c *Config) validate() error {
 	}
 	if _, err := c.fetchOptions(); err != nil {
 		return err
+	}
+	switch c.SandboxSamples {
+	case "", "auto", "on", "off":
+	default:
+		return fmt.Errorf("--sandbox-samples %q: want auto, on or off", c.SandboxSamples)
 	}
 	if c.DB == "" {
 		c.DB = "sqlite:" + filepath.Join(c.DataDir, "mediagen.db")
@@ -223,4 +233,17 @@ func (c *Config) fetchOptions() (safefetch.Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// samplesOn says whether the sandbox samples are served: "auto" turns them on only with the
+// embedded demo catalog, so an operator's catalog (a production configuration) never has them
+// unless it asks.
+func (c *Config) samplesOn(demoCatalog bool) bool {
+	switch c.SandboxSamples {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return demoCatalog
 }

@@ -1,4 +1,5 @@
-// Command mediagen is the whole service in one binary: serve, migrate, admin and version.
+// Command mediagen is the whole service in one binary: serve, migrate, admin and version, and
+// the client commands (video, speech, balance, assets, tour) built on the public client package.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -20,7 +22,12 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "mediagen:", err)
+			// Errors of the client package already name the program.
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "mediagen: ") {
+				msg = "mediagen: " + msg
+			}
+			fmt.Fprintln(os.Stderr, msg)
 		}
 		os.Exit(exitCode(err))
 	}
@@ -32,6 +39,10 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func exitCode(err error) int {
+	var in interrupted
+	if errors.As(err, &in) {
+		return 130
+	}
 	var u usageError
 	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
 		return 2
@@ -46,6 +57,7 @@ Usage:
   mediagen migrate [flags]            apply database migrations and exit
   mediagen admin   <command> [flags]  operator commands (run 'mediagen admin' for the list)
   mediagen version                    print the version
+  mediagen video|speech|balance|assets|tour  the client ('mediagen help' for the list)
 
 Run 'mediagen serve -h' for the configuration flags and their environment variables.`
 
@@ -71,11 +83,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runMigrate(ctx, args[1:], getenv, stdout, stderr)
 	case "admin":
 		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
+	case "video":
+		return runVideo(ctx, args[1:], getenv, stdout, stderr)
+	case "speech":
+		return runSpeech(ctx, args[1:], getenv, stdout, stderr)
+	case "balance":
+		return runBalance(ctx, args[1:], getenv, stdout, stderr)
+	case "assets":
+		return runAssets(ctx, args[1:], getenv, stdout, stderr)
+	case "tour":
+		return runTour(ctx, args[1:], getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "mediagen", version)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, clientUsage)
 		return nil
 	default:
 		fmt.Fprintln(stderr, usage)

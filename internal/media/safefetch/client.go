@@ -173,7 +173,13 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp, err := g.c.transport.RoundTrip(req)
+	var resp *http.Response
+	var err error
+	if g.c.opts.Samples.serves(req.URL) {
+		resp, err = g.c.opts.Samples.roundTrip(req) // opt-in sandbox samples; see Samples
+	} else {
+		resp, err = g.c.transport.RoundTrip(req)
+	}
 	if err != nil {
 		return nil, err
 	}

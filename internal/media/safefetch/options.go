@@ -56,6 +56,10 @@ type Options struct {
 	// TLSConfig lets tests trust an httptest certificate. Nil means the
 	// system roots with TLS 1.2 or later.
 	TLSConfig *tls.Config
+
+	// Samples, when set, answers one reserved host from built-in sandbox
+	// media without any network I/O (see Samples). Nil in production.
+	Samples *Samples
 }
 
 // RequestOptions adjust one Get.
