@@ -27,6 +27,8 @@ import (
 	"mediagen/internal/money"
 	"mediagen/internal/provider"
 	"mediagen/internal/store"
+	"mediagen/internal/store/postgres"
+	"mediagen/internal/store/postgres/pgtest"
 	"mediagen/internal/store/sqlite"
 	"mediagen/internal/video"
 )
@@ -37,8 +39,15 @@ import (
 // expiry, and now and then an upstream that reports more than it could have. Whatever
 // happens, no key that is not unlimited ends below zero except by recorded overage, every
 // overage comes from a misbehaving upstream, nothing stays reserved, and the ledger checks
-// out. MEDIAGEN_PROPERTY_SEED replays a run; MEDIAGEN_PROPERTY_REQUESTS sets its size.
+// out, on SQLite and on PostgreSQL. MEDIAGEN_PROPERTY_SEED replays a run;
+// MEDIAGEN_PROPERTY_REQUESTS sets its size.
 func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { propertyRun(t, "") })
+	t.Run("postgres", func(t *testing.T) { propertyRun(t, pgtest.URL(t)) })
+}
+
+// propertyRun runs the property on the embedded SQLite store, or on PostgreSQL at pgURL.
+func propertyRun(t *testing.T, pgURL string) {
 	tools := requireTools(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("MEDIAGEN_PROPERTY_SEED"); s != "" {
@@ -73,8 +82,12 @@ func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
 	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	m.Upstreams = map[string]video.Upstream{"sandbox": {Generator: up, Enhancer: up}}
 	data := filepath.Join(dir, "data")
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", data, "--sandbox-pace", "0",
-		"--fetch-allow", "loopback", "--log-level", "error", "--workers", "8"}); err != nil {
+	var dbArgs []string
+	if pgURL != "" {
+		dbArgs = []string{"--db", pgURL}
+	}
+	if err := m.ParseFlags(append([]string{"--listen", "127.0.0.1:0", "--data-dir", data, "--sandbox-pace", "0",
+		"--fetch-allow", "loopback", "--log-level", "error", "--workers", "8"}, dbArgs...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
@@ -92,11 +105,11 @@ func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
 		if i == 4 {
 			args = append(args, "--unlimited")
 		}
-		o := admin(t, data, args...)
+		o := admin(t, data, append(args, dbArgs...)...)
 		k := key{secret: reKey.FindString(o), id: regexp.MustCompile(`key id:\s+(key_\S+)`).FindStringSubmatch(o)[1], unlimited: i == 4}
 		if i < 4 {
 			// Small credits, so that reservations and 402s meet.
-			admin(t, data, "credit", "--key", k.id, "--amount", fmt.Sprintf("%.2f", 0.05+rng.Float64()*8))
+			admin(t, data, append([]string{"credit", "--key", k.id, "--amount", fmt.Sprintf("%.2f", 0.05+rng.Float64()*8)}, dbArgs...)...)
 		}
 		keys = append(keys, k)
 	}
@@ -133,11 +146,7 @@ func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
 		outcomes[waitTerminal(t, m.URL(), keysOf(keys, func(k key) string { return k.secret }), id)]++
 	}
 
-	db, err := sqlite.Open(context.Background(), filepath.Join(data, "mediagen.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, refs := openForCheck(t, data, pgURL)
 	ctx := context.Background()
 	if err := db.CheckLedger(ctx); err != nil {
 		t.Fatalf("ledger: %v", err)
@@ -161,7 +170,6 @@ func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
 			t.Errorf("key %s ends at %s with only %s of recorded overage", k.id, b.Available, over)
 		}
 	}
-	refs := overageRefs(t, filepath.Join(data, "mediagen.db"))
 	for _, ref := range refs {
 		overages++
 		if !up.misbehaved(ref) {
@@ -174,7 +182,7 @@ func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
 	if got := metricSum(t, m.URL(), "mediagen_settlement_overage_total"); got != float64(overages) {
 		t.Errorf("mediagen_settlement_overage_total = %v, want %d", got, overages)
 	}
-	list := admin(t, data, "key", "list", "--tenant", "demo")
+	list := admin(t, data, append([]string{"key", "list", "--tenant", "demo"}, dbArgs...)...)
 	if !strings.Contains(list, "OVERAGE") {
 		t.Errorf("admin key list shows no overage column:\n%s", list)
 	}
@@ -265,14 +273,32 @@ func waitTerminal(t *testing.T, base string, secrets []string, id string) string
 	return ""
 }
 
-func overageRefs(t *testing.T, dbPath string) []string {
+// openForCheck opens the run's store for the final checks and lists the refs of its overage
+// transactions.
+func openForCheck(t *testing.T, data, pgURL string) (store.Store, []string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro")
+	ctx := context.Background()
+	var db store.Store
+	var raw *sql.DB
+	var err error
+	if pgURL == "" {
+		path := filepath.Join(data, "mediagen.db")
+		db, err = sqlite.Open(ctx, path)
+		if err == nil {
+			raw, err = sql.Open("sqlite", "file:"+path+"?mode=ro")
+		}
+	} else {
+		db, err = postgres.Open(ctx, pgURL)
+		if err == nil {
+			raw, err = sql.Open("pgx", pgURL)
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT ref FROM ledger_txns WHERE kind = ?`, store.TxnKindOverage)
+	t.Cleanup(func() { _ = db.Close(); _ = raw.Close() })
+	// The kind is a constant of ours, written into the query so it runs on both dialects.
+	rows, err := raw.QueryContext(ctx, `SELECT ref FROM ledger_txns WHERE kind = '`+store.TxnKindOverage+`'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,10 +306,12 @@ func overageRefs(t *testing.T, dbPath string) []string {
 	var refs []string
 	for rows.Next() {
 		var r string
-		_ = rows.Scan(&r)
+		if err := rows.Scan(&r); err != nil {
+			t.Fatal(err)
+		}
 		refs = append(refs, r)
 	}
-	return refs
+	return db, refs
 }
 
 func metricSum(t *testing.T, base, name string) float64 {
