@@ -77,6 +77,12 @@ type EnhanceRequest struct {
 	BitDepth       *int
 	Scene          string
 	EnhanceStyle   string
+	// MaxSourceSeconds is the longest source the task was priced for (0: no limit): the
+	// source was measured at submission and the reservation bounds the charge from that
+	// length. A source URL can serve something longer by the time the engine fetches it, so
+	// an engine refuses a longer source (CodeSourceChanged) instead of processing it; an
+	// adapter for an upstream that fetches the URL itself must give it a copy it measured.
+	MaxSourceSeconds float64
 	// Prompt is the production request's prompt when this job is a production task's second
 	// half ("" for standalone enhancement). Upstreams may ignore it; the sandbox reads its
 	// [sandbox:enhance=…] markers from it.

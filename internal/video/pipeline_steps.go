@@ -61,9 +61,15 @@ func productionTool(t contract.Tier) string {
 func (s *stepCtx) enhanceRequest(key string) (provider.EnhanceRequest, error) {
 	r := s.req.Request
 	if e := r.Enhancement; e != nil {
+		// A task accepted before sources were measured has no SourceMicros: no limit.
+		var maxSource float64
+		if s.quote.SourceMicros > 0 {
+			maxSource = float64(s.quote.SourceMicros+billing.OutputSlackMicros) / 1e6
+		}
 		return provider.EnhanceRequest{IdempotencyKey: key, Model: s.req.Model, ToolVersion: e.ToolVersion,
 			Source: provider.Source{URL: e.VideoURL}, Resolution: e.Resolution, ShortSide: e.ResolutionLimit,
-			FPS: e.FPS, Bitrate: e.Bitrate, BitrateLevel: e.BitrateLevel, BitDepth: e.BitDepth,
+			MaxSourceSeconds: maxSource,
+			FPS:              e.FPS, Bitrate: e.Bitrate, BitrateLevel: e.BitrateLevel, BitDepth: e.BitDepth,
 			Scene: e.Scene, EnhanceStyle: e.EnhanceStyle}, nil
 	}
 	p := r.Production

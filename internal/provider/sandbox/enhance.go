@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider"
@@ -110,6 +111,9 @@ func (e *Engine) renderEnhancement(ctx context.Context, spec *jobSpec) (result, 
 		if err != nil {
 			return result{}, err
 		}
+		if err := e.checkSourceLength(ctx, src, spec.Enhance.MaxSourceSeconds); err != nil {
+			return result{}, err
+		}
 		e.renders.Add(1)
 		if err := e.cfg.Tools.Enhance(ctx, src, out, enhanceSpec(*spec.Enhance, spec.ShortSide)); err != nil {
 			return result{}, enhanceError(err)
@@ -127,6 +131,24 @@ func (e *Engine) renderEnhancement(ctx context.Context, spec *jobSpec) (result, 
 		FPS:         info.FPS,
 		Duration:    info.Duration,
 	}, nil
+}
+
+// checkSourceLength refuses a source longer than the task was priced for: the URL served
+// something else after submission (or was made to).
+func (e *Engine) checkSourceLength(ctx context.Context, src string, maxSeconds float64) error {
+	if maxSeconds <= 0 {
+		return nil
+	}
+	info, err := e.cfg.Tools.Probe(ctx, src)
+	if err != nil {
+		return failJob("The source is not a readable video.", err)
+	}
+	if info.Duration > maxSeconds {
+		return &jobError{code: CodeSourceChanged, message: fmt.Sprintf(
+			"The source video measures %.3f s now, longer than the %.3f s it measured when the task was accepted; a source must not change after submission. Nothing was charged.",
+			info.Duration, maxSeconds)}
+	}
+	return nil
 }
 
 func enhanceError(err error) error {

@@ -177,3 +177,42 @@ func TestEnhancementTargets(t *testing.T) {
 		}
 	}
 }
+
+// A source longer than the task was priced for — the URL served a short clip when it was
+// measured at submission and a longer one now — is refused, not processed: the reservation
+// was bounded by the measured length.
+func TestEnhancementRefusesASourceLongerThanPricedFor(t *testing.T) {
+	src := sourceVideo(t) // 1 s
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := &mediaServer{files: map[string][]byte{"/in.mp4": data}}
+	srv := httptest.NewServer(ms)
+	defer srv.Close()
+	e := newEngine(t, "", withFetch(loopbackClient(t, srv)))
+	for _, tc := range []struct {
+		name       string
+		maxSeconds float64
+		status     provider.Status
+	}{
+		{"priced for 0.5 s: refused", 0.5, provider.StatusFailed},
+		{"priced for 1.25 s: enhanced", 1.25, provider.StatusSucceeded},
+		{"no limit: enhanced", 0, provider.StatusSucceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := e.SubmitEnhancement(context.Background(), provider.EnhanceRequest{IdempotencyKey: tc.name,
+				Source: provider.Source{URL: srv.URL + "/in.mp4"}, ShortSide: 90, MaxSourceSeconds: tc.maxSeconds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := wait(t, e.PollEnhancement, id, 30*time.Second)
+			if j.Status != tc.status {
+				t.Fatalf("job = %+v, want %s", j, tc.status)
+			}
+			if tc.status == provider.StatusFailed && (j.ErrorCode != CodeSourceChanged || !strings.Contains(j.ErrorMessage, "must not change")) {
+				t.Errorf("error %s %q", j.ErrorCode, j.ErrorMessage)
+			}
+		})
+	}
+}

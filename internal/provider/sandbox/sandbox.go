@@ -49,6 +49,9 @@ const (
 	CodeExpired          = "task_expired"
 	CodeInvalidParameter = "InvalidParameter"
 	CodeTaskTypeMismatch = "InvalidParameter.TaskTypeMismatch"
+	// CodeSourceChanged: the enhancement source measured longer at processing than at
+	// submission (provider.EnhanceRequest.MaxSourceSeconds).
+	CodeSourceChanged = "InvalidParameter.SourceChanged"
 )
 
 // Config configures an Engine. Only Dir is required.

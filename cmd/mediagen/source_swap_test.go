@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"mediagen/internal/media/ffmpeg"
+)
+
+// A source that serves a 2 s clip when it is measured at submission and a 20 s clip when the
+// engine fetches it cannot make the task charge for 20 s: the reservation was bounded by the
+// measured 2 s, so the engine refuses the longer source, the task fails with
+// InvalidParameter.SourceChanged, and the whole reservation comes back.
+func TestEnhancementSourceSwappedAfterSubmissionIsRefused(t *testing.T) {
+	tools := requireTools(t)
+	dir := t.TempDir()
+	short, long := filepath.Join(dir, "short.mp4"), filepath.Join(dir, "long.mp4")
+	for p, d := range map[string]float64{short: 2, long: 20} {
+		if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 64, Height: 36, FPS: 12, Duration: d, Container: "mp4"}, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var swapped atomic.Bool
+	media := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := short
+		if swapped.Load() {
+			f = long
+		}
+		http.ServeFile(w, r, f)
+	}))
+	t.Cleanup(media.Close)
+	var out bytes.Buffer
+	m := NewMain(env(nil), &out, io.Discard)
+	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "0",
+		"--fetch-allow", "loopback", "--log-level", "error"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, key: m.DemoKey}
+	before, _ := e.balance()
+	// The service is fast to claim; the swap must happen between measuring and fetching, so
+	// the sandbox's slow marker holds the job a moment first.
+	id := e.create(`{"model":"demo-enhance-lite","metadata":{"video_url":"` + media.URL + `/clip.mp4?sandbox=slow:1s","duration":2,"resolution":"1080p"}}`)
+	swapped.Store(true)
+	task := e.wait(id)
+	if task.Status != "failed" || task.Error == nil || task.Error.Code != "InvalidParameter.SourceChanged" {
+		t.Fatalf("task = %+v, want failed with InvalidParameter.SourceChanged", task)
+	}
+	if after, used := e.balance(); after != before || used != "0" {
+		t.Fatalf("balance %s (used %s), want %s with nothing used", after, used, before)
+	}
+}
