@@ -40,7 +40,9 @@ func Settle(ctx context.Context, tx store.Tx, keyID, taskID string, reserved, fi
 	if final == 0 {
 		kind = "release"
 	}
-	if err := tx.Post(ctx, store.Txn{ID: idgen.New("txn"), Kind: kind, Ref: taskID, CreatedAt: at, Entries: entries}); err != nil {
+	// The settlement only returns money to available, never takes it; AllowOverdraft lets
+	// that return land on an available balance an earlier overage left below zero.
+	if err := tx.Post(ctx, store.Txn{ID: idgen.New("txn"), Kind: kind, Ref: taskID, CreatedAt: at, Entries: entries, AllowOverdraft: true}); err != nil {
 		return 0, fmt.Errorf("settle %s: %w", taskID, err)
 	}
 	if overage == 0 {
