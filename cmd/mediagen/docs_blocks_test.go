@@ -299,3 +299,68 @@ func TestDocsMakeTargetsExist(t *testing.T) {
 		t.Fatalf("found %d make lines in the docs; the parser lost them", n)
 	}
 }
+
+// TestDocsGoBlocksAreCompiledCode: a ```go block is either import lines of packages of this
+// module, or lines of a Go file of the repository named in its info string (```go
+// client/example_test.go), in the same order (blank lines and runs of spaces aside). Those
+// files are Example functions or their helpers, compiled (and, with an Output comment, run) by
+// their package's tests, so a snippet cannot show code that no longer compiles.
+func TestDocsGoBlocksAreCompiledCode(t *testing.T) {
+	importRE := regexp.MustCompile(`^import "mediagen/([^"]+)"$`)
+	n := 0
+	for _, b := range docBlocks(t) {
+		if b.lang != "go" {
+			continue
+		}
+		n++
+		lines := normalizedLines(b.text)
+		if len(lines) > 0 && importRE.MatchString(lines[0]) {
+			for _, l := range lines {
+				m := importRE.FindStringSubmatch(l)
+				if m == nil {
+					t.Errorf("%s: an import block holds only imports of this module, got %q", b.where(), l)
+				} else if st, err := os.Stat(filepath.Join("../..", m[1])); err != nil || !st.IsDir() {
+					t.Errorf("%s: %s: no such package in the repository", b.where(), l)
+				}
+			}
+			continue
+		}
+		src := strings.Fields(b.info)
+		if len(src) != 1 || !strings.HasSuffix(src[0], "_test.go") {
+			t.Errorf("%s: name the example file the snippet comes from: ```go path/to/example_test.go", b.where())
+			continue
+		}
+		code, err := os.ReadFile(filepath.Join("../..", src[0]))
+		if err != nil {
+			t.Errorf("%s: %v", b.where(), err)
+			continue
+		}
+		file := normalizedLines(string(code))
+		i := 0
+		for _, want := range lines {
+			for i < len(file) && file[i] != want {
+				i++
+			}
+			if i == len(file) {
+				t.Errorf("%s: %q is not in %s (in this order)", b.where(), want, src[0])
+				break
+			}
+			i++
+		}
+	}
+	if n < 5 {
+		t.Fatalf("found %d go blocks in the docs; the parser lost them", n)
+	}
+}
+
+// normalizedLines returns the non-blank lines of text, trimmed, with runs of blanks as one
+// space (gofmt aligns comments differently in a file and a snippet).
+func normalizedLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			out = append(out, strings.Join(f, " "))
+		}
+	}
+	return out
+}
