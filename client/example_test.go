@@ -191,3 +191,33 @@ func ExampleLibrary_WaitAsset() {
 	fmt.Println(a.Status, a.Duration, req.Metadata.Content[0].VideoURL.URL)
 	// Output: Active 5 asset://asset_1
 }
+
+// The walk-through of docs/clients.md: create, wait, tell a failed task apart, download.
+// (Compiled, not run: it talks to the service at MEDIAGEN_BASE_URL.)
+func ExampleClient_CreateVideo() {
+	ctx := context.Background()
+	c, err := client.New(os.Getenv("MEDIAGEN_BASE_URL"), os.Getenv("MEDIAGEN_API_KEY"), client.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	req := &client.NativeRequest{Model: "demo-video-fast", Prompt: "a paper boat on a pond at dawn",
+		Metadata: client.NativeMetadata{Duration: client.Int(5), Resolution: "720p", GenerateAudio: client.Bool(true)}}
+	task, err := c.CreateVideo(ctx, req) // req.Metadata.ClientRequestID is now set: store it with task.ID
+	if err != nil {
+		log.Fatal(err)
+	}
+	done, err := c.Wait(ctx, task.ID, func(v *client.Video) { log.Println(v.Status, v.Progress) })
+	var failed *client.TaskError
+	if errors.As(err, &failed) {
+		// failed.Code: video_generation_failed, InvalidParameter.TaskTypeMismatch, …
+		log.Fatal(failed.Code)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	n, err := c.DownloadFile(ctx, done.ResultURL(), "result.mp4", func(got, total int64) {})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Println("saved", n, "bytes")
+}

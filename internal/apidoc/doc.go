@@ -7,6 +7,8 @@
 //	(*Doc).ValidateRequest(method, path, header, body)   the operation exists; params, security, body
 //	(*Doc).ValidateResponse(method, path, status, header, body)
 //	                                                      the status is documented; headers, content type, body
+//	(*Doc).ValidateResponseBody(method, path, status, contentType, body)
+//	                                                      a sample answer: status documented, body fits
 //	(*Doc).ValidateUnrouted(method, path, status, header, body)
 //	                                                      the 404/405 answer to a request matching no operation
 //	(*Doc).ValidateExamples() error                       every example in the document fits its schema

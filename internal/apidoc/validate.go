@@ -107,6 +107,28 @@ func (d *Doc) ValidateResponse(method, path string, status int, header http.Head
 	return nil
 }
 
+// ValidateResponseBody checks what a sample answer in prose shows: the status is documented for
+// the operation and the body fits the schema of the documented media type contentType. Headers
+// are not checked: a sample seldom shows them all, and ValidateResponse checks real answers.
+func (d *Doc) ValidateResponseBody(method, path string, status int, contentType string, body []byte) error {
+	op, _, _, err := d.lookup(method, path)
+	if err != nil {
+		return err
+	}
+	resp := op.response(status)
+	if resp == nil {
+		return fmt.Errorf("%s %s (%s): status %d is not documented (documented: %s)", method, path, op.id, status, strings.Join(op.codes(), ", "))
+	}
+	md, err := matchMedia(resp.content, contentType)
+	if err == nil {
+		err = d.validateBody(md, body)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s → %d (%s): body: %w", method, path, status, op.id, err)
+	}
+	return nil
+}
+
 // ValidateUnrouted checks the answer to a request that matches no documented operation: a path
 // the document does not describe must be answered 404 as components/responses/NotFound says,
 // and a documented path with an undocumented method 405 as MethodNotAllowed says. Use it for

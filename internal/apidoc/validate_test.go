@@ -293,3 +293,31 @@ func TestInvalidResponses(t *testing.T) {
 		{name: "healthz wrong status", method: "GET", path: "/healthz", status: 200, body: `{"status":"ready"}`, want: "status"},
 	})
 }
+
+func TestValidateResponseBodyChecksStatusAndBodyNotHeaders(t *testing.T) {
+	d := doc(t)
+	cases := []struct {
+		name   string
+		status int
+		body   string
+		want   string // substring of the error; "" means valid
+	}{
+		{"completed task without headers", 200, taskCompleted, ""},
+		{"unknown member", 200, strings.Replace(taskCompleted, `"usage"`, `"cost":1,"usage"`, 1), "cost"},
+		{"undocumented status", 201, taskCompleted, "status 201 is not documented"},
+		{"429 without Retry-After", 429, `{"error":{"message":"m","type":"rate_limit_error","code":"rate_limit_exceeded"}}`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := d.ValidateResponseBody("GET", "/v1/videos/video_1", c.status, "application/json", []byte(c.body))
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("valid sample rejected: %v", err)
+			case c.want != "" && err == nil:
+				t.Fatal("invalid sample accepted")
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Fatalf("error does not mention %q:\n%v", c.want, err)
+			}
+		})
+	}
+}
