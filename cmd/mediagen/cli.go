@@ -22,6 +22,7 @@ import (
 // cliEnv is what every client command shares: where the service is, the key, how to print.
 type cliEnv struct {
 	baseURL, apiKey string
+	envKey          string // MEDIAGEN_API_KEY, used when --api-key is not given
 	poll            time.Duration
 	json            bool
 	stdout, stderr  io.Writer
@@ -40,7 +41,10 @@ func (e *cliEnv) register(fs *flag.FlagSet, getenv func(string) string) {
 		base = "http://127.0.0.1:8080"
 	}
 	fs.StringVar(&e.baseURL, "base-url", base, "service address (env MEDIAGEN_BASE_URL)")
-	fs.StringVar(&e.apiKey, "api-key", getenv("MEDIAGEN_API_KEY"), "API key (env MEDIAGEN_API_KEY)")
+	// The variable is read after parsing, never made the flag's default: -h prints defaults,
+	// and a secret must not land in a terminal's scrollback or a CI log.
+	fs.StringVar(&e.apiKey, "api-key", "", "API key (default: env MEDIAGEN_API_KEY)")
+	e.envKey = getenv("MEDIAGEN_API_KEY")
 	poll := 30 * time.Second
 	if v := getenv("MEDIAGEN_POLL_INTERVAL"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
@@ -52,6 +56,9 @@ func (e *cliEnv) register(fs *flag.FlagSet, getenv func(string) string) {
 }
 
 func (e *cliEnv) client() (*client.Client, error) {
+	if e.apiKey == "" {
+		e.apiKey = e.envKey
+	}
 	if e.apiKey == "" {
 		return nil, usageError{"no API key: set MEDIAGEN_API_KEY or pass --api-key (make run prints the demo key)"}
 	}

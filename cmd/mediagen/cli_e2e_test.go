@@ -140,3 +140,15 @@ func TestCLIWithoutKeyIsAUsageError(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// -h prints every flag's default; the API key from the environment must not be one of them.
+func TestCLIHelpNeverPrintsTheAPIKey(t *testing.T) {
+	const secret = "mg_secretsecretsecretsecretsecretsecret00"
+	for _, args := range [][]string{{"balance", "-h"}, {"video", "create", "-h"}, {"speech", "-h"}, {"assets", "list", "-h"}, {"tour", "-h"}} {
+		var stdout, stderr bytes.Buffer
+		_ = run(context.Background(), args, env(map[string]string{"MEDIAGEN_API_KEY": secret}), &stdout, &stderr)
+		if strings.Contains(stdout.String()+stderr.String(), secret) {
+			t.Errorf("mediagen %s printed the API key", strings.Join(args, " "))
+		}
+	}
+}
