@@ -63,7 +63,11 @@ func corpus(quick bool, rng *rand.Rand) []string {
 	}
 	others := []string{"§", "©", "®", "™", "€", "£", "¥", "°", "±", "×", "÷", "µ", "¶", "•", "…", "–", "—", "“", "«",
 		"¿", "¡", "√", "∑", "∫", "∞", "≈", "≠", "≤", "≥", "←", "→", "♥", "★", "☺", "✓", "😀", "🎉", "👍",
-		"中", "日", "한", "ア", "ا", "ب", "ж", "щ", "ह", "क", "ñ", "ß", "ø", "\u200b", "\u00a0"}
+		"中", "日", "한", "ア", "ا", "ب", "ж", "щ", "ह", "क", "ñ", "ß", "ø", "\u200b", "\u00a0",
+		// The costliest code points a scan of Unicode planes 0–2 found, one code point at a
+		// time: braille ("braille 1 2 3 4 5 6 7 8"), a mathematical letter ("letter 1 d 7 7 7"),
+		// Hangul jungseong, a mailbox emoji, "⁉", ideographic zero, CJK extension B.
+		"⣿", "\U0001D777", "\u1177", "📫", "⁉", "〇", "𠀀"}
 	reps := 30
 	if quick {
 		reps = 10

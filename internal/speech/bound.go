@@ -29,7 +29,8 @@ type Bound struct {
 // Measured with `go run ./bench/speechbound` (docs/speech.md#billing): the costliest
 // contexts are a letter on its own line ("w\n", 0.79 s), a digit next to a symbol read by
 // name ("7!", 1.25 s for the pair; "! " 0.88 s), and scripts espeak names per character (Korean after a
-// Latin letter, 2.2 s for the pair); long digit strings read digit by digit cost 0.36 s a
+// Latin letter, 2.2 s for the pair; a braille pattern is read as "braille 1 2 3 4 5 6 7 8",
+// 2.3 s for one code point); long digit strings read digit by digit cost 0.36 s a
 // digit. Ordinary prose measures at about 0.07 s a character, so prose is over-reserved
 // about five times; settlement refunds the difference.
 var EspeakBound = Bound{
@@ -38,7 +39,7 @@ var EspeakBound = Bound{
 	Letter:        500_000,
 	Digit:         750_000,
 	Punctuation:   850_000,
-	Other:         1_600_000,
+	Other:         2_350_000,
 	Overhead:      600_000,
 	MarginPercent: 10,
 }

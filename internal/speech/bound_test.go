@@ -30,6 +30,7 @@ func TestEspeakBoundCoversAdversarialTexts(t *testing.T) {
 		"%%%% &&&& $1,000,000.99 100% e.g. km/h",
 		"中文文本测试",
 		"Call 1,234,567,890 or 555-0100 at 10:45 on 2026-11-23.",
+		"⣿⣿⣿⣿⣿⣿",
 	} {
 		out := filepath.Join(dir, "t.mp3")
 		if err := tools.Speak(context.Background(), text, out, ffmpeg.SpeakOptions{Format: "mp3"}); err != nil {

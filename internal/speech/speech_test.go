@@ -41,8 +41,8 @@ func TestSpeechEstimateSecondsFollowsTheBound(t *testing.T) {
 		{"two letters and a space", "ab ", 2},
 		// (0.6 + 4 × 0.75) × 1.1 = 3.96 → 4 s.
 		{"digits", "1234", 4},
-		// (0.6 + 1.6) × 1.1 = 2.42 → 3 s: other scripts are read by name.
-		{"one kanji", "漢", 3},
+		// (0.6 + 2.35) × 1.1 = 3.245 → 4 s: other scripts are read by name.
+		{"one kanji", "漢", 4},
 		// (0.6 + 0.4 + 0.5) × 1.1 = 1.65 → 2 s.
 		{"a letter on its own line", "\nw", 2},
 	} {
@@ -52,8 +52,8 @@ func TestSpeechEstimateSecondsFollowsTheBound(t *testing.T) {
 	}
 	// Characters are code points: 13 × "漢" counts 13.
 	q, err := Estimate("USD", 200, b, strings.Repeat("漢", 13))
-	// (0.6 + 13 × 1.6) × 1.1 = 23.54 → 24 s.
-	if err != nil || q.Characters != 13 || q.EstimatedSeconds != 24 || q.Amount != 4800 || q.Rate != 200 || q.Currency != "USD" {
+	// (0.6 + 13 × 2.35) × 1.1 = 34.265 → 35 s.
+	if err != nil || q.Characters != 13 || q.EstimatedSeconds != 35 || q.Amount != 7000 || q.Rate != 200 || q.Currency != "USD" {
 		t.Fatalf("Estimate = %+v, %v", q, err)
 	}
 }
