@@ -27,17 +27,18 @@ import (
 	"mediagen/internal/store/postgres/pgtest"
 	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/sqlite"
-	"mediagen/internal/worker"
+	"mediagen/internal/jobs"
+	"mediagen/internal/video"
 )
 
 // noop finishes every task in one step, charging nothing beyond a token amount.
 type noop struct{}
 
-func (noop) Step(context.Context, store.Claimed, func(worker.Outcome) error) (worker.Outcome, error) {
-	return worker.Outcome{Final: &worker.Final{Status: store.StatusCompleted, Result: []byte(`{}`), Charge: 1}}, nil
+func (noop) Step(context.Context, store.TaskRun, func(video.Outcome) error) (video.Outcome, error) {
+	return video.Outcome{Final: &video.Final{Status: store.StatusCompleted, Result: []byte(`{}`), Charge: 1}}, nil
 }
 
-func (noop) Expired(store.Claimed) worker.Final { return worker.Final{Status: store.StatusExpired} }
+func (noop) Expired(store.TaskRun) video.Final { return video.Final{Status: store.StatusExpired} }
 
 func main() {
 	tasks := flag.Int("tasks", 100_000, "tasks to queue")
@@ -97,15 +98,18 @@ func run(kind string, n, workers, batch, drain int) error {
 	fmt.Printf("store=%s tasks=%d workers=%d batch=%d GOMAXPROCS=%d\n", kind, n, workers, batch, runtime.GOMAXPROCS(0))
 	heap0 := heapMiB()
 
-	// Queue the tasks: each is the same transaction as an accepted request (task + reservation).
+	// Queue the tasks: each is the same transaction as an accepted request (task, job, reservation).
 	start := time.Now()
 	now := time.Now()
 	for i := 0; i < n; i++ {
 		t := store.Task{ID: idgen.New("video"), KeyID: key.ID, TenantID: "bench", Route: "native", Model: "bench",
 			Status: store.StatusQueued, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: 10,
-			CreatedAt: now, UpdatedAt: now, NextRunAt: now}
+			CreatedAt: now, UpdatedAt: now}
 		err := db.Transact(ctx, func(tx store.Tx) error {
 			if err := tx.CreateTask(ctx, t); err != nil {
+				return err
+			}
+			if err := tx.EnqueueJob(ctx, video.TaskJob(t)); err != nil {
 				return err
 			}
 			return billing.Reserve(ctx, tx, key, t.ID, 10, now)
@@ -121,10 +125,16 @@ func run(kind string, n, workers, batch, drain int) error {
 	if drain <= 0 || drain > n {
 		drain = n
 	}
-	r := worker.New(worker.Config{Store: db, Handler: noop{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Workers: workers, Batch: batch, Idle: 5 * time.Millisecond})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r := jobs.New(jobs.Config{Store: db, Logger: quiet})
+	if err := r.Register(jobs.Kind{Name: video.TaskKind, Handler: &video.Tasks{Store: db, Steps: noop{}, Logger: quiet},
+		Workers: workers, Batch: batch, Poll: 5 * time.Millisecond}); err != nil {
+		return err
+	}
 	start = time.Now()
-	r.Start(ctx)
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
 	peak := 0.0
 	for {
 		counts, err := db.CountTasks(ctx)

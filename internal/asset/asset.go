@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	"mediagen/internal/apierr"
@@ -114,7 +113,7 @@ type Config struct {
 	VerifyTTL time.Duration
 	// MaxBytes caps a fetched source; MaxImageBytes caps images.
 	MaxBytes, MaxImageBytes int64
-	// Lease is how long one processing attempt may hold an asset; longer than the fetch
+	// Lease bounds one processing attempt (its job's run timeout); longer than the fetch
 	// client's total timeout.
 	Lease time.Duration
 	// MaxAttempts bounds the attempts at one asset: a source that fails in a way worth
@@ -123,8 +122,8 @@ type Config struct {
 	MaxAttempts  int
 	RetryBackoff time.Duration
 	Concurrency  int
-	// PollInterval is how often the processor looks for work it was not told about (assets
-	// of a process that died, callbacks due for a retry).
+	// PollInterval is how often the job engine looks for asset work it was not told about
+	// (assets of a process that died, callbacks due for a retry).
 	PollInterval time.Duration
 	// MinCheck is the shortest time between the start of the liveness check and its
 	// confirmation that the server accepts.
@@ -136,21 +135,19 @@ type Config struct {
 	CallbackTimeout  time.Duration
 	Probe            probe.Options
 	Now              func() time.Time
+	// Notify wakes the job engine when a job of the kind was enqueued (may be nil: the
+	// engine finds it within PollInterval).
+	Notify func(kind string)
 }
 
-// Service implements the asset library.
+// Service implements the asset library. Its background work (processing, callbacks) runs as
+// jobs of the kinds in Kinds, on the service's job engine.
 type Service struct {
 	cfg Config
 	log *slog.Logger
-
-	wake  chan struct{}
-	mu    sync.Mutex
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
-	begun bool
 }
 
-// New returns a Service with defaults filled in. Start runs its background work.
+// New returns a Service with defaults filled in.
 func New(cfg Config) *Service {
 	if cfg.LinkTTL <= 0 {
 		cfg.LinkTTL = DefaultLinkTTL
@@ -200,7 +197,7 @@ func New(cfg Config) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, log: log, wake: make(chan struct{}, 1)}
+	return &Service{cfg: cfg, log: log}
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
@@ -209,14 +206,6 @@ func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
 type Caller struct {
 	TenantID string
 	KeyID    string
-}
-
-// notify wakes the background loop (new asset, finished verification).
-func (s *Service) notify() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
 }
 
 func notFoundAsset() *apierr.Error {

@@ -281,10 +281,16 @@ func (s *Service) createAsset(library string) func(context.Context, Caller, []by
 		now := s.now()
 		a := store.Asset{ID: idgen.New("asset"), TenantID: c.TenantID, GroupID: g.ID, Library: library, Name: name,
 			Type: typ, SourceURL: src, Status: store.AssetProcessing, CreatedAt: now, UpdatedAt: now}
-		if err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.CreateAsset(ctx, a) }); err != nil {
+		err = s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
+			if err := tx.CreateAsset(ctx, a); err != nil {
+				return err
+			}
+			return tx.EnqueueJob(ctx, IngestJob(a))
+		})
+		if err != nil {
 			return nil, err
 		}
-		s.notify()
+		s.notify(IngestKind)
 		return Created{ID: a.ID, Status: a.Status}, nil
 	}
 }

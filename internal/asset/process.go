@@ -11,7 +11,6 @@ import (
 	_ "image/png"
 	"io"
 	"strings"
-	"time"
 
 	"mediagen/internal/blob"
 	"mediagen/internal/media/probe"
@@ -21,154 +20,6 @@ import (
 
 // KeyPrefix starts the key of every stored asset copy.
 const KeyPrefix = "assets/"
-
-// Start runs the background work until ctx ends or Stop is called: processing of new assets
-// and of assets left by a process that died, and delivery of verification callbacks. It
-// claims work at once, so stale assets are taken over at start once their lease expired.
-func (s *Service) Start(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.begun {
-		return
-	}
-	s.begun = true
-	ctx, s.stop = context.WithCancel(ctx)
-	s.wg.Add(1)
-	go s.loop(ctx)
-}
-
-// Stop ends the background work and waits for it. An asset being processed is handed back
-// (its lease released) for the next start to pick up.
-func (s *Service) Stop() {
-	s.mu.Lock()
-	stop := s.stop
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-	s.wg.Wait()
-}
-
-const callbackConcurrency = 2
-
-func (s *Service) loop(ctx context.Context) {
-	defer s.wg.Done()
-	assets := make(chan struct{}, s.cfg.Concurrency)
-	callbacks := make(chan struct{}, callbackConcurrency)
-	done := make(chan struct{}, 1)
-	finished := func() {
-		select {
-		case done <- struct{}{}:
-		default:
-		}
-	}
-	tick := time.NewTicker(s.cfg.PollInterval)
-	defer tick.Stop()
-	for {
-		if free := cap(assets) - len(assets); free > 0 {
-			claimed, err := s.cfg.Store.ClaimAssets(ctx, s.now(), s.cfg.Lease, free)
-			if err != nil && ctx.Err() == nil {
-				s.log.ErrorContext(ctx, "claim assets", "err", err)
-			}
-			for _, c := range claimed {
-				assets <- struct{}{}
-				s.wg.Add(1)
-				go func() {
-					defer s.wg.Done()
-					defer func() { <-assets; finished() }()
-					s.run(ctx, c)
-				}()
-			}
-		}
-		if free := cap(callbacks) - len(callbacks); free > 0 {
-			claimed, err := s.cfg.Store.ClaimCallbacks(ctx, s.now(), 2*s.cfg.CallbackTimeout, free)
-			if err != nil && ctx.Err() == nil {
-				s.log.ErrorContext(ctx, "claim callbacks", "err", err)
-			}
-			for _, c := range claimed {
-				callbacks <- struct{}{}
-				s.wg.Add(1)
-				go func() {
-					defer s.wg.Done()
-					defer func() { <-callbacks; finished() }()
-					s.deliver(ctx, c)
-				}()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.wake:
-		case <-done:
-		case <-tick.C:
-		}
-	}
-}
-
-// run processes one claimed asset and records the outcome under its lease.
-func (s *Service) run(ctx context.Context, c store.ClaimedAsset) {
-	var out store.AssetOutcome
-	var fetchErr error
-	if c.Attempts > s.cfg.MaxAttempts {
-		out = failed(FailInterrupted, "Processing was interrupted repeatedly. Create the asset again.")
-	} else {
-		if c.Attempts > 1 {
-			// An earlier attempt may have died between storing its copy and recording it. The
-			// asset is still Processing, so nothing under its directory is referenced: clear it.
-			if err := s.cfg.Blobs.DeletePrefix(ctx, KeyPrefix+c.ID); err != nil {
-				s.log.WarnContext(ctx, "earlier asset copies not removed", "asset", c.ID, "err", err)
-			}
-		}
-		out, fetchErr = s.process(ctx, c)
-	}
-	if ctx.Err() != nil {
-		// Shutting down: hand the asset back so the next start runs it again.
-		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if out.BlobKey != "" {
-			_ = s.cfg.Blobs.Delete(bg, out.BlobKey)
-		}
-		if err := s.cfg.Store.ReleaseAsset(bg, c.ID, c.Token); err != nil {
-			s.log.WarnContext(bg, "asset lease not released", "asset", c.ID, "err", err)
-		}
-		return
-	}
-	if fetchErr != nil && transient(fetchErr) && c.Attempts < s.cfg.MaxAttempts {
-		// The source failed for now: try again later, keeping the attempt counted. A lost
-		// lease (deleted meanwhile, or taken over) leaves nothing of ours to record.
-		delay := s.cfg.RetryBackoff
-		for i := 1; i < c.Attempts && delay < 10*time.Minute; i++ {
-			delay *= 4
-		}
-		switch err := s.cfg.Store.DeferAsset(ctx, c.ID, c.Token, s.now().Add(delay)); {
-		case err == nil:
-			s.log.InfoContext(ctx, "asset source failed; retrying", "asset", c.ID, "attempt", c.Attempts,
-				"retry_in", delay, "reason", out.FailureReason)
-		case !errors.Is(err, store.ErrLeaseLost):
-			s.log.ErrorContext(ctx, "asset retry not recorded", "asset", c.ID, "err", err)
-		}
-		return
-	}
-	out.ID, out.Token, out.At = c.ID, c.Token, s.now()
-	err := s.cfg.Store.FinishAsset(ctx, out)
-	switch {
-	case errors.Is(err, store.ErrLeaseLost):
-		// Deleted meanwhile, or taken over after an expired lease: this copy is nobody's.
-		if out.BlobKey != "" {
-			_ = s.cfg.Blobs.Delete(ctx, out.BlobKey)
-		}
-	case err != nil:
-		s.log.ErrorContext(ctx, "asset outcome not recorded", "asset", c.ID, "err", err)
-		if out.BlobKey != "" {
-			_ = s.cfg.Blobs.Delete(ctx, out.BlobKey)
-		}
-	case out.Status == store.AssetFailed:
-		s.log.InfoContext(ctx, "asset failed", "asset", c.ID, "code", out.FailureCode)
-	}
-	if err == nil && s.cfg.Processed != nil {
-		s.cfg.Processed.WithLabelValues(c.Type, out.Status, out.FailureCode).Inc()
-	}
-}
 
 // NewProcessedCounter registers the asset processing counter on reg.
 func NewProcessedCounter(reg prometheus.Registerer) *prometheus.CounterVec {
@@ -212,7 +63,7 @@ func transient(err error) bool {
 // process fetches, checks, stores and measures one asset. It returns the outcome to record
 // (an Active outcome names the stored copy) and, for a source failure, the fetch error behind
 // it, so the caller can tell a failure worth another attempt (transient).
-func (s *Service) process(ctx context.Context, c store.ClaimedAsset) (store.AssetOutcome, error) {
+func (s *Service) process(ctx context.Context, c store.Asset, token string) (store.AssetOutcome, error) {
 	limit := s.cfg.MaxBytes
 	if c.Type == TypeImage {
 		limit = s.cfg.MaxImageBytes
@@ -242,7 +93,7 @@ func (s *Service) process(ctx context.Context, c store.ClaimedAsset) (store.Asse
 	if m.kind != c.Type && !(m.isoBMFF && c.Type != TypeImage) {
 		return mismatch(c.Type, m), nil
 	}
-	key := KeyPrefix + c.ID + "/" + strings.TrimPrefix(c.Token, "lease_") + "." + m.ext
+	key := KeyPrefix + c.ID + "/" + strings.TrimPrefix(token, "lease_") + "." + m.ext
 	size, err := s.cfg.Blobs.Put(ctx, key, io.MultiReader(bytes.NewReader(head), resp.Body))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -280,7 +131,7 @@ func mismatch(declared string, m media) store.AssetOutcome {
 
 // measure reads the stored copy: the size of images, and the duration, size and tracks of
 // MP4/MOV files (which decide between video and audio-only).
-func (s *Service) measure(ctx context.Context, c store.ClaimedAsset, m media, key string, size int64) store.AssetOutcome {
+func (s *Service) measure(ctx context.Context, c store.Asset, m media, key string, size int64) store.AssetOutcome {
 	obj, err := s.cfg.Blobs.Open(ctx, key)
 	if err != nil {
 		s.log.ErrorContext(ctx, "stored asset copy unreadable", "asset", c.ID, "err", err)

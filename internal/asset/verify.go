@@ -287,10 +287,13 @@ func (s *Service) finish(ctx context.Context, v store.VerifySession, token, stat
 				return err
 			}
 		}
-		return tx.FinishVerifySession(ctx, v.ID, status, g.ID, payload, now)
+		if err := tx.FinishVerifySession(ctx, v.ID, status, g.ID, payload, now); err != nil || v.CallbackURL == "" {
+			return err
+		}
+		return tx.EnqueueJob(ctx, CallbackJob(v, now))
 	})
 	if err == nil && v.CallbackURL != "" {
-		s.notify()
+		s.notify(CallbackKind)
 	}
 	return err
 }
@@ -298,31 +301,6 @@ func (s *Service) finish(ctx context.Context, v store.VerifySession, token, stat
 // ---------------------------------------------------------------------------------------------
 // Callbacks
 // ---------------------------------------------------------------------------------------------
-
-// deliver makes one attempt at a claimed callback and records the outcome: delivered on a 2xx
-// answer; otherwise retried after the backoff until CallbackAttempts, then failed. Failures
-// are logged; the end user never waits for them.
-func (s *Service) deliver(ctx context.Context, c store.ClaimedCallback) {
-	attempt := c.CallbackAttempts + 1
-	err := s.post(ctx, c.CallbackURL, c.CallbackBody, attempt)
-	if ctx.Err() != nil {
-		return // shutting down: the lease expires and another attempt is made later
-	}
-	state, next := store.CallbackDelivered, s.now()
-	if err != nil {
-		state = store.CallbackPending
-		wait := s.cfg.CallbackBackoff[min(attempt-1, len(s.cfg.CallbackBackoff)-1)]
-		next = next.Add(wait)
-		if attempt >= s.cfg.CallbackAttempts {
-			state = store.CallbackFailed
-		}
-		s.log.WarnContext(ctx, "verification callback failed", "session", c.ID, "attempt", attempt,
-			"final", state == store.CallbackFailed, "err", err)
-	}
-	if err := s.cfg.Store.FinishCallback(ctx, c.ID, c.Token, state, attempt, next); err != nil {
-		s.log.ErrorContext(ctx, "verification callback not recorded", "session", c.ID, "err", err)
-	}
-}
 
 // post sends the payload through the fetch client (its address policy applies to the callback
 // URL and to every hop); redirects are not followed.

@@ -3,8 +3,9 @@
 // called, synthesize within a bounded wait, store and measure the audio, and settle once on
 // the measured duration — or fail and refund in full. Replays of the same client_request_id
 // return the original outcome; a retry that finds the original still running waits for it,
-// and one that finds it abandoned (its heartbeat lease ran out) takes it over. A Sweeper fails and refunds records that
-// nobody came back for. See docs/speech.md.
+// and one that finds it abandoned (its heartbeat lease ran out) takes it over. A periodic job
+// (SweepKind, on the job engine) fails and refunds records that nobody came back for. See
+// docs/speech.md.
 package speech
 
 import (

@@ -23,6 +23,7 @@ import (
 	"mediagen/internal/contract"
 	"mediagen/internal/idgen"
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/jobs"
 	"mediagen/internal/money"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/sandbox"
@@ -326,24 +327,29 @@ func TestSpeechSweepRefundsAbandonedRequests(t *testing.T) {
 		t.Errorf("engine calls %d", e.calls.Load())
 	}
 
-	// The background Sweeper does the same on its own.
+	// The periodic sweep job does the same on its own.
 	e.clock.advance(time.Minute)
-	sw := &Sweeper{Service: e.svc, Interval: 20 * time.Millisecond, Delay: time.Millisecond}
-	sw.Start(context.Background())
+	sw := jobs.New(jobs.Config{Store: e.db})
+	if err := sw.Register(jobs.Kind{Name: SweepKind, Every: 20 * time.Millisecond, Handler: jobs.Periodic(e.svc.Sweep)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if l, _ := e.db.Speech(context.Background(), live.ID); l.Status == store.SpeechFailed {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the Sweeper did not fail the abandoned record")
+			t.Fatal("the sweep job did not fail the abandoned record")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	sw.Stop()
 	sw.Stop() // idempotent
 	if b := e.balance(); b.Reserved != 0 || b.Available != 10*money.Scale || b.Used != 0 {
-		t.Fatalf("balance after the Sweeper %+v", b)
+		t.Fatalf("balance after the sweep job %+v", b)
 	}
 	if got := counterValue(t, e.svc.Metrics.swept); got != 2 {
 		t.Errorf("swept %v, want 2", got)

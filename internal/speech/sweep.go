@@ -3,18 +3,18 @@ package speech
 import (
 	"context"
 	"errors"
-	"sync"
+	"fmt"
 	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/store"
 )
 
-// Sweeper defaults.
-const (
-	DefaultSweepInterval = 30 * time.Second
-	sweepBatch           = 100
-)
+// DefaultSweepInterval is how often the sweep job runs.
+const DefaultSweepInterval = 30 * time.Second
+
+// sweepBatch bounds the records one query of the sweep lists.
+const sweepBatch = 100
 
 // sweptMessage is the failure shown for a record whose process stopped before it finished.
 const sweptMessage = "Speech generation did not finish: the request was interrupted before audio was produced, and the pre-charge was refunded."
@@ -54,67 +54,22 @@ func (s *Service) SweepAbandoned(ctx context.Context, before time.Time, limit in
 	return n, nil
 }
 
-// Sweeper runs SweepAbandoned every Interval, failing records whose attempt lease (the same
-// short heartbeat lease a retry goes by) ran out more than Delay ago. Delay gives a retry of
-// the same request the first chance to take the record over and still deliver audio; it is
-// not how long a dead attempt takes to be recognised, which is one lease.
-type Sweeper struct {
-	Service  *Service
-	Interval time.Duration // 0 → DefaultSweepInterval
-	Delay    time.Duration // 0 → the service's grace (30 s by default)
+// SweepKind is the job kind of the periodic sweep of abandoned records.
+const SweepKind = "speech.sweep"
 
-	mu   sync.Mutex
-	stop context.CancelFunc
-	done chan struct{}
-}
-
-// Start runs the sweep in the background until Stop or ctx ends. Starting twice is a no-op.
-func (sw *Sweeper) Start(ctx context.Context) {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if sw.done != nil {
-		return
-	}
-	ctx, sw.stop = context.WithCancel(ctx)
-	sw.done = make(chan struct{})
-	go sw.run(ctx, sw.done)
-}
-
-// Stop ends the sweep and waits for a sweep in progress to return.
-func (sw *Sweeper) Stop() {
-	sw.mu.Lock()
-	stop, done := sw.stop, sw.done
-	sw.mu.Unlock()
-	if stop == nil {
-		return
-	}
-	stop()
-	<-done
-}
-
-func (sw *Sweeper) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	interval := orDefault(sw.Interval, DefaultSweepInterval)
-	delay := orDefault(sw.Delay, sw.Service.grace())
-	t := time.NewTicker(interval)
-	defer t.Stop()
+// Sweep is one pass of the periodic sweep job: it fails and refunds every record whose
+// attempt lease (the short heartbeat lease a retry goes by) ran out more than the service's
+// grace ago. The grace gives a retry of the same request the first chance to take the record
+// over and still deliver audio; it is not how long a dead attempt takes to be recognised,
+// which is one lease.
+func (s *Service) Sweep(ctx context.Context) error {
 	for {
-		for {
-			n, err := sw.Service.SweepAbandoned(ctx, sw.Service.now().Add(-delay), sweepBatch)
-			if err != nil {
-				if ctx.Err() == nil {
-					sw.Service.log().Error("speech sweep failed", "err", err)
-				}
-				break
-			}
-			if n < sweepBatch {
-				break
-			}
+		n, err := s.SweepAbandoned(ctx, s.now().Add(-s.grace()), sweepBatch)
+		if err != nil {
+			return fmt.Errorf("speech sweep: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+		if n < sweepBatch {
+			return nil
 		}
 	}
 }

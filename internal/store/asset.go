@@ -88,7 +88,7 @@ type Asset struct {
 	Bytes         int64
 	Duration      float64 // seconds, measured from the stored copy (videos)
 	Width, Height int
-	Attempts      int // processing attempts started
+	Attempts      int // processing attempts started (a Processing asset's are its job's)
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 }
@@ -104,16 +104,10 @@ type AssetQuery struct {
 	Limit    int // 0: no limit
 }
 
-// ClaimedAsset is a Processing asset leased to one processor.
-type ClaimedAsset struct {
-	Asset
-	Token string
-}
-
 // AssetOutcome is the end of processing: Active with the stored copy and its measurements, or
 // Failed with a code and a client-safe reason.
 type AssetOutcome struct {
-	ID, Token     string
+	ID            string
 	Status        string // AssetActive or AssetFailed
 	FailureCode   string
 	FailureReason string
@@ -122,6 +116,7 @@ type AssetOutcome struct {
 	Bytes         int64
 	Duration      float64
 	Width, Height int
+	Attempts      int // processing attempts it took
 	At            time.Time
 }
 
@@ -144,13 +139,6 @@ type VerifySession struct {
 	CallbackBody     []byte // the JSON payload, fixed when the user finished
 	CallbackState    string // "", CallbackPending, CallbackDelivered, CallbackFailed
 	CallbackAttempts int
-	CallbackNextAt   time.Time
-}
-
-// ClaimedCallback is a due callback leased to one sender.
-type ClaimedCallback struct {
-	VerifySession
-	Token string
 }
 
 // AssetStore is the read side of the asset library, and the leases of its background work.
@@ -162,26 +150,8 @@ type AssetStore interface {
 	// Assets returns one page of the matching assets and the total number matching.
 	Assets(ctx context.Context, q AssetQuery) ([]Asset, int, error)
 
-	// ClaimAssets leases up to limit Processing assets whose lease has expired (new assets
-	// are created with an expired lease), counting an attempt on each.
-	ClaimAssets(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]ClaimedAsset, error)
-	// FinishAsset ends processing if the lease is still ours and the asset still Processing;
-	// otherwise it fails with ErrLeaseLost and changes nothing.
-	FinishAsset(ctx context.Context, o AssetOutcome) error
-	// ReleaseAsset hands a lease back (shutdown) without counting the attempt.
-	ReleaseAsset(ctx context.Context, id, token string) error
-	// DeferAsset hands a lease back after a failed attempt worth retrying: the asset stays
-	// Processing, is claimable again from until on, and the attempt stays counted. A lost
-	// lease fails with ErrLeaseLost.
-	DeferAsset(ctx context.Context, id, token string, until time.Time) error
-
 	VerifySessionByToken(ctx context.Context, tokenHash []byte) (VerifySession, error)
 	VerifySession(ctx context.Context, id string) (VerifySession, error)
-	// ClaimCallbacks leases up to limit pending callbacks that are due.
-	ClaimCallbacks(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]ClaimedCallback, error)
-	// FinishCallback records a delivery attempt under the lease: the new state, the attempts
-	// made, and when to try again (state pending). ErrLeaseLost when the lease was lost.
-	FinishCallback(ctx context.Context, id, token, state string, attempts int, next time.Time) error
 }
 
 // AssetTx is the write side of the asset library, inside Store.Transact.
@@ -210,4 +180,12 @@ type AssetTx interface {
 	FinishVerifySession(ctx context.Context, id, status, groupID string, callbackBody []byte, at time.Time) error
 	// RedeemVerifySession marks the result as handed out; ErrConflict when it already was.
 	RedeemVerifySession(ctx context.Context, id string, at time.Time) error
+
+	// FinishAsset ends processing of an asset that is still Processing; otherwise (deleted,
+	// or finished by a run that took over) it fails with ErrLeaseLost and changes nothing.
+	// The caller's job lease, checked in the same transaction, fences runs.
+	FinishAsset(ctx context.Context, o AssetOutcome) error
+	// FinishCallback records a delivery attempt of a pending callback: the new state and the
+	// attempts made. ErrLeaseLost when the callback is no longer pending.
+	FinishCallback(ctx context.Context, id, state string, attempts int) error
 }

@@ -110,6 +110,7 @@ type Store interface {
 	QueueStore
 	SpeechStore
 	AssetStore
+	JobStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
 	// account's balance equals the sum of its entries, and no reserved or spent account is
@@ -135,4 +136,5 @@ type Tx interface {
 	QueueTx
 	SpeechTx
 	AssetTx
+	JobTx
 }

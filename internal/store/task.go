@@ -42,7 +42,6 @@ type Task struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	FinishedAt      time.Time
-	NextRunAt       time.Time
 }
 
 // TaskStore is the part of Store that reads tasks.
@@ -70,67 +69,52 @@ type InFlight struct {
 	Key, Tenant int
 }
 
-// ErrLeaseLost reports a fenced write by a worker whose lease was taken over (or whose task
-// already reached a terminal state): the write is refused and nothing changes.
+// ErrLeaseLost reports a fenced write by a run whose lease was taken over (or whose record
+// finished meanwhile): the write did not happen, and the caller must not act as if it had.
 var ErrLeaseLost = errorString("lease lost")
 
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// Claimed is a task leased to one worker.
-type Claimed struct {
+// TaskRun is a task as its job runs it: the whole record (request and pricing included) with
+// the pipeline's resumable position.
+type TaskRun struct {
 	Task
-	Token    string // the lease token; every write of this step is fenced by it
-	Attempts int    // failed attempts of the current step
-	Step     string
-	State    []byte
+	Step  string
+	State []byte
 }
 
-// Advance is a fenced update of a claimed task: applied only if the lease token still
-// matches and the task is not terminal.
+// Advance is an update of a running task, applied only while the task is not terminal. It
+// carries no lease: the caller fences it with its job's lease in the same transaction
+// (JobTx.UpdateJob), so a run that lost its job writes nothing.
 type Advance struct {
-	ID, Token string
-	Status    string
-	Progress  int
-	Step      string
-	State     []byte
-	Attempts  int
-	NextRunAt time.Time
-	// Terminal fields, set with a terminal Status.
+	ID           string
+	Status       string
+	Progress     int
+	Step         string
+	State        []byte
 	Result       []byte
 	ErrorCode    string
 	ErrorMessage string
 	Charged      money.Micros
 	FinishedAt   time.Time
-	// KeepLease keeps the lease (for a write made before an upstream call within one step);
-	// otherwise the lease is released with the write.
-	KeepLease bool
 }
 
-// QueueStore is the work-queue side of the store.
+// QueueStore reads tasks for their runs and counts them for metrics.
 type QueueStore interface {
-	// ClaimDue leases up to limit tasks that are due (next_run_at <= now) and not leased
-	// (or whose lease expired), with a fresh token each.
-	ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Claimed, error)
-	// ReleaseLease hands a lease back (graceful shutdown), making the task due at once.
-	ReleaseLease(ctx context.Context, id, token string) error
-	// RenewLease moves the lease of a task still held under token (and not terminal) to
-	// until: the heartbeat of a running step. ErrLeaseLost when the token no longer holds it.
-	RenewLease(ctx context.Context, id, token string, until time.Time) error
-	// CountTasks reports unfinished tasks by status, for metrics and tests.
+	// TaskRun reads the whole task with its step and state.
+	TaskRun(ctx context.Context, id string) (TaskRun, error)
 	CountTasks(ctx context.Context) (map[string]int, error)
-	// ActiveTasks counts the queued and in-progress tasks by route and status. It reads only
-	// the index of unfinished tasks, so it costs what is pending, not what is stored.
 	ActiveTasks(ctx context.Context) ([]TaskCount, error)
 }
 
-// QueueTx is the fenced write inside a transaction (so settlement commits with it).
+// QueueTx is the write side of a task's run.
 type QueueTx interface {
+	// AdvanceTask writes a run's outcome; ErrLeaseLost when the task is already terminal.
 	AdvanceTask(ctx context.Context, a Advance) error
 }
 
-// TaskCount is the number of tasks of one route in one status.
 type TaskCount struct {
 	Route, Status string
 	N             int

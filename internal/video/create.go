@@ -113,10 +113,13 @@ func (s *Service) accept(ctx context.Context, c Caller, req *contract.VideoReque
 	task := store.Task{
 		ID: idgen.New("video"), KeyID: c.Key.ID, TenantID: c.Tenant.ID, Route: string(req.Route), Model: req.Model,
 		Status: store.StatusQueued, ClientRequestID: req.ClientRequestID, PayloadHash: hash,
-		Request: reqJSON, Pricing: pricing, Reserved: q.Amount, CreatedAt: now, UpdatedAt: now, NextRunAt: now,
+		Request: reqJSON, Pricing: pricing, Reserved: q.Amount, CreatedAt: now, UpdatedAt: now,
 	}
 	err = s.Store.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.CreateTask(ctx, task); err != nil {
+			return err
+		}
+		if err := tx.EnqueueJob(ctx, TaskJob(task)); err != nil {
 			return err
 		}
 		if err := limits.AdmitTask(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {

@@ -17,7 +17,6 @@ import (
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
 	"mediagen/internal/store"
-	"mediagen/internal/worker"
 )
 
 // Blobs is the part of the result storage the pipeline uses.
@@ -98,18 +97,18 @@ func bands(route string) (genEnd, enhEnd int) {
 
 type stepCtx struct {
 	p     *Pipeline
-	c     store.Claimed
+	c     store.TaskRun
 	req   Stored
 	quote billing.Quote
 	st    pipeState
 	up    Upstream
 	phase string
-	save  func(worker.Outcome) error
+	save  func(Outcome) error
 }
 
-// Step implements worker.Handler: it runs the task's current phase, and keeps going through
+// Step implements Stepper: it runs the task's current phase, and keeps going through
 // phases that need no waiting, until it must wait for an upstream or the task is finished.
-func (p *Pipeline) Step(ctx context.Context, c store.Claimed, save func(worker.Outcome) error) (worker.Outcome, error) {
+func (p *Pipeline) Step(ctx context.Context, c store.TaskRun, save func(Outcome) error) (Outcome, error) {
 	s := &stepCtx{p: p, c: c, phase: c.Step, save: save}
 	if err := json.Unmarshal(c.Request, &s.req); err != nil {
 		return permanent("video_generation_failed", "The task could not be read."), nil
@@ -144,7 +143,7 @@ func (p *Pipeline) Step(ctx context.Context, c store.Claimed, save func(worker.O
 
 // run executes one phase. It returns either an outcome to write (next == ""), or the next
 // phase to run at once.
-func (s *stepCtx) run(ctx context.Context) (worker.Outcome, string, error) {
+func (s *stepCtx) run(ctx context.Context) (Outcome, string, error) {
 	switch s.phase {
 	case phaseGenSubmit:
 		return s.submit(ctx, "gen")
@@ -158,18 +157,18 @@ func (s *stepCtx) run(ctx context.Context) (worker.Outcome, string, error) {
 	return permanent("video_generation_failed", "The task could not be read."), "", nil
 }
 
-func (s *stepCtx) outcome(progress int, phase string, runIn time.Duration) (worker.Outcome, error) {
+func (s *stepCtx) outcome(progress int, phase string, runIn time.Duration) (Outcome, error) {
 	state, err := json.Marshal(s.st)
 	if err != nil {
-		return worker.Outcome{}, err
+		return Outcome{}, err
 	}
-	return worker.Outcome{Status: store.StatusInProgress, Progress: progress, Step: phase, State: state, RunIn: runIn}, nil
+	return Outcome{Status: store.StatusInProgress, Progress: progress, Step: phase, State: state, RunIn: runIn}, nil
 }
 
 // submit starts an upstream job. Before calling, it records that it is about to submit (under
 // the lease); the call carries an idempotency key made of the task id and the half, so a
 // retry after a crash between the call and the record finds the same upstream job.
-func (s *stepCtx) submit(ctx context.Context, half string) (worker.Outcome, string, error) {
+func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, error) {
 	if !s.st.Submitting {
 		s.st.Submitting = true
 		o, err := s.outcome(s.c.Progress, s.phase, 0)
@@ -177,7 +176,7 @@ func (s *stepCtx) submit(ctx context.Context, half string) (worker.Outcome, stri
 			return o, "", err
 		}
 		if err := s.save(o); err != nil {
-			return worker.Outcome{}, "", err
+			return Outcome{}, "", err
 		}
 	}
 	key := s.c.ID + ":" + half
@@ -213,7 +212,7 @@ func (s *stepCtx) submit(ctx context.Context, half string) (worker.Outcome, stri
 }
 
 // upstreamError turns a submit/poll error into a retry (transient) or a terminal failure.
-func (s *stepCtx) upstreamError(call string, err error) (worker.Outcome, string, error) {
+func (s *stepCtx) upstreamError(call string, err error) (Outcome, string, error) {
 	var pe *provider.Error
 	if errors.As(err, &pe) && errors.Is(err, provider.ErrPermanent) {
 		s.upstreamErr(call, "rejected")
@@ -224,10 +223,10 @@ func (s *stepCtx) upstreamError(call string, err error) (worker.Outcome, string,
 		return permanent("video_generation_failed", "The video could not be generated."), "", nil
 	}
 	s.upstreamErr(call, "transient")
-	return worker.Outcome{}, "", fmt.Errorf("upstream: %w", err)
+	return Outcome{}, "", fmt.Errorf("upstream: %w", err)
 }
 
-func (s *stepCtx) poll(ctx context.Context, half string) (worker.Outcome, string, error) {
+func (s *stepCtx) poll(ctx context.Context, half string) (Outcome, string, error) {
 	var job provider.Job
 	var err error
 	if half == "gen" {
@@ -238,9 +237,9 @@ func (s *stepCtx) poll(ctx context.Context, half string) (worker.Outcome, string
 	if errors.Is(err, provider.ErrUnknownJob) {
 		// The upstream lost the job: submit again under the same idempotency key.
 		if half == "gen" {
-			return worker.Outcome{}, phaseGenSubmit, nil
+			return Outcome{}, phaseGenSubmit, nil
 		}
-		return worker.Outcome{}, phaseEnhSubmit, nil
+		return Outcome{}, phaseEnhSubmit, nil
 	}
 	if err != nil {
 		return s.upstreamError("poll", err)
@@ -277,10 +276,10 @@ func (s *stepCtx) poll(ctx context.Context, half string) (worker.Outcome, string
 		} else {
 			s.upstreamErr("poll", "job_failed")
 		}
-		return worker.Outcome{Final: &worker.Final{Status: status, ErrorCode: code, ErrorMessage: msg}}, "", nil
+		return Outcome{Final: &Final{Status: status, ErrorCode: code, ErrorMessage: msg}}, "", nil
 	case provider.StatusSucceeded:
 		if job.Output == nil {
-			return worker.Outcome{}, "", errors.New("upstream reported success without output")
+			return Outcome{}, "", errors.New("upstream reported success without output")
 		}
 		if half == "gen" {
 			s.st.Tokens = job.Output.CompletionTokens
@@ -290,18 +289,18 @@ func (s *stepCtx) poll(ctx context.Context, half string) (worker.Outcome, string
 		}
 		return s.finish(ctx, job.Output)
 	}
-	return worker.Outcome{}, "", fmt.Errorf("upstream status %q", job.Status)
+	return Outcome{}, "", fmt.Errorf("upstream status %q", job.Status)
 }
 
 // keepIntermediate stores the generation output of a production task where the enhancement
 // half can read it. It is never shown to the client.
-func (s *stepCtx) keepIntermediate(ctx context.Context, out *provider.Output) (worker.Outcome, string, error) {
+func (s *stepCtx) keepIntermediate(ctx context.Context, out *provider.Output) (Outcome, string, error) {
 	key := "videos/" + s.c.ID + "/intermediate" + extOf(out.ContentType)
 	if err := s.p.copyOutput(ctx, key, out.Source); err != nil {
-		return worker.Outcome{}, "", err
+		return Outcome{}, "", err
 	}
 	s.st.Intermediate = key
-	return worker.Outcome{}, phaseEnhSubmit, nil
+	return Outcome{}, phaseEnhSubmit, nil
 }
 
 func (p *Pipeline) pollDelay(polls int) time.Duration {
@@ -319,16 +318,16 @@ func (p *Pipeline) pollDelay(polls int) time.Duration {
 	return min(d, hi)
 }
 
-func permanent(code, msg string) worker.Outcome {
-	return worker.Outcome{Final: &worker.Final{Status: store.StatusFailed, ErrorCode: code, ErrorMessage: msg}}
+func permanent(code, msg string) Outcome {
+	return Outcome{Final: &Final{Status: store.StatusFailed, ErrorCode: code, ErrorMessage: msg}}
 }
 
-// Expired implements worker.Handler: a task past the service's deadline.
-func (p *Pipeline) Expired(c store.Claimed) worker.Final {
+// Expired implements Stepper: a task past the service's deadline.
+func (p *Pipeline) Expired(c store.TaskRun) Final {
 	if c.Route == string(contract.RouteEnhancement) {
-		return worker.Final{Status: store.StatusFailed, ErrorCode: "task_timeout", ErrorMessage: "The enhancement did not finish within the service's time limit."}
+		return Final{Status: store.StatusFailed, ErrorCode: "task_timeout", ErrorMessage: "The enhancement did not finish within the service's time limit."}
 	}
-	return worker.Final{Status: store.StatusExpired, ErrorCode: "task_expired", ErrorMessage: "The video task did not finish within the service's time limit."}
+	return Final{Status: store.StatusExpired, ErrorCode: "task_expired", ErrorMessage: "The video task did not finish within the service's time limit."}
 }
 
 func extOf(contentType string) string {

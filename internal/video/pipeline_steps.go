@@ -15,7 +15,6 @@ import (
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider"
 	"mediagen/internal/store"
-	"mediagen/internal/worker"
 )
 
 func (s *stepCtx) inputs() []provider.Input {
@@ -93,26 +92,26 @@ func (s *stepCtx) enhanceRequest(key string) (provider.EnhanceRequest, error) {
 // finish stores the final output, measures it, takes the last frame from the stored final
 // video when requested, and prices the task from the measured values. Keys are fixed per
 // task, so a retried finish rewrites the same objects.
-func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (worker.Outcome, string, error) {
+func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, string, error) {
 	id := s.c.ID
 	videoKey := "videos/" + id + "/result" + extOf(out.ContentType)
 	if err := s.p.copyOutput(ctx, videoKey, out.Source); err != nil {
-		return worker.Outcome{}, "", err
+		return Outcome{}, "", err
 	}
 	path, ok := s.p.Blobs.LocalPath(videoKey)
 	if !ok {
-		return worker.Outcome{}, "", errors.New("stored result has no local path to measure")
+		return Outcome{}, "", errors.New("stored result has no local path to measure")
 	}
 	info, err := s.p.Tools.Probe(ctx, path)
 	if err != nil {
-		return worker.Outcome{}, "", fmt.Errorf("measure result: %w", err)
+		return Outcome{}, "", fmt.Errorf("measure result: %w", err)
 	}
 	res := Result{VideoKey: videoKey, Duration: info.Duration, FPS: info.FPS, Width: info.Width, Height: info.Height}
 	r := s.req.Request
 	if (r.Native != nil && r.Native.ReturnLastFrame) || (r.Production != nil && r.Production.ReturnLastFrame) {
 		key, err := s.lastFrame(ctx, path)
 		if err != nil {
-			return worker.Outcome{}, "", err
+			return Outcome{}, "", err
 		}
 		res.LastFrameKey = key
 	}
@@ -128,13 +127,13 @@ func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (worker.Outc
 	}
 	charge, err := billing.SettleAmount(s.quote, billing.Measured{OutputSeconds: info.Duration, OutputFPS: info.FPS, CompletionTokens: res.CompletionTokens})
 	if err != nil {
-		return worker.Outcome{}, "", err
+		return Outcome{}, "", err
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
-		return worker.Outcome{}, "", err
+		return Outcome{}, "", err
 	}
-	return worker.Outcome{Final: &worker.Final{Status: store.StatusCompleted, Result: body, Charge: charge}}, "", nil
+	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: body, Charge: charge}}, "", nil
 }
 
 func enhRouteOf(e *contract.EnhancementParams) string {

@@ -54,7 +54,7 @@ type Service struct {
 	Prober Prober
 	Assets Assets
 	Now    func() time.Time
-	// Scheduled reports newly accepted tasks to the runner (may be nil).
+	// Scheduled reports newly accepted tasks to the job engine (may be nil).
 	Scheduled func(taskID string)
 }
 

@@ -3,11 +3,9 @@ package sqldb
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
-	"mediagen/internal/idgen"
 	"mediagen/internal/store"
 )
 
@@ -136,6 +134,12 @@ func affectedOne(res sql.Result, err error, what string, none error) error {
 const assetColumns = `id, tenant_id, group_id, library, name, asset_type, source_url, status, failure_code,
 	failure_reason, blob_key, content_type, size_bytes, duration, width, height, attempts, created_at, updated_at`
 
+// assetSelect reads assetColumns; a Processing asset's attempts are those of its ingestion job
+// (internal/asset's job kind "asset.ingest"), which counts them as runs start.
+const assetSelect = `id, tenant_id, group_id, library, name, asset_type, source_url, status, failure_code,
+	failure_reason, blob_key, content_type, size_bytes, duration, width, height,
+	COALESCE((SELECT j.attempts FROM jobs j WHERE j.id = 'asset.ingest:' || assets.id), attempts), created_at, updated_at`
+
 func scanAsset(row scanner, extra ...any) (store.Asset, error) {
 	var a store.Asset
 	var created, updated int64
@@ -151,7 +155,7 @@ func scanAsset(row scanner, extra ...any) (store.Asset, error) {
 
 // Asset reads one asset by id.
 func (db *DB) Asset(ctx context.Context, id string) (store.Asset, error) {
-	a, err := scanAsset(db.read.QueryRowContext(ctx, db.q(`SELECT `+assetColumns+` FROM assets WHERE id = ?`), id))
+	a, err := scanAsset(db.read.QueryRowContext(ctx, db.q(`SELECT `+assetSelect+` FROM assets WHERE id = ?`), id))
 	if err != nil {
 		return a, fmt.Errorf("asset %s: %w", id, err)
 	}
@@ -172,7 +176,7 @@ func (db *DB) Assets(ctx context.Context, q store.AssetQuery) ([]store.Asset, in
 	if err := db.read.QueryRowContext(ctx, db.q(`SELECT COUNT(*) FROM assets WHERE `+where), args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count assets: %w", err)
 	}
-	rows, err := db.read.QueryContext(ctx, db.q(`SELECT `+assetColumns+` FROM assets WHERE `+where+
+	rows, err := db.read.QueryContext(ctx, db.q(`SELECT `+assetSelect+` FROM assets WHERE `+where+
 		` ORDER BY created_at DESC, id DESC`+page(q.Offset, q.Limit)), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list assets: %w", err)
@@ -189,8 +193,7 @@ func (db *DB) Assets(ctx context.Context, q store.AssetQuery) ([]store.Asset, in
 	return out, total, rows.Err()
 }
 
-// CreateAsset inserts an asset. Its lease is expired from the start, so a processor claims it
-// at once.
+// CreateAsset inserts an asset; its caller enqueues the job that processes it.
 func (t *Tx) CreateAsset(ctx context.Context, a store.Asset) error {
 	_, err := t.exec(ctx, `INSERT INTO assets (`+assetColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.TenantID, a.GroupID, a.Library, a.Name, a.Type, a.SourceURL, a.Status, a.FailureCode,
@@ -211,8 +214,8 @@ func (t *Tx) RenameAsset(ctx context.Context, id, name string, at time.Time) err
 	return affectedOne(res, err, "rename asset "+id, store.ErrNotFound)
 }
 
-// DeleteAsset removes an asset row and returns its blob key; a processor holding its lease
-// finds it gone.
+// DeleteAsset removes an asset row and returns its blob key; a run processing it finds it
+// gone and discards its copy.
 func (t *Tx) DeleteAsset(ctx context.Context, id string) (string, error) {
 	var key string
 	err := t.queryRow(ctx, `DELETE FROM assets WHERE id = ? RETURNING blob_key`, id).Scan(&key)
@@ -222,92 +225,14 @@ func (t *Tx) DeleteAsset(ctx context.Context, id string) (string, error) {
 	return key, nil
 }
 
-// ClaimAssets leases Processing assets whose lease expired. Each row is taken with a
-// compare-and-set on its lease, so concurrent claimers (other replicas) never share one.
-func (db *DB) ClaimAssets(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.ClaimedAsset, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	n := micros(now)
-	rows, err := db.read.QueryContext(ctx, db.q(`SELECT id FROM assets WHERE status = 'Processing' AND lease_until < ?
-		ORDER BY lease_until, created_at LIMIT ?`), n, limit)
-	if err != nil {
-		return nil, fmt.Errorf("claim assets: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("claim assets: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim assets: %w", err)
-	}
-	var out []store.ClaimedAsset
-	for _, id := range ids {
-		token := idgen.New("lease")
-		var a store.Asset
-		err := db.Transact(ctx, func(tx store.Tx) error {
-			t := tx.(*Tx)
-			res, err := t.exec(ctx, `UPDATE assets SET lease_token = ?, lease_until = ?, attempts = attempts + 1
-				WHERE id = ? AND status = 'Processing' AND lease_until < ?`, token, micros(now.Add(lease)), id, n)
-			if err != nil {
-				return err
-			}
-			if k, _ := res.RowsAffected(); k != 1 {
-				return store.ErrLeaseLost
-			}
-			a, err = scanAsset(t.queryRow(ctx, `SELECT `+assetColumns+` FROM assets WHERE id = ?`, id))
-			return err
-		})
-		if errors.Is(err, store.ErrLeaseLost) {
-			continue // another claimer took it
-		}
-		if err != nil {
-			return out, fmt.Errorf("claim asset %s: %w", id, err)
-		}
-		out = append(out, store.ClaimedAsset{Asset: a, Token: token})
-	}
-	return out, nil
-}
-
-// FinishAsset writes the outcome of processing under the lease.
-func (db *DB) FinishAsset(ctx context.Context, o store.AssetOutcome) error {
-	res, err := db.write.ExecContext(ctx, db.q(`UPDATE assets SET status = ?, failure_code = ?, failure_reason = ?,
-		blob_key = ?, content_type = ?, size_bytes = ?, duration = ?, width = ?, height = ?, updated_at = ?,
-		lease_until = 0, lease_token = ''
-		WHERE id = ? AND lease_token = ? AND status = 'Processing'`),
+// FinishAsset writes the outcome of processing of an asset still Processing.
+func (t *Tx) FinishAsset(ctx context.Context, o store.AssetOutcome) error {
+	res, err := t.exec(ctx, `UPDATE assets SET status = ?, failure_code = ?, failure_reason = ?,
+		blob_key = ?, content_type = ?, size_bytes = ?, duration = ?, width = ?, height = ?, attempts = ?, updated_at = ?
+		WHERE id = ? AND status = 'Processing'`,
 		o.Status, o.FailureCode, o.FailureReason, o.BlobKey, o.ContentType, o.Bytes, o.Duration, o.Width, o.Height,
-		micros(o.At), o.ID, o.Token)
+		o.Attempts, micros(o.At), o.ID)
 	return affectedOne(res, err, "finish asset "+o.ID, store.ErrLeaseLost)
-}
-
-// ReleaseAsset hands the lease back and uncounts the attempt, so the next claim runs it again.
-func (db *DB) ReleaseAsset(ctx context.Context, id, token string) error {
-	_, err := db.write.ExecContext(ctx, db.q(`UPDATE assets SET lease_until = 0, lease_token = '',
-		attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END
-		WHERE id = ? AND lease_token = ? AND status = 'Processing'`), id, token)
-	if err != nil {
-		return fmt.Errorf("release asset %s: %w", id, err)
-	}
-	return nil
-}
-
-// DeferAsset makes the asset claimable again at until, keeping the attempt counted.
-func (db *DB) DeferAsset(ctx context.Context, id, token string, until time.Time) error {
-	res, err := db.write.ExecContext(ctx, db.q(`UPDATE assets SET lease_until = ?, lease_token = ''
-		WHERE id = ? AND lease_token = ? AND status = 'Processing'`), micros(until), id, token)
-	if err != nil {
-		return fmt.Errorf("defer asset %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("defer asset %s: %w", id, store.ErrLeaseLost)
-	}
-	return nil
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -315,19 +240,19 @@ func (db *DB) DeferAsset(ctx context.Context, id, token string, until time.Time)
 // ---------------------------------------------------------------------------------------------
 
 const verifyColumns = `id, token_hash, tenant_id, key_id, callback_url, status, group_id, created_at, expires_at,
-	started_at, finished_at, redeemed_at, callback_body, callback_state, callback_attempts, callback_next_at`
+	started_at, finished_at, redeemed_at, callback_body, callback_state, callback_attempts`
 
 func scanVerify(row scanner, extra ...any) (store.VerifySession, error) {
 	var v store.VerifySession
-	var created, expires, started, finished, redeemed, next int64
+	var created, expires, started, finished, redeemed int64
 	var body string
 	dest := []any{&v.ID, &v.TokenHash, &v.TenantID, &v.KeyID, &v.CallbackURL, &v.Status, &v.GroupID, &created, &expires,
-		&started, &finished, &redeemed, &body, &v.CallbackState, &v.CallbackAttempts, &next}
+		&started, &finished, &redeemed, &body, &v.CallbackState, &v.CallbackAttempts}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return store.VerifySession{}, noRows(err)
 	}
 	v.CreatedAt, v.ExpiresAt, v.StartedAt = fromMicros(created), fromMicros(expires), fromMicros(started)
-	v.FinishedAt, v.RedeemedAt, v.CallbackNextAt = fromMicros(finished), fromMicros(redeemed), fromMicros(next)
+	v.FinishedAt, v.RedeemedAt = fromMicros(finished), fromMicros(redeemed)
 	if body != "" {
 		v.CallbackBody = []byte(body)
 	}
@@ -354,10 +279,10 @@ func (db *DB) VerifySession(ctx context.Context, id string) (store.VerifySession
 
 // CreateVerifySession inserts a pending session.
 func (t *Tx) CreateVerifySession(ctx context.Context, v store.VerifySession) error {
-	_, err := t.exec(ctx, `INSERT INTO verify_sessions (`+verifyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, `INSERT INTO verify_sessions (`+verifyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		v.ID, v.TokenHash, v.TenantID, v.KeyID, v.CallbackURL, v.Status, v.GroupID, micros(v.CreatedAt), micros(v.ExpiresAt),
 		micros(v.StartedAt), micros(v.FinishedAt), micros(v.RedeemedAt), string(v.CallbackBody), v.CallbackState,
-		v.CallbackAttempts, micros(v.CallbackNextAt))
+		v.CallbackAttempts)
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create verify session %s: %w", v.ID, store.ErrConflict)
@@ -373,11 +298,12 @@ func (t *Tx) StartVerifySession(ctx context.Context, id string, at time.Time) er
 	return affectedOne(res, err, "start verify session "+id, store.ErrConflict)
 }
 
-// FinishVerifySession ends a pending session; a callback becomes due at once.
+// FinishVerifySession ends a pending session; a session with a callback URL gets a pending
+// callback (its caller enqueues the job that delivers it).
 func (t *Tx) FinishVerifySession(ctx context.Context, id, status, groupID string, callbackBody []byte, at time.Time) error {
 	res, err := t.exec(ctx, `UPDATE verify_sessions SET status = ?, group_id = ?, finished_at = ?, callback_body = ?,
-		callback_state = CASE WHEN callback_url <> '' THEN 'pending' ELSE '' END, callback_next_at = ?
-		WHERE id = ? AND status = 'pending'`, status, groupID, micros(at), string(callbackBody), micros(at), id)
+		callback_state = CASE WHEN callback_url <> '' THEN 'pending' ELSE '' END
+		WHERE id = ? AND status = 'pending'`, status, groupID, micros(at), string(callbackBody), id)
 	return affectedOne(res, err, "finish verify session "+id, store.ErrConflict)
 }
 
@@ -387,56 +313,9 @@ func (t *Tx) RedeemVerifySession(ctx context.Context, id string, at time.Time) e
 	return affectedOne(res, err, "redeem verify session "+id, store.ErrConflict)
 }
 
-// ClaimCallbacks leases due callbacks with a compare-and-set per row.
-func (db *DB) ClaimCallbacks(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.ClaimedCallback, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	n := micros(now)
-	rows, err := db.read.QueryContext(ctx, db.q(`SELECT id FROM verify_sessions
-		WHERE callback_state = 'pending' AND callback_next_at <= ? AND callback_lease_until < ?
-		ORDER BY callback_next_at LIMIT ?`), n, n, limit)
-	if err != nil {
-		return nil, fmt.Errorf("claim callbacks: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("claim callbacks: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim callbacks: %w", err)
-	}
-	var out []store.ClaimedCallback
-	for _, id := range ids {
-		token := idgen.New("lease")
-		res, err := db.write.ExecContext(ctx, db.q(`UPDATE verify_sessions SET callback_lease_token = ?, callback_lease_until = ?
-			WHERE id = ? AND callback_state = 'pending' AND callback_next_at <= ? AND callback_lease_until < ?`),
-			token, micros(now.Add(lease)), id, n, n)
-		if err != nil {
-			return out, fmt.Errorf("claim callback %s: %w", id, err)
-		}
-		if k, _ := res.RowsAffected(); k != 1 {
-			continue
-		}
-		v, err := db.VerifySession(ctx, id)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, store.ClaimedCallback{VerifySession: v, Token: token})
-	}
-	return out, nil
-}
-
-// FinishCallback records a delivery attempt under the lease.
-func (db *DB) FinishCallback(ctx context.Context, id, token, state string, attempts int, next time.Time) error {
-	res, err := db.write.ExecContext(ctx, db.q(`UPDATE verify_sessions SET callback_state = ?, callback_attempts = ?,
-		callback_next_at = ?, callback_lease_until = 0, callback_lease_token = ''
-		WHERE id = ? AND callback_lease_token = ? AND callback_state = 'pending'`), state, attempts, micros(next), id, token)
+// FinishCallback records a delivery attempt of a pending callback.
+func (t *Tx) FinishCallback(ctx context.Context, id, state string, attempts int) error {
+	res, err := t.exec(ctx, `UPDATE verify_sessions SET callback_state = ?, callback_attempts = ?
+		WHERE id = ? AND callback_state = 'pending'`, state, attempts, id)
 	return affectedOne(res, err, "finish callback "+id, store.ErrLeaseLost)
 }

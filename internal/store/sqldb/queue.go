@@ -3,70 +3,42 @@ package sqldb
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"mediagen/internal/idgen"
 	"mediagen/internal/store"
 )
 
-// claimQuery leases due tasks. The CTE picks the rows once, using the partial index
-// tasks_due; on PostgreSQL the dialect adds FOR UPDATE SKIP LOCKED so concurrent claimers take
-// disjoint rows without waiting (a plain "WHERE id IN (SELECT … LIMIT n)" may be re-evaluated
-// by the planner and lease more than n rows); on SQLite the single writer serialises claimers.
-const claimQuery = `WITH due AS (SELECT id AS due_id FROM tasks
-		WHERE status IN ('queued', 'in_progress') AND next_run_at <= ? AND lease_until < ?
-		ORDER BY next_run_at LIMIT ?%s)
-	UPDATE tasks SET lease_token = ?, lease_until = ?
-	FROM due WHERE tasks.id = due.due_id
-	RETURNING ` + taskColumns + `, attempts, step, state`
-
-// ClaimDue leases due tasks. Every claimed row gets the same fresh token: one claim is one
-// worker's batch, and the token fences every later write of that batch's steps.
-func (db *DB) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.Claimed, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	token := idgen.New("lease")
-	n := micros(now)
-	q := fmt.Sprintf(claimQuery, db.d.ClaimLock())
-	rows, err := db.write.QueryContext(ctx, db.q(q), n, n, limit, token, micros(now.Add(lease)))
+// TaskRun reads a whole task with its step and state, for its job. It reads the writer's
+// view (the write handle): a run must see the step its previous run committed.
+func (db *DB) TaskRun(ctx context.Context, id string) (store.TaskRun, error) {
+	var r store.TaskRun
+	var state string
+	t, err := scanTask(scanFunc(func(dest ...any) error {
+		return db.write.QueryRowContext(ctx, db.q(`SELECT `+taskColumns+`, step, state FROM tasks WHERE id = ?`), id).
+			Scan(append(dest, &r.Step, &state)...)
+	}))
 	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
+		return r, fmt.Errorf("task run %s: %w", id, err)
 	}
-	defer rows.Close()
-	var out []store.Claimed
-	for rows.Next() {
-		var c store.Claimed
-		var state string
-		t, err := scanTask(scanFunc(func(dest ...any) error {
-			return rows.Scan(append(dest, &c.Attempts, &c.Step, &state)...)
-		}))
-		if err != nil {
-			return nil, fmt.Errorf("claim: %w", err)
-		}
-		c.Task, c.Token, c.State = t, token, []byte(state)
-		out = append(out, c)
+	r.Task = t
+	if state != "" {
+		r.State = []byte(state)
 	}
-	return out, rows.Err()
+	return r, nil
 }
 
 type scanFunc func(dest ...any) error
 
 func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
 
-// AdvanceTask writes a step's outcome if the lease is still ours and the task not terminal.
+// AdvanceTask writes a run's outcome if the task is not terminal. The caller's job lease,
+// checked in the same transaction, is what fences a run that was taken over.
 func (t *Tx) AdvanceTask(ctx context.Context, a store.Advance) error {
 	t.touch(a.ID)
-	leaseClause := "lease_until = 0, lease_token = ''"
-	if a.KeepLease {
-		leaseClause = "lease_until = lease_until"
-	}
-	res, err := t.exec(ctx, `UPDATE tasks SET status = ?, progress = ?, step = ?, state = ?, attempts = ?,
-		next_run_at = ?, result = ?, error_code = ?, error_message = ?, charged = ?, finished_at = ?,
-		updated_at = ?, `+leaseClause+`
-		WHERE id = ? AND lease_token = ? AND status IN ('queued', 'in_progress')`,
-		a.Status, a.Progress, a.Step, string(a.State), a.Attempts, micros(a.NextRunAt), string(a.Result),
-		a.ErrorCode, a.ErrorMessage, int64(a.Charged), micros(a.FinishedAt), micros(t.db.now()), a.ID, a.Token)
+	res, err := t.exec(ctx, `UPDATE tasks SET status = ?, progress = ?, step = ?, state = ?,
+		result = ?, error_code = ?, error_message = ?, charged = ?, finished_at = ?, updated_at = ?
+		WHERE id = ? AND status IN ('queued', 'in_progress')`,
+		a.Status, a.Progress, a.Step, string(a.State), string(a.Result),
+		a.ErrorCode, a.ErrorMessage, int64(a.Charged), micros(a.FinishedAt), micros(t.db.now()), a.ID)
 	if err != nil {
 		return fmt.Errorf("advance %s: %w", a.ID, err)
 	}
@@ -76,36 +48,6 @@ func (t *Tx) AdvanceTask(ctx context.Context, a store.Advance) error {
 	if store.Terminal(a.Status) {
 		// The update applied only to an unfinished task, so this runs once per task.
 		return t.dropInFlight(ctx, "task", "tasks", a.ID)
-	}
-	return nil
-}
-
-// ReleaseLease hands the lease back and makes the task due now.
-func (db *DB) ReleaseLease(ctx context.Context, id, token string) error {
-	if db.tasks != nil {
-		// next_run_at changes: bracket the write like a commit (taskCache.beginWrite).
-		ids := []string{id}
-		db.tasks.beginWrite(ids)
-		defer db.tasks.endWrite(ids)
-	}
-	_, err := db.write.ExecContext(ctx, db.q(`UPDATE tasks SET lease_until = 0, lease_token = '', next_run_at = ?
-		WHERE id = ? AND lease_token = ?`), micros(db.now()), id, token)
-	if err != nil {
-		return fmt.Errorf("release %s: %w", id, err)
-	}
-	return nil
-}
-
-// RenewLease extends a held lease. lease_until is not part of any cached task view, so the
-// task cache needs no bracket here.
-func (db *DB) RenewLease(ctx context.Context, id, token string, until time.Time) error {
-	res, err := db.write.ExecContext(ctx, db.q(`UPDATE tasks SET lease_until = ?
-		WHERE id = ? AND lease_token = ? AND status IN ('queued', 'in_progress')`), micros(until), id, token)
-	if err != nil {
-		return fmt.Errorf("renew lease %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("renew lease %s: %w", id, store.ErrLeaseLost)
 	}
 	return nil
 }

@@ -10,15 +10,15 @@ import (
 
 const taskColumns = `id, key_id, tenant_id, route, model, status, progress, client_request_id, payload_hash,
 	request, pricing, reserved, charged, result, error_code, error_message, created_at, updated_at,
-	finished_at, next_run_at`
+	finished_at`
 
 func scanTask(row scanner) (store.Task, error) {
 	var t store.Task
 	var request, pricing, result string
-	var reserved, charged, created, updated, finished, next int64
+	var reserved, charged, created, updated, finished int64
 	err := row.Scan(&t.ID, &t.KeyID, &t.TenantID, &t.Route, &t.Model, &t.Status, &t.Progress,
 		&t.ClientRequestID, &t.PayloadHash, &request, &pricing, &reserved, &charged, &result,
-		&t.ErrorCode, &t.ErrorMessage, &created, &updated, &finished, &next)
+		&t.ErrorCode, &t.ErrorMessage, &created, &updated, &finished)
 	if err != nil {
 		return store.Task{}, noRows(err)
 	}
@@ -27,17 +27,17 @@ func scanTask(row scanner) (store.Task, error) {
 		t.Result = []byte(result)
 	}
 	t.Reserved, t.Charged = money.Micros(reserved), money.Micros(charged)
-	t.CreatedAt, t.UpdatedAt, t.FinishedAt, t.NextRunAt = fromMicros(created), fromMicros(updated), fromMicros(finished), fromMicros(next)
+	t.CreatedAt, t.UpdatedAt, t.FinishedAt = fromMicros(created), fromMicros(updated), fromMicros(finished)
 	return t, nil
 }
 
 // CreateTask inserts a new task.
 func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
-	_, err := t.exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		task.ID, task.KeyID, task.TenantID, task.Route, task.Model, task.Status, task.Progress,
 		task.ClientRequestID, task.PayloadHash, string(task.Request), string(task.Pricing),
 		int64(task.Reserved), int64(task.Charged), string(task.Result), task.ErrorCode, task.ErrorMessage,
-		micros(task.CreatedAt), micros(task.UpdatedAt), micros(task.FinishedAt), micros(task.NextRunAt))
+		micros(task.CreatedAt), micros(task.UpdatedAt), micros(task.FinishedAt))
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create task %s: %w", task.ID, store.ErrConflict)
@@ -54,7 +54,7 @@ func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
 // replays) never need them, and polling is the hottest path, so it reads less.
 const readColumns = `id, key_id, tenant_id, route, model, status, progress, client_request_id, payload_hash,
 	'', '', reserved, charged, result, error_code, error_message, created_at, updated_at,
-	finished_at, next_run_at`
+	finished_at`
 
 // Task reads one task by id: one primary-key lookup, the hot path of polling. Request and
 // Pricing are left empty (the runner gets them with its claims).

@@ -1,4 +1,4 @@
-package worker
+package video
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mediagen/internal/billing"
+	"mediagen/internal/jobs"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"
@@ -28,7 +29,7 @@ type scripted struct {
 	runs   atomic.Int64
 }
 
-func (h *scripted) Step(ctx context.Context, c store.Claimed, save func(Outcome) error) (Outcome, error) {
+func (h *scripted) Step(ctx context.Context, c store.TaskRun, save func(Outcome) error) (Outcome, error) {
 	h.runs.Add(1)
 	h.mu.Lock()
 	i := h.calls[c.ID]
@@ -53,7 +54,7 @@ func (h *scripted) Step(ctx context.Context, c store.Claimed, save func(Outcome)
 	return Outcome{}, nil
 }
 
-func (h *scripted) Expired(c store.Claimed) Final {
+func (h *scripted) Expired(c store.TaskRun) Final {
 	return Final{Status: store.StatusExpired, ErrorCode: "task_expired", ErrorMessage: "too slow"}
 }
 
@@ -90,9 +91,12 @@ func (e *env) task(reserve money.Micros, created time.Time) string {
 	ctx := context.Background()
 	id := fmt.Sprintf("video_%d", time.Now().UnixNano())
 	task := store.Task{ID: id, KeyID: e.key.ID, TenantID: "acme", Route: "native", Model: "m", Status: store.StatusQueued,
-		PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: reserve, CreatedAt: created, UpdatedAt: created, NextRunAt: created}
+		PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: reserve, CreatedAt: created, UpdatedAt: created}
 	err := e.db.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.CreateTask(ctx, task); err != nil {
+			return err
+		}
+		if err := tx.EnqueueJob(ctx, TaskJob(task)); err != nil {
 			return err
 		}
 		return billing.Reserve(ctx, tx, e.key, id, reserve, created)
@@ -122,11 +126,24 @@ func (e *env) waitTerminal(id string) store.Task {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func TestRunnerCompletesAndSettlesOnce(t *testing.T) {
+// runTasks starts a job engine that runs the env's tasks with the stepper; k tunes the kind.
+func (e *env) runTasks(steps Stepper, k jobs.Kind) *jobs.Engine {
+	e.t.Helper()
+	eng := jobs.New(jobs.Config{Store: e.db, Logger: quiet()})
+	k.Name, k.Handler = TaskKind, &Tasks{Store: e.db, Steps: steps, Logger: quiet()}
+	if err := eng.Register(k); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := eng.Start(e.t.Context()); err != nil {
+		e.t.Fatal(err)
+	}
+	return eng
+}
+
+func TestTasksCompletesAndSettlesOnce(t *testing.T) {
 	e := newEnv(t)
 	h := &scripted{script: []string{"ok", "err", "ok", "done"}, charge: 700_000, calls: map[string]int{}}
-	r := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, BackoffBase: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond})
-	r.Start(context.Background())
+	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Backoff: jobs.Exponential(2*time.Millisecond, 10*time.Millisecond)})
 	defer r.Stop()
 	id := e.task(1_000_000, time.Now())
 	got := e.waitTerminal(id)
@@ -146,11 +163,10 @@ func TestRunnerCompletesAndSettlesOnce(t *testing.T) {
 	}
 }
 
-func TestRunnerFailsAfterMaxAttemptsAndRefunds(t *testing.T) {
+func TestTasksFailsAfterMaxAttemptsAndRefunds(t *testing.T) {
 	e := newEnv(t)
 	h := &scripted{script: []string{"err", "err", "err", "err"}, calls: map[string]int{}}
-	r := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond})
-	r.Start(context.Background())
+	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, MaxAttempts: 3, Backoff: jobs.Exponential(time.Millisecond, 4*time.Millisecond)})
 	defer r.Stop()
 	id := e.task(1_000_000, time.Now())
 	got := e.waitTerminal(id)
@@ -166,11 +182,10 @@ func TestRunnerFailsAfterMaxAttemptsAndRefunds(t *testing.T) {
 	}
 }
 
-func TestRunnerPermanentFailureAndExpiryRefund(t *testing.T) {
+func TestTasksPermanentFailureAndExpiryRefund(t *testing.T) {
 	e := newEnv(t)
 	h := &scripted{script: []string{"fail"}, calls: map[string]int{}}
-	r := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, Deadline: time.Hour})
-	r.Start(context.Background())
+	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Deadline: time.Hour})
 	defer r.Stop()
 	failed := e.task(500_000, time.Now())
 	old := e.task(300_000, time.Now().Add(-2*time.Hour))
@@ -186,17 +201,15 @@ func TestRunnerPermanentFailureAndExpiryRefund(t *testing.T) {
 	}
 }
 
-func TestTwoRunnersNeverRunATaskTwice(t *testing.T) {
+func TestTwoEnginesNeverRunATaskTwice(t *testing.T) {
 	e := newEnv(t)
 	h := &scripted{script: []string{"ok", "done"}, charge: 1, calls: map[string]int{}}
 	var ids []string
 	for i := 0; i < 30; i++ {
 		ids = append(ids, e.task(10, time.Now()))
 	}
-	a := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 2 * time.Millisecond, Batch: 3})
-	b := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 2 * time.Millisecond, Batch: 3})
-	a.Start(context.Background())
-	b.Start(context.Background())
+	a := e.runTasks(h, jobs.Kind{Poll: 2 * time.Millisecond, Batch: 3})
+	b := e.runTasks(h, jobs.Kind{Poll: 2 * time.Millisecond, Batch: 3})
 	for _, id := range ids {
 		e.waitTerminal(id)
 	}
@@ -212,46 +225,32 @@ func TestTwoRunnersNeverRunATaskTwice(t *testing.T) {
 	}
 }
 
-func TestBackoffGrowsAndIsCapped(t *testing.T) {
-	for attempt := 1; attempt < 12; attempt++ {
-		d := backoff(time.Second, 30*time.Second, attempt)
-		want := time.Second << (attempt - 1)
-		if want > 30*time.Second || want <= 0 {
-			want = 30 * time.Second
-		}
-		if d < want/2 || d > want {
-			t.Errorf("attempt %d: %v outside [%v, %v]", attempt, d, want/2, want)
-		}
-	}
-}
-
 // slowStep blocks each step until released, then fails transiently once the runner stops.
 type slowStep struct {
 	started chan struct{}
 }
 
-func (h *slowStep) Step(ctx context.Context, c store.Claimed, save func(Outcome) error) (Outcome, error) {
+func (h *slowStep) Step(ctx context.Context, c store.TaskRun, save func(Outcome) error) (Outcome, error) {
 	close(h.started)
 	time.Sleep(50 * time.Millisecond)
 	return Outcome{}, errors.New("interrupted by shutdown")
 }
 
-func (h *slowStep) Expired(store.Claimed) Final { return Final{Status: store.StatusExpired} }
+func (h *slowStep) Expired(store.TaskRun) Final { return Final{Status: store.StatusExpired} }
 
 func TestStopHandsLeasesBack(t *testing.T) {
 	e := newEnv(t)
 	h := &slowStep{started: make(chan struct{})}
-	r := New(Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, Lease: time.Hour})
-	r.Start(context.Background())
+	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Lease: time.Hour})
 	id := e.task(100, time.Now())
 	<-h.started
 	r.Stop() // the running step ends with an error while stopping: its lease goes back, no attempt counted
-	claimed, err := e.db.ClaimDue(context.Background(), time.Now().Add(time.Second), time.Minute, 10)
-	if err != nil || len(claimed) != 1 || claimed[0].ID != id {
+	claimed, err := e.db.ClaimJobs(context.Background(), TaskKind, "", time.Now().Add(time.Second), time.Minute, 10)
+	if err != nil || len(claimed) != 1 || claimed[0].Ref != id {
 		t.Fatalf("task not claimable right after Stop (lease not handed back): %+v %v", claimed, err)
 	}
-	if claimed[0].Attempts != 0 {
-		t.Errorf("shutdown counted as a failed attempt: %d", claimed[0].Attempts)
+	if claimed[0].Attempt != 1 {
+		t.Errorf("shutdown counted as a failed attempt: this claim is attempt %d, want 1", claimed[0].Attempt)
 	}
 }
 
@@ -261,7 +260,7 @@ type leaseSpanningStep struct {
 	starts sync.Map // id → *atomic.Int64
 }
 
-func (h *leaseSpanningStep) Step(ctx context.Context, c store.Claimed, _ func(Outcome) error) (Outcome, error) {
+func (h *leaseSpanningStep) Step(ctx context.Context, c store.TaskRun, _ func(Outcome) error) (Outcome, error) {
 	n, _ := h.starts.LoadOrStore(c.ID, new(atomic.Int64))
 	n.(*atomic.Int64).Add(1)
 	select {
@@ -272,20 +271,19 @@ func (h *leaseSpanningStep) Step(ctx context.Context, c store.Claimed, _ func(Ou
 	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: []byte(`{}`), Charge: 1}}, nil
 }
 
-func (h *leaseSpanningStep) Expired(store.Claimed) Final { return Final{Status: store.StatusExpired} }
+func (h *leaseSpanningStep) Expired(store.TaskRun) Final { return Final{Status: store.StatusExpired} }
 
-// A step longer than the lease keeps its task through the heartbeat: a second runner on the
+// A step longer than the lease keeps its task through the heartbeat: a second engine on the
 // same store never takes it over while the first is alive.
 func TestHeartbeatKeepsALiveStepsTask(t *testing.T) {
 	e := newEnv(t)
 	h := &leaseSpanningStep{d: 800 * time.Millisecond}
-	cfg := Config{Store: e.db, Handler: h, Logger: quiet(), Idle: 5 * time.Millisecond, Lease: 150 * time.Millisecond}
-	a, b := New(cfg), New(cfg)
-	a.Start(context.Background())
+	k := jobs.Kind{Poll: 5 * time.Millisecond, Lease: 150 * time.Millisecond}
+	a := e.runTasks(h, k)
 	defer a.Stop()
 	id := e.task(1_000, time.Now())
 	time.Sleep(50 * time.Millisecond) // a claims it first
-	b.Start(context.Background())
+	b := e.runTasks(h, k)
 	defer b.Stop()
 	if got := e.waitTerminal(id); got.Status != store.StatusCompleted {
 		t.Fatalf("task = %+v", got)

@@ -1,4 +1,4 @@
-package worker
+package video
 
 import (
 	"time"
@@ -8,8 +8,8 @@ import (
 	"mediagen/internal/money"
 )
 
-// Metrics are the runner's Prometheus series. A nil *Metrics records nothing.
-type Metrics struct {
+// TaskMetrics are the series of video task runs. A nil *TaskMetrics records nothing.
+type TaskMetrics struct {
 	tasks    *prometheus.CounterVec
 	steps    *prometheus.HistogramVec
 	stepErrs *prometheus.CounterVec
@@ -18,14 +18,14 @@ type Metrics struct {
 	settled  *prometheus.CounterVec
 }
 
-// NewMetrics registers the runner's series on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
+// NewTaskMetrics registers the series on reg.
+func NewTaskMetrics(reg prometheus.Registerer) *TaskMetrics {
+	m := &TaskMetrics{
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mediagen_tasks_finished_total", Help: "Tasks that reached a terminal state, by route and state.",
 		}, []string{"route", "status"}),
 		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "mediagen_task_step_duration_seconds", Help: "Duration of one runner step, by route and step.",
+			Name: "mediagen_task_step_duration_seconds", Help: "Duration of one task step, by route and step.",
 			Buckets: []float64{.005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"route", "step"}),
 		stepErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -45,7 +45,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) stepDone(route, step string, d time.Duration, err error) {
+func (m *TaskMetrics) stepDone(route, step string, d time.Duration, err error) {
 	if m == nil {
 		return
 	}
@@ -58,7 +58,7 @@ func (m *Metrics) stepDone(route, step string, d time.Duration, err error) {
 	}
 }
 
-func (m *Metrics) retried(route, step string) {
+func (m *TaskMetrics) retried(route, step string) {
 	if m == nil {
 		return
 	}
@@ -68,7 +68,7 @@ func (m *Metrics) retried(route, step string) {
 	m.retries.WithLabelValues(route, step).Inc()
 }
 
-func (m *Metrics) finished(route, status string, reserved, charged money.Micros) {
+func (m *TaskMetrics) finished(route, status string, reserved, charged money.Micros) {
 	if m == nil {
 		return
 	}

@@ -1,0 +1,145 @@
+package sqldb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"mediagen/internal/idgen"
+	"mediagen/internal/store"
+)
+
+// claimWindow is how many of the oldest due jobs a claim considers per job it takes: priority
+// and fair share order the jobs within that window. A wider window is fairer and costs a
+// longer scan; 8 keeps a claim of 16 to one index range of at most 128 rows.
+const claimWindow = 8
+
+// claimJobsQuery leases due jobs of one kind and queue. The due CTE is one range scan of
+// jobs_due (run_at is the lease's end for leased jobs, so expired leases are due too); on
+// PostgreSQL it locks its rows with FOR UPDATE SKIP LOCKED, so concurrent claimers take
+// disjoint jobs without waiting. pick then orders the window by priority, by how many jobs of
+// the same tenant come before in the window (round robin between tenants), and by age.
+const claimJobsQuery = `WITH due AS (SELECT id AS due_id, tenant_id AS due_tenant, priority AS due_priority,
+		run_at AS due_run_at FROM jobs
+		WHERE kind = ? AND queue = ? AND run_at <= ?
+		ORDER BY run_at LIMIT ?%s),
+	pick AS (SELECT due_id FROM (SELECT due_id, due_priority, due_run_at,
+			ROW_NUMBER() OVER (PARTITION BY due_tenant ORDER BY due_priority, due_run_at) AS turn FROM due) ranked
+		ORDER BY due_priority, turn, due_run_at LIMIT ?)
+	UPDATE jobs SET lease_token = ?, lease_until = ?, run_at = ?, attempts = attempts + 1
+	FROM pick WHERE jobs.id = pick.due_id
+	RETURNING id, kind, queue, ref, tenant_id, priority, payload, deadline, created_at, attempts`
+
+// ClaimJobs leases up to limit due jobs. Every job of one claim gets the same fresh token.
+func (db *DB) ClaimJobs(ctx context.Context, kind, queue string, now time.Time, lease time.Duration, limit int) ([]store.Job, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	token := idgen.New("lease")
+	until := micros(now.Add(lease))
+	q := fmt.Sprintf(claimJobsQuery, db.d.ClaimLock())
+	rows, err := db.write.QueryContext(ctx, db.q(q), kind, queue, micros(now), limit*claimWindow, limit, token, until, until)
+	if err != nil {
+		return nil, fmt.Errorf("claim %s jobs: %w", kind, err)
+	}
+	defer rows.Close()
+	var out []store.Job
+	for rows.Next() {
+		j := store.Job{Token: token, RunAt: fromMicros(until)}
+		var payload string
+		var deadline, created int64
+		if err := rows.Scan(&j.ID, &j.Kind, &j.Queue, &j.Ref, &j.TenantID, &j.Priority, &payload, &deadline, &created, &j.Attempt); err != nil {
+			return nil, fmt.Errorf("claim %s jobs: %w", kind, err)
+		}
+		if payload != "" {
+			j.Payload = []byte(payload)
+		}
+		j.Deadline, j.CreatedAt = fromMicros(deadline), fromMicros(created)
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// RenewJob extends a held lease (and the due time that mirrors it).
+func (db *DB) RenewJob(ctx context.Context, id, token string, until time.Time) error {
+	u := micros(until)
+	res, err := db.write.ExecContext(ctx, db.q(`UPDATE jobs SET lease_until = ?, run_at = ? WHERE id = ? AND lease_token = ?`), u, u, id, token)
+	if err != nil {
+		return fmt.Errorf("renew job %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("renew job %s: %w", id, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+const insertJob = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, priority, payload, run_at, deadline, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+
+func jobArgs(j store.Job) []any {
+	return []any{j.ID, j.Kind, j.Queue, j.Ref, j.TenantID, j.Priority, string(j.Payload), micros(j.RunAt), micros(j.Deadline), micros(j.CreatedAt)}
+}
+
+// EnsureJob inserts the job unless its id exists.
+func (db *DB) EnsureJob(ctx context.Context, j store.Job) error {
+	if _, err := db.write.ExecContext(ctx, db.q(insertJob), jobArgs(j)...); err != nil {
+		return fmt.Errorf("ensure job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// EnqueueJob inserts a job in the transaction of the record it is about.
+func (t *Tx) EnqueueJob(ctx context.Context, j store.Job) error {
+	if _, err := t.exec(ctx, insertJob, jobArgs(j)...); err != nil {
+		return fmt.Errorf("enqueue job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// UpdateJob writes a run's outcome, fenced by the lease token.
+func (t *Tx) UpdateJob(ctx context.Context, u store.JobUpdate) error {
+	var q string
+	var args []any
+	switch {
+	case u.Done:
+		q, args = `DELETE FROM jobs WHERE id = ? AND lease_token = ?`, []any{u.ID, u.Token}
+	case u.KeepLease:
+		q, args = `UPDATE jobs SET last_error = last_error WHERE id = ? AND lease_token = ?`, []any{u.ID, u.Token}
+	default:
+		q = `UPDATE jobs SET run_at = ?, lease_until = 0, lease_token = '', attempts = ?, last_error = ?
+			WHERE id = ? AND lease_token = ?`
+		args = []any{micros(u.RunAt), u.Attempts, u.LastError, u.ID, u.Token}
+	}
+	res, err := t.exec(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", u.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("update job %s: %w", u.ID, store.ErrLeaseLost)
+	}
+	return nil
+}
+
+// CountJobs counts jobs by kind and state: leased, due, and scheduled later.
+func (db *DB) CountJobs(ctx context.Context, now time.Time) ([]store.JobCount, error) {
+	n := micros(now)
+	rows, err := db.read.QueryContext(ctx, db.q(`SELECT kind, running, due, COUNT(*) FROM
+		(SELECT kind, lease_until > ? AS running, run_at <= ? AS due FROM jobs) j
+		GROUP BY kind, running, due ORDER BY kind`), n, n)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.JobCount
+	for rows.Next() {
+		var c store.JobCount
+		if err := rows.Scan(&c.Kind, &c.Running, &c.Due, &c.N); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		if c.Running {
+			c.Due = false
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}

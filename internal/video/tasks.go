@@ -1,0 +1,195 @@
+package video
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/jobs"
+	"mediagen/internal/money"
+	"mediagen/internal/store"
+)
+
+// TaskKind is the job kind of a video task: one job per task, enqueued with it.
+const TaskKind = "video.task"
+
+// TaskJob is the job that runs a task, enqueued in the task's own transaction.
+func TaskJob(t store.Task) store.Job {
+	return store.Job{ID: jobs.ID(TaskKind, t.ID), Kind: TaskKind, Ref: t.ID, TenantID: t.TenantID,
+		RunAt: t.CreatedAt, CreatedAt: t.CreatedAt}
+}
+
+// Outcome is what one step of a task decided.
+type Outcome struct {
+	Status   string // queued or in_progress while running
+	Progress int
+	Step     string
+	State    []byte
+	RunIn    time.Duration // when the task is due again
+	Final    *Final        // set when the task reaches a terminal state
+}
+
+// Final is a terminal outcome.
+type Final struct {
+	Status       string // completed, failed, expired
+	Result       []byte
+	ErrorCode    string
+	ErrorMessage string
+	Charge       money.Micros // the settled amount; 0 releases the whole reservation
+}
+
+// Stepper runs the steps of tasks (the Pipeline; a script in tests). Step returns an error
+// for a transient failure (retried with backoff by the job engine); a permanent failure is a
+// Final outcome. save records progress within a step under the job's lease (for example
+// "about to submit" before an upstream call).
+type Stepper interface {
+	Step(ctx context.Context, c store.TaskRun, save func(Outcome) error) (Outcome, error)
+	// Expired is the terminal outcome of a task past the deadline.
+	Expired(c store.TaskRun) Final
+}
+
+// TaskRuns is what the task handler reads.
+type TaskRuns interface {
+	TaskRun(ctx context.Context, id string) (store.TaskRun, error)
+}
+
+// Tasks is the job handler of video tasks: it runs a task's step and turns the outcome into
+// the task's update, and a terminal outcome into the task's settlement, committed with the
+// job's outcome, so a task is settled exactly once.
+type Tasks struct {
+	Store    TaskRuns
+	Steps    Stepper
+	Logger   *slog.Logger
+	Metrics  *TaskMetrics      // may be nil
+	Overages *billing.Overages // counts settlements above their reservation (may be nil)
+	Now      func() time.Time  // nil: time.Now
+}
+
+// gaveUpMessage is the failure of a task whose step kept failing.
+const gaveUpMessage = "The video could not be generated. Start a new task deliberately if you still need it."
+
+// Run implements jobs.Handler.
+func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.Outcome, error) {
+	c, err := h.Store.TaskRun(ctx, j.Ref)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return jobs.Outcome{Done: true}, nil
+	case err != nil:
+		return jobs.Outcome{}, err
+	case store.Terminal(c.Status):
+		return jobs.Outcome{Done: true}, nil
+	}
+	save := func(o Outcome) error {
+		a := advance(c, o)
+		return cp(ctx, func(ctx context.Context, tx store.Tx) error { return tx.AdvanceTask(ctx, a) })
+	}
+	start := time.Now()
+	out, err := h.Steps.Step(ctx, c, save)
+	h.Metrics.stepDone(c.Route, c.Step, time.Since(start), err)
+	if err != nil {
+		if !errors.Is(err, store.ErrLeaseLost) {
+			h.Metrics.retried(c.Route, c.Step)
+		}
+		return jobs.Outcome{}, err
+	}
+	if out.Final != nil {
+		return h.final(c, out), nil
+	}
+	a := advance(c, out)
+	return jobs.Outcome{RunIn: out.RunIn, Apply: func(ctx context.Context, tx store.Tx) error { return tx.AdvanceTask(ctx, a) }}, nil
+}
+
+// GiveUp implements jobs.Handler: a task past its deadline gets the stepper's expiry; a task
+// whose step kept failing (or kept dying) fails with a full refund.
+func (h *Tasks) GiveUp(ctx context.Context, j jobs.Job, cause error) jobs.Outcome {
+	c, err := h.Store.TaskRun(ctx, j.Ref)
+	if err != nil || store.Terminal(c.Status) {
+		return jobs.Outcome{Done: true}
+	}
+	f := Final{Status: store.StatusFailed, ErrorCode: "video_generation_failed", ErrorMessage: gaveUpMessage}
+	if errors.Is(cause, jobs.ErrDeadline) {
+		f = h.Steps.Expired(c)
+	} else {
+		h.log().Error("task step keeps failing; failing the task", "task", c.ID, "attempts", j.Attempt, "err", cause)
+	}
+	return h.final(c, Outcome{Final: &f})
+}
+
+// advance is the update of a step that keeps the task running.
+func advance(c store.TaskRun, o Outcome) store.Advance {
+	status := o.Status
+	if status == "" {
+		status = c.Status
+	}
+	progress := max(o.Progress, c.Progress) // progress never goes back
+	if progress > 99 {
+		progress = 99 // 100 belongs to completed
+	}
+	step := o.Step
+	if step == "" {
+		step = c.Step
+	}
+	state := o.State
+	if state == nil {
+		state = c.State
+	}
+	return store.Advance{ID: c.ID, Status: status, Progress: progress, Step: step, State: state}
+}
+
+// final is the terminal update and the settlement, in one transaction with the job's end.
+// The task update is a compare-and-swap on a non-terminal status, so if it does not apply,
+// neither does the settlement: money moves once.
+func (h *Tasks) final(c store.TaskRun, o Outcome) jobs.Outcome {
+	f := o.Final
+	progress := c.Progress
+	if f.Status == store.StatusCompleted {
+		progress = 100
+	}
+	charge := f.Charge
+	if f.Status != store.StatusCompleted {
+		charge = 0
+	}
+	state := o.State
+	if state == nil {
+		state = c.State
+	}
+	var overage bool
+	return jobs.Outcome{
+		Done: true,
+		Apply: func(ctx context.Context, tx store.Tx) error {
+			now := h.now()
+			a := store.Advance{ID: c.ID, Status: f.Status, Progress: progress, Step: "done", State: state,
+				Result: f.Result, ErrorCode: f.ErrorCode, ErrorMessage: f.ErrorMessage, Charged: charge, FinishedAt: now}
+			if err := tx.AdvanceTask(ctx, a); err != nil {
+				return err
+			}
+			over, err := billing.Settle(ctx, tx, c.KeyID, c.ID, c.Reserved, charge, now)
+			overage = over > 0
+			return err
+		},
+		After: func() {
+			log := h.log().With("task", c.ID, "route", c.Route)
+			h.Metrics.finished(c.Route, f.Status, c.Reserved, charge)
+			if overage || charge > c.Reserved {
+				h.Overages.Record(log, c.Route, billing.QuoteCurrency(c.Pricing), c.KeyID, c.ID, c.Reserved, charge)
+			}
+			log.Info("task finished", "status", f.Status, "code", f.ErrorCode, "reserved", c.Reserved.String(), "charged", charge.String())
+		},
+	}
+}
+
+func (h *Tasks) now() time.Time {
+	if h.Now == nil {
+		return time.Now()
+	}
+	return h.Now()
+}
+
+func (h *Tasks) log() *slog.Logger {
+	if h.Logger == nil {
+		return slog.Default()
+	}
+	return h.Logger
+}
