@@ -28,14 +28,14 @@ const assetFetchTimeout = 10 * time.Minute
 // client with the serve policy and a long total timeout, the catalog's virtual groups applied,
 // and the background processor started on bg. Every role runs the processor: it takes over
 // assets left Processing by a process that died.
-func (m *Main) buildAssets(ctx, bg context.Context, key []byte, fetchOpts safefetch.Options, reg prometheus.Registerer) (*asset.Service, *blob.FS, error) {
+func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.Options, reg prometheus.Registerer) (*asset.Service, *blob.FS, error) {
 	c := &m.Config
 	blobs, err := blob.NewFS(filepath.Join(c.DataDir, "assets"), key, c.PublicURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("asset storage: %w", err)
 	}
 	cfg := asset.Config{Store: m.db, Catalog: m.catalog, Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
-		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg)}
+		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg), Notify: m.jobs.Notify}
 	if c.VerifyTTL > 0 {
 		cfg.VerifyTTL = c.VerifyTTL
 	}
@@ -51,9 +51,7 @@ func (m *Main) buildAssets(ctx, bg context.Context, key []byte, fetchOpts safefe
 	if granted+revoked > 0 {
 		m.log.Info("catalog virtual groups applied", "granted", granted, "revoked", revoked)
 	}
-	svc := asset.New(cfg)
-	svc.Start(bg)
-	return svc, blobs, nil
+	return asset.New(cfg), blobs, nil
 }
 
 // adminAssetCommands are the operator's asset-group commands.

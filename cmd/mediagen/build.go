@@ -22,11 +22,11 @@ import (
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/speech"
 	"mediagen/internal/video"
-	"mediagen/internal/worker"
+	"mediagen/internal/jobs"
 )
 
 // build assembles the service from the configuration: storage, the sandbox engine, the
-// pipeline and its runner (for the worker role), and the HTTP API (for the api role).
+// pipeline, the job engine with the kinds of this role, and the HTTP API (for the api role).
 func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	c := &m.Config
 	key, err := m.signingKey()
@@ -52,18 +52,20 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	fetch := safefetch.New(fetchOpts)
 	reg := prometheus.NewRegistry()
+	m.reg = reg
 	registerStoreMetrics(reg, m.db)
+	m.jobs = jobs.New(jobs.Config{Store: m.db, Logger: m.log, Registry: reg})
 	overages := billing.NewOverages(reg)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.bgStop = stop
 
 	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch}}
-	assets, assetBlobs, err := m.buildAssets(ctx, bg, key, fetchOpts, reg)
+	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg)
 	if err != nil {
 		return nil, err
 	}
 	videos.Assets = assets
-	m.bgStop = func() { stop(); assets.Stop() }
+	var tasks *video.Tasks
 	if c.Role != "api" {
 		if err := tools.Check(ctx); err != nil {
 			return nil, fmt.Errorf("the worker needs ffmpeg, ffprobe and espeak-ng (make run installs them): %w", err)
@@ -86,18 +88,20 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			PollMin: 200 * time.Millisecond, PollMax: 10 * time.Second,
 			UpstreamErrors: video.NewUpstreamErrors(reg),
 		}
-		m.runner = worker.New(worker.Config{Store: m.db, Handler: pipeline, Logger: m.log, Metrics: worker.NewMetrics(reg), Overages: overages,
-			Workers: c.Workers, Deadline: c.TaskDeadline})
-		m.runner.Start(bg)
-		videos.Scheduled = func(string) { m.runner.Notify() }
-		m.sweeper = &blob.Sweeper{Store: m.blobs, Retention: c.Retention, Interval: time.Hour, Logger: m.log, Metrics: reg}
-		m.sweeper.Start(bg)
+		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages}
+		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }
 	}
-	speechSvc, err := m.buildSpeech(ctx, bg, tools, fetch, reg)
+	speechSvc, err := m.buildSpeech(ctx, tools, fetch, reg)
 	if speechSvc != nil {
 		speechSvc.Overages = overages
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := m.registerJobs(m.jobs, assets, tasks, speechSvc); err != nil {
+		return nil, err
+	}
+	if err := m.jobs.Start(bg); err != nil {
 		return nil, err
 	}
 	return httpapi.New(httpapi.Config{
@@ -112,9 +116,8 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 // buildSpeech wires POST /v1/audio/speech. Speech is synchronous, so the process serving the
 // API calls the engine itself: an api-only process makes its own sandbox engine when the
 // media tools are installed (without them it answers speech with 503). The sweep that fails
-// and refunds abandoned speech records runs in the worker role, stopped with the other
-// background work.
-func (m *Main) buildSpeech(ctx, bg context.Context, tools ffmpeg.Tools, fetch *safefetch.Client, reg prometheus.Registerer) (*speech.Service, error) {
+// and refunds abandoned speech records is a job kind of the worker role (registerJobs).
+func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safefetch.Client, reg prometheus.Registerer) (*speech.Service, error) {
 	c := &m.Config
 	svc := &speech.Service{Store: m.db, Engines: map[string]provider.Synthesizer{}, Fetch: fetch, Blobs: m.blobs,
 		Probe: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout, Metrics: speech.NewMetrics(reg)}
@@ -131,12 +134,6 @@ func (m *Main) buildSpeech(ctx, bg context.Context, tools ffmpeg.Tools, fetch *s
 	}
 	if m.engine != nil {
 		svc.Engines[string(catalog.UpstreamSandbox)] = m.engine
-	}
-	if c.Role != "api" {
-		sw := &speech.Sweeper{Service: svc}
-		sw.Start(bg)
-		prev := m.bgStop
-		m.bgStop = func() { prev(); sw.Stop() }
 	}
 	return svc, nil
 }

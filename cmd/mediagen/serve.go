@@ -15,13 +15,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
+	"mediagen/internal/jobs"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/sqlite"
 	"mediagen/internal/video"
-	"mediagen/internal/worker"
 )
 
 // Main is the serve command as an object, so tests can start the whole service on port :0
@@ -43,8 +45,8 @@ type Main struct {
 	serveLock *os.File
 	blobs     *blob.FS
 	engine    *sandbox.Engine
-	runner    *worker.Runner
-	sweeper   *blob.Sweeper
+	jobs      *jobs.Engine
+	reg       *prometheus.Registry
 	bgStop    context.CancelFunc
 
 	// FetchTLS, when set before Run, is the TLS configuration of the client that fetches
@@ -184,11 +186,8 @@ func (m *Main) close() error {
 	if m.debug != nil {
 		_ = m.debug.Close()
 	}
-	if m.runner != nil {
-		m.runner.Stop()
-	}
-	if m.sweeper != nil {
-		m.sweeper.Stop()
+	if m.jobs != nil {
+		m.jobs.Stop()
 	}
 	if m.bgStop != nil {
 		m.bgStop()

@@ -27,6 +27,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/jobs"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"
@@ -41,6 +42,7 @@ type env struct {
 	media *httptest.Server
 	dir   string // files the media server serves
 	clock *clock
+	jobs  *jobs.Engine // runs the service's job kinds on the env's clock
 }
 
 type clock struct{ offset atomic.Int64 }
@@ -51,7 +53,7 @@ func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 type envOpts struct {
 	fetch  *safefetch.Options // nil: loopback allowed, trusting the media server
 	mutate func(*Config)
-	noRun  bool // do not Start the background work
+	noRun  bool // do not start the job engine (e.start does)
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -87,15 +89,31 @@ func newEnv(t *testing.T, o envOpts) *env {
 	cfg := Config{Store: db, Catalog: cat, Blobs: blobs, Fetch: safefetch.New(fo), PublicURL: "http://127.0.0.1:9",
 		PollInterval: 50 * time.Millisecond, MinCheck: 300 * time.Millisecond, Lease: time.Minute, RetryBackoff: 20 * time.Millisecond,
 		CallbackBackoff: []time.Duration{50 * time.Millisecond}, CallbackTimeout: 2 * time.Second, Now: cl.now}
+	eng := jobs.New(jobs.Config{Store: db, Now: cl.now})
+	cfg.Notify = eng.Notify
 	if o.mutate != nil {
 		o.mutate(&cfg)
 	}
 	svc := New(cfg)
-	if !o.noRun {
-		svc.Start(context.Background())
-		t.Cleanup(svc.Stop)
+	for _, k := range svc.Kinds() {
+		if err := eng.Register(k); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return &env{t: t, svc: svc, db: db, blobs: blobs, media: media, dir: dir, clock: cl}
+	e := &env{t: t, svc: svc, db: db, blobs: blobs, media: media, dir: dir, clock: cl, jobs: eng}
+	if !o.noRun {
+		e.start()
+	}
+	return e
+}
+
+// start starts the job engine that runs the service's background work.
+func (e *env) start() {
+	e.t.Helper()
+	if err := e.jobs.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(e.jobs.Stop)
 }
 
 // mediaHandler serves dir, plus /slow (never answers until the client goes away) and

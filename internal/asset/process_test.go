@@ -192,7 +192,7 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 	doomed := e.createAsset(acme, g, url, "Image")
 	// Dead processors: two claims whose short leases ran out ...
 	for i := 0; i < 2; i++ {
-		if c, err := e.db.ClaimAssets(ctx, time.Now(), time.Millisecond, 10); err != nil || len(c) != 1 {
+		if c, err := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Millisecond, 10); err != nil || len(c) != 1 {
 			t.Fatalf("dead claim %d: %v %v", i, c, err)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -200,15 +200,14 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 	// ... and one more, holding both assets for a minute. It dies after storing its copy of
 	// the recovered asset and before recording it: the copy must not outlive the takeover.
 	recovered := e.createAsset(acme, g, url, "Image")
-	if c, _ := e.db.ClaimAssets(ctx, time.Now(), time.Minute, 10); len(c) != 2 {
+	if c, _ := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Minute, 10); len(c) != 2 {
 		t.Fatalf("third dead claim: %v", c)
 	}
 	orphan := KeyPrefix + recovered + "/dead.png"
 	if _, err := e.blobs.Put(ctx, orphan, strings.NewReader("half a cat")); err != nil {
 		t.Fatal(err)
 	}
-	e.svc.Start(ctx)
-	t.Cleanup(e.svc.Stop)
+	e.start()
 	time.Sleep(200 * time.Millisecond)
 	for _, id := range []string{doomed, recovered} {
 		if m := e.must(acme, VirtualPrefix+"/assets/get", `{"Id":"`+id+`"}`); m["Status"] != "Processing" {
@@ -216,7 +215,7 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 		}
 	}
 	e.clock.advance(2 * time.Minute) // the dead leases expire
-	e.svc.notify()
+	e.jobs.Notify(IngestKind)
 	if m := e.wait(acme, recovered); m["Status"] != "Active" {
 		t.Fatalf("recovered: %v", m)
 	}
@@ -253,12 +252,12 @@ func TestStopReleasesAssetInFlight(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(100 * time.Millisecond)
-	e.svc.Stop()
+	e.jobs.Stop()
 	a, _ := e.db.Asset(ctx, id)
 	if a.Status != store.AssetProcessing || a.Attempts != 0 {
 		t.Fatalf("after stop: %+v", a)
 	}
-	if c, _ := e.db.ClaimAssets(ctx, time.Now(), time.Minute, 10); len(c) != 1 {
+	if c, _ := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Minute, 10); len(c) != 1 {
 		t.Fatalf("released asset not claimable: %v", c)
 	}
 }

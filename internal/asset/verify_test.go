@@ -251,7 +251,7 @@ func TestCallbackGivesUp(t *testing.T) {
 			t.Fatalf("callback state %s after %d attempts", v.CallbackState, v.CallbackAttempts)
 		}
 		e.clock.advance(time.Second)
-		e.svc.notify()
+		e.jobs.Notify(CallbackKind)
 		time.Sleep(20 * time.Millisecond)
 	}
 	if _, err := e.result(acme, token); err != nil {

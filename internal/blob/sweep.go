@@ -16,9 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultSweepInterval is the Sweeper's interval when none is set.
-const DefaultSweepInterval = time.Hour
-
 // TempGrace is how long a temporary file may go unwritten before the Sweeper treats it as
 // abandoned by a crashed write and removes it. A write in progress keeps touching its file.
 const TempGrace = time.Hour
@@ -27,81 +24,31 @@ const TempGrace = time.Hour
 const readDirBatch = 256
 
 // Sweeper deletes objects older than the retention period. Several processes may sweep the
-// same root; deletions are idempotent.
+// same root; deletions are idempotent. It has no loop of its own: Sweep is the handler of a
+// periodic job.
 type Sweeper struct {
 	Store     *FS
 	Retention time.Duration // objects whose ModTime is older than now-Retention are deleted; must be > 0
-	Interval  time.Duration // between sweeps; DefaultSweepInterval when zero
 	Prefixes  []string      // key prefixes (directories) to sweep; the whole store when empty
 	Logger    *slog.Logger  // optional
 	Metrics   prometheus.Registerer
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
 
 	metricsOnce sync.Once
 	files       prometheus.Counter
 	bytes       prometheus.Counter
 }
 
-// Start runs a sweep now and then every Interval in a background goroutine until ctx ends or
-// Stop is called. It fails on an invalid configuration or when already started.
-func (sw *Sweeper) Start(ctx context.Context) error {
-	if err := sw.check(); err != nil {
-		return err
+// Sweep is one pass over the store at the current time, logged: the handler of the periodic
+// retention job (the job engine runs it every hour in one process per disk).
+func (sw *Sweeper) Sweep(ctx context.Context) error {
+	n, err := sw.SweepOnce(ctx, time.Now())
+	switch {
+	case err != nil:
+		return fmt.Errorf("blob sweep (deleted %d): %w", n, err)
+	case n > 0:
+		sw.logger().InfoContext(ctx, "blob sweep", "deleted", n)
 	}
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if sw.done != nil {
-		return errors.New("blob: sweeper already started")
-	}
-	interval := sw.Interval
-	if interval <= 0 {
-		interval = DefaultSweepInterval
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	sw.cancel, sw.done = cancel, done
-	go sw.run(ctx, interval, done)
 	return nil
-}
-
-// Stop stops the background sweeps and waits for the goroutine to end. A sweep in progress is
-// interrupted between files. Stop is a no-op when not started; the Sweeper can be started
-// again afterwards.
-func (sw *Sweeper) Stop() {
-	sw.mu.Lock()
-	cancel, done := sw.cancel, sw.done
-	sw.cancel, sw.done = nil, nil
-	sw.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	cancel()
-	<-done
-}
-
-func (sw *Sweeper) run(ctx context.Context, interval time.Duration, done chan struct{}) {
-	defer close(done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		n, err := sw.SweepOnce(ctx, time.Now())
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			sw.logger().ErrorContext(ctx, "blob sweep failed", "deleted", n, "err", err)
-		case n > 0:
-			sw.logger().InfoContext(ctx, "blob sweep", "deleted", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 func (sw *Sweeper) check() error {

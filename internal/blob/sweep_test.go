@@ -188,9 +188,8 @@ func TestSweepOnce_RejectsBadConfig(t *testing.T) {
 			if _, err := tc.sw.SweepOnce(context.Background(), time.Now()); err == nil {
 				t.Error("SweepOnce succeeded")
 			}
-			if err := tc.sw.Start(context.Background()); err == nil {
-				tc.sw.Stop()
-				t.Error("Start succeeded")
+			if err := tc.sw.Sweep(context.Background()); err == nil {
+				t.Error("Sweep succeeded")
 			}
 		})
 	}
@@ -212,93 +211,18 @@ func TestSweepOnce_CanceledContextStops(t *testing.T) {
 	}
 }
 
-func TestSweeper_StartSweepsAndStopTerminates(t *testing.T) {
+func TestSweep_LogsOnePassAndReportsErrors(t *testing.T) {
 	s := newTestFS(t)
-	now := time.Now()
-	plant(t, s, "videos/a/result.mp4", 1, now, 48*time.Hour)
-	reg := prometheus.NewRegistry()
-	sw := &Sweeper{Store: s, Retention: time.Hour, Interval: 10 * time.Millisecond, Metrics: reg}
-	sw.Stop() // not started: no-op
-	if err := sw.Start(context.Background()); err != nil {
+	plant(t, s, "videos/a/result.mp4", 1, time.Now(), 48*time.Hour)
+	sw := &Sweeper{Store: s, Retention: time.Hour}
+	if err := sw.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := sw.Start(context.Background()); err == nil {
-		t.Error("second Start succeeded")
+	if _, err := s.Stat(context.Background(), "videos/a/result.mp4"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("expired object kept: %v", err)
 	}
-	waitFor(t, "first sweep", func() bool {
-		_, err := s.Stat(context.Background(), "videos/a/result.mp4")
-		return errors.Is(err, ErrNotFound)
-	})
-	// It keeps sweeping on its interval.
-	plant(t, s, "videos/b/result.mp4", 1, now, 48*time.Hour)
-	waitFor(t, "a later sweep", func() bool {
-		_, err := s.Stat(context.Background(), "videos/b/result.mp4")
-		return errors.Is(err, ErrNotFound)
-	})
-	stopWithin(t, sw, 2*time.Second)
-	sw.Stop() // second Stop: no-op
-
-	// Stopped: nothing is swept any more.
-	plant(t, s, "videos/c/result.mp4", 1, now, 48*time.Hour)
-	time.Sleep(50 * time.Millisecond)
-	if _, err := s.Stat(context.Background(), "videos/c/result.mp4"); err != nil {
-		t.Errorf("object swept after Stop: %v", err)
-	}
-	if got := counterValue(t, reg, "mediagen_blob_swept_files_total"); got != 2 {
-		t.Errorf("swept files metric = %v, want 2", got)
+	if err := (&Sweeper{Store: s}).Sweep(context.Background()); err == nil {
+		t.Error("a sweep without retention succeeded")
 	}
 }
 
-func TestSweeper_ContextCancelEndsLoop(t *testing.T) {
-	s := newTestFS(t)
-	sw := &Sweeper{Store: s, Retention: time.Hour, Interval: time.Hour}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := sw.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	sw.mu.Lock()
-	done := sw.done
-	sw.mu.Unlock()
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second):
-		t.Fatal("sweeper goroutine still running after its context was canceled")
-	}
-	stopWithin(t, sw, time.Second)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// stopWithin calls Stop and checks that it returns in time and only after the background
-// goroutine has ended.
-func stopWithin(t *testing.T, sw *Sweeper, d time.Duration) {
-	t.Helper()
-	sw.mu.Lock()
-	done := sw.done
-	sw.mu.Unlock()
-	stopped := make(chan struct{})
-	go func() { sw.Stop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(d):
-		t.Fatal("Stop did not return")
-	}
-	if done == nil {
-		return
-	}
-	select {
-	case <-done:
-	default:
-		t.Fatal("Stop returned before the sweeper goroutine ended")
-	}
-}

@@ -23,6 +23,7 @@ type producer struct {
 	stopping chan struct{}      // closed by stop: runs start their grace
 	done     chan struct{}
 	runs     sync.WaitGroup
+	stopOnce sync.Once
 }
 
 func (p *producer) wake() {
@@ -38,14 +39,17 @@ func (p *producer) start(ctx context.Context) {
 	go p.loop(ctx)
 }
 
+// stop may be called more than once; only the first call stops.
 func (p *producer) stop() {
 	if p.cancel == nil {
 		return
 	}
-	close(p.stopping)
-	p.cancel()
-	<-p.done
-	p.runs.Wait()
+	p.stopOnce.Do(func() {
+		close(p.stopping)
+		p.cancel()
+		<-p.done
+		p.runs.Wait()
+	})
 }
 
 func (p *producer) loop(ctx context.Context) {

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"mediagen/internal/asset"
+	"mediagen/internal/blob"
+	"mediagen/internal/jobs"
+	"mediagen/internal/speech"
+	"mediagen/internal/video"
+)
+
+// Job kinds this binary registers that live in no service: they are wiring of a handler that
+// exists elsewhere (blob.Sweeper.Sweep).
+const retentionKind = "blob.retention"
+
+// registerJobs registers every job kind this process runs on its engine. Asset work runs in
+// every role (an asset's copy is stored on the disk of the process that fetched it); video
+// tasks and the sweeps run in the worker role.
+func (m *Main) registerJobs(e *jobs.Engine, assets *asset.Service, tasks *video.Tasks, speechSvc *speech.Service) error {
+	c := &m.Config
+	kinds := assets.Kinds()
+	if c.Role != "api" {
+		kinds = append(kinds,
+			// A step is never cut short by shutdown before its own timeout: steps checkpoint
+			// before upstream calls, but a finished upstream call is cheaper to record than
+			// to repeat.
+			jobs.Kind{Name: video.TaskKind, Handler: tasks, Workers: c.Workers, Deadline: c.TaskDeadline, Grace: time.Minute},
+			jobs.Kind{Name: speech.SweepKind, Handler: jobs.Periodic(speechSvc.Sweep), Every: speech.DefaultSweepInterval, Workers: 1},
+		)
+		if c.Retention > 0 {
+			sw := &blob.Sweeper{Store: m.blobs, Retention: c.Retention, Logger: m.log, Metrics: m.reg}
+			// The results live on this process's disk, so each process sweeps its own: the
+			// queue is the disk's scope, and one process per disk runs it at a time.
+			kinds = append(kinds, jobs.Kind{Name: retentionKind, Queue: diskScope(m.blobs.Root()),
+				Handler: jobs.Periodic(sw.Sweep), Every: time.Hour, Workers: 1, Timeout: 30 * time.Minute})
+		}
+	}
+	for _, k := range kinds {
+		if err := e.Register(k); err != nil {
+			return fmt.Errorf("job engine: %w", err)
+		}
+	}
+	return nil
+}
+
+// diskScope names a directory on this machine, for work that belongs to one disk.
+func diskScope(dir string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "localhost"
+	}
+	return host + ":" + dir
+}
