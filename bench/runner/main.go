@@ -22,12 +22,12 @@ import (
 
 	"mediagen/internal/billing"
 	"mediagen/internal/idgen"
+	"mediagen/internal/jobs"
 	"mediagen/internal/store"
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/postgres/pgtest"
 	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/sqlite"
-	"mediagen/internal/jobs"
 	"mediagen/internal/video"
 )
 

@@ -14,6 +14,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/httpapi"
+	"mediagen/internal/jobs"
 	"mediagen/internal/limits"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
@@ -22,7 +23,6 @@ import (
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/speech"
 	"mediagen/internal/video"
-	"mediagen/internal/jobs"
 )
 
 // build assembles the service from the configuration: storage, the sandbox engine, the

@@ -26,8 +26,8 @@ import (
 
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
-	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/jobs"
+	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"

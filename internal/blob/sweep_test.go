@@ -225,4 +225,3 @@ func TestSweep_LogsOnePassAndReportsErrors(t *testing.T) {
 		t.Error("a sweep without retention succeeded")
 	}
 }
-

@@ -87,7 +87,7 @@ type Kind struct {
 	// Grace is how long Stop lets a running job finish before cancelling it; a job cut
 	// short is handed back without counting the attempt. Default 0: cancel at once.
 	Grace       time.Duration
-	MaxAttempts int                            // attempts before GiveUp (default 8)
+	MaxAttempts int                             // attempts before GiveUp (default 8)
 	Backoff     func(attempt int) time.Duration // delay after a failed attempt (default Exponential(1s, 2m))
 	// Deadline, when set, gives up jobs this long after they were created.
 	Deadline time.Duration
@@ -236,7 +236,9 @@ func ID(kind, ref string) string { return kind + ":" + ref }
 type Periodic func(ctx context.Context) error
 
 // Run implements Handler.
-func (f Periodic) Run(ctx context.Context, _ Job, _ Checkpoint) (Outcome, error) { return Outcome{}, f(ctx) }
+func (f Periodic) Run(ctx context.Context, _ Job, _ Checkpoint) (Outcome, error) {
+	return Outcome{}, f(ctx)
+}
 
 // GiveUp implements Handler; periodic jobs are never given up.
 func (f Periodic) GiveUp(context.Context, Job, error) Outcome { return Outcome{} }
