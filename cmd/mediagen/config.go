@@ -47,7 +47,10 @@ type Config struct {
 	SandboxPace  time.Duration // minimum duration of a sandbox job
 	Workers      int           // task steps running at once in this process
 	TaskDeadline time.Duration // unfinished tasks older than this expire
-	KeyCacheTTL  time.Duration // how long an authenticated key is remembered
+	// JobLease is how long a claimed background job is held without a heartbeat: the jobs of
+	// a killed process are taken over within it (docs/architecture.md#the-job-engine).
+	JobLease    time.Duration
+	KeyCacheTTL time.Duration // how long an authenticated key is remembered
 	// LimitReplicas divides the request-rate limits among this many API replicas (docs/limits.md).
 	LimitReplicas int
 	TaskCache     int           // tasks kept in memory for polling (SQLite only)
@@ -110,6 +113,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.SandboxPace, "sandbox-pace", 2*time.Second, "minimum wall time of a sandbox job (progress rises over it)")
 		dur(&c.TaskDeadline, "task-deadline", 6*time.Hour, "tasks not finished this long after acceptance expire")
 		num(&c.Workers, "workers", 4, "task steps this process runs at once")
+		dur(&c.JobLease, "job-lease", 30*time.Second, "how long a background job's claim holds without a heartbeat (renewed every third of it): the jobs of a killed process are taken over within it")
 		dur(&c.SpeechTimeout, "speech-timeout", 60*time.Second, "bounded wait of a speech request: no audio within it fails the request with speech_timeout and refunds it")
 		dur(&c.VerifyTTL, "verify-ttl", 15*time.Minute, "lifetime of a real-human verification token")
 		num(&c.AssetMaxMB, "asset-max-mb", 1024, "largest accepted asset source, in MiB (images are capped at 32 MiB)")
@@ -147,8 +151,8 @@ func (c *Config) validate() error {
 	if c.LimitReplicas < 0 {
 		return errors.New("--limit-replicas must not be negative (0 and 1 both enforce the full rates)")
 	}
-	if c.Workers < 0 || c.LinkTTL < 0 || c.Retention < 0 || c.TaskDeadline < 0 {
-		return errors.New("--workers, --link-ttl, --retention and --task-deadline must not be negative")
+	if c.Workers < 0 || c.LinkTTL < 0 || c.Retention < 0 || c.TaskDeadline < 0 || c.JobLease < 0 {
+		return errors.New("--workers, --link-ttl, --retention, --task-deadline and --job-lease must not be negative")
 	}
 	if _, err := c.fetchOptions(); err != nil {
 		return err

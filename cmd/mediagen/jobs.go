@@ -39,6 +39,9 @@ func (m *Main) registerJobs(e *jobs.Engine, assets *asset.Service, tasks *video.
 		}
 	}
 	for _, k := range kinds {
+		if k.Lease == 0 {
+			k.Lease = c.JobLease
+		}
 		if err := e.Register(k); err != nil {
 			return fmt.Errorf("job engine: %w", err)
 		}
