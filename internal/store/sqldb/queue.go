@@ -52,7 +52,7 @@ func (t *Tx) AdvanceTask(ctx context.Context, a store.Advance) error {
 	return nil
 }
 
-// ActiveTasks counts unfinished tasks by route and status through the partial index tasks_due.
+// ActiveTasks counts unfinished tasks by route and status through the partial index tasks_active.
 func (db *DB) ActiveTasks(ctx context.Context) ([]store.TaskCount, error) {
 	rows, err := db.read.QueryContext(ctx, `SELECT route, status, COUNT(*) FROM tasks
 		WHERE status IN ('queued', 'in_progress') GROUP BY route, status ORDER BY route, status`)

@@ -39,6 +39,8 @@ INSERT INTO jobs (id, kind, ref, tenant_id, run_at, created_at)
 -- The per-table leases and schedules the queue replaces. assets.attempts stays: it is the
 -- count a finished asset keeps (a Processing asset's count is its job's).
 DROP INDEX tasks_due;
+-- mediagen_tasks_active still counts unfinished tasks at every scrape, through this index.
+CREATE INDEX tasks_active ON tasks (route, status) WHERE status IN ('queued', 'in_progress');
 ALTER TABLE tasks DROP COLUMN next_run_at;
 ALTER TABLE tasks DROP COLUMN lease_until;
 ALTER TABLE tasks DROP COLUMN lease_token;
