@@ -37,8 +37,7 @@ func (db *DB) ClaimJobs(ctx context.Context, kind, queue string, now time.Time, 
 	}
 	token := idgen.New("lease")
 	until := micros(now.Add(lease))
-	q := fmt.Sprintf(claimJobsQuery, db.d.ClaimLock())
-	rows, err := db.write.QueryContext(ctx, db.q(q), kind, queue, micros(now), limit*claimWindow, limit, token, until, until)
+	rows, err := db.writeQuery(ctx, fmt.Sprintf(claimJobsQuery, db.d.ClaimLock()), kind, queue, micros(now), limit*claimWindow, limit, token, until, until)
 	if err != nil {
 		return nil, fmt.Errorf("claim %s jobs: %w", kind, err)
 	}
@@ -63,7 +62,7 @@ func (db *DB) ClaimJobs(ctx context.Context, kind, queue string, now time.Time, 
 // RenewJob extends a held lease (and the due time that mirrors it).
 func (db *DB) RenewJob(ctx context.Context, id, token string, until time.Time) error {
 	u := micros(until)
-	res, err := db.write.ExecContext(ctx, db.q(`UPDATE jobs SET lease_until = ?, run_at = ? WHERE id = ? AND lease_token = ?`), u, u, id, token)
+	res, err := db.writeExec(ctx, `UPDATE jobs SET lease_until = ?, run_at = ? WHERE id = ? AND lease_token = ?`, u, u, id, token)
 	if err != nil {
 		return fmt.Errorf("renew job %s: %w", id, err)
 	}
@@ -82,7 +81,7 @@ func jobArgs(j store.Job) []any {
 
 // EnsureJob inserts the job unless its id exists.
 func (db *DB) EnsureJob(ctx context.Context, j store.Job) error {
-	if _, err := db.write.ExecContext(ctx, db.q(insertJob), jobArgs(j)...); err != nil {
+	if _, err := db.writeExec(ctx, insertJob, jobArgs(j)...); err != nil {
 		return fmt.Errorf("ensure job %s: %w", j.ID, err)
 	}
 	return nil

@@ -7,13 +7,14 @@ import (
 	"mediagen/internal/store"
 )
 
-// TaskRun reads a whole task with its step and state, for its job. It reads the writer's
-// view (the write handle): a run must see the step its previous run committed.
+// TaskRun reads a whole task with its step and state, for its job. A read transaction sees
+// every committed write (WAL on SQLite), so the read pool serves it and the single SQLite
+// writer is left to writes.
 func (db *DB) TaskRun(ctx context.Context, id string) (store.TaskRun, error) {
 	var r store.TaskRun
 	var state string
 	t, err := scanTask(scanFunc(func(dest ...any) error {
-		return db.write.QueryRowContext(ctx, db.q(`SELECT `+taskColumns+`, step, state FROM tasks WHERE id = ?`), id).
+		return db.readRow(ctx, `SELECT `+taskColumns+`, step, state FROM tasks WHERE id = ?`, id).
 			Scan(append(dest, &r.Step, &state)...)
 	}))
 	if err != nil {
