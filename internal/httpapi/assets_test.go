@@ -21,6 +21,7 @@ import (
 
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
+	"mediagen/internal/jobs"
 	"mediagen/internal/store/sqlite"
 )
 
@@ -63,10 +64,18 @@ func newAssetEnv(t *testing.T) *assetEnv {
 	// cdn.example.com and hooks.example.com (used below) resolve to nothing: never to the network.
 	fetch := loopbackFetch(t, media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs, mapResolver{})
 	cat := testCatalog(t)
+	engine := jobs.New(jobs.Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	svc := asset.New(asset.Config{Store: db, Catalog: cat, Blobs: assetBlobs, Fetch: fetch, PublicURL: testPublicURL,
-		PollInterval: 50 * time.Millisecond, MinCheck: 200 * time.Millisecond})
-	svc.Start(context.Background())
-	t.Cleanup(svc.Stop)
+		PollInterval: 50 * time.Millisecond, MinCheck: 200 * time.Millisecond, Notify: engine.Notify})
+	for _, k := range svc.Kinds() {
+		if err := engine.Register(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := engine.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(engine.Stop)
 	s := New(Config{Store: db, Catalog: cat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Assets: svc, Files: asset.Files{Assets: assetBlobs, Results: results}})
 	ts := httptest.NewServer(s.Handler())

@@ -169,13 +169,20 @@ func TestTenantRateLimitIsSharedByItsKeys(t *testing.T) {
 func (e *videoEnv) finishTask(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	claimed, err := e.store.ClaimDue(ctx, time.Now().Add(time.Hour), time.Minute, 1)
+	claimed, err := e.store.ClaimJobs(ctx, video.TaskKind, "", time.Now().Add(time.Hour), time.Minute, 1)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d %v", len(claimed), err)
 	}
-	c := claimed[0]
+	j := claimed[0]
+	c, err := e.store.TaskRun(ctx, j.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
 	err = e.store.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.AdvanceTask(ctx, store.Advance{ID: c.ID, Token: c.Token, Status: store.StatusFailed, FinishedAt: time.Now()}); err != nil {
+		if err := tx.UpdateJob(ctx, store.JobUpdate{ID: j.ID, Token: j.Token, Done: true}); err != nil {
+			return err
+		}
+		if err := tx.AdvanceTask(ctx, store.Advance{ID: c.ID, Status: store.StatusFailed, FinishedAt: time.Now()}); err != nil {
 			return err
 		}
 		_, err := billing.Settle(ctx, tx, c.KeyID, c.ID, c.Reserved, 0, time.Now())

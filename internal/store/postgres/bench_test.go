@@ -37,7 +37,7 @@ func BenchmarkCreateTaskOneKey(b *testing.B) {
 			now := time.Now().UTC()
 			task := store.Task{ID: fmt.Sprintf("vid_%d", n), KeyID: k.ID, TenantID: k.TenantID, Route: "native", Model: "m",
 				Status: store.StatusQueued, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: 10,
-				CreatedAt: now, UpdatedAt: now, NextRunAt: now}
+				CreatedAt: now, UpdatedAt: now}
 			err := db.Transact(ctx, func(tx store.Tx) error {
 				if err := tx.CreateTask(ctx, task); err != nil {
 					return err

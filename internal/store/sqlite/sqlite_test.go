@@ -97,7 +97,7 @@ func TestInFlightMigrationCountsExistingWork(t *testing.T) {
 	err = db.Transact(ctx, func(tx store.Tx) error {
 		for i, st := range []string{store.StatusQueued, store.StatusInProgress, store.StatusCompleted} {
 			task := store.Task{ID: fmt.Sprintf("vid_%d", i), KeyID: "key_a", TenantID: "acme", Route: "native", Model: "m",
-				Status: st, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), CreatedAt: now, UpdatedAt: now, NextRunAt: now}
+				Status: st, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), CreatedAt: now, UpdatedAt: now}
 			if err := tx.CreateTask(ctx, task); err != nil {
 				return err
 			}

@@ -28,10 +28,25 @@ func newAsset(t *testing.T, s store.Store, g store.AssetGroup, typ string, at ti
 	a := store.Asset{ID: fmt.Sprintf("asset_%d", seq.Add(1)), TenantID: g.TenantID, GroupID: g.ID, Library: g.Library,
 		Name: "a", Type: typ, SourceURL: "https://cdn.example.com/x", Status: store.AssetProcessing, CreatedAt: at, UpdatedAt: at}
 	ctx := context.Background()
-	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateAsset(ctx, a) }); err != nil {
+	err := s.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateAsset(ctx, a); err != nil {
+			return err
+		}
+		return tx.EnqueueJob(ctx, store.Job{ID: ingestKind + ":" + a.ID, Kind: ingestKind, Ref: a.ID, TenantID: a.TenantID, RunAt: at, CreatedAt: at})
+	})
+	if err != nil {
 		t.Fatalf("create asset: %v", err)
 	}
 	return a
+}
+
+// ingestKind is the job kind of asset processing (internal/asset.IngestKind): a Processing
+// asset's attempts are read from its job.
+const ingestKind = "asset.ingest"
+
+func finishAsset(s store.Store, o store.AssetOutcome) error {
+	ctx := context.Background()
+	return s.Transact(ctx, func(tx store.Tx) error { return tx.FinishAsset(ctx, o) })
 }
 
 func testAssetGroups(t *testing.T, s store.Store) {
@@ -207,29 +222,20 @@ func testAssetClaimLeaseFinish(t *testing.T, s store.Store) {
 	g := newGroup(t, s, "acme", store.LibraryVirtual, store.GroupOriginTenant, now)
 	a := newAsset(t, s, g, "Video", now)
 	b := newAsset(t, s, g, "Image", now.Add(time.Second))
-
-	claimed, err := s.ClaimAssets(ctx, now, time.Minute, 10)
-	if err != nil || len(claimed) != 2 || claimed[0].Attempts != 1 || claimed[0].Token == "" {
+	if got, _ := s.Asset(ctx, a.ID); got.Attempts != 0 {
+		t.Fatalf("a new asset counts %d attempts", got.Attempts)
+	}
+	// A Processing asset's attempts are those its job started.
+	claimed, err := s.ClaimJobs(ctx, ingestKind, "", now.Add(2*time.Second), time.Minute, 10)
+	if err != nil || len(claimed) != 2 {
 		t.Fatalf("claim: %+v %v", claimed, err)
 	}
-	var ca, cb store.ClaimedAsset
-	for _, c := range claimed {
-		if c.ID == a.ID {
-			ca = c
-		} else {
-			cb = c
-		}
+	if got, _ := s.Asset(ctx, a.ID); got.Attempts != 1 {
+		t.Fatalf("claimed asset counts %d attempts, want 1", got.Attempts)
 	}
-	if again, _ := s.ClaimAssets(ctx, now.Add(30*time.Second), time.Minute, 10); len(again) != 0 {
-		t.Fatalf("leased assets claimed again: %+v", again)
-	}
-	out := store.AssetOutcome{ID: a.ID, Token: "lease_wrong", Status: store.AssetActive, BlobKey: "assets/a/original.mp4",
-		ContentType: "video/mp4", Bytes: 1234, Duration: 2.125, Width: 320, Height: 180, At: now.Add(time.Second)}
-	if err := s.FinishAsset(ctx, out); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("finish with a wrong token: %v", err)
-	}
-	out.Token = ca.Token
-	if err := s.FinishAsset(ctx, out); err != nil {
+	out := store.AssetOutcome{ID: a.ID, Status: store.AssetActive, BlobKey: "assets/a/original.mp4",
+		ContentType: "video/mp4", Bytes: 1234, Duration: 2.125, Width: 320, Height: 180, Attempts: 1, At: now.Add(time.Second)}
+	if err := finishAsset(s, out); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Asset(ctx, a.ID)
@@ -237,68 +243,36 @@ func testAssetClaimLeaseFinish(t *testing.T, s store.Store) {
 		got.Height != 180 || got.Bytes != 1234 || got.ContentType != "video/mp4" || got.Attempts != 1 {
 		t.Fatalf("after finish: %+v", got)
 	}
-	if err := s.FinishAsset(ctx, out); !errors.Is(err, store.ErrLeaseLost) {
+	// Finishing is a compare-and-set on Processing: a second finish changes nothing.
+	if err := finishAsset(s, store.AssetOutcome{ID: a.ID, Status: store.AssetFailed, FailureCode: "x", At: now}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("second finish: %v", err)
 	}
-	// A released lease is claimable at once and its attempt is not counted.
-	if err := s.ReleaseAsset(ctx, b.ID, cb.Token); err != nil {
+	if got, _ := s.Asset(ctx, a.ID); got.Status != store.AssetActive {
+		t.Errorf("a second finish rewrote the asset: %+v", got)
+	}
+	// A finished asset keeps the attempts recorded with it, whatever its job does after.
+	failed := store.AssetOutcome{ID: b.ID, Status: store.AssetFailed, FailureCode: "asset_type_mismatch",
+		FailureReason: "The media is a video, not an image.", Attempts: 3, At: now}
+	if err := finishAsset(s, failed); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := s.ClaimAssets(ctx, now.Add(time.Second), time.Minute, 10)
-	if len(again) != 1 || again[0].ID != b.ID || again[0].Attempts != 1 {
-		t.Fatalf("after release: %+v", again)
+	for _, j := range claimed {
+		if err := s.Transact(ctx, func(tx store.Tx) error {
+			return tx.UpdateJob(ctx, store.JobUpdate{ID: j.ID, Token: j.Token, Done: true})
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// A deferred attempt (a source that failed for now) is not claimable before its time,
-	// then is, with the attempt counted; a stale token cannot defer.
-	if err := s.DeferAsset(ctx, b.ID, "lease_wrong", now.Add(time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("defer with a wrong token: %v", err)
-	}
-	if err := s.DeferAsset(ctx, b.ID, again[0].Token, now.Add(10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if early, _ := s.ClaimAssets(ctx, now.Add(5*time.Second), time.Minute, 10); len(early) != 0 {
-		t.Fatalf("deferred asset claimed early: %+v", early)
-	}
-	again, _ = s.ClaimAssets(ctx, now.Add(11*time.Second), time.Minute, 10)
-	if len(again) != 1 || again[0].ID != b.ID || again[0].Attempts != 2 {
-		t.Fatalf("after defer: %+v", again)
-	}
-	if err := s.DeferAsset(ctx, b.ID, cb.Token, now); !errors.Is(err, store.ErrLeaseLost) {
-		t.Errorf("defer with an old token: %v", err)
-	}
-	// An expired lease (a processor that died) is taken over, counting another attempt; the
-	// old holder's finish is refused.
-	taken, _ := s.ClaimAssets(ctx, now.Add(2*time.Minute), time.Minute, 10)
-	if len(taken) != 1 || taken[0].Attempts != 3 {
-		t.Fatalf("take over: %+v", taken)
-	}
-	stale := store.AssetOutcome{ID: b.ID, Token: again[0].Token, Status: store.AssetFailed, FailureCode: "x", At: now}
-	if err := s.FinishAsset(ctx, stale); !errors.Is(err, store.ErrLeaseLost) {
-		t.Errorf("stale finish: %v", err)
-	}
-	failed := store.AssetOutcome{ID: b.ID, Token: taken[0].Token, Status: store.AssetFailed, FailureCode: "asset_type_mismatch",
-		FailureReason: "The media is a video, not an image.", At: now}
-	if err := s.FinishAsset(ctx, failed); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.Asset(ctx, b.ID); got.Status != store.AssetFailed || got.FailureCode != "asset_type_mismatch" || got.FailureReason == "" {
+	if got, _ := s.Asset(ctx, b.ID); got.Status != store.AssetFailed || got.FailureCode != "asset_type_mismatch" || got.FailureReason == "" || got.Attempts != 3 {
 		t.Errorf("failed asset: %+v", got)
 	}
-	// Finished assets are never claimed.
-	if rest, _ := s.ClaimAssets(ctx, now.Add(time.Hour), time.Minute, 10); len(rest) != 0 {
-		t.Errorf("finished assets claimed: %+v", rest)
-	}
-	// A deleted asset's lease holder finds it gone.
+	// A deleted asset cannot be finished.
 	c := newAsset(t, s, g, "Audio", now)
-	cc, _ := s.ClaimAssets(ctx, now, time.Minute, 10)
-	if len(cc) != 1 {
-		t.Fatalf("claim c: %+v", cc)
-	}
 	var key string
 	if err := s.Transact(ctx, func(tx store.Tx) (err error) { key, err = tx.DeleteAsset(ctx, c.ID); return err }); err != nil || key != "" {
 		t.Fatal(err)
 	}
-	if err := s.FinishAsset(ctx, store.AssetOutcome{ID: c.ID, Token: cc[0].Token, Status: store.AssetActive, At: now}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := finishAsset(s, store.AssetOutcome{ID: c.ID, Status: store.AssetActive, At: now}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("finish of a deleted asset: %v", err)
 	}
 	// Deleting an Active asset hands back the key of its copy.
@@ -323,14 +297,14 @@ func testAssetConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 6; i++ {
-				got, err := s.ClaimAssets(ctx, now, time.Minute, 2)
+				got, err := s.ClaimJobs(ctx, ingestKind, "", now, time.Minute, 2)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				mu.Lock()
 				for _, c := range got {
-					seen[c.ID]++
+					seen[c.Ref]++
 				}
 				mu.Unlock()
 			}
@@ -369,9 +343,6 @@ func testVerifySessions(t *testing.T, s store.Store) {
 	if _, err := s.VerifySessionByToken(ctx, []byte("nope")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown token: %v", err)
 	}
-	if c, _ := s.ClaimCallbacks(ctx, now.Add(time.Hour), time.Minute, 10); len(c) != 0 {
-		t.Fatalf("callback of a pending session claimed: %+v", c)
-	}
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.StartVerifySession(ctx, v.ID, now.Add(time.Second)) }); err != nil {
 		t.Fatal(err)
 	}
@@ -403,36 +374,25 @@ func testVerifySessions(t *testing.T, s store.Store) {
 		}
 	}
 
-	// The callback is due at once, leased to one sender, retried later, then delivered.
-	c, err := s.ClaimCallbacks(ctx, fin, time.Minute, 10)
-	if err != nil || len(c) != 1 || c[0].ID != v.ID || c[0].Token == "" {
-		t.Fatalf("claim callback: %+v %v", c, err)
+	// The callback is pending; each attempt is recorded while it stays pending, and once
+	// delivered it records nothing more.
+	finishCB := func(state string, attempts int) error {
+		return s.Transact(ctx, func(tx store.Tx) error { return tx.FinishCallback(ctx, v.ID, state, attempts) })
 	}
-	if again, _ := s.ClaimCallbacks(ctx, fin, time.Minute, 10); len(again) != 0 {
-		t.Fatalf("leased callback claimed again: %+v", again)
-	}
-	if err := s.FinishCallback(ctx, v.ID, "lease_wrong", store.CallbackDelivered, 1, fin); !errors.Is(err, store.ErrLeaseLost) {
-		t.Errorf("finish callback with a wrong token: %v", err)
-	}
-	retry := fin.Add(30 * time.Second)
-	if err := s.FinishCallback(ctx, v.ID, c[0].Token, store.CallbackPending, 1, retry); err != nil {
+	if err := finishCB(store.CallbackPending, 1); err != nil {
 		t.Fatal(err)
 	}
-	if early, _ := s.ClaimCallbacks(ctx, fin.Add(time.Second), time.Minute, 10); len(early) != 0 {
-		t.Fatalf("callback claimed before it was due: %+v", early)
+	if got, _ := s.VerifySession(ctx, v.ID); got.CallbackState != store.CallbackPending || got.CallbackAttempts != 1 {
+		t.Errorf("after a failed attempt: %+v", got)
 	}
-	c, _ = s.ClaimCallbacks(ctx, retry, time.Minute, 10)
-	if len(c) != 1 || c[0].CallbackAttempts != 1 {
-		t.Fatalf("retry claim: %+v", c)
-	}
-	if err := s.FinishCallback(ctx, v.ID, c[0].Token, store.CallbackDelivered, 2, retry); err != nil {
+	if err := finishCB(store.CallbackDelivered, 2); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.VerifySession(ctx, v.ID); got.CallbackState != store.CallbackDelivered || got.CallbackAttempts != 2 {
 		t.Errorf("delivered: %+v", got)
 	}
-	if rest, _ := s.ClaimCallbacks(ctx, retry.Add(time.Hour), time.Minute, 10); len(rest) != 0 {
-		t.Errorf("delivered callback claimed: %+v", rest)
+	if err := finishCB(store.CallbackFailed, 3); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("a delivered callback was rewritten: %v", err)
 	}
 
 	// A session without a callback URL never owes one.

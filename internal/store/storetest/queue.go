@@ -11,14 +11,25 @@ import (
 	"mediagen/internal/store"
 )
 
+// taskKind is the job kind of video tasks (internal/video.TaskKind; the store knows no kind,
+// so the suite names its own).
+const taskKind = "video.task"
+
+// createTasks creates n queued tasks, each with its job due at due, as the video service does.
 func createTasks(t *testing.T, s store.Store, k store.Key, n int, due time.Time) []string {
 	t.Helper()
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < n; i++ {
 		task := newTask(k, "")
-		task.NextRunAt = due
-		if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, task) }); err != nil {
+		err := s.Transact(ctx, func(tx store.Tx) error {
+			if err := tx.CreateTask(ctx, task); err != nil {
+				return err
+			}
+			return tx.EnqueueJob(ctx, store.Job{ID: taskKind + ":" + task.ID, Kind: taskKind, Ref: task.ID, TenantID: task.TenantID,
+				RunAt: due, CreatedAt: task.CreatedAt})
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, task.ID)
@@ -26,8 +37,25 @@ func createTasks(t *testing.T, s store.Store, k store.Key, n int, due time.Time)
 	return ids
 }
 
-func advance(s store.Store, a store.Advance) error {
-	return s.Transact(context.Background(), func(tx store.Tx) error { return tx.AdvanceTask(context.Background(), a) })
+func claimTasks(t *testing.T, s store.Store, now time.Time, limit int) []store.Job {
+	t.Helper()
+	got, err := s.ClaimJobs(context.Background(), taskKind, "", now, time.Minute, limit)
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	return got
+}
+
+// advance writes a task's step outcome as the task handler does: the job's fenced update and
+// the task's update in one transaction.
+func advance(s store.Store, u store.JobUpdate, a store.Advance) error {
+	ctx := context.Background()
+	return s.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.UpdateJob(ctx, u); err != nil {
+			return err
+		}
+		return tx.AdvanceTask(ctx, a)
+	})
 }
 
 func testQueueClaimLeaseAndFence(t *testing.T, s store.Store) {
@@ -36,68 +64,82 @@ func testQueueClaimLeaseAndFence(t *testing.T, s store.Store) {
 	now := time.Now()
 	ids := createTasks(t, s, k, 3, now.Add(-time.Second))
 	createTasks(t, s, k, 1, now.Add(time.Hour)) // not due
-	got, err := s.ClaimDue(ctx, now, time.Minute, 10)
-	if err != nil || len(got) != 3 {
-		t.Fatalf("claimed %d, %v; want the 3 due tasks", len(got), err)
+	got := claimTasks(t, s, now, 10)
+	if len(got) != 3 {
+		t.Fatalf("claimed %d; want the 3 due tasks", len(got))
 	}
-	for _, c := range got {
-		if c.Token == "" || c.Step != "" || c.Attempts != 0 || string(c.Request) != `{"a":1}` || string(c.Pricing) != `{"rate":1}` {
-			t.Errorf("claim %+v", c)
+	for _, j := range got {
+		r, err := s.TaskRun(ctx, j.Ref)
+		if j.Token == "" || j.Attempt != 1 || err != nil || r.Step != "" || string(r.Request) != `{"a":1}` || string(r.Pricing) != `{"rate":1}` {
+			t.Errorf("claim %+v, task %+v %v", j, r, err)
 		}
 	}
-	if again, _ := s.ClaimDue(ctx, now, time.Minute, 10); len(again) != 0 {
+	if again := claimTasks(t, s, now, 10); len(again) != 0 {
 		t.Fatalf("leased tasks claimed twice: %d", len(again))
 	}
 	// A fenced write with the right token lands and releases the lease.
-	a := store.Advance{ID: got[0].ID, Token: got[0].Token, Status: store.StatusInProgress, Progress: 40, Step: "poll",
-		State: []byte(`{"job":"j1"}`), Attempts: 1, NextRunAt: now.Add(-time.Millisecond)}
-	if err := advance(s, a); err != nil {
+	u := store.JobUpdate{ID: got[0].ID, Token: got[0].Token, RunAt: now.Add(-time.Millisecond)}
+	a := store.Advance{ID: got[0].Ref, Status: store.StatusInProgress, Progress: 40, Step: "poll", State: []byte(`{"job":"j1"}`)}
+	if err := advance(s, u, a); err != nil {
 		t.Fatal(err)
 	}
-	// The stale token can no longer write.
+	// The stale token can no longer write, and the task's update rolls back with the job's.
 	a.Progress = 41
-	if err := advance(s, a); !errors.Is(err, store.ErrLeaseLost) {
+	if err := advance(s, u, a); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("stale token write: %v", err)
 	}
-	re, err := s.ClaimDue(ctx, now, time.Minute, 10)
-	if err != nil || len(re) != 1 || re[0].ID != got[0].ID || re[0].Step != "poll" || string(re[0].State) != `{"job":"j1"}` || re[0].Attempts != 1 || re[0].Progress != 40 {
-		t.Fatalf("reclaim after advance: %+v %v", re, err)
+	re := claimTasks(t, s, now, 10)
+	if len(re) != 1 || re[0].ID != got[0].ID || re[0].Attempt != 1 {
+		t.Fatalf("reclaim after advance: %+v", re)
 	}
-	// Expired leases are taken over: claim "later than" the lease.
-	taken, err := s.ClaimDue(ctx, now.Add(2*time.Minute), time.Minute, 10)
-	if err != nil || len(taken) != 3 {
-		t.Fatalf("takeover claimed %d, %v", len(taken), err)
+	if r, _ := s.TaskRun(ctx, re[0].Ref); r.Step != "poll" || string(r.State) != `{"job":"j1"}` || r.Progress != 40 {
+		t.Fatalf("task after advance and a refused stale write: %+v", r)
 	}
-	// The old holder's token is fenced out.
-	if err := advance(s, store.Advance{ID: got[1].ID, Token: got[1].Token, Status: store.StatusInProgress}); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("old holder wrote after takeover: %v", err)
+	// Expired leases are taken over: claim "later than" the lease, counting an attempt.
+	taken := claimTasks(t, s, now.Add(2*time.Minute), 10)
+	if len(taken) != 3 {
+		t.Fatalf("takeover claimed %d", len(taken))
 	}
-	// Release hands a lease back at once.
-	if err := s.ReleaseLease(ctx, taken[0].ID, taken[0].Token); err != nil {
-		t.Fatal(err)
-	}
-	if back, _ := s.ClaimDue(ctx, time.Now().Add(time.Second), time.Minute, 10); len(back) != 1 || back[0].ID != taken[0].ID {
-		t.Fatalf("released task not claimable: %+v", back)
-	}
-	// A terminal task is never claimed again and refuses further writes.
-	fin := store.Advance{ID: ids[2], Token: taken[2].Token, Status: store.StatusCompleted, Progress: 100, FinishedAt: now, Result: []byte(`{}`)}
-	if taken[2].ID != ids[2] {
-		for _, c := range taken {
-			if c.ID == ids[2] {
-				fin.Token = c.Token
-			}
+	for _, j := range taken {
+		if j.Attempt != 2 {
+			t.Errorf("takeover of %s is attempt %d, want 2", j.ID, j.Attempt)
 		}
 	}
-	if err := advance(s, fin); err != nil {
+	// The old holder's token is fenced out.
+	if err := advance(s, store.JobUpdate{ID: got[1].ID, Token: got[1].Token}, store.Advance{ID: got[1].Ref, Status: store.StatusInProgress}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("old holder wrote after takeover: %v", err)
+	}
+	// A job handed back is claimable at once, its attempt uncounted.
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		return tx.UpdateJob(ctx, store.JobUpdate{ID: taken[0].ID, Token: taken[0].Token, RunAt: time.Now(), Attempts: taken[0].Attempt - 1})
+	}); err != nil {
 		t.Fatal(err)
 	}
-	fin.Status = store.StatusFailed
-	if err := advance(s, fin); !errors.Is(err, store.ErrLeaseLost) {
+	if back := claimTasks(t, s, time.Now().Add(time.Second), 10); len(back) != 1 || back[0].ID != taken[0].ID || back[0].Attempt != 2 {
+		t.Fatalf("handed-back task not claimable as attempt 2: %+v", back)
+	}
+	// A terminal task ends its job, refuses further writes, and is never claimed again.
+	var fin store.Job
+	for _, j := range taken {
+		if j.Ref == ids[2] {
+			fin = j
+		}
+	}
+	done := store.Advance{ID: ids[2], Status: store.StatusCompleted, Progress: 100, FinishedAt: now, Result: []byte(`{}`)}
+	if err := advance(s, store.JobUpdate{ID: fin.ID, Token: fin.Token, Done: true}, done); err != nil {
+		t.Fatal(err)
+	}
+	done.Status = store.StatusFailed
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.AdvanceTask(ctx, done) }); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("terminal task rewritten: %v", err)
 	}
-	done, _ := s.Task(ctx, ids[2])
-	if done.Status != store.StatusCompleted || string(done.Result) != `{}` {
-		t.Fatalf("terminal task = %+v", done)
+	if got, _ := s.Task(ctx, ids[2]); got.Status != store.StatusCompleted || string(got.Result) != `{}` {
+		t.Fatalf("terminal task = %+v", got)
+	}
+	for _, j := range claimTasks(t, s, now.Add(time.Hour), 10) {
+		if j.Ref == ids[2] {
+			t.Fatal("a finished task's job was claimed")
+		}
 	}
 	if counts, err := s.CountTasks(ctx); err != nil || counts[store.StatusCompleted] != 1 {
 		t.Fatalf("counts %v %v", counts, err)
@@ -117,7 +159,7 @@ func testQueueConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 20; i++ {
-				got, err := s.ClaimDue(ctx, now, time.Minute, 3)
+				got, err := s.ClaimJobs(ctx, taskKind, "", now, time.Minute, 3)
 				if err != nil {
 					t.Error(err)
 					return
@@ -127,7 +169,7 @@ func testQueueConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
 				}
 				mu.Lock()
 				for _, c := range got {
-					seen[c.ID]++
+					seen[c.Ref]++
 				}
 				mu.Unlock()
 			}
@@ -178,34 +220,28 @@ func testActiveTasksByRouteAndStatus(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	k := newKey(t, s, "acme", false)
 	now := time.Now()
+	var native []string
 	for _, route := range []string{"native", "native", "production"} {
 		task := newTask(k, "")
-		task.Route, task.NextRunAt = route, now.Add(-time.Second)
+		task.Route = route
 		if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, task) }); err != nil {
 			t.Fatal(err)
 		}
-	}
-	claimed, err := s.ClaimDue(ctx, now, time.Minute, 10)
-	if err != nil || len(claimed) != 3 {
-		t.Fatalf("claim: %d %v", len(claimed), err)
-	}
-	var native []store.Claimed
-	var prod store.Claimed
-	for _, c := range claimed {
-		if c.Route == "native" {
-			native = append(native, c)
-		} else {
-			prod = c
+		if route == "native" {
+			native = append(native, task.ID)
 		}
 	}
 	// One native task runs, one finishes; the production task stays queued.
-	if err := advance(s, store.Advance{ID: native[0].ID, Token: native[0].Token, Status: store.StatusInProgress, Progress: 10, NextRunAt: now.Add(time.Hour)}); err != nil {
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		return tx.AdvanceTask(ctx, store.Advance{ID: native[0], Status: store.StatusInProgress, Progress: 10})
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := advance(s, store.Advance{ID: native[1].ID, Token: native[1].Token, Status: store.StatusCompleted, Progress: 100, FinishedAt: now, Result: []byte(`{}`)}); err != nil {
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		return tx.AdvanceTask(ctx, store.Advance{ID: native[1], Status: store.StatusCompleted, Progress: 100, FinishedAt: now, Result: []byte(`{}`)})
+	}); err != nil {
 		t.Fatal(err)
 	}
-	_ = prod
 	got, err := s.ActiveTasks(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -217,32 +253,32 @@ func testActiveTasksByRouteAndStatus(t *testing.T, s store.Store) {
 }
 
 // testQueueRenewLease: a heartbeat keeps a lease past its first expiry; a stale token or a
-// terminal task cannot renew.
+// finished job cannot renew.
 func testQueueRenewLease(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	k := newKey(t, s, "acme", false)
 	now := time.Now()
 	createTasks(t, s, k, 2, now.Add(-time.Second))
-	got, err := s.ClaimDue(ctx, now, time.Minute, 10)
-	if err != nil || len(got) != 2 {
-		t.Fatalf("claimed %d, %v", len(got), err)
+	got := claimTasks(t, s, now, 10)
+	if len(got) != 2 {
+		t.Fatalf("claimed %d", len(got))
 	}
 	kept, other := got[0], got[1]
-	if err := s.RenewLease(ctx, kept.ID, kept.Token, now.Add(10*time.Minute)); err != nil {
+	if err := s.RenewJob(ctx, kept.ID, kept.Token, now.Add(10*time.Minute)); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
-	later, err := s.ClaimDue(ctx, now.Add(5*time.Minute), time.Minute, 10)
-	if err != nil || len(later) != 1 || later[0].ID != other.ID {
-		t.Fatalf("claim after the first expiry took %+v (%v); want only the task whose lease was not renewed", later, err)
+	later := claimTasks(t, s, now.Add(5*time.Minute), 10)
+	if len(later) != 1 || later[0].ID != other.ID {
+		t.Fatalf("claim after the first expiry took %+v; want only the task whose lease was not renewed", later)
 	}
-	if err := s.RenewLease(ctx, other.ID, other.Token, now.Add(10*time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+	if err := s.RenewJob(ctx, other.ID, other.Token, now.Add(10*time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("stale token renewed: %v", err)
 	}
-	fin := store.Advance{ID: kept.ID, Token: kept.Token, Status: store.StatusFailed, FinishedAt: now}
-	if err := advance(s, fin); err != nil {
+	fin := store.Advance{ID: kept.Ref, Status: store.StatusFailed, FinishedAt: now}
+	if err := advance(s, store.JobUpdate{ID: kept.ID, Token: kept.Token, Done: true}, fin); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RenewLease(ctx, kept.ID, kept.Token, now.Add(20*time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("terminal task renewed: %v", err)
+	if err := s.RenewJob(ctx, kept.ID, kept.Token, now.Add(20*time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("finished job renewed: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -51,18 +52,18 @@ func testTaskReadsFollowWrites(t *testing.T, s store.Store) {
 			}
 		})
 	}
-	claim := func(at time.Time) store.Claimed {
+	claim := func(at time.Time) store.Job {
 		t.Helper()
-		c, err := s.ClaimDue(ctx, at, time.Minute, 1)
-		if err != nil || len(c) != 1 || c[0].ID != id {
-			t.Fatalf("claim: %+v %v", c, err)
+		c := claimTasks(t, s, at, 1)
+		if len(c) != 1 || c[0].Ref != id {
+			t.Fatalf("claim: %+v", c)
 		}
 		return c[0]
 	}
 	for p := 1; p <= 60; p++ {
 		c := claim(time.Now())
-		if err := advance(s, store.Advance{ID: id, Token: c.Token, Status: store.StatusInProgress, Progress: p,
-			Step: "poll", Attempts: p, NextRunAt: time.Now().Add(-time.Millisecond)}); err != nil {
+		if err := advance(s, store.JobUpdate{ID: c.ID, Token: c.Token, RunAt: time.Now().Add(-time.Millisecond)},
+			store.Advance{ID: id, Status: store.StatusInProgress, Progress: p, Step: "poll"}); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := s.Task(ctx, id); err != nil || got.Progress != p || got.Status != store.StatusInProgress {
@@ -70,17 +71,16 @@ func testTaskReadsFollowWrites(t *testing.T, s store.Store) {
 			t.Fatalf("read after advance to %d: %+v %v", p, got, err)
 		}
 	}
-	// Handing a lease back changes when the task is due; the next read shows it.
+	// A write whose job's lease was lost rolls back whole: the next read shows no change.
 	c := claim(time.Now())
-	before := time.Now()
-	if err := s.ReleaseLease(ctx, id, c.Token); err != nil {
-		t.Fatal(err)
+	stale := store.JobUpdate{ID: c.ID, Token: "lease_stale", RunAt: time.Now()}
+	if err := advance(s, stale, store.Advance{ID: id, Status: store.StatusInProgress, Progress: 99, Step: "poll"}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stale write: %v", err)
 	}
-	if got, _ := s.Task(ctx, id); got.NextRunAt.Before(before.Add(-time.Millisecond)) {
-		t.Errorf("next_run_at %v after a release at %v", got.NextRunAt, before)
+	if got, _ := s.Task(ctx, id); got.Progress != 60 {
+		t.Errorf("progress %d after a refused write, want 60", got.Progress)
 	}
-	c = claim(time.Now().Add(time.Second))
-	if err := advance(s, store.Advance{ID: id, Token: c.Token, Status: store.StatusCompleted, Progress: 100,
+	if err := advance(s, store.JobUpdate{ID: c.ID, Token: c.Token, Done: true}, store.Advance{ID: id, Status: store.StatusCompleted, Progress: 100,
 		FinishedAt: time.Now(), Result: []byte(`{"video_key":"k"}`)}); err != nil {
 		t.Fatal(err)
 	}

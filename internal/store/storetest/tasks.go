@@ -19,7 +19,7 @@ func newTask(k store.Key, crid string) store.Task {
 		ID: fmt.Sprintf("vid_%d", seq.Add(1)), KeyID: k.ID, TenantID: k.TenantID, Route: "native", Model: "alias-a",
 		Status: store.StatusQueued, ClientRequestID: crid, PayloadHash: []byte{1, 2, 3},
 		Request: []byte(`{"a":1}`), Pricing: []byte(`{"rate":1}`), Reserved: 1234,
-		CreatedAt: now, UpdatedAt: now, NextRunAt: now,
+		CreatedAt: now, UpdatedAt: now,
 	}
 }
 
