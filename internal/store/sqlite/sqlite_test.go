@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,5 +140,89 @@ func TestInFlightMigrationCountsExistingWork(t *testing.T) {
 	}
 	if tasks != (store.InFlight{Key: 2, Tenant: 2}) || speeches != (store.InFlight{Key: 1, Tenant: 1}) {
 		t.Errorf("after the migration: tasks %+v, speeches %+v; want 2/2 and 1/1", tasks, speeches)
+	}
+}
+
+// TestJobsMigrationMovesUnfinishedWork builds a database at the schema before 0007_jobs with
+// a queued task, a Processing asset and a pending callback, then opens it with this version:
+// each unfinished record gets its job, with its schedule and attempts, and finished ones none.
+func TestJobsMigrationMovesUnfinishedWork(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := fs.Glob(sqlite.Migrations(), "*.sql")
+	for _, f := range files {
+		v, _ := strconv.Atoi(f[:4])
+		if v >= 7 {
+			continue
+		}
+		body, _ := fs.ReadFile(sqlite.Migrations(), f)
+		if _, err := raw.ExecContext(ctx, string(body)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, err := raw.ExecContext(ctx, `INSERT INTO schema_migrations VALUES (?, ?, 0)`, v, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO tasks (id, key_id, tenant_id, route, model, status, progress, client_request_id, payload_hash, request, pricing,
+			reserved, created_at, updated_at, next_run_at, attempts, step)
+			VALUES ('vid_q', 'k', 'acme', 'native', 'm', 'in_progress', 40, '', x'01', '{}', '{}', 10, 1000, 1000, 5000, 2, 'poll'),
+			       ('vid_d', 'k', 'acme', 'native', 'm', 'completed', 100, '', x'01', '{}', '{}', 10, 1000, 1000, 0, 0, 'done')`,
+		`INSERT INTO asset_groups (id, tenant_id, library, name, origin, status, created_at, updated_at)
+			VALUES ('grp', 'acme', 'virtual', 'g', 'tenant', 'Active', 1000, 1000)`,
+		`INSERT INTO assets (id, tenant_id, group_id, library, name, asset_type, source_url, status, attempts, lease_until, lease_token, created_at, updated_at)
+			VALUES ('asset_p', 'acme', 'grp', 'virtual', 'a', 'Image', 'https://x', 'Processing', 1, 9000, 'lease_old', 2000, 2000),
+			       ('asset_a', 'acme', 'grp', 'virtual', 'a', 'Image', 'https://x', 'Active', 1, 0, '', 2000, 2000)`,
+		`INSERT INTO verify_sessions (id, token_hash, tenant_id, key_id, callback_url, status, created_at, expires_at, finished_at,
+			callback_body, callback_state, callback_attempts, callback_next_at)
+			VALUES ('vs_p', x'01', 'acme', 'k', 'https://hooks', 'passed', 1000, 9000, 3000, '{}', 'pending', 1, 7000),
+			       ('vs_d', x'02', 'acme', 'k', 'https://hooks', 'passed', 1000, 9000, 3000, '{}', 'delivered', 1, 0)`,
+	} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := raw.QueryContext(ctx, `SELECT id, kind, ref, tenant_id, run_at, attempts, lease_token FROM jobs ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id, kind, ref, tenant, token string
+		var runAt, attempts int64
+		if err := rows.Scan(&id, &kind, &ref, &tenant, &runAt, &attempts, &token); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %s run_at=%d attempts=%d lease=%q", id, kind, ref, tenant, runAt, attempts, token))
+	}
+	want := []string{
+		`asset.ingest:asset_p asset.ingest asset_p acme run_at=0 attempts=1 lease=""`,
+		`verify.callback:vs_p verify.callback vs_p acme run_at=7000 attempts=0 lease=""`,
+		`video.task:vid_q video.task vid_q acme run_at=5000 attempts=2 lease=""`,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("jobs after the migration:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The records read as before, and the moved task runs from where it was.
+	r, err := db.TaskRun(ctx, "vid_q")
+	if err != nil || r.Step != "poll" || r.Progress != 40 || r.Status != store.StatusInProgress {
+		t.Errorf("task after the migration: %+v %v", r, err)
+	}
+	if a, err := db.Asset(ctx, "asset_p"); err != nil || a.Attempts != 1 || a.Status != store.AssetProcessing {
+		t.Errorf("asset after the migration: %+v %v", a, err)
 	}
 }
