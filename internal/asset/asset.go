@@ -13,9 +13,7 @@
 package asset
 
 import (
-	"context"
 	"github.com/prometheus/client_golang/prometheus"
-	"io"
 	"log/slog"
 	"time"
 
@@ -83,21 +81,11 @@ const (
 // DefaultCallbackBackoff is the wait after each failed callback attempt.
 var DefaultCallbackBackoff = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
 
-// Blobs is the storage of asset copies: blob.FS in the service.
-type Blobs interface {
-	Put(ctx context.Context, key string, r io.Reader) (int64, error)
-	Open(ctx context.Context, key string) (blob.Object, error)
-	Delete(ctx context.Context, key string) error
-	DeletePrefix(ctx context.Context, prefix string) error
-	LocalPath(key string) (string, bool)
-	SignedURL(key string, ttl time.Duration) (string, time.Time)
-}
-
 // Config configures a Service. Store, Blobs and Fetch are required.
 type Config struct {
 	Store   store.Store
 	Catalog *catalog.Catalog // tenant names on the verification page (optional)
-	Blobs   Blobs
+	Blobs   blob.Store
 	// Fetch fetches source URLs and delivers callbacks; its policy decides which addresses
 	// may be reached. Give it a total timeout long enough for the largest accepted file.
 	Fetch  *safefetch.Client
@@ -201,12 +189,6 @@ func New(cfg Config) *Service {
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
-
-// Caller is the authenticated tenant of a request.
-type Caller struct {
-	TenantID string
-	KeyID    string
-}
 
 func notFoundAsset() *apierr.Error {
 	return &apierr.Error{Kind: apierr.KindNotFound, Code: CodeAssetNotFound, Param: "Id",

@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"mediagen/internal/keys"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -147,11 +148,11 @@ func (e *env) write(name string, b []byte) string {
 	return e.url(name)
 }
 
-var acme = Caller{TenantID: "acme", KeyID: "key_acme"}
-var rival = Caller{TenantID: "rival", KeyID: "key_rival"}
+var acme = keys.Caller{Tenant: &catalog.Tenant{ID: "acme"}, Key: store.Key{ID: "key_acme", TenantID: "acme"}}
+var rival = keys.Caller{Tenant: &catalog.Tenant{ID: "rival"}, Key: store.Key{ID: "key_rival", TenantID: "rival"}}
 
 // op runs the operation at path for c with body; it returns the JSON answer or the error.
-func (e *env) op(c Caller, path, body string) (map[string]any, error) {
+func (e *env) op(c keys.Caller, path, body string) (map[string]any, error) {
 	e.t.Helper()
 	for _, op := range e.svc.Operations() {
 		if op.Path == path {
@@ -174,7 +175,7 @@ func (e *env) op(c Caller, path, body string) (map[string]any, error) {
 	return nil, nil
 }
 
-func (e *env) must(c Caller, path, body string) map[string]any {
+func (e *env) must(c keys.Caller, path, body string) map[string]any {
 	e.t.Helper()
 	m, err := e.op(c, path, body)
 	if err != nil {
@@ -183,12 +184,12 @@ func (e *env) must(c Caller, path, body string) map[string]any {
 	return m
 }
 
-func (e *env) virtualGroup(c Caller) string {
+func (e *env) virtualGroup(c keys.Caller) string {
 	e.t.Helper()
 	return e.must(c, VirtualPrefix+"/asset-groups/create", `{"Name":"g"}`)["Id"].(string)
 }
 
-func (e *env) createAsset(c Caller, group, url, typ string) string {
+func (e *env) createAsset(c keys.Caller, group, url, typ string) string {
 	e.t.Helper()
 	m := e.must(c, VirtualPrefix+"/assets/create", fmt.Sprintf(`{"GroupId":%q,"URL":%q,"AssetType":%q}`, group, url, typ))
 	if m["Status"] != "Processing" {
@@ -198,7 +199,7 @@ func (e *env) createAsset(c Caller, group, url, typ string) string {
 }
 
 // wait polls assets/get until the asset leaves Processing.
-func (e *env) wait(c Caller, id string) map[string]any {
+func (e *env) wait(c keys.Caller, id string) map[string]any {
 	e.t.Helper()
 	return e.waitIn(c, VirtualPrefix, id)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mediagen/internal/keys"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -21,7 +22,7 @@ import (
 func quickCheck(c *Config) { c.MinCheck = -1 }
 
 // realHumanGroup passes a verification for c and returns the real-human group it made.
-func (e *env) realHumanGroup(c Caller) string {
+func (e *env) realHumanGroup(c keys.Caller) string {
 	e.t.Helper()
 	ctx := context.Background()
 	token, _ := e.must(c, RealHumanPrefix+"/validate-session/create", `{}`)["VerifyToken"].(string)
@@ -40,7 +41,7 @@ func (e *env) realHumanGroup(c Caller) string {
 }
 
 // createIn creates an asset with assets/create of the library at prefix.
-func (e *env) createIn(c Caller, prefix, group, url, typ string) string {
+func (e *env) createIn(c keys.Caller, prefix, group, url, typ string) string {
 	e.t.Helper()
 	m := e.must(c, prefix+"/assets/create", fmt.Sprintf(`{"GroupId":%q,"URL":%q,"AssetType":%q}`, group, url, typ))
 	if m["Status"] != "Processing" {
@@ -50,7 +51,7 @@ func (e *env) createIn(c Caller, prefix, group, url, typ string) string {
 }
 
 // waitIn polls assets/get of the library at prefix until the asset leaves Processing.
-func (e *env) waitIn(c Caller, prefix, id string) map[string]any {
+func (e *env) waitIn(c keys.Caller, prefix, id string) map[string]any {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -315,7 +316,7 @@ func TestGroupListPagesNewestFirstWithoutOverlap(t *testing.T) {
 	cases := []struct {
 		name, prefix, origin string
 		n, size              int
-		mine, other          func(*env, Caller) string // a group of this library, and of the other one
+		mine, other          func(*env, keys.Caller) string // a group of this library, and of the other one
 	}{
 		{"virtual", VirtualPrefix, "Tenant", 7, 3, (*env).virtualGroup, (*env).realHumanGroup},
 		{"real-human", RealHumanPrefix, "Verification", 5, 2, (*env).realHumanGroup, (*env).virtualGroup},

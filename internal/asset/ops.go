@@ -3,6 +3,7 @@ package asset
 import (
 	"context"
 	"errors"
+	"mediagen/internal/keys"
 	"net/http"
 	"net/url"
 	"path"
@@ -19,7 +20,7 @@ import (
 type Operation struct {
 	Path   string
 	Status int
-	Run    func(ctx context.Context, c Caller, body []byte) (any, error)
+	Run    func(ctx context.Context, c keys.Caller, body []byte) (any, error)
 }
 
 // Path prefixes of the two libraries.
@@ -63,15 +64,15 @@ func (s *Service) Operations() []Operation {
 
 // group reads a group of the caller in the library; anything else is not found, so ids of
 // another tenant or of the other library cannot be told apart from unknown ones.
-func (s *Service) group(ctx context.Context, c Caller, library, id, param string) (store.AssetGroup, error) {
+func (s *Service) group(ctx context.Context, c keys.Caller, library, id, param string) (store.AssetGroup, error) {
 	g, err := s.cfg.Store.AssetGroup(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.TenantID || g.Library != library)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.Tenant.ID || g.Library != library)) {
 		return store.AssetGroup{}, notFoundGroup(param)
 	}
 	return g, err
 }
 
-func (s *Service) createGroup(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) createGroup(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 	b, aerr := decode(raw, []field{reqStr("Name"), str("Description")}, nil)
 	if aerr != nil {
 		return nil, aerr
@@ -85,7 +86,7 @@ func (s *Service) createGroup(ctx context.Context, c Caller, raw []byte) (any, e
 		return nil, aerr
 	}
 	now := s.now()
-	g := store.AssetGroup{ID: idgen.New("grp"), TenantID: c.TenantID, Library: store.LibraryVirtual, Name: name,
+	g := store.AssetGroup{ID: idgen.New("grp"), TenantID: c.Tenant.ID, Library: store.LibraryVirtual, Name: name,
 		Description: desc, Origin: store.GroupOriginTenant, Status: store.GroupActive, CreatedAt: now, UpdatedAt: now}
 	if err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.CreateAssetGroup(ctx, g) }); err != nil {
 		return nil, err
@@ -95,8 +96,8 @@ func (s *Service) createGroup(ctx context.Context, c Caller, raw []byte) (any, e
 
 var pageFields = []field{integer("PageNumber"), integer("PageSize")}
 
-func (s *Service) listGroups(library string) func(context.Context, Caller, []byte) (any, error) {
-	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) listGroups(library string) func(context.Context, keys.Caller, []byte) (any, error) {
+	return func(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 		b, aerr := decode(raw, pageFields, nil)
 		if aerr != nil {
 			return nil, aerr
@@ -105,7 +106,7 @@ func (s *Service) listGroups(library string) func(context.Context, Caller, []byt
 		if aerr != nil {
 			return nil, aerr
 		}
-		groups, total, err := s.cfg.Store.AssetGroups(ctx, store.AssetGroupQuery{TenantID: c.TenantID, Library: library,
+		groups, total, err := s.cfg.Store.AssetGroups(ctx, store.AssetGroupQuery{TenantID: c.Tenant.ID, Library: library,
 			Offset: (number - 1) * size, Limit: size})
 		if err != nil {
 			return nil, err
@@ -118,8 +119,8 @@ func (s *Service) listGroups(library string) func(context.Context, Caller, []byt
 	}
 }
 
-func (s *Service) getGroup(library string) func(context.Context, Caller, []byte) (any, error) {
-	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) getGroup(library string) func(context.Context, keys.Caller, []byte) (any, error) {
+	return func(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 		id, aerr := decodeID(raw)
 		if aerr != nil {
 			return nil, aerr
@@ -150,8 +151,8 @@ func operatorGroup(g store.AssetGroup) bool {
 	return g.Origin == store.GroupOriginCatalog || g.Origin == store.GroupOriginOperator
 }
 
-func (s *Service) updateGroup(library string) func(context.Context, Caller, []byte) (any, error) {
-	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) updateGroup(library string) func(context.Context, keys.Caller, []byte) (any, error) {
+	return func(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 		b, aerr := decode(raw, []field{reqStr("Id"), str("Name"), str("Description")}, nil)
 		if aerr != nil {
 			return nil, aerr
@@ -174,7 +175,7 @@ func (s *Service) updateGroup(library string) func(context.Context, Caller, []by
 		var out store.AssetGroup
 		err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 			g, err := tx.AssetGroupForUpdate(ctx, id)
-			if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.TenantID || g.Library != library)) {
+			if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.Tenant.ID || g.Library != library)) {
 				return notFoundGroup("Id")
 			}
 			if err != nil {
@@ -200,15 +201,15 @@ func (s *Service) updateGroup(library string) func(context.Context, Caller, []by
 	}
 }
 
-func (s *Service) deleteGroup(library string) func(context.Context, Caller, []byte) (any, error) {
-	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) deleteGroup(library string) func(context.Context, keys.Caller, []byte) (any, error) {
+	return func(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 		id, aerr := decodeID(raw)
 		if aerr != nil {
 			return nil, aerr
 		}
 		err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 			g, err := tx.AssetGroupForUpdate(ctx, id)
-			if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.TenantID || g.Library != library)) {
+			if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.Tenant.ID || g.Library != library)) {
 				return notFoundGroup("Id")
 			}
 			if err != nil {
@@ -236,9 +237,9 @@ func (s *Service) deleteGroup(library string) func(context.Context, Caller, []by
 // ---------------------------------------------------------------------------------------------
 
 // asset reads an asset of the caller in the library; anything else is not found.
-func (s *Service) asset(ctx context.Context, c Caller, library, id string) (store.Asset, error) {
+func (s *Service) asset(ctx context.Context, c keys.Caller, library, id string) (store.Asset, error) {
 	a, err := s.cfg.Store.Asset(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.TenantID != c.TenantID || a.Library != library)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.TenantID != c.Tenant.ID || a.Library != library)) {
 		return store.Asset{}, notFoundAsset()
 	}
 	return a, err
@@ -246,8 +247,8 @@ func (s *Service) asset(ctx context.Context, c Caller, library, id string) (stor
 
 var assetTypes = []string{TypeImage, TypeVideo, TypeAudio}
 
-func (s *Service) createAsset(library string) func(context.Context, Caller, []byte) (any, error) {
-	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) createAsset(library string) func(context.Context, keys.Caller, []byte) (any, error) {
+	return func(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 		b, aerr := decode(raw, []field{reqStr("GroupId"), reqStr("URL"), reqStr("AssetType"), str("Name")}, nil)
 		if aerr != nil {
 			return nil, aerr
@@ -279,7 +280,7 @@ func (s *Service) createAsset(library string) func(context.Context, Caller, []by
 			return nil, notAuthorized()
 		}
 		now := s.now()
-		a := store.Asset{ID: idgen.New("asset"), TenantID: c.TenantID, GroupID: g.ID, Library: library, Name: name,
+		a := store.Asset{ID: idgen.New("asset"), TenantID: c.Tenant.ID, GroupID: g.ID, Library: library, Name: name,
 			Type: typ, SourceURL: src, Status: store.AssetProcessing, CreatedAt: now, UpdatedAt: now}
 		err = s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 			if err := tx.CreateAsset(ctx, a); err != nil {
@@ -383,8 +384,8 @@ func nameFromURL(src string) string {
 	return base
 }
 
-func (s *Service) listAssets(library string) func(context.Context, Caller, []byte) (any, error) {
-	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) listAssets(library string) func(context.Context, keys.Caller, []byte) (any, error) {
+	return func(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 		b, aerr := decode(raw, append([]field{str("GroupId"), str("AssetType"), str("Status")}, pageFields...), nil)
 		if aerr != nil {
 			return nil, aerr
@@ -410,7 +411,7 @@ func (s *Service) listAssets(library string) func(context.Context, Caller, []byt
 				return nil, err
 			}
 		}
-		assets, total, err := s.cfg.Store.Assets(ctx, store.AssetQuery{TenantID: c.TenantID, Library: library,
+		assets, total, err := s.cfg.Store.Assets(ctx, store.AssetQuery{TenantID: c.Tenant.ID, Library: library,
 			GroupID: groupID, Type: typ, Status: status, Offset: (number - 1) * size, Limit: size})
 		if err != nil {
 			return nil, err
@@ -423,8 +424,8 @@ func (s *Service) listAssets(library string) func(context.Context, Caller, []byt
 	}
 }
 
-func (s *Service) getAsset(library string) func(context.Context, Caller, []byte) (any, error) {
-	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) getAsset(library string) func(context.Context, keys.Caller, []byte) (any, error) {
+	return func(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 		id, aerr := decodeID(raw)
 		if aerr != nil {
 			return nil, aerr
@@ -449,8 +450,8 @@ func immutable(name string) *apierr.Error {
 	return nil
 }
 
-func (s *Service) updateAsset(library string) func(context.Context, Caller, []byte) (any, error) {
-	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) updateAsset(library string) func(context.Context, keys.Caller, []byte) (any, error) {
+	return func(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 		b, aerr := decode(raw, []field{reqStr("Id"), reqStr("Name")}, immutable)
 		if aerr != nil {
 			return nil, aerr
@@ -485,8 +486,8 @@ func (s *Service) updateAsset(library string) func(context.Context, Caller, []by
 	}
 }
 
-func (s *Service) deleteAsset(library string) func(context.Context, Caller, []byte) (any, error) {
-	return func(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) deleteAsset(library string) func(context.Context, keys.Caller, []byte) (any, error) {
+	return func(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 		id, aerr := decodeID(raw)
 		if aerr != nil {
 			return nil, aerr

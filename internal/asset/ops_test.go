@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mediagen/internal/keys"
 	"strings"
 	"testing"
 	"time"
@@ -133,7 +134,7 @@ func TestScopingAndLibraries(t *testing.T) {
 	ha := e.must(acme, H+"/assets/create", `{"GroupId":"grp_human","URL":"https://media.example.com/me.mp4","AssetType":"Video","Name":"me"}`)["Id"].(string)
 
 	notFound := []struct {
-		c                Caller
+		c                keys.Caller
 		path, body, code string
 	}{
 		// Another tenant's ids.

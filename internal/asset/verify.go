@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mediagen/internal/keys"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ func tokenHash(token string) []byte {
 	return h[:]
 }
 
-func (s *Service) createSession(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) createSession(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 	b, aerr := decode(raw, []field{str("CallbackURL")}, nil)
 	if aerr != nil {
 		return nil, aerr
@@ -49,7 +50,7 @@ func (s *Service) createSession(ctx context.Context, c Caller, raw []byte) (any,
 	}
 	token := tokenPrefix + idgen.Secret(20)
 	now := s.now()
-	v := store.VerifySession{ID: idgen.New("vs"), TokenHash: tokenHash(token), TenantID: c.TenantID, KeyID: c.KeyID,
+	v := store.VerifySession{ID: idgen.New("vs"), TokenHash: tokenHash(token), TenantID: c.Tenant.ID, KeyID: c.Key.ID,
 		CallbackURL: cb, Status: store.VerifyPending, CreatedAt: now, ExpiresAt: now.Add(s.cfg.VerifyTTL)}
 	if err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.CreateVerifySession(ctx, v) }); err != nil {
 		return nil, err
@@ -87,7 +88,7 @@ func tokenErr(kind apierr.Kind, code, msg string) *apierr.Error {
 	return &apierr.Error{Kind: kind, Code: code, Param: "VerifyToken", Message: msg}
 }
 
-func (s *Service) getResult(ctx context.Context, c Caller, raw []byte) (any, error) {
+func (s *Service) getResult(ctx context.Context, c keys.Caller, raw []byte) (any, error) {
 	b, aerr := decode(raw, []field{reqStr("VerifyToken")}, nil)
 	if aerr != nil {
 		return nil, aerr
@@ -97,7 +98,7 @@ func (s *Service) getResult(ctx context.Context, c Caller, raw []byte) (any, err
 		return nil, invalid("VerifyToken", "VerifyToken must not be empty.")
 	}
 	v, err := s.cfg.Store.VerifySessionByToken(ctx, tokenHash(token))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && v.TenantID != c.TenantID) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && v.TenantID != c.Tenant.ID) {
 		return nil, tokenErr(apierr.KindNotFound, CodeVerifyTokenNotFound,
 			"No verification session with this VerifyToken exists for this account.")
 	}

@@ -3,6 +3,7 @@ package asset
 import (
 	"context"
 	"io"
+	"mediagen/internal/keys"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -83,7 +84,7 @@ func (e *env) waitCallbackState(t *testing.T, token, want string) store.VerifySe
 	}
 }
 
-func (e *env) session(c Caller, body string) (link, token string) {
+func (e *env) session(c keys.Caller, body string) (link, token string) {
 	e.t.Helper()
 	m := e.must(c, RealHumanPrefix+"/validate-session/create", body)
 	link, token = m["H5Link"].(string), m["VerifyToken"].(string)
@@ -93,7 +94,7 @@ func (e *env) session(c Caller, body string) (link, token string) {
 	return link, token
 }
 
-func (e *env) result(c Caller, token string) (map[string]any, error) {
+func (e *env) result(c keys.Caller, token string) (map[string]any, error) {
 	return e.op(c, RealHumanPrefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`)
 }
 

@@ -29,6 +29,8 @@ type Store interface {
 	Stat(ctx context.Context, key string) (Info, error)
 	// Delete removes an object. Deleting an unknown key is not an error.
 	Delete(ctx context.Context, key string) error
+	// DeletePrefix removes every object whose key starts with prefix (a directory of keys).
+	DeletePrefix(ctx context.Context, prefix string) error
 	// LocalPath is a filesystem path of the object when the store is local (for tools such
 	// as ffprobe); ok is false otherwise, or when key is invalid.
 	LocalPath(key string) (path string, ok bool)

@@ -31,8 +31,8 @@ func (s *Server) assetOp(op asset.Operation) handlerFunc {
 		if err != nil {
 			return err
 		}
-		p, _ := PrincipalFrom(r.Context())
-		out, err := op.Run(r.Context(), asset.Caller{TenantID: p.Tenant.ID, KeyID: p.Key.ID}, body)
+		p, _ := CallerFrom(r.Context())
+		out, err := op.Run(r.Context(), p, body)
 		if err != nil {
 			return err
 		}

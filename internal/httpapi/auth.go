@@ -7,23 +7,16 @@ import (
 	"strings"
 
 	"mediagen/internal/apierr"
-	"mediagen/internal/catalog"
 	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
 
-// Principal is the authenticated caller: the key and the tenant it belongs to.
-type Principal struct {
-	Key    store.Key
-	Tenant *catalog.Tenant
-}
-
-// PrincipalFrom returns the caller of an authenticated request.
-func PrincipalFrom(ctx context.Context) (Principal, bool) {
+// CallerFrom returns the caller of an authenticated request.
+func CallerFrom(ctx context.Context) (keys.Caller, bool) {
 	if i := infoFrom(ctx); i != nil && i.principal != nil {
 		return *i.principal, true
 	}
-	return Principal{}, false
+	return keys.Caller{}, false
 }
 
 func authErr(code, msg string) *apierr.Error {
@@ -73,7 +66,7 @@ func (s *Server) auth(next handlerFunc) handlerFunc {
 			r = r.WithContext(context.WithValue(r.Context(), ctxInfo, info))
 		}
 		info.keyID = key.ID
-		info.principal = &Principal{Key: key, Tenant: tenant}
+		info.principal = &keys.Caller{Key: key, Tenant: tenant}
 		end, err := s.admit(info.principal)
 		if err != nil {
 			return err

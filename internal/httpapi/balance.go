@@ -22,7 +22,7 @@ type balanceAmount struct {
 // getBalance answers GET /v1/billing/balance for the calling key. Amounts are exact decimal
 // renderings of the micro-unit integers (12500000 → 12.5).
 func (s *Server) getBalance(w http.ResponseWriter, r *http.Request) error {
-	p, _ := PrincipalFrom(r.Context())
+	p, _ := CallerFrom(r.Context())
 	b, err := s.store.Balance(r.Context(), p.Key.ID)
 	if err != nil {
 		return err

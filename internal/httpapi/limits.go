@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"mediagen/internal/keys"
 	"net/http"
 	"strconv"
 
@@ -29,7 +30,7 @@ func newRateLimited(reg *prometheus.Registry) *prometheus.CounterVec {
 // admit applies the per-replica limits to an authenticated request, right after
 // authentication and before the body is read: the request rate of the key and of its tenant,
 // then the key's requests being processed. The returned function ends the request's count.
-func (s *Server) admit(p *Principal) (end func(), err error) {
+func (s *Server) admit(p *keys.Caller) (end func(), err error) {
 	lim := p.Tenant.Limits()
 	if err := s.limiter.Allow(p.Key.ID, p.Tenant.ID, lim); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mediagen/internal/keys"
 	"mime"
 	"net/http"
 	"runtime/debug"
@@ -24,7 +25,7 @@ const ctxInfo ctxKey = iota
 // reqInfo collects what the access log and metrics report about one request.
 type reqInfo struct {
 	requestID string
-	principal *Principal
+	principal *keys.Caller
 	route     string // the matched pattern; "" when nothing matched
 	keyID     string
 	errCode   string

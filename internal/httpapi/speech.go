@@ -18,8 +18,8 @@ func (s *Server) createSpeech(w http.ResponseWriter, r *http.Request) error {
 	if s.speech == nil {
 		return apierr.New(apierr.KindUnavailable, "Speech generation is not available on this server right now. Retry later, or contact the operator.")
 	}
-	p, _ := PrincipalFrom(r.Context())
-	res, err := s.speech.Create(r.Context(), speech.Caller{Key: p.Key, Tenant: p.Tenant}, body)
+	p, _ := CallerFrom(r.Context())
+	res, err := s.speech.Create(r.Context(), p, body)
 	if err != nil {
 		if e, ok := err.(*apierr.Error); ok && e.Code == speech.CodeInProgress {
 			w.Header().Set("Retry-After", "5")

@@ -1,14 +1,15 @@
 package httpapi
 
 import (
+	"mediagen/internal/keys"
 	"net/http"
 
 	"mediagen/internal/video"
 )
 
-func caller(r *http.Request) video.Caller {
-	p, _ := PrincipalFrom(r.Context())
-	return video.Caller{Key: p.Key, Tenant: p.Tenant}
+func caller(r *http.Request) keys.Caller {
+	p, _ := CallerFrom(r.Context())
+	return p
 }
 
 // createVideo answers POST /v1/videos with 202 and the task, for a new task and for an

@@ -1,10 +1,12 @@
-// Package keys makes API keys and recognises them.
+// Package keys makes API keys, recognises them, and names who a request is from (Caller).
 package keys
 
 import (
 	"crypto/sha256"
 
+	"mediagen/internal/catalog"
 	"mediagen/internal/idgen"
+	"mediagen/internal/store"
 )
 
 // Prefix starts every key, so a leaked key is recognisable by secret scanners.
@@ -21,4 +23,11 @@ func Generate() (secret, display string, hash []byte) {
 func Hash(secret string) []byte {
 	h := sha256.Sum256([]byte(secret))
 	return h[:]
+}
+
+// Caller is who a request is from: its authenticated key and the key's tenant. The edge makes
+// it once per request (internal/httpapi); every use case takes it as it is.
+type Caller struct {
+	Key    store.Key
+	Tenant *catalog.Tenant
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"mediagen/internal/keys"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -42,7 +43,7 @@ type StoredRef struct {
 // speech. Validation failures (400, never recorded or charged), 402 and 503 come before the
 // record is written; once it is written, the outcome is recorded with it, so a retry with the
 // same client_request_id gets the same answer.
-func (s *Service) Create(ctx context.Context, c Caller, body []byte) (*Response, error) {
+func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Response, error) {
 	req, derr := contract.DecodeSpeech(body)
 	if derr != nil {
 		return nil, &apierr.Error{Kind: apierr.KindInvalid, Param: derr.Param, Message: derr.Message}
@@ -101,7 +102,7 @@ func (d *duplicate) Error() string { return "speech: duplicate client_request_id
 
 // accept writes the pending record and its reservation in one transaction, before the engine
 // is called.
-func (s *Service) accept(ctx context.Context, c Caller, req *contract.SpeechRequest, alias *catalog.Alias, q Quote, hash []byte) (store.Speech, Stored, error) {
+func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.SpeechRequest, alias *catalog.Alias, q Quote, hash []byte) (store.Speech, Stored, error) {
 	stored := Stored{Model: req.Model, Input: req.Input, Instructions: req.Instructions, Text: req.Text, Mode: req.Mode,
 		Upstream: string(alias.Upstream), UpstreamModel: alias.Model}
 	for _, r := range req.References {

@@ -10,12 +10,11 @@ package speech
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"mediagen/internal/billing"
+	"mediagen/internal/blob"
 	"time"
 
-	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
@@ -44,23 +43,10 @@ const (
 	DefaultPoll = 100 * time.Millisecond
 )
 
-// Caller is the authenticated key and its tenant.
-type Caller struct {
-	Key    store.Key
-	Tenant *catalog.Tenant
-}
-
 // Fetcher is the SSRF-safe client (*safefetch.Client) used for reference checks and for
 // copying engine output given by URL.
 type Fetcher interface {
 	Get(ctx context.Context, rawURL string, opt safefetch.RequestOptions) (*safefetch.Response, error)
-}
-
-// Blobs is the service's result storage (*blob.FS).
-type Blobs interface {
-	Put(ctx context.Context, key string, r io.Reader) (int64, error)
-	LocalPath(key string) (string, bool)
-	SignedURL(key string, ttl time.Duration) (string, time.Time)
 }
 
 // Prober measures a stored media file (ffmpeg.Tools).
@@ -75,7 +61,7 @@ type Service struct {
 	Store   store.Store
 	Engines map[string]provider.Synthesizer
 	Fetch   Fetcher
-	Blobs   Blobs
+	Blobs   blob.Store
 	Probe   Prober
 	Logger  *slog.Logger
 	Metrics *Metrics // optional

@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"io"
 	"log/slog"
+	"mediagen/internal/keys"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,7 +117,7 @@ type env struct {
 	t      *testing.T
 	svc    *Service
 	db     store.Store
-	caller Caller
+	caller keys.Caller
 	calls  *atomic.Int64
 	clock  *clock
 }
@@ -188,7 +189,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, svc: svc, db: db, caller: Caller{Key: key, Tenant: tenant}, calls: calls, clock: clk}
+	return &env{t: t, svc: svc, db: db, caller: keys.Caller{Key: key, Tenant: tenant}, calls: calls, clock: clk}
 }
 
 // crashAfterAccept records a request and its reservation exactly as Create does, and then

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mediagen/internal/keys"
 	"sync"
 	"time"
 
@@ -55,7 +56,7 @@ type measured struct {
 // up, and every input video — reference videos on both generation routes and the enhancement
 // source — is measured, so a file that is not a video, a reference outside the edit-mode
 // length, or an unreachable source is a 400 on its param with nothing written.
-func (s *Service) resolveContent(ctx context.Context, c Caller, req *contract.VideoRequest, stored *Stored) (measured, error) {
+func (s *Service) resolveContent(ctx context.Context, c keys.Caller, req *contract.VideoRequest, stored *Stored) (measured, error) {
 	var m measured
 	type job struct {
 		param string
@@ -159,7 +160,7 @@ func (s *Service) checkURL(param, raw string, allowHTTP bool) error {
 	return nil
 }
 
-func (s *Service) resolveAsset(ctx context.Context, c Caller, it contract.ContentItem, param string) (Asset, error) {
+func (s *Service) resolveAsset(ctx context.Context, c keys.Caller, it contract.ContentItem, param string) (Asset, error) {
 	if s.Assets == nil {
 		return Asset{}, apierr.Invalid(param, fmt.Sprintf("Asset %q was not found in this account's asset library.", it.AssetID))
 	}

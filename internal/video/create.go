@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"mediagen/internal/keys"
 
 	"github.com/go-json-experiment/json"
 
@@ -33,7 +34,7 @@ type Stored struct {
 
 // Create accepts a POST /v1/videos body for the caller. It returns the task and whether it was
 // newly created (false for an identical replay).
-func (s *Service) Create(ctx context.Context, c Caller, body []byte) (store.Task, bool, error) {
+func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store.Task, bool, error) {
 	aliasName, perr := contract.PeekModel(body)
 	if perr != nil {
 		return store.Task{}, false, fromContract(perr)
@@ -100,7 +101,7 @@ func (s *Service) quote(t *catalog.Tenant, a *catalog.Alias, req *contract.Video
 
 // accept writes the task, its reservation and (through the unique index) its idempotency
 // record in one transaction, so a 202 is only ever written for a durable task.
-func (s *Service) accept(ctx context.Context, c Caller, req *contract.VideoRequest, stored *Stored, q billing.Quote, hash []byte) (store.Task, bool, error) {
+func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.VideoRequest, stored *Stored, q billing.Quote, hash []byte) (store.Task, bool, error) {
 	reqJSON, err := json.Marshal(stored)
 	if err != nil {
 		return store.Task{}, false, fmt.Errorf("encode request: %w", err)

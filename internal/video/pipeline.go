@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
-	"io"
+	"mediagen/internal/blob"
 	"os"
 	"time"
 
@@ -19,13 +19,6 @@ import (
 	"mediagen/internal/store"
 )
 
-// Blobs is the part of the result storage the pipeline uses.
-type Blobs interface {
-	Put(ctx context.Context, key string, r io.Reader) (int64, error)
-	LocalPath(key string) (string, bool)
-	SignedURL(key string, ttl time.Duration) (string, time.Time)
-}
-
 // Upstream is one engine, by the name aliases bind to in the catalog.
 type Upstream struct {
 	Generator provider.Generator
@@ -36,7 +29,7 @@ type Upstream struct {
 // generation → enhancement → optional last frame for production, as one public task.
 type Pipeline struct {
 	Upstreams map[string]Upstream
-	Blobs     Blobs
+	Blobs     blob.Store
 	Tools     ffmpeg.Tools
 	Fetch     *safefetch.Client // copies results a remote upstream hands back as URLs
 	// LinkTTL is how long the links handed to upstreams (intermediate outputs) stay valid.

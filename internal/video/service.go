@@ -7,7 +7,6 @@ import (
 	"context"
 	"time"
 
-	"mediagen/internal/catalog"
 	"mediagen/internal/store"
 )
 
@@ -40,12 +39,6 @@ type Asset struct {
 // reference is unknown.
 type Assets interface {
 	Resolve(ctx context.Context, tenantID, assetID string) (Asset, error)
-}
-
-// Caller is the authenticated key and its tenant.
-type Caller struct {
-	Key    store.Key
-	Tenant *catalog.Tenant
 }
 
 // Service accepts and reads video tasks.

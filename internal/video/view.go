@@ -3,6 +3,8 @@ package video
 import (
 	"context"
 	"errors"
+	"mediagen/internal/blob"
+	"mediagen/internal/keys"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -115,7 +117,7 @@ func fillResult(md *Metadata, v *TaskView, route string, r Result, links Linker)
 
 // Get reads a task for its owner key. Any other key, or an unknown id, is not found: the
 // answer must not reveal that a task exists.
-func (s *Service) Get(ctx context.Context, c Caller, id string) (store.Task, error) {
+func (s *Service) Get(ctx context.Context, c keys.Caller, id string) (store.Task, error) {
 	t, err := s.Store.Task(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && t.KeyID != c.Key.ID) {
 		return store.Task{}, apierr.New(apierr.KindNotFound, "No video task with this id exists for this API key.")
@@ -125,7 +127,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id string) (store.Task, err
 
 // BlobLinker mints links to stored results with a fixed lifetime.
 type BlobLinker struct {
-	Blobs Blobs
+	Blobs blob.Store
 	TTL   time.Duration
 }
 
