@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"mediagen/internal/apidoc"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"mediagen/internal/apidoc"
 	"mediagen/internal/billing"
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"

@@ -1,6 +1,7 @@
 // Package apierr is the client-facing error vocabulary: a small set of kinds, each with one
-// HTTP status and envelope type, so every layer can say what went wrong without knowing HTTP,
-// and the transport maps it in one table.
+// HTTP status and envelope type in this package's table, so every layer can say what went
+// wrong without knowing HTTP. The edge (internal/httpapi) writes an *Error as it says, and any
+// other error as an internal error whose text the client never sees (docs/http.md).
 package apierr
 
 import (

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mediagen/internal/contract"
 	"strconv"
 	"strings"
 	"unicode"
@@ -14,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/contract"
 )
 
 // Strict decoding of the asset library's request bodies, in the style of internal/contract:

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mediagen/internal/keys"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"
+	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
 

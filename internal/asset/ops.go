@@ -3,7 +3,6 @@ package asset
 import (
 	"context"
 	"errors"
-	"mediagen/internal/keys"
 	"net/http"
 	"net/url"
 	"path"
@@ -12,6 +11,7 @@ import (
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"
 	"mediagen/internal/idgen"
+	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
 

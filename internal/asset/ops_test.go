@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mediagen/internal/keys"
 	"strings"
 	"testing"
 	"time"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/catalog"
+	"mediagen/internal/keys"
 	"mediagen/internal/store"
 	"mediagen/internal/video"
 )

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mediagen/internal/keys"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/idgen"
+	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
 

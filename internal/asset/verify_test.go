@@ -3,7 +3,6 @@ package asset
 import (
 	"context"
 	"io"
-	"mediagen/internal/keys"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
 

@@ -3,6 +3,8 @@ package catalog
 import (
 	"strings"
 	"testing"
+
+	"mediagen/internal/contract"
 )
 
 func TestDemoCatalogHasEveryProduct(t *testing.T) {
@@ -25,7 +27,7 @@ func TestDemoCatalogHasEveryProduct(t *testing.T) {
 	if !p.Native4K || !p.Enhance8K || !p.Production.Enabled || !p.Production.LastFrame || len(p.Production.Resolutions) != 3 {
 		t.Errorf("demo packages not all enabled: %+v", p)
 	}
-	if r, ok := ten.Rates.ProductionRate(TierLite, Res1080p, false); !ok || r != 50_000 {
+	if r, ok := ten.Rates.ProductionRate(Tier(contract.TierLite), Res1080p, false); !ok || r != 50_000 {
 		t.Errorf("lite 1080p rate = %d,%v", r, ok)
 	}
 	if r, ok := ten.Rates.EnhancementRate("professional", Band8K); !ok || r != 160_000 {
@@ -259,12 +261,12 @@ func TestParseAcceptsWellTypedScalars(t *testing.T) {
 			}
 		}},
 		{"quoted 2.5 family", []string{"family: fast-2.0", `family: "2.5"`}, func(t *testing.T, ten *Tenant) {
-			if a, _ := ten.Alias("acme-fast"); a.Family != Family25 {
+			if a, _ := ten.Alias("acme-fast"); a.Family != Family(contract.Family25) {
 				t.Errorf("family = %q", a.Family)
 			}
 		}},
 		{"single-quoted 2.5 family", []string{"family: fast-2.0", `family: '2.5'`}, func(t *testing.T, ten *Tenant) {
-			if a, _ := ten.Alias("acme-fast"); a.Family != Family25 {
+			if a, _ := ten.Alias("acme-fast"); a.Family != Family(contract.Family25) {
 				t.Errorf("family = %q", a.Family)
 			}
 		}},

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"mediagen/internal/contract"
 )
 
 var (
@@ -192,7 +194,7 @@ func (t *Tenant) rateMissing(a *Alias) string {
 }
 
 func enhancementTiers(r EnhRoute) []string {
-	if r == EnhLite {
+	if r == EnhRoute(contract.EnhLite) {
 		return []string{"lite"}
 	}
 	return []string{"standard", "professional"}

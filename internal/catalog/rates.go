@@ -1,6 +1,9 @@
 package catalog
 
-import "mediagen/internal/money"
+import (
+	"mediagen/internal/contract"
+	"mediagen/internal/money"
+)
 
 // Enhancement billing bands. "720p" is the up-to-720p band: a billing label only, never a
 // request value.
@@ -23,11 +26,11 @@ func Bands(tier string, with8K bool) []string {
 
 func (p ProductionRates) tier(t Tier) *ProductionTierRates {
 	switch t {
-	case TierLite:
+	case Tier(contract.TierLite):
 		return p.Lite
-	case TierStandard:
+	case Tier(contract.TierStandard):
 		return p.Standard
-	case TierPro:
+	case Tier(contract.TierPro):
 		return p.Pro
 	}
 	return nil

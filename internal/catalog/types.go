@@ -4,7 +4,10 @@
 // is read-only afterwards, so lookups need no locks.
 package catalog
 
-import "mediagen/internal/money"
+import (
+	"mediagen/internal/contract"
+	"mediagen/internal/money"
+)
 
 // Rate is a non-negative price in micro-units, read exactly from the decimal text of the file.
 type Rate money.Micros
@@ -22,32 +25,13 @@ const (
 	ProductSpeech      Product = "speech"
 )
 
-// Family is a native generation model family.
-type Family string
-
-const (
-	FamilyStandard20 Family = "standard-2.0"
-	FamilyFast20     Family = "fast-2.0"
-	FamilyMini20     Family = "mini-2.0"
-	Family25         Family = "2.5"
-)
-
-// Tier is a production tier.
-type Tier string
-
-const (
-	TierLite     Tier = "lite"
-	TierStandard Tier = "standard"
-	TierPro      Tier = "pro"
-)
-
-// EnhRoute is a standalone enhancement alias route. The "standard" alias serves both the
-// Standard and the Professional tool versions, as the contract says.
-type EnhRoute string
-
-const (
-	EnhLite     EnhRoute = "lite"
-	EnhStandard EnhRoute = "standard"
+// Family, Tier and EnhRoute are the contract's enums (contract.Family, contract.Tier,
+// contract.EnhRoute) as the catalog file spells them: the same values, one definition, with a
+// strict YAML decoder of their own (yaml.go). Convert with contract.Family(a.Family).
+type (
+	Family   contract.Family
+	Tier     contract.Tier
+	EnhRoute contract.EnhRoute
 )
 
 // Resolution is a named output resolution used by packages and rate cards.

@@ -6,6 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"mediagen/internal/contract"
 	"mediagen/internal/money"
 )
 
@@ -30,6 +31,15 @@ func enum[T ~string](n *yaml.Node, what string, allowed ...T) (T, error) {
 	return zero, fmt.Errorf("line %d: unknown %s %q (want one of %s)", n.Line, what, n.Value, list(allowed))
 }
 
+// convert turns the contract's values of an enum into the catalog's wrapper type.
+func convert[T ~string, F ~string](v []F) []T {
+	out := make([]T, len(v))
+	for i, x := range v {
+		out[i] = T(x)
+	}
+	return out
+}
+
 func list[T ~string](v []T) string {
 	s := make([]string, len(v))
 	for i, x := range v {
@@ -44,17 +54,17 @@ func (p *Product) UnmarshalYAML(n *yaml.Node) (err error) {
 }
 
 func (f *Family) UnmarshalYAML(n *yaml.Node) (err error) {
-	*f, err = enum(n, "family", FamilyStandard20, FamilyFast20, FamilyMini20, Family25)
+	*f, err = enum(n, "family", convert[Family](contract.Families())...)
 	return err
 }
 
 func (t *Tier) UnmarshalYAML(n *yaml.Node) (err error) {
-	*t, err = enum(n, "tier", TierLite, TierStandard, TierPro)
+	*t, err = enum(n, "tier", convert[Tier](contract.Tiers())...)
 	return err
 }
 
 func (r *EnhRoute) UnmarshalYAML(n *yaml.Node) (err error) {
-	*r, err = enum(n, "route", EnhLite, EnhStandard)
+	*r, err = enum(n, "route", convert[EnhRoute](contract.EnhRoutes())...)
 	return err
 }
 

@@ -41,6 +41,15 @@ const (
 	EnhStandard EnhRoute = "standard"
 )
 
+// Families, Tiers and EnhRoutes list the values of each enum, in the order messages name them.
+func Families() []Family { return []Family{FamilyStandard20, FamilyFast20, FamilyMini20, Family25} }
+
+// Tiers lists the production tiers.
+func Tiers() []Tier { return []Tier{TierLite, TierStandard, TierPro} }
+
+// EnhRoutes lists the standalone enhancement routes.
+func EnhRoutes() []EnhRoute { return []EnhRoute{EnhLite, EnhStandard} }
+
 // Tool versions of standalone enhancement. Lite has none on the wire (ToolVersion is "").
 const (
 	ToolStandard     = "standard"

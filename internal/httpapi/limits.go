@@ -2,12 +2,12 @@ package httpapi
 
 import (
 	"errors"
-	"mediagen/internal/keys"
 	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"mediagen/internal/keys"
 	"mediagen/internal/limits"
 )
 

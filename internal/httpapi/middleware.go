@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mediagen/internal/keys"
 	"mime"
 	"net/http"
 	"runtime/debug"
@@ -14,6 +13,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/idgen"
+	"mediagen/internal/keys"
 )
 
 type ctxKey int

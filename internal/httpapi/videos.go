@@ -1,9 +1,9 @@
 package httpapi
 
 import (
-	"mediagen/internal/keys"
 	"net/http"
 
+	"mediagen/internal/keys"
 	"mediagen/internal/video"
 )
 

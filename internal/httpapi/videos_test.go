@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mediagen/internal/media/safefetch"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"mediagen/internal/catalog"
+	"mediagen/internal/media/safefetch"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
 	"mediagen/internal/video"

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"mediagen/internal/keys"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -16,6 +15,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/contract"
 	"mediagen/internal/idgen"
+	"mediagen/internal/keys"
 	"mediagen/internal/limits"
 	"mediagen/internal/store"
 )

@@ -11,10 +11,10 @@ package speech
 import (
 	"context"
 	"log/slog"
-	"mediagen/internal/billing"
-	"mediagen/internal/blob"
 	"time"
 
+	"mediagen/internal/billing"
+	"mediagen/internal/blob"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"

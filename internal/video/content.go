@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mediagen/internal/keys"
 	"sync"
 	"time"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/contract"
+	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
 

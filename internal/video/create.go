@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"mediagen/internal/keys"
 
 	"github.com/go-json-experiment/json"
 
@@ -15,11 +14,12 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/contract"
 	"mediagen/internal/idgen"
+	"mediagen/internal/keys"
 	"mediagen/internal/limits"
 	"mediagen/internal/store"
 )
 
-// Stored is the normalized request the runner executes, kept with the task.
+// Stored is the normalized request the task's job runs, kept with the task.
 type Stored struct {
 	Request *contract.VideoRequest `json:"request"`
 	// Upstream binding resolved from the alias at acceptance, so a later catalog change does
@@ -28,7 +28,7 @@ type Stored struct {
 	Model        string `json:"upstream_model"`
 	GenerateRes  string `json:"generate_resolution,omitempty"`
 	EnhanceModel string `json:"enhance_model,omitempty"`
-	// AssetURLs maps content index → the asset's access key at acceptance (asset:// refs).
+	// Assets maps a content index to the asset its asset:// reference resolved to at acceptance.
 	Assets map[int]Asset `json:"assets,omitempty"`
 }
 
@@ -99,8 +99,8 @@ func (s *Service) quote(t *catalog.Tenant, a *catalog.Alias, req *contract.Video
 	return billing.Quote{}, fmt.Errorf("quote: route %q", req.Route)
 }
 
-// accept writes the task, its reservation and (through the unique index) its idempotency
-// record in one transaction, so a 202 is only ever written for a durable task.
+// accept writes the task, its job, its reservation and (through the unique index) its
+// idempotency record in one transaction, so a 202 is only ever written for a durable task.
 func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.VideoRequest, stored *Stored, q billing.Quote, hash []byte) (store.Task, bool, error) {
 	reqJSON, err := json.Marshal(stored)
 	if err != nil {

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
-	"mediagen/internal/blob"
 	"os"
 	"time"
 
 	"github.com/go-json-experiment/json"
 
 	"mediagen/internal/billing"
+	"mediagen/internal/blob"
 	"mediagen/internal/contract"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"

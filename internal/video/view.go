@@ -3,13 +3,13 @@ package video
 import (
 	"context"
 	"errors"
-	"mediagen/internal/blob"
-	"mediagen/internal/keys"
 	"time"
 
 	"github.com/go-json-experiment/json"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/blob"
+	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
 
