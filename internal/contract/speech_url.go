@@ -6,12 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"code.dny.dev/ssrf"
+	"mediagen/internal/hostname"
 )
-
-// speechLocalSuffixes name the local host or local networks (RFC 6761, RFC 8375, ICANN
-// .internal); safefetch refuses the same names.
-var speechLocalSuffixes = []string{".localhost", ".local", ".internal", ".home.arpa"}
 
 // checkSpeechURL applies the static (no I/O) rules to a speech reference URL:
 //
@@ -92,7 +88,7 @@ const notPublicHost = "%s must point to a public host; localhost, loopback, priv
 
 func checkSpeechHost(param, host string) *Error {
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if ip.Zone() != "" || !publicIP(ip) {
+		if ip.Zone() != "" || !hostname.PublicIP(ip) {
 			return invalidf(param, notPublicHost, param)
 		}
 		return nil
@@ -106,86 +102,20 @@ func checkSpeechHost(param, host string) *Error {
 	if strings.HasSuffix(host, ".") {
 		return invalidf(param, "%s must not end its host name with a dot.", param)
 	}
-	if host == "localhost" || hasSuffixIn(host, speechLocalSuffixes) {
+	if hostname.IsLocal(host) {
 		return invalidf(param, notPublicHost, param)
 	}
 	labels := strings.Split(host, ".")
 	for _, l := range labels {
-		if !speechHostLabel(l) {
+		if !hostname.ValidLabel(l) {
 			return invalidf(param, "%s must have an ASCII host name of letters, digits, '-' and '_' (international names in punycode).", param)
 		}
 	}
-	if numericLabel(labels[len(labels)-1]) {
+	if hostname.NumericLabel(labels[len(labels)-1]) {
 		return invalidf(param, "%s must not use a numeric host name; decimal, octal and hexadecimal spellings of IP addresses are not accepted.", param)
 	}
 	if len(labels) == 1 {
 		return invalidf(param, "%s must use a fully qualified public host name; single-label names are not accepted.", param)
 	}
 	return nil
-}
-
-// publicIP reports whether ip is outside every special-purpose range of the IANA registries
-// (the lists safefetch enforces when it dials).
-func publicIP(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if ip.Is4() {
-		for _, p := range ssrf.IPv4DeniedPrefixes {
-			if p.Contains(ip) {
-				return false
-			}
-		}
-		return true
-	}
-	if !ssrf.IPv6GlobalUnicast.Contains(ip) {
-		return false
-	}
-	for _, p := range ssrf.IPv6DeniedPrefixes {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
-}
-
-func hasSuffixIn(s string, suffixes []string) bool {
-	for _, suf := range suffixes {
-		if strings.HasSuffix(s, suf) {
-			return true
-		}
-	}
-	return false
-}
-
-// speechHostLabel accepts 1 to 63 of lower-case ASCII letters, digits, '-' and '_' (the
-// underscore appears in real CDN names).
-func speechHostLabel(l string) bool {
-	if l == "" || len(l) > 63 {
-		return false
-	}
-	for i := 0; i < len(l); i++ {
-		c := l[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// numericLabel reports a label an inet_aton or WHATWG parser would read as a number: all
-// decimal digits, or 0x followed by hex digits (also a bare 0x).
-func numericLabel(l string) bool {
-	if rest, ok := strings.CutPrefix(l, "0x"); ok {
-		for i := 0; i < len(rest); i++ {
-			if c := rest[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-		return true
-	}
-	for i := 0; i < len(l); i++ {
-		if l[i] < '0' || l[i] > '9' {
-			return false
-		}
-	}
-	return l != ""
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+
+	"mediagen/internal/hostname"
 )
 
 // staticRejects are refused by Check alone: no lookup, no dial.
@@ -256,14 +258,14 @@ func TestParseInetAton_MatchesGlibcForms(t *testing.T) {
 		"1.2.3.4":            "1.2.3.4",
 	}
 	for in, want := range cases {
-		got, ok := parseInetAton(in)
+		got, ok := hostname.ParseInetAton(in)
 		if !ok || got != netip.MustParseAddr(want) {
-			t.Errorf("parseInetAton(%q) = %v, %v; want %s", in, got, ok, want)
+			t.Errorf("ParseInetAton(%q) = %v, %v; want %s", in, got, ok, want)
 		}
 	}
 	for _, in := range []string{"256.1.1.1", "1.2.3.4.5", "08.1.1.1", "1.16777216", "0x1g", "", "1..2"} {
-		if got, ok := parseInetAton(in); ok {
-			t.Errorf("parseInetAton(%q) = %v, want not an address", in, got)
+		if got, ok := hostname.ParseInetAton(in); ok {
+			t.Errorf("ParseInetAton(%q) = %v, want not an address", in, got)
 		}
 	}
 }

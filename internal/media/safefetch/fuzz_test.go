@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"mediagen/internal/hostname"
 )
 
 // FuzzCheckURL: Check never panics, and whatever it accepts satisfies the
@@ -41,7 +43,7 @@ func FuzzCheckURL(f *testing.F) {
 			}
 			return
 		}
-		if _, ok := parseInetAton(host); ok {
+		if _, ok := hostname.ParseInetAton(host); ok {
 			t.Fatalf("accepted inet_aton spelling %q", host)
 		}
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") || !strings.Contains(host, ".") {

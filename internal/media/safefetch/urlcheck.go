@@ -7,15 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"mediagen/internal/hostname"
 )
 
 // maxURLLen bounds what we parse; real media URLs, even presigned ones, are
 // far shorter.
 const maxURLLen = 8 << 10
-
-// Special-use names that must never reach a resolver: they name the local
-// host or local networks (RFC 6761, RFC 8375, ICANN .internal).
-var localSuffixes = []string{".localhost", ".local", ".internal", ".home.arpa"}
 
 // Check applies the static rules to rawURL without any I/O and returns the
 // normalised URL (lower-case host, no fragment). Get runs the same checks on
@@ -105,15 +103,15 @@ func (c *Client) checkHostName(host string) error {
 	}
 	labels := strings.Split(host, ".")
 	for _, l := range labels {
-		if !validLabel(l) {
+		if !hostname.ValidLabel(l) {
 			return fmt.Errorf("%w: invalid host name", ErrBadURL)
 		}
 	}
 	// A numeric last label is never a DNS name, but inet_aton-style parsers
 	// read 2130706433, 0177.1 or 0x7f.1 as IPv4. Judge what it would reach,
 	// and refuse the spelling anyway.
-	if last := labels[len(labels)-1]; isNumericLabel(last) {
-		if ip, ok := parseInetAton(host); ok {
+	if last := labels[len(labels)-1]; hostname.NumericLabel(last) {
+		if ip, ok := hostname.ParseInetAton(host); ok {
 			if err := c.policy.checkIP(ip); err != nil {
 				return fmt.Errorf("numeric host: %w", err)
 			}
@@ -121,7 +119,7 @@ func (c *Client) checkHostName(host string) error {
 		}
 		return fmt.Errorf("%w: numeric host name", ErrBadURL)
 	}
-	if host == "localhost" || hasAnySuffix(host, localSuffixes) {
+	if hostname.IsLocal(host) {
 		if c.policy.allowLoopback && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
 			return nil
 		}
@@ -133,104 +131,4 @@ func (c *Client) checkHostName(host string) error {
 		return fmt.Errorf("%w: single-label host name", ErrBadURL)
 	}
 	return nil
-}
-
-func hasAnySuffix(s string, suffixes []string) bool {
-	for _, suf := range suffixes {
-		if strings.HasSuffix(s, suf) {
-			return true
-		}
-	}
-	return false
-}
-
-// validLabel accepts ASCII letters, digits, '-' and '_' (seen in real CDN
-// names). Anything else, including non-ASCII, must arrive as punycode.
-func validLabel(l string) bool {
-	if l == "" || len(l) > 63 {
-		return false
-	}
-	for i := 0; i < len(l); i++ {
-		b := l[i]
-		switch {
-		case b >= 'a' && b <= 'z', b >= '0' && b <= '9', b == '-', b == '_':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// isNumericLabel reports labels that a WHATWG or inet_aton parser would read
-// as a number: all digits, or 0x followed by hex digits.
-func isNumericLabel(l string) bool {
-	if strings.HasPrefix(l, "0x") {
-		l = l[2:]
-		for i := 0; i < len(l); i++ {
-			if !isHex(l[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	for i := 0; i < len(l); i++ {
-		if l[i] < '0' || l[i] > '9' {
-			return false
-		}
-	}
-	return l != ""
-}
-
-func isHex(b byte) bool {
-	return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f')
-}
-
-// parseInetAton mirrors glibc inet_aton: 1 to 4 parts, each decimal, octal
-// (leading 0) or hex (0x); the last part fills the remaining bytes.
-func parseInetAton(s string) (netip.Addr, bool) {
-	parts := strings.Split(s, ".")
-	if len(parts) == 0 || len(parts) > 4 {
-		return netip.Addr{}, false
-	}
-	vals := make([]uint64, len(parts))
-	for i, p := range parts {
-		v, ok := parseAtonPart(p)
-		if !ok {
-			return netip.Addr{}, false
-		}
-		vals[i] = v
-	}
-	last := len(vals) - 1
-	for _, v := range vals[:last] {
-		if v > 0xff {
-			return netip.Addr{}, false
-		}
-	}
-	if vals[last] >= 1<<(8*(4-last)) {
-		return netip.Addr{}, false
-	}
-	var n uint64
-	for _, v := range vals[:last] {
-		n = n<<8 | v
-	}
-	n = n<<(8*(4-last)) | vals[last]
-	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
-}
-
-func parseAtonPart(p string) (uint64, bool) {
-	base := 10
-	switch {
-	case strings.HasPrefix(p, "0x"):
-		base, p = 16, p[2:]
-		if p == "" {
-			return 0, true // glibc reads a bare "0x" as 0
-		}
-	case len(p) > 1 && p[0] == '0':
-		base, p = 8, p[1:]
-	}
-	if p == "" || len(p) > 12 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(p, base, 64)
-	return v, err == nil
 }
