@@ -2,9 +2,7 @@ package asset
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode"
@@ -16,11 +14,11 @@ import (
 	"mediagen/internal/contract"
 )
 
-// Strict decoding of the asset library's request bodies, in the style of internal/contract:
-// one JSON object; member names are case-sensitive; unknown members are rejected by name
-// (with a hint for project, routing, credential, model and inline-upload fields); null is never
-// a value; a member may appear once; nothing may follow the object. The bodies are flat, so a
-// field is a string or an integer.
+// The asset library's request bodies, read from the contract's strict parser
+// (contract.ParseObject: one JSON object, a member appears once, nothing follows it): member
+// names are case-sensitive; unknown members are rejected by name (with a hint for project,
+// routing, credential, model and inline-upload fields); null is never a value. The bodies are
+// flat, so a field is a string or an integer.
 
 // Field kinds.
 const (
@@ -72,67 +70,39 @@ func invalid(param, format string, args ...any) *apierr.Error {
 // forbidden is the hint hook for members a given operation refuses with a specific error.
 type forbidden func(name string) *apierr.Error
 
-// decode parses raw against fields. extra, when set, is asked first about unknown members.
+// decode parses raw against fields with the contract's strict parser (contract.ParseObject),
+// then reads the members in the order they were written. extra, when set, is asked first
+// about unknown members.
 func decode(raw []byte, fields []field, extra forbidden) (*body, *apierr.Error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, invalid("", "The request body is empty; send a JSON object ({} when no field is needed).")
 	}
-	if !utf8.Valid(raw) {
-		return nil, invalid("", "The request body is not valid UTF-8.")
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return nil, syntaxErr(err)
-	}
-	if tok.Kind() != '{' {
-		return nil, invalid("", "The request body must be a JSON object.")
+	obj, perr := contract.ParseObject(raw)
+	if perr != nil {
+		return nil, apierr.Invalid(perr.Param, perr.Message)
 	}
 	b := &body{strs: map[string]string{}, ints: map[string]int64{}}
-	seen := map[string]bool{}
-	for dec.PeekKind() != '}' {
-		nameTok, err := dec.ReadToken()
-		if err != nil {
-			return nil, syntaxErr(err)
-		}
-		name := nameTok.String()
-		if seen[name] {
-			return nil, invalid(name, "The field %s appears more than once.", name)
-		}
-		seen[name] = true
-		if len(seen) > maxBodyMembers {
+	for i, m := range obj.Members() {
+		name := m.Name
+		if i == maxBodyMembers {
 			return nil, invalid("", "The request body has too many fields.")
 		}
 		f, ok := lookup(fields, name)
 		if !ok {
-			// The value must still be well-formed JSON before the field is judged.
-			if _, err := dec.ReadValue(); err != nil {
-				return nil, syntaxErr(err)
-			}
 			return nil, unknownField(name, fields, extra)
 		}
-		kind := dec.PeekKind()
-		if kind == '{' || kind == '[' {
-			if _, err := dec.ReadValue(); err != nil {
-				return nil, syntaxErr(err)
-			}
-			return nil, typeErr(f, kind)
-		}
-		v, err := dec.ReadToken()
-		if err != nil {
-			return nil, syntaxErr(err)
-		}
-		if v.Kind() == 'n' {
+		kind := m.Value.Kind()
+		if kind == 'n' {
 			return nil, invalid(name, "%s must not be null; omit a field to leave it out.", name)
 		}
-		if byte(v.Kind()) != f.kind {
-			return nil, typeErr(f, v.Kind())
+		if byte(kind) != f.kind {
+			return nil, typeErr(f, kind)
 		}
 		switch f.kind {
 		case kindString:
-			b.strs[name] = v.String()
+			b.strs[name] = m.Value.Text()
 		case kindInteger:
-			text := v.String()
+			text := m.Value.Text()
 			if strings.ContainsAny(text, ".eE") {
 				return nil, invalid(name, "%s must be an integer, without a decimal point or exponent.", name)
 			}
@@ -142,12 +112,6 @@ func decode(raw []byte, fields []field, extra forbidden) (*body, *apierr.Error) 
 			}
 			b.ints[name] = n
 		}
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, syntaxErr(err)
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, invalid("", "The request body has data after the JSON object; send exactly one JSON object.")
 	}
 	for _, f := range fields {
 		if f.required && !b.has(f.name) {
@@ -164,17 +128,6 @@ func lookup(fields []field, name string) (field, bool) {
 		}
 	}
 	return field{}, false
-}
-
-func syntaxErr(err error) *apierr.Error {
-	if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-		return invalid("", "The request body ends before the JSON value is complete.")
-	}
-	var serr *jsontext.SyntacticError
-	if errors.As(err, &serr) {
-		return invalid("", "The request body is not valid JSON (error near byte %d).", serr.ByteOffset)
-	}
-	return invalid("", "The request body is not valid JSON.")
 }
 
 func typeErr(f field, got jsontext.Kind) *apierr.Error {

@@ -69,7 +69,7 @@ func parse(body []byte) (*node, *Error) {
 	}
 	// A decoder reads a stream of values, so "{} {}" would otherwise pass: demand EOF.
 	if _, rerr := p.dec.ReadToken(); rerr != io.EOF {
-		return nil, invalidf("", "The request body has data after the JSON value; send exactly one JSON object.")
+		return nil, invalidf("", "The request body has data after the JSON object; send exactly one JSON object.")
 	}
 	return root, nil
 }
