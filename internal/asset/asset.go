@@ -13,6 +13,7 @@
 package asset
 
 import (
+	"context"
 	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"time"
@@ -81,9 +82,20 @@ const (
 // DefaultCallbackBackoff is the wait after each failed callback attempt.
 var DefaultCallbackBackoff = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
 
+// Store is what the asset library needs of the database; the SQL store satisfies it.
+type Store interface {
+	Transact(ctx context.Context, fn func(store.Tx) error) error
+	AssetGroup(ctx context.Context, id string) (store.AssetGroup, error)
+	AssetGroups(ctx context.Context, q store.AssetGroupQuery) ([]store.AssetGroup, int, error)
+	Asset(ctx context.Context, id string) (store.Asset, error)
+	Assets(ctx context.Context, q store.AssetQuery) ([]store.Asset, int, error)
+	VerifySession(ctx context.Context, id string) (store.VerifySession, error)
+	VerifySessionByToken(ctx context.Context, tokenHash []byte) (store.VerifySession, error)
+}
+
 // Config configures a Service. Store, Blobs and Fetch are required.
 type Config struct {
-	Store   store.Store
+	Store   Store
 	Catalog *catalog.Catalog // tenant names on the verification page (optional)
 	Blobs   blob.Store
 	// Fetch fetches source URLs and delivers callbacks; its policy decides which addresses

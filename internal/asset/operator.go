@@ -27,11 +27,11 @@ var ReGroupID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // is made; an existing group of the tenant is authorized again (and renamed when name is
 // given); an id of another tenant or of a real-human group is refused. It reports whether the
 // group was created.
-func Grant(ctx context.Context, st store.Store, tenantID, id, name, description string, now time.Time) (store.AssetGroup, bool, error) {
+func Grant(ctx context.Context, st Store, tenantID, id, name, description string, now time.Time) (store.AssetGroup, bool, error) {
 	return grant(ctx, st, tenantID, id, name, description, store.GroupOriginOperator, now)
 }
 
-func grant(ctx context.Context, st store.Store, tenantID, id, name, description, originName string, now time.Time) (store.AssetGroup, bool, error) {
+func grant(ctx context.Context, st Store, tenantID, id, name, description, originName string, now time.Time) (store.AssetGroup, bool, error) {
 	if id == "" {
 		id = idgen.New("grp")
 	} else if !ReGroupID.MatchString(id) {
@@ -73,7 +73,7 @@ func grant(ctx context.Context, st store.Store, tenantID, id, name, description,
 
 // Revoke withdraws the authorization of a group (of either library). Groups granted by the
 // catalog are revoked by removing them from the catalog instead.
-func Revoke(ctx context.Context, st store.Store, id string, now time.Time) (store.AssetGroup, error) {
+func Revoke(ctx context.Context, st Store, id string, now time.Time) (store.AssetGroup, error) {
 	var out store.AssetGroup
 	err := st.Transact(ctx, func(tx store.Tx) error {
 		g, err := tx.AssetGroupForUpdate(ctx, id)
@@ -94,7 +94,7 @@ func Revoke(ctx context.Context, st store.Store, id string, now time.Time) (stor
 // is authorized and carries the catalog's name and description; groups granted by the catalog
 // earlier but no longer listed are revoked. It is idempotent, so every replica may run it at
 // start.
-func SyncCatalog(ctx context.Context, st store.Store, cat *catalog.Catalog, now time.Time) (granted, revoked int, err error) {
+func SyncCatalog(ctx context.Context, st Store, cat *catalog.Catalog, now time.Time) (granted, revoked int, err error) {
 	listed := map[string]bool{}
 	for _, t := range cat.Tenants {
 		for _, vg := range t.VirtualGroups {

@@ -54,11 +54,19 @@ type Prober interface {
 	Probe(ctx context.Context, path string) (ffmpeg.Info, error)
 }
 
+// Store is what the speech service needs of the database; the SQL store satisfies it.
+type Store interface {
+	Transact(ctx context.Context, fn func(store.Tx) error) error
+	Speech(ctx context.Context, id string) (store.Speech, error)
+	SpeechByRequestID(ctx context.Context, keyID, clientRequestID string) (store.Speech, error)
+	AbandonedSpeeches(ctx context.Context, before time.Time, limit int) ([]store.Speech, error)
+}
+
 // Service accepts speech requests. Store, Blobs and Probe are required; Engines maps a catalog
 // upstream name (alias.upstream) to its synthesizer — an alias whose upstream has no engine
 // in this process answers 503. Fetch is required for requests with references.
 type Service struct {
-	Store   store.Store
+	Store   Store
 	Engines map[string]provider.Synthesizer
 	Fetch   Fetcher
 	Blobs   blob.Store

@@ -41,9 +41,18 @@ type Assets interface {
 	Resolve(ctx context.Context, tenantID, assetID string) (Asset, error)
 }
 
+// Store is what the video service needs of the database; the SQL store satisfies it. The
+// transaction is the store's, so that a unit test's fake Tx embeds store.Tx and implements
+// only the writes a create makes (CreateTask, EnqueueJob, TasksInFlight, Post).
+type Store interface {
+	Transact(ctx context.Context, fn func(store.Tx) error) error
+	Task(ctx context.Context, id string) (store.Task, error)
+	TaskByRequestID(ctx context.Context, keyID, clientRequestID string) (store.Task, error)
+}
+
 // Service accepts and reads video tasks.
 type Service struct {
-	Store  store.Store
+	Store  Store
 	Prober Prober
 	Assets Assets
 	Now    func() time.Time
