@@ -3,20 +3,17 @@
 // verification sessions with their end-user page state and callbacks, and the resolution of
 // asset:// references for video requests.
 //
-// Assets are processed by a small durable job: assets/create writes a Processing row whose
-// lease is already expired, and the processor of any replica claims it (compare-and-set on the
-// lease), fetches the URL through safefetch, sniffs the real media type, stores a copy, measures
-// videos from that copy, and sets Active or Failed under the lease. A process that dies
-// mid-fetch leaves a lease that expires; the next claim runs the asset again, and after
-// MaxAttempts claims it is Failed with processing_interrupted, so no asset stays Processing.
-// Verification callbacks are delivered the same way, with retries and backoff.
+// The background work is two job kinds on the job engine (Kinds): asset.ingest fetches the URL
+// through safefetch, sniffs the real media type, stores and measures a copy and sets Active or
+// Failed; verify.callback delivers a finished verification's callback. See docs/assets.md.
 package asset
 
 import (
 	"context"
-	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"

@@ -1,5 +1,6 @@
 // Package billing prices work and moves money through the ledger: credits, reservations at
-// acceptance, and one settlement at the end.
+// acceptance, and one settlement at the end. It is the only package that builds ledger
+// transactions; services ask it. See docs/billing.md.
 package billing
 
 import (

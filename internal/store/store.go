@@ -1,6 +1,7 @@
-// Package store defines persistence for mediagen: the records it keeps and the one interface
-// that both the SQLite and the PostgreSQL drivers implement. The conformance suite in
-// store/storetest runs against both, so the drivers cannot drift apart.
+// Package store defines persistence for mediagen: the records it keeps and the interface that
+// both the SQLite and the PostgreSQL drivers implement in full (Store, Tx). Each service
+// declares the few methods it uses (video.Store, jobs.Store, …); the conformance suite in
+// store/storetest runs against both drivers, so they cannot drift apart.
 package store
 
 import (

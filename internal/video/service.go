@@ -1,6 +1,8 @@
 // Package video is the video task use case: accept a request on any of the three routes
-// (native, enhancement, production), price it, reserve, and store it durably in one
-// transaction; read it back for its owner.
+// (native, enhancement, production), price it, and store it with its job and reservation in
+// one transaction; read it back for its owner; and run it — the pipeline's steps, as the
+// handler of the video.task job kind, settled once at the end. See docs/video.md and
+// docs/runner.md.
 package video
 
 import (
