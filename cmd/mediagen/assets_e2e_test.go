@@ -178,6 +178,7 @@ func pngOf(t *testing.T, w, h int) []byte {
 // from its stored copy; someone else's asset, a Failed asset and the wrong asset type are
 // rejected at submission with nothing charged.
 func TestEndToEndAssetsInVideoRequests(t *testing.T) {
+	t.Parallel()
 	e := startAssetE2E(t, nil)
 	demo, _ := e.cat.Tenant("demo")
 	rates := demo.Rates
@@ -326,6 +327,7 @@ func TestEndToEndAssetsInVideoRequests(t *testing.T) {
 
 // The default fetch policy refuses loopback sources at creation.
 func TestEndToEndAssetSourcePolicy(t *testing.T) {
+	t.Parallel()
 	e := startAssetE2E(t, nil, "--fetch-allow", "")
 	g := e.post(e.key, "/v1/vidgen/virtual/asset-groups/create", `{"Name":"g"}`, 200)["Id"].(string)
 	r := e.post(e.key, "/v1/vidgen/virtual/assets/create", `{"GroupId":"`+g+`","URL":"`+e.input+`","AssetType":"Video"}`, 400)
@@ -337,6 +339,7 @@ func TestEndToEndAssetSourcePolicy(t *testing.T) {
 // An asset whose fetch is cut by a shutdown is handed back and completed by the next start
 // of the service on the same data: it never stays Processing.
 func TestEndToEndAssetSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	dir := t.TempDir()
 	var gate atomic.Bool

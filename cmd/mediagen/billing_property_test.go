@@ -37,6 +37,7 @@ import (
 // out, on SQLite and on PostgreSQL. MEDIAGEN_PROPERTY_SEED replays a run;
 // MEDIAGEN_PROPERTY_REQUESTS sets its size.
 func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { propertyRun(t, "") })
 	t.Run("postgres", func(t *testing.T) { propertyRun(t, pgtest.URL(t)) })
 }

@@ -27,6 +27,7 @@ func (e *e2e) cli(ctx context.Context, args ...string) (string, string, error) {
 }
 
 func TestCLIVideoCreateWaitOutSavesTheResult(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t)
 	out := filepath.Join(t.TempDir(), "result.mp4")
 	stdout, stderr, err := e.cli(context.Background(), "video", "create", "--model", "demo-video-fast", "--duration", "4",
@@ -48,6 +49,7 @@ func TestCLIVideoCreateWaitOutSavesTheResult(t *testing.T) {
 }
 
 func TestCLIJSONPrintsTheTaskOnlyAndFailedTasksExitNonZero(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t)
 	stdout, stderr, err := e.cli(context.Background(), "video", "create", "--json", "--model", "demo-video-2.5", "--wait",
 		"--prompt", "broken on purpose [sandbox:fail=InvalidParameter.TaskTypeMismatch]")
@@ -65,6 +67,7 @@ func TestCLIJSONPrintsTheTaskOnlyAndFailedTasksExitNonZero(t *testing.T) {
 }
 
 func TestCLICtrlCWhileWaitingLeavesTheTaskAndAnotherProcessResumes(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	out := filepath.Join(t.TempDir(), "later.mp4")
@@ -98,6 +101,7 @@ func TestCLICtrlCWhileWaitingLeavesTheTaskAndAnotherProcessResumes(t *testing.T)
 }
 
 func TestCLISpeechBalanceAndAssets(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t)
 	ctx := context.Background()
 	mp3 := filepath.Join(t.TempDir(), "speech.mp3")
@@ -134,6 +138,7 @@ func TestCLISpeechBalanceAndAssets(t *testing.T) {
 }
 
 func TestCLIWithoutKeyIsAUsageError(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"balance"}, env(nil), &stdout, &stderr)
 	if exitCode(err) != 2 || !strings.Contains(err.Error(), "MEDIAGEN_API_KEY") {
@@ -143,6 +148,7 @@ func TestCLIWithoutKeyIsAUsageError(t *testing.T) {
 
 // -h prints every flag's default; the API key from the environment must not be one of them.
 func TestCLIHelpNeverPrintsTheAPIKey(t *testing.T) {
+	t.Parallel()
 	const secret = "mg_secretsecretsecretsecretsecretsecret00"
 	for _, args := range [][]string{{"balance", "-h"}, {"video", "create", "-h"}, {"speech", "-h"}, {"assets", "list", "-h"}, {"tour", "-h"}} {
 		var stdout, stderr bytes.Buffer

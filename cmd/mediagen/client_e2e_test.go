@@ -87,6 +87,7 @@ func newClient(t *testing.T, base, key string) *client.Client {
 }
 
 func TestClientCreateRetriedAfterDroppedConnectionMakesOneTask(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t)
 	p := &faultProxy{target: e.m.URL(), fault: func(r *http.Request, n int) string {
 		if n == 0 {
@@ -145,6 +146,7 @@ func countTasks(t *testing.T, dbPath string) int {
 }
 
 func TestClientWaitResumedInANewClientFinishesTheSameTask(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t)
 	first := newClient(t, e.m.URL(), e.key)
 	v, err := first.CreateVideo(context.Background(), &client.NativeRequest{Model: "demo-video-2.5", Prompt: "a slow one [sandbox:slow=2s]",
@@ -172,6 +174,7 @@ func TestClientWaitResumedInANewClientFinishesTheSameTask(t *testing.T) {
 }
 
 func TestClientDownloadInterruptedHalfWayResumes(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t)
 	c := newClient(t, e.m.URL(), e.key)
 	v, err := c.CreateVideo(context.Background(), &client.NativeRequest{Model: "demo-video-fast", Prompt: "download me",

@@ -81,6 +81,7 @@ func docBlocks(t *testing.T) []docBlock {
 }
 
 func TestDocsCatalogBlocksLoad(t *testing.T) {
+	t.Parallel()
 	n := 0
 	for _, b := range docBlocks(t) {
 		if b.lang != "yaml" && b.lang != "yml" {
@@ -231,6 +232,7 @@ func docAdminLines(t *testing.T) []adminLine {
 }
 
 func TestDocsAdminCommandsRun(t *testing.T) {
+	t.Parallel()
 	lines := docAdminLines(t)
 	if len(lines) < 5 {
 		t.Fatalf("found %d mediagen admin lines in the docs; the parser lost them", len(lines))
@@ -273,6 +275,7 @@ func TestDocsAdminCommandsRun(t *testing.T) {
 // `make run` starts is what the docs tests start (serve with the demo catalog and the sandbox);
 // `make test` is the suite itself.
 func TestDocsMakeTargetsExist(t *testing.T) {
+	t.Parallel()
 	mk, err := os.ReadFile("../../Makefile")
 	if err != nil {
 		t.Fatal(err)
@@ -306,6 +309,7 @@ func TestDocsMakeTargetsExist(t *testing.T) {
 // files are Example functions or their helpers, compiled (and, with an Output comment, run) by
 // their package's tests, so a snippet cannot show code that no longer compiles.
 func TestDocsGoBlocksAreCompiledCode(t *testing.T) {
+	t.Parallel()
 	importRE := regexp.MustCompile(`^import "mediagen/([^"]+)"$`)
 	n := 0
 	for _, b := range docBlocks(t) {

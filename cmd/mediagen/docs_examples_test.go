@@ -171,6 +171,7 @@ func shellSplit(s string) []string {
 }
 
 func TestDocsExamplesRunOffline(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	examples := collectDocExamples(t)
 	if len(examples) < 15 {

@@ -143,6 +143,7 @@ func shownCurlAnswers(b docBlock) []docResponse {
 }
 
 func TestDocsResponsesMatchOpenAPI(t *testing.T) {
+	t.Parallel()
 	doc, err := apidoc.Load("../../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,7 @@ func sdkBodies(src string) (paths, bodies []string) {
 }
 
 func TestDocsSDKSnippetsUseThisContract(t *testing.T) {
+	t.Parallel()
 	doc, err := apidoc.Load("../../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -235,6 +235,7 @@ func rate(m money.Micros, ok bool) money.Micros {
 func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }
 
 func TestEndToEndEveryRouteCompletesAndChargesMeasuredValues(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t)
 	demo, _ := e.cat.Tenant("demo")
 	rates := demo.Rates
@@ -343,6 +344,7 @@ func (e *e2e) mediaDir() string {
 }
 
 func TestEndToEndFailuresRefundInFull(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t)
 	cases := []struct {
 		name, body, status, code string

@@ -114,6 +114,7 @@ func postJSON(t *testing.T, base, key, path, body string) map[string]any {
 // finished once, with its killed attempt counted, and that the periodic jobs are neither lost
 // nor doubled.
 func TestSIGKILLMidJobLosesNoJobOfAnyKind(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	src := newHeldSource(t, pngOf(t, 20, 10))
 	dir := t.TempDir()

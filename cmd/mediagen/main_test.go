@@ -66,6 +66,7 @@ func get(t *testing.T, url, key string) (int, string) {
 var reKey = regexp.MustCompile(`mg_[a-z2-7]{40}`)
 
 func TestFirstRunPrintsDemoKeyOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m, out := startMain(t, dir)
 	key := reKey.FindString(out.String())
@@ -94,6 +95,7 @@ func TestFirstRunPrintsDemoKeyOnce(t *testing.T) {
 }
 
 func TestBrokenConfigurationStopsServe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
@@ -140,6 +142,7 @@ func TestBrokenConfigurationStopsServe(t *testing.T) {
 }
 
 func TestBrokenConfigurationExitsNonZero(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "MEDIAGEN_TEST_MAIN=1", "MEDIAGEN_TEST_ARGS=serve --db mysql://x --data-dir "+t.TempDir())
 	var stderr bytes.Buffer
@@ -155,6 +158,7 @@ func TestBrokenConfigurationExitsNonZero(t *testing.T) {
 }
 
 func TestEnvironmentConfiguresServe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	m := NewMain(env(map[string]string{"MEDIAGEN_LISTEN": "127.0.0.1:0", "MEDIAGEN_DATA_DIR": dir, "MEDIAGEN_LOG_FORMAT": "json"}), io.Discard, io.Discard)
 	if err := m.ParseFlags(nil); err != nil {
@@ -178,6 +182,7 @@ func admin(t *testing.T, dataDir string, args ...string) string {
 }
 
 func TestAdminKeyCreditAndBalanceAgree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := admin(t, dir, "key", "create", "--tenant", "demo", "--name", "ci")
 	secret := reKey.FindString(out)
@@ -221,6 +226,7 @@ func TestAdminKeyCreditAndBalanceAgree(t *testing.T) {
 }
 
 func TestAdminRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cases := [][]string{
 		{"admin", "key", "create", "--tenant", "nobody"},
@@ -247,6 +253,7 @@ func TestAdminRejectsBadInput(t *testing.T) {
 // TestSecondServeOnOneSQLiteDatabaseIsRefused: SQLite serves one process, and the task cache
 // relies on it; a second serve must say so instead of starting. Admin commands still work.
 func TestSecondServeOnOneSQLiteDatabaseIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	startMain(t, dir)
 	second := NewMain(env(nil), io.Discard, io.Discard)

@@ -80,6 +80,7 @@ func waitReady(t *testing.T, base string) {
 // terminal state, that no task is settled twice, that the ledger balances, that its media
 // tools die with it, and that no half-written or temporary file is left.
 func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
@@ -224,6 +225,7 @@ func (c *countingUpstream) PollEnhancement(ctx context.Context, job string) (pro
 // `serve --role worker` processes on one PostgreSQL database; a counting fake upstream shows
 // that every task was submitted exactly once, by one process, and that both took part.
 func TestTwoWorkerProcessesShareTasksOnPostgres(t *testing.T) {
+	t.Parallel()
 	tools := requireTools(t)
 	url := pgtest.URL(t)
 	dir := t.TempDir()
@@ -283,6 +285,7 @@ func TestTwoWorkerProcessesShareTasksOnPostgres(t *testing.T) {
 // TestSIGTERMShutsDownGracefully: serve stops accepting, lets an in-flight request finish
 // (a speech request that takes 2 s), closes the database and exits 0.
 func TestSIGTERMShutsDownGracefully(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)

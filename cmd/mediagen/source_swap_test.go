@@ -19,6 +19,7 @@ import (
 // measured 2 s, so the engine refuses the longer source, the task fails with
 // InvalidParameter.SourceChanged, and the whole reservation comes back.
 func TestEnhancementSourceSwappedAfterSubmissionIsRefused(t *testing.T) {
+	t.Parallel()
 	tools := requireTools(t)
 	dir := t.TempDir()
 	short, long := filepath.Join(dir, "short.mp4"), filepath.Join(dir, "long.mp4")

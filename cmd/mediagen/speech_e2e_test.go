@@ -84,6 +84,7 @@ func (e *e2e) used() money.Micros {
 // duration × the demo rate to the micro-unit; replays, conflicts and a concurrent retry of a
 // slow request charge once; an engine failure and a timeout refund in full.
 func TestEndToEndSpeech(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t, "--speech-timeout", "4s")
 	demo, _ := e.cat.Tenant("demo")
 	rate := rate(demo.Rates.SpeechRate())

@@ -15,6 +15,7 @@ import (
 // service started the way `make run` starts it: demo catalog, no --fetch-allow, no extra
 // certificates. Every route's input comes from the sandbox samples.
 func TestTourRunsEveryRouteOfflineWithoutOpeningTheFetchPolicy(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	m, _ := startMain(t, t.TempDir(), "--sandbox-pace", "200ms", "--log-level", "warn")
 	dir := filepath.Join(t.TempDir(), "tour")
@@ -51,6 +52,7 @@ func TestTourRunsEveryRouteOfflineWithoutOpeningTheFetchPolicy(t *testing.T) {
 }
 
 func TestTourPrintsFilesAndSpendForPeople(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	m, _ := startMain(t, t.TempDir(), "--sandbox-pace", "200ms", "--log-level", "warn")
 	vars := map[string]string{"MEDIAGEN_API_KEY": m.DemoKey, "MEDIAGEN_BASE_URL": m.URL()}
@@ -68,6 +70,7 @@ func TestTourPrintsFilesAndSpendForPeople(t *testing.T) {
 // With the samples off (as with an operator's catalog), a sample URL is an ordinary unknown
 // name: refused at submission, no task.
 func TestSamplesOffRefusesSampleURLs(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	m, _ := startMain(t, t.TempDir(), "--sandbox-pace", "200ms", "--log-level", "warn", "--sandbox-samples", "off")
 	e := &e2e{t: t, m: m, key: m.DemoKey}
@@ -78,6 +81,7 @@ func TestSamplesOffRefusesSampleURLs(t *testing.T) {
 }
 
 func TestSamplesAutoIsOnOnlyWithTheDemoCatalog(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		value string
 		demo  bool

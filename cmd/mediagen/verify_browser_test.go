@@ -32,6 +32,7 @@ import (
 // Chromium is Debian's `chromium` (make test installs it). Without it the test skips, except
 // under CI=true, where it fails.
 func TestVerificationPageInHeadlessChromium(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
