@@ -116,6 +116,7 @@ func itemIDs(t *testing.T, m map[string]any) []string {
 // exactly like unknown ids (a group that holds assets too: its delete does not say "not
 // empty"), and nothing changes.
 func TestRealHumanOtherTenantIdsAreNotFound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true, mutate: quickCheck})
 	H := RealHumanPrefix
 	full := e.realHumanGroup(acme)
@@ -167,6 +168,7 @@ func TestRealHumanOtherTenantIdsAreNotFound(t *testing.T) {
 // changes nothing: the groups to delete are empty, so a missing library check would delete
 // them, and the non-empty ones must not answer "not empty".
 func TestLibraryMixUpsAreNotFoundAndChangeNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true, mutate: quickCheck})
 	V, H := VirtualPrefix, RealHumanPrefix
 	vg, vEmpty := e.virtualGroup(acme), e.virtualGroup(acme)
@@ -228,6 +230,7 @@ func TestLibraryMixUpsAreNotFoundAndChangeNothing(t *testing.T) {
 // or asset (an Active asset with a fresh link and its measured size), deletes {Id, Deleted}, and
 // a deleted asset's copy is gone.
 func TestRealHumanUpdateAndDeleteReturnTheRecord(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{mutate: quickCheck})
 	ctx := context.Background()
 	H := RealHumanPrefix
@@ -313,6 +316,7 @@ func TestRealHumanUpdateAndDeleteReturnTheRecord(t *testing.T) {
 // TotalCount of every group of the caller in the library (none of another tenant or the other
 // library), and Items: [] past the end.
 func TestGroupListPagesNewestFirstWithoutOverlap(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, prefix, origin string
 		n, size              int
@@ -377,6 +381,7 @@ func TestGroupListPagesNewestFirstWithoutOverlap(t *testing.T) {
 // selfFileLink: the service's host (any scheme, port, case, trailing dot) with a /v1/files/
 // path after decoding and cleaning is a self-link; other hosts and other paths are not.
 func TestSelfFileLinkRule(t *testing.T) {
+	t.Parallel()
 	const pub = "https://mediagen.example.com"
 	cases := []struct {
 		name, public, src string
@@ -416,6 +421,7 @@ func TestSelfFileLinkRule(t *testing.T) {
 // assets/create in either library refuses the service's own file links with 400
 // invalid_source_url on URL; other paths of the host and other hosts are accepted.
 func TestCreateRefusesServiceFileLinks(t *testing.T) {
+	t.Parallel()
 	const pub = "https://mediagen.example.com"
 	e := newEnv(t, envOpts{noRun: true, mutate: func(c *Config) { c.PublicURL = pub; c.MinCheck = -1 }})
 	libraries := []struct{ name, prefix, group string }{
@@ -465,6 +471,7 @@ func TestCreateRefusesServiceFileLinks(t *testing.T) {
 // be given to assets/create to copy a verified person's media into the virtual library (nor
 // into another real-human group). The refused URL is never fetched.
 func TestRealHumanAssetLinkCannotSeedAnotherAsset(t *testing.T) {
+	t.Parallel()
 	const pub = "https://mediagen.example.com"
 	e := newEnv(t, envOpts{mutate: func(c *Config) {
 		b, err := blob.NewFS(filepath.Join(t.TempDir(), "assets"), bytes.Repeat([]byte("k"), 32), pub)

@@ -26,6 +26,7 @@ func apiParam(err error) string {
 // Every operation decodes strictly: the first problem is reported with the PascalCase field
 // it is about.
 func TestStrictDecoding(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true})
 	g := e.virtualGroup(acme)
 	V, H := VirtualPrefix, RealHumanPrefix
@@ -121,6 +122,7 @@ func TestStrictDecoding(t *testing.T) {
 
 // Groups and assets are scoped to the tenant and to their library; anything else is 404.
 func TestScopingAndLibraries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true})
 	ctx := context.Background()
 	V, H := VirtualPrefix, RealHumanPrefix
@@ -191,6 +193,7 @@ func TestScopingAndLibraries(t *testing.T) {
 }
 
 func TestGroupAndAssetOperations(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true})
 	V := VirtualPrefix
 	g := e.must(acme, V+"/asset-groups/create", `{"Name":"  Brand kit ","Description":"Logos\nand colours"}`)
@@ -277,6 +280,7 @@ func TestGroupAndAssetOperations(t *testing.T) {
 // revoke; the tenant cannot change or delete them; assets cannot be added to a revoked group
 // and its assets cannot be used.
 func TestOperatorGroupsAndAuthorization(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true})
 	ctx := context.Background()
 	V := VirtualPrefix
@@ -361,6 +365,7 @@ func TestOperatorGroupsAndAuthorization(t *testing.T) {
 
 // Resolve is the video service's view of an asset:// reference.
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	mp4, _ := clips(t)
 	ctx := context.Background()
@@ -395,6 +400,7 @@ func TestResolve(t *testing.T) {
 
 // The catalog refuses malformed and duplicated virtual groups at load.
 func TestCatalogVirtualGroupsChecked(t *testing.T) {
+	t.Parallel()
 	head := "tenants:\n  - id: acme\n    name: A\n    currency: USD\n    virtual_groups:\n"
 	for _, c := range []struct{ groups, want string }{
 		{"      - {id: a, name: A}\n      - {id: a, name: B}\n", "already defined"},

@@ -23,6 +23,7 @@ import (
 // stored copy; mismatched types, unreadable media and unusable sources end Failed with a code
 // and a reason.
 func TestProcessingLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	mp4, m4a := clips(t)
 	g := e.virtualGroup(acme)
@@ -142,6 +143,7 @@ func closedPort(t *testing.T) string {
 // to a private address is refused at dial time and the asset Fails; nothing beyond loopback is
 // ever dialled. Literal loopback and private addresses are refused at creation already.
 func TestForbiddenAddressFailsWithoutDialling(t *testing.T) {
+	t.Parallel()
 	dialer := &recordingDialer{}
 	e := newEnv(t, envOpts{fetch: &safefetch.Options{
 		Resolver:    fixedResolver{netip.MustParseAddr("10.0.0.7")},
@@ -170,6 +172,7 @@ func TestForbiddenAddressFailsWithoutDialling(t *testing.T) {
 // A source over the size cap fails with source_too_large, whether the server announces the
 // length or not.
 func TestSourceTooLarge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{mutate: func(c *Config) { c.MaxImageBytes = 1000 }})
 	g := e.virtualGroup(acme)
 	big := pngBytes(t, 200, 200)
@@ -185,6 +188,7 @@ func TestSourceTooLarge(t *testing.T) {
 // A process that died mid-fetch leaves its lease; once it expires the asset is taken over and
 // completed. After MaxAttempts interrupted attempts it is Failed instead of staying Processing.
 func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true, mutate: func(c *Config) { c.MaxAttempts = 2 }})
 	ctx := context.Background()
 	g := e.virtualGroup(acme)
@@ -236,6 +240,7 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 
 // Stop hands an asset being fetched back, uncounted, for the next start.
 func TestStopReleasesAssetInFlight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	ctx := context.Background()
 	g := e.virtualGroup(acme)
@@ -264,6 +269,7 @@ func TestStopReleasesAssetInFlight(t *testing.T) {
 
 // Deleting an asset while it is processed leaves no copy behind.
 func TestDeleteDuringProcessing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	g := e.virtualGroup(acme)
 	id := e.createAsset(acme, g, e.url("slow"), "Image")
@@ -277,6 +283,7 @@ func TestDeleteDuringProcessing(t *testing.T) {
 // A source that fails for now is tried again with backoff, keeping the asset Processing;
 // one that fails for good is not retried; retries stop after MaxAttempts.
 func TestTransientSourceFailuresAreRetried(t *testing.T) {
+	t.Parallel()
 	png := pngBytes(t, 8, 6)
 	var mu sync.Mutex
 	hits := map[string]int{}

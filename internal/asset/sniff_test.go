@@ -6,6 +6,7 @@ import (
 )
 
 func TestSniff(t *testing.T) {
+	t.Parallel()
 	mp4, m4a := clips(t)
 	ftyp := func(brand string) []byte {
 		b := make([]byte, 32)

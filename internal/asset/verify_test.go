@@ -99,6 +99,7 @@ func (e *env) result(c keys.Caller, token string) (map[string]any, error) {
 }
 
 func TestVerificationPassRedeemOnceAndCallback(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	h := newHooks(t, 1) // the first delivery fails and is retried
 	ctx := context.Background()
@@ -170,6 +171,7 @@ func TestVerificationPassRedeemOnceAndCallback(t *testing.T) {
 }
 
 func TestVerificationDeclineExpiryAndUnknown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{mutate: func(c *Config) { c.VerifyTTL = time.Minute }})
 	h := newHooks(t, 0)
 	ctx := context.Background()
@@ -229,6 +231,7 @@ func TestVerificationDeclineExpiryAndUnknown(t *testing.T) {
 
 // A callback that never succeeds is given up after CallbackAttempts, without blocking anyone.
 func TestCallbackGivesUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{mutate: func(c *Config) { c.CallbackAttempts = 3; c.MinCheck = -1 }})
 	h := newHooks(t, 100)
 	ctx := context.Background()

@@ -21,6 +21,7 @@ func intp(v int) *int { return &v }
 
 // The contract's production examples, in chargeable seconds.
 func TestProductionChargeableMatchesContractExamples(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		inputs []float64
@@ -47,6 +48,7 @@ func TestProductionChargeableMatchesContractExamples(t *testing.T) {
 }
 
 func TestEnhancementSettlementMatchesContractExample(t *testing.T) {
+	t.Parallel()
 	// 5.084 s becomes 6 chargeable seconds; 30 fps is multiplier 1.
 	q := Quote{Route: "enhancement", Rate: 20_000}
 	got, err := SettleAmount(q, Measured{OutputSeconds: 5.084, OutputFPS: 30})
@@ -74,6 +76,7 @@ func alias(t *testing.T, ten *catalog.Tenant, name string) *catalog.Alias {
 }
 
 func TestEstimatesAreExactMicroUnits(t *testing.T) {
+	t.Parallel()
 	ten := demoTenant(t)
 	fast := alias(t, ten, "demo-video-fast")
 	// Native: 720p 16:9 = 1280x720, 24 fps, 5 s + 0.25 s slack → 1280*720*24*5.25/1024 =
@@ -111,6 +114,7 @@ func TestEstimatesAreExactMicroUnits(t *testing.T) {
 // Where the request leaves a number to the model, the reservation takes the largest value
 // the model can choose: the longest duration of the family, the widest frame of adaptive.
 func TestEstimatesTakeTheLargestChoiceOfTheModel(t *testing.T) {
+	t.Parallel()
 	ten := demoTenant(t)
 	// Fast 2.0, -1, adaptive at 720p: 15 s (the family's longest) + 0.25 s at 21:9 (1680x720).
 	q, err := EstimateNative(ten, alias(t, ten, "demo-video-fast"), &contract.NativeParams{Duration: -1, Resolution: "720p", Ratio: "adaptive"})
@@ -135,6 +139,7 @@ func TestEstimatesTakeTheLargestChoiceOfTheModel(t *testing.T) {
 // A declared source duration can raise an enhancement reservation, never lower it below the
 // measured one.
 func TestEnhancementReservesTheLargerOfDeclaredAndMeasured(t *testing.T) {
+	t.Parallel()
 	ten := demoTenant(t)
 	for _, tc := range []struct {
 		name               string
@@ -159,6 +164,7 @@ func TestEnhancementReservesTheLargerOfDeclaredAndMeasured(t *testing.T) {
 
 // The reservation bounds the settlement for every output within the slack of the request.
 func TestReservationBoundsSettlementWithinSlack(t *testing.T) {
+	t.Parallel()
 	ten := demoTenant(t)
 	for _, name := range []string{"demo-video-fast", "demo-video-2.5", "demo-video-mini", "demo-video-standard"} {
 		a := alias(t, ten, name)
@@ -187,6 +193,7 @@ func TestReservationBoundsSettlementWithinSlack(t *testing.T) {
 }
 
 func TestNativeSettlementUsesTokens(t *testing.T) {
+	t.Parallel()
 	got, err := SettleAmount(Quote{Route: "native", Rate: money.Micros(2_500_000)}, Measured{CompletionTokens: 108_000})
 	if err != nil || got != 270_000 {
 		t.Fatalf("settle = %s, %v", got, err)
@@ -194,6 +201,7 @@ func TestNativeSettlementUsesTokens(t *testing.T) {
 }
 
 func TestSecondsToMicrosKeepsFractions(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[float64]int64{2.125: 2_125_000, 3.0: 3_000_000, 5.042: 5_042_000, 0.0000004: 0} {
 		if got := SecondsToMicros(s); got != want {
 			t.Errorf("SecondsToMicros(%v) = %d", s, got)

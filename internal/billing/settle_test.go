@@ -14,6 +14,7 @@ import (
 // A settlement that returns part of a reservation lands even when an earlier overage left
 // the key's available balance below zero; an overage is posted apart and reported.
 func TestSettleAfterAnOverageLeftAvailableNegative(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
 	if err != nil {

@@ -102,6 +102,7 @@ func (r *patternReader) Read(p []byte) (int, error) {
 }
 
 func TestPut_50MiBStreamsRoundTripWithLowMemory(t *testing.T) {
+	t.Parallel()
 	const size = 50 << 20
 	const budget = 8 << 20
 	s := newTestFS(t)
@@ -179,6 +180,7 @@ func (r *failingReader) Read(p []byte) (int, error) {
 }
 
 func TestPut_FailedWriteLeavesNoObjectAndNoTempFile(t *testing.T) {
+	t.Parallel()
 	errBoom := errors.New("upstream connection reset")
 	tests := []struct {
 		name     string
@@ -261,6 +263,7 @@ func (r *gatedReader) Read(p []byte) (int, error) {
 }
 
 func TestPut_WriteInProgressIsInvisibleToReaders(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		existing string
@@ -302,6 +305,7 @@ func TestPut_WriteInProgressIsInvisibleToReaders(t *testing.T) {
 }
 
 func TestPutFile(t *testing.T) {
+	t.Parallel()
 	exdev := func(oldpath, newpath string) error {
 		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EXDEV}
 	}
@@ -366,6 +370,7 @@ func TestPutFile(t *testing.T) {
 }
 
 func TestPutFile_RejectsMissingOrNonRegularSource(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := []struct{ name, path string }{
 		{"missing source fails", filepath.Join(dir, "nope.mp4")},
@@ -385,6 +390,7 @@ func TestPutFile_RejectsMissingOrNonRegularSource(t *testing.T) {
 }
 
 func TestKeys_BadKeysAreRejectedEverywhere(t *testing.T) {
+	t.Parallel()
 	bad := []struct{ name, key string }{
 		{"empty", ""},
 		{"dot dot segment", "videos/../secret.mp4"},
@@ -454,6 +460,7 @@ func TestKeys_BadKeysAreRejectedEverywhere(t *testing.T) {
 }
 
 func TestOpenStat_UnknownKeysAreNotFound(t *testing.T) {
+	t.Parallel()
 	s := newTestFS(t)
 	ctx := context.Background()
 	put(t, s, "videos/v1/result.mp4", "x")
@@ -474,6 +481,7 @@ func TestOpenStat_UnknownKeysAreNotFound(t *testing.T) {
 }
 
 func TestDelete_RemovesAndIsIdempotent(t *testing.T) {
+	t.Parallel()
 	s := newTestFS(t)
 	ctx := context.Background()
 	put(t, s, "videos/v1/result.mp4", "x")
@@ -491,6 +499,7 @@ func TestDelete_RemovesAndIsIdempotent(t *testing.T) {
 }
 
 func TestStat_DescribesObject(t *testing.T) {
+	t.Parallel()
 	s := newTestFS(t)
 	before := time.Now().Add(-time.Second)
 	put(t, s, "speech/sp_1/audio.mp3", "12345")
@@ -504,6 +513,7 @@ func TestStat_DescribesObject(t *testing.T) {
 }
 
 func TestContentType_ByExtension(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ key, want string }{
 		{"a/b.mp4", "video/mp4"},
 		{"a/b.MP4", "video/mp4"},
@@ -526,6 +536,7 @@ func TestContentType_ByExtension(t *testing.T) {
 }
 
 func TestNewFS_RejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		root string
@@ -548,6 +559,7 @@ func TestNewFS_RejectsBadConfig(t *testing.T) {
 }
 
 func TestDeletePrefix_RemovesOnlyThatDirectory(t *testing.T) {
+	t.Parallel()
 	s := newTestFS(t)
 	ctx := context.Background()
 	put(t, s, "assets/a1/x.png", "x")

@@ -14,6 +14,7 @@ import (
 // 9110 §14.2 allows), unsatisfiable ones are 416 envelopes with "bytes */SIZE", and every
 // refusal ServeContent would have written as plain text comes back as an error.
 func TestServeFile_RangeAnswers(t *testing.T) {
+	t.Parallel()
 	f := newServeFixture(t)
 	content := []byte(strings.Repeat("abcdefghijklmnopqrstuvwxyz", 100))
 	size := strconv.Itoa(len(content))
@@ -97,6 +98,7 @@ func TestServeFile_RangeAnswers(t *testing.T) {
 }
 
 func TestNormalizeRange(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		header string
 		size   int64

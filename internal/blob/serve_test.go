@@ -81,6 +81,7 @@ func (f *serveFixture) do(t *testing.T, method, link string, hdr map[string]stri
 }
 
 func TestSignedURL_HasDocumentedFormat(t *testing.T) {
+	t.Parallel()
 	s := newTestFS(t)
 	s.publicBase = "https://media.example.com"
 	s.now = func() time.Time { return time.Unix(1_700_000_000, 500_000_000) }
@@ -106,6 +107,7 @@ func TestSignedURL_HasDocumentedFormat(t *testing.T) {
 }
 
 func TestServeFile_ValidLinkServesFileWithHeaders(t *testing.T) {
+	t.Parallel()
 	f := newServeFixture(t)
 	content := strings.Repeat("0123456789", 1000)
 	put(t, f.fs, "videos/video_abc/result.mp4", content)
@@ -144,6 +146,7 @@ func TestServeFile_ValidLinkServesFileWithHeaders(t *testing.T) {
 }
 
 func TestServeFile_ContentTypePerExtension(t *testing.T) {
+	t.Parallel()
 	f := newServeFixture(t)
 	tests := []struct{ key, want string }{
 		{"videos/v/result.mp4", "video/mp4"},
@@ -173,6 +176,7 @@ func TestServeFile_ContentTypePerExtension(t *testing.T) {
 }
 
 func TestServeFile_RangeHeadAndConditionalRequests(t *testing.T) {
+	t.Parallel()
 	f := newServeFixture(t)
 	content := []byte(strings.Repeat("abcdefghijklmnopqrstuvwxyz", 100))
 	put(t, f.fs, "videos/v/result.mp4", string(content))
@@ -269,6 +273,7 @@ func flipHex(s string) string {
 }
 
 func TestServeFile_RejectsBadLinksBeforeTouchingDisk(t *testing.T) {
+	t.Parallel()
 	const key = "videos/video_a/result.mp4"
 	tests := []struct {
 		name      string
@@ -446,6 +451,7 @@ func TestServeFile_RejectsBadLinksBeforeTouchingDisk(t *testing.T) {
 }
 
 func TestServeFile_ErrorStatusesOverHTTP(t *testing.T) {
+	t.Parallel()
 	const key = "speech/sp_1/audio.wav"
 	tests := []struct {
 		name       string
@@ -505,6 +511,7 @@ func TestServeFile_ErrorStatusesOverHTTP(t *testing.T) {
 }
 
 func TestServeFile_RejectsOtherMethods(t *testing.T) {
+	t.Parallel()
 	f := newServeFixture(t)
 	put(t, f.fs, "videos/v/result.mp4", "x")
 	link, _ := f.fs.SignedURL("videos/v/result.mp4", time.Minute)
@@ -521,6 +528,7 @@ func TestServeFile_RejectsOtherMethods(t *testing.T) {
 }
 
 func TestLinker_MintsVerifiableLinks(t *testing.T) {
+	t.Parallel()
 	f := newServeFixture(t)
 	put(t, f.fs, "videos/v/result.mp4", "linked")
 	l := Linker{Store: f.fs, TTL: time.Minute}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestLoadOrCreateKey_CreatesOnceAndReuses(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "secrets", "link-signing.key")
 	k1, err := LoadOrCreateKey(path)
 	if err != nil {
@@ -47,6 +48,7 @@ func TestLoadOrCreateKey_CreatesOnceAndReuses(t *testing.T) {
 }
 
 func TestLoadOrCreateKey_ConcurrentCreatorsAgree(t *testing.T) {
+	t.Parallel()
 	for round := range 5 {
 		path := filepath.Join(t.TempDir(), "k")
 		const n = 8
@@ -74,6 +76,7 @@ func TestLoadOrCreateKey_ConcurrentCreatorsAgree(t *testing.T) {
 }
 
 func TestLoadOrCreateKey_BadFileIsAnErrorAndKept(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, content string }{
 		{"garbage fails", "not a key at all!"},
 		{"short key fails", hex.EncodeToString(make([]byte, 16))},
@@ -96,6 +99,7 @@ func TestLoadOrCreateKey_BadFileIsAnErrorAndKept(t *testing.T) {
 }
 
 func TestParseKey(t *testing.T) {
+	t.Parallel()
 	key := bytes.Repeat([]byte{0xfb, 0xef, 0x01}, 11)[:32]
 	long := bytes.Repeat([]byte{7}, 64)
 	tests := []struct {

@@ -73,6 +73,7 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 }
 
 func TestSweepOnce_DeletesOnlyExpiredObjects(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	tests := []struct {
 		name        string
@@ -158,6 +159,7 @@ func TestSweepOnce_DeletesOnlyExpiredObjects(t *testing.T) {
 }
 
 func TestSweepOnce_KeepsRootAndWorksWithoutMetrics(t *testing.T) {
+	t.Parallel()
 	s := newTestFS(t)
 	now := time.Now()
 	plant(t, s, "a.mp4", 1, now, 48*time.Hour)
@@ -173,6 +175,7 @@ func TestSweepOnce_KeepsRootAndWorksWithoutMetrics(t *testing.T) {
 }
 
 func TestSweepOnce_RejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	s := newTestFS(t)
 	tests := []struct {
 		name string
@@ -196,6 +199,7 @@ func TestSweepOnce_RejectsBadConfig(t *testing.T) {
 }
 
 func TestSweepOnce_CanceledContextStops(t *testing.T) {
+	t.Parallel()
 	s := newTestFS(t)
 	now := time.Now()
 	plant(t, s, "videos/a/result.mp4", 1, now, 48*time.Hour)
@@ -212,6 +216,7 @@ func TestSweepOnce_CanceledContextStops(t *testing.T) {
 }
 
 func TestSweep_LogsOnePassAndReportsErrors(t *testing.T) {
+	t.Parallel()
 	s := newTestFS(t)
 	plant(t, s, "videos/a/result.mp4", 1, time.Now(), 48*time.Hour)
 	sw := &Sweeper{Store: s, Retention: time.Hour}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDemoCatalogHasEveryProduct(t *testing.T) {
+	t.Parallel()
 	c := Demo()
 	ten, ok := c.Tenant("demo")
 	if !ok {
@@ -45,6 +46,7 @@ func TestDemoCatalogHasEveryProduct(t *testing.T) {
 }
 
 func TestExampleFileLoads(t *testing.T) {
+	t.Parallel()
 	if _, err := Load("../../examples/catalog.yaml"); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +69,7 @@ const minimal = `tenants:
 `
 
 func TestParseRejectsBrokenCatalogs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, old, new, want string
 	}{
@@ -104,6 +107,7 @@ func TestParseRejectsBrokenCatalogs(t *testing.T) {
 }
 
 func TestParseRejectsEmptyAndMultiDocument(t *testing.T) {
+	t.Parallel()
 	if _, err := Parse("c.yaml", nil); err == nil {
 		t.Error("empty file accepted")
 	}
@@ -113,6 +117,7 @@ func TestParseRejectsEmptyAndMultiDocument(t *testing.T) {
 }
 
 func TestParseRequiresEveryRateATenantCanBuy(t *testing.T) {
+	t.Parallel()
 	src := Demo()
 	_ = src
 	broken := strings.Replace(string(DemoYAML()), "8k: 0.16", "", 1)
@@ -153,6 +158,7 @@ const typed = `tenants:
 // yaml.v3 takes yes/on as true and any scalar as a string even with KnownFields; the catalog
 // does not.
 func TestParseRejectsWrongScalarTypes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, old, new string
 		want           []string
@@ -201,6 +207,7 @@ func TestParseRejectsWrongScalarTypes(t *testing.T) {
 }
 
 func TestParseReportsEveryWrongScalarType(t *testing.T) {
+	t.Parallel()
 	src := strings.NewReplacer("name: Acme", "name: 42", "native_4k: false", "native_4k: on", "family: fast-2.0", "family: 2.5").Replace(typed)
 	_, err := Parse("c.yaml", []byte(src))
 	if err == nil {
@@ -215,6 +222,7 @@ func TestParseReportsEveryWrongScalarType(t *testing.T) {
 }
 
 func TestParseAcceptsWellTypedScalars(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		repl  []string
@@ -305,6 +313,7 @@ func TestParseAcceptsWellTypedScalars(t *testing.T) {
 // Anchors, aliases and merge keys are followed: a wrong scalar reached through them is reported
 // (once, at its own line), and a right one is accepted.
 func TestParseFollowsAnchorsAndMergeKeys(t *testing.T) {
+	t.Parallel()
 	const src = `tenants:
   - id: a
     name: A

@@ -48,6 +48,7 @@ tenants:
 `
 
 func TestLimitsResolveTenantThenCatalogThenDefaults(t *testing.T) {
+	t.Parallel()
 	c, err := Parse("c.yaml", []byte(withLimits))
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,7 @@ func TestLimitsResolveTenantThenCatalogThenDefaults(t *testing.T) {
 }
 
 func TestLimitsBurstFollowsTheBlockThatSetsTheRate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		wide, own KeyLimitSettings
@@ -95,6 +97,7 @@ func TestLimitsBurstFollowsTheBlockThatSetsTheRate(t *testing.T) {
 }
 
 func TestLimitsDefaultWhenTheCatalogSaysNothing(t *testing.T) {
+	t.Parallel()
 	c, err := Parse("c.yaml", []byte(minimal))
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +112,7 @@ func TestLimitsDefaultWhenTheCatalogSaysNothing(t *testing.T) {
 }
 
 func TestLimitsRejectBadValuesWithTheirLine(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, old, new, want string
 	}{
@@ -137,6 +141,7 @@ func TestLimitsRejectBadValuesWithTheirLine(t *testing.T) {
 }
 
 func TestDemoAndExampleStateTheirLimits(t *testing.T) {
+	t.Parallel()
 	demo, _ := Demo().Tenant("demo")
 	if demo.Limits() != DefaultLimits() {
 		t.Errorf("demo limits %+v differ from the defaults %+v; docs/catalog.md says the demo uses them", demo.Limits(), DefaultLimits())

@@ -165,6 +165,7 @@ var allAssetPaths = []string{
 // Every endpoint is POST with a Bearer key and a JSON body, and refuses anything else with
 // the standard envelopes.
 func TestAssetEndpointsTransportRules(t *testing.T) {
+	t.Parallel()
 	e := newAssetEnv(t)
 	if len(allAssetPaths) != 21 {
 		t.Fatal(len(allAssetPaths))
@@ -205,6 +206,7 @@ func assetErr(t *testing.T, r response) (code, param string) {
 // loopback, poll it to Active, read the stored copy through its signed link, list with
 // filters and pages, rename, refuse a move, delete.
 func TestVirtualLibraryOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newAssetEnv(t)
 	g := e.ok(e.acme, vPrefix+"/asset-groups/create", `{"Name":"Brand kit","Description":"Logos"}`, 200)
 	gid := g["Id"].(string)
@@ -274,6 +276,7 @@ func TestVirtualLibraryOverHTTP(t *testing.T) {
 // Bad input over HTTP answers 400 with the PascalCase param; another tenant's ids and the
 // other library's ids answer 404.
 func TestAssetErrorsOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newAssetEnv(t)
 	gid := e.ok(e.acme, vPrefix+"/asset-groups/create", `{"Name":"g"}`, 200)["Id"].(string)
 	aid := e.ok(e.acme, vPrefix+"/assets/create", `{"GroupId":"`+gid+`","URL":"https://cdn.example.com/a.png","AssetType":"Image"}`, 202)["Id"].(string)

@@ -68,6 +68,7 @@ func get(t *testing.T, method, url string, header map[string]string) response {
 }
 
 func TestFileLinkRangeAnswersOverTheAPI(t *testing.T) {
+	t.Parallel()
 	e := newFilesEnv(t)
 	if r := get(t, "GET", e.link, map[string]string{"Range": "bytes=abc"}); r.status != 200 || !bytes.Equal(r.body, e.content) {
 		t.Errorf("malformed range: %d, %d bytes; want 200 and the whole file", r.status, len(r.body))
@@ -92,6 +93,7 @@ func TestFileLinkRangeAnswersOverTheAPI(t *testing.T) {
 // with a 404 envelope: the API has one spelling per path, and a redirect would turn a POST
 // into a GET in most clients.
 func TestUncleanPathsAnswerEnvelopesNotRedirects(t *testing.T) {
+	t.Parallel()
 	e := newFilesEnv(t)
 	u := e.ts.URL
 	tests := []struct{ name, method, url string }{
@@ -115,6 +117,7 @@ func TestUncleanPathsAnswerEnvelopesNotRedirects(t *testing.T) {
 // A 405 names the method only when it is a known one: an invented method of any length is
 // not echoed back.
 func TestMethodNotAllowedDoesNotEchoInventedMethods(t *testing.T) {
+	t.Parallel()
 	e := newFilesEnv(t)
 	long := strings.Repeat("X", 4000)
 	for _, url := range []string{e.ts.URL + "/v1/billing/balance", e.link} {
@@ -131,6 +134,7 @@ func TestMethodNotAllowedDoesNotEchoInventedMethods(t *testing.T) {
 
 // The last-resort answer of writeJSON (a value that cannot be marshalled) is an envelope too.
 func TestWriteJSONFallbackIsAnEnvelope(t *testing.T) {
+	t.Parallel()
 	rec := httptest.NewRecorder()
 	writeJSON(rec, http.StatusOK, make(chan int))
 	checkEnvelope(t, response{rec.Code, rec.Header(), rec.Body.Bytes()}, 500, "api_error", "internal_error")

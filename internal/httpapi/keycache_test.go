@@ -16,6 +16,7 @@ import (
 )
 
 func TestKeyCacheHonoursRevocationAfterTTL(t *testing.T) {
+	t.Parallel()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -106,6 +106,7 @@ func (e *videoEnv) metric(t *testing.T, series string) string {
 }
 
 func TestRateLimitAnswers429BeforeTheBodyAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	e, clk := newLimitedVideoEnv(t, limitedCatalog(t, map[string]string{"requests_per_second": "0.5", "burst": "2"}, nil))
 	for _, crid := range []string{"r1", "r2"} {
 		if r := e.post(e.key, createBody(crid)); r.status != 202 {
@@ -140,6 +141,7 @@ func TestRateLimitAnswers429BeforeTheBodyAndWritesNothing(t *testing.T) {
 }
 
 func TestTenantRateLimitIsSharedByItsKeys(t *testing.T) {
+	t.Parallel()
 	e, _ := newLimitedVideoEnv(t, limitedCatalog(t, nil, map[string]string{"requests_per_second": "1", "burst": "2"}))
 	second, secondRec := e.newKey("acme", startCredit, false)
 	if r := e.post(e.key, createBody("a1")); r.status != 202 {
@@ -194,6 +196,7 @@ func (e *videoEnv) finishTask(t *testing.T) {
 }
 
 func TestVideoTasksInFlightLimitRefusesWithoutWriting(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		key, tenant map[string]string
@@ -241,6 +244,7 @@ func TestVideoTasksInFlightLimitRefusesWithoutWriting(t *testing.T) {
 }
 
 func TestConcurrentRequestsPerKeyRefusedWhileOthersRun(t *testing.T) {
+	t.Parallel()
 	e, _ := newLimitedVideoEnv(t, limitedCatalog(t, map[string]string{"concurrent_requests": "2"}, nil))
 	entered, release := make(chan struct{}, 2), make(chan struct{})
 	e.srv.handle("GET /test/hold", e.srv.auth(func(w http.ResponseWriter, r *http.Request) error {
@@ -282,6 +286,7 @@ func TestConcurrentRequestsPerKeyRefusedWhileOthersRun(t *testing.T) {
 }
 
 func TestDefaultLimitsLetTheDemoFlowThrough(t *testing.T) {
+	t.Parallel()
 	// The demo catalog (the defaults) admits a burst of 200 requests of one key at once.
 	e := newTestEnvWith(t, catalog.Demo(), &video.Service{}, DefaultMaxBodyBytes)
 	secret, _ := e.newKey("demo", startCredit, false)
@@ -294,6 +299,7 @@ func TestDefaultLimitsLetTheDemoFlowThrough(t *testing.T) {
 }
 
 func TestSpeechInFlightLimitRefusesWithoutWriting(t *testing.T) {
+	t.Parallel()
 	se := newSpeechEnv(t)
 	se.srv.catalog = limitedCatalog(t, map[string]string{"speech_in_flight": "1"}, nil)
 	ctx := context.Background()

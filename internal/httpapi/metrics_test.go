@@ -36,6 +36,7 @@ func labelValues(t *testing.T, s *Server, family string) (map[string]map[string]
 }
 
 func TestMetricLabelsStayInClosedSetsUnderJunkRequests(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	h := e.srv.Handler()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -104,6 +105,7 @@ func atoiOrZero(s string) int {
 }
 
 func TestLabelMappingsAreClosed(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in, want string
 	}{

@@ -11,6 +11,7 @@ import (
 // operation and outcome through the real handler chain and validates each exchange against
 // docs/openapi.yaml, so the document cannot drift from the code.
 func TestOpenAPIMatchesRecordedTraffic(t *testing.T) {
+	t.Parallel()
 	doc, err := apidoc.Load("../../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -140,6 +140,7 @@ func checkEnvelope(t *testing.T, r response, status int, typ, code string) {
 }
 
 func TestAuthenticationFailuresAnswer401(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	_, revoked := e.newKey("demo", 0, false)
 	revokedSecret := ""
@@ -174,6 +175,7 @@ func TestAuthenticationFailuresAnswer401(t *testing.T) {
 }
 
 func TestBalanceHasContractShape(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	secret, _ := e.newKey("demo", 12_345_678, false)
 	r := e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "bearer " + secret}, "")
@@ -206,6 +208,7 @@ func TestBalanceHasContractShape(t *testing.T) {
 }
 
 func TestUnlimitedKeyBalance(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	secret, _ := e.newKey("demo", 0, true)
 	r := e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer " + secret}, "")
@@ -215,6 +218,7 @@ func TestUnlimitedKeyBalance(t *testing.T) {
 }
 
 func TestTransportErrorsAnswerWithEnvelopes(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	json := map[string]string{"Content-Type": "application/json"}
 	checkEnvelope(t, e.do("GET", "/v1/nothing-here", nil, ""), 404, "not_found_error", "not_found")
@@ -232,6 +236,7 @@ func TestTransportErrorsAnswerWithEnvelopes(t *testing.T) {
 }
 
 func TestRequestIDEchoedOrGenerated(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	if got := e.do("GET", "/healthz", map[string]string{"X-Request-Id": "client-123"}, "").header.Get("X-Request-Id"); got != "client-123" {
 		t.Errorf("echo = %q", got)
@@ -242,6 +247,7 @@ func TestRequestIDEchoedOrGenerated(t *testing.T) {
 }
 
 func TestHealthReadyAndMetrics(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	if r := e.do("GET", "/healthz", nil, ""); r.status != 200 {
 		t.Errorf("healthz %d", r.status)
@@ -258,6 +264,7 @@ func TestHealthReadyAndMetrics(t *testing.T) {
 }
 
 func TestPanicBecomes500Envelope(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.srv.handle("GET /test/panic", func(http.ResponseWriter, *http.Request) error { panic("kaboom") })
 	r := e.do("GET", "/test/panic", nil, "")

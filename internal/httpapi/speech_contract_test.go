@@ -124,6 +124,7 @@ func speechRejections() []speechReject {
 }
 
 func TestSpeechContractRejectsWithoutRecordOrCharge(t *testing.T) {
+	t.Parallel()
 	se := newSpeechEnv(t)
 	rs := speechRejections()
 	if len(rs) < 140 {
@@ -157,6 +158,7 @@ func TestSpeechContractRejectsWithoutRecordOrCharge(t *testing.T) {
 // The [sandbox:fail] marker inside the text makes the engine fail afterwards, which proves the
 // request got past validation (502, not 400) and refunds the reservation in full.
 func TestSpeechExactly3000CharactersAccepted(t *testing.T) {
+	t.Parallel()
 	se := newSpeechEnv(t)
 	marker := "[sandbox:fail] "
 	fill := func(s string, n int) string { return strings.Repeat(s, n) }

@@ -15,6 +15,7 @@ import (
 // A text request is generated, stored, measured and charged once: the measured duration of the
 // stored audio in microseconds × the rate, to the micro-unit; the reservation is released.
 func TestSpeechGeneratesAndChargesMeasuredDuration(t *testing.T) {
+	t.Parallel()
 	se := newSpeechEnv(t)
 	r := se.post(se.key, spBody(`"input":"Hello from the speech test.","instructions":"Calm and clear."`, `{"client_request_id":"gen-1"}`))
 	b := decodeSpeech(t, r)
@@ -51,6 +52,7 @@ func TestSpeechGeneratesAndChargesMeasuredDuration(t *testing.T) {
 // generation or charge; a changed payload under the same id is 409; the id is scoped to the
 // key; a retry that arrives while the original runs waits for it.
 func TestSpeechIdempotency(t *testing.T) {
+	t.Parallel()
 	se := newSpeechEnv(t)
 	body := spBody(`"input":"Replay me.","instructions":"Slowly."`, `{"client_request_id":"idem-1"}`)
 	first := decodeSpeech(t, se.post(se.key, body))
@@ -133,6 +135,7 @@ func TestSpeechIdempotency(t *testing.T) {
 // An engine failure and a timeout refund the reservation in full; a replay of a failed
 // request returns the same error and generates nothing.
 func TestSpeechFailuresRefundInFull(t *testing.T) {
+	t.Parallel()
 	se := newSpeechEnv(t, func(s *speech.Service) { s.Wait = 2 * time.Second })
 	cases := []struct {
 		name, input         string
@@ -185,6 +188,7 @@ func TestSpeechFailuresRefundInFull(t *testing.T) {
 
 // Insufficient balance is a 402 with nothing recorded.
 func TestSpeechInsufficientBalance(t *testing.T) {
+	t.Parallel()
 	se := newSpeechEnv(t)
 	poor, poorKey := se.newKey("acme", money.Micros(100), false) // below one second at 0.0002
 	r := se.post(poor, spBody(`"input":"Hello."`, `{"client_request_id":"poor-1"}`))

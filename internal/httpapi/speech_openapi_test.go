@@ -15,6 +15,7 @@ import (
 // TestSpeechOpenAPIMatchesRecordedTraffic sends speech requests of every documented outcome
 // through the real handler chain and validates each exchange against docs/openapi.yaml.
 func TestSpeechOpenAPIMatchesRecordedTraffic(t *testing.T) {
+	t.Parallel()
 	doc, err := apidoc.Load("../../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +74,7 @@ func TestSpeechOpenAPIMatchesRecordedTraffic(t *testing.T) {
 // Every speech body the contract decoder accepts is accepted by the document too, so Check
 // can never report correct traffic as drift.
 func TestSpeechDocumentAcceptsWhatTheDecoderAccepts(t *testing.T) {
+	t.Parallel()
 	doc, err := apidoc.Load("../../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)

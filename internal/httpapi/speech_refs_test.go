@@ -10,6 +10,7 @@ import (
 // content type, an empty answer and a name that resolves to a private address are 400 on the
 // item's url, with safefetch's sanitized sentence, and nothing is recorded or charged.
 func TestSpeechReferencesCheckedThroughSafefetch(t *testing.T) {
+	t.Parallel()
 	se := newSpeechEnv(t)
 	in := `"input":"Hello with a reference."`
 	reject := []struct {

@@ -51,6 +51,7 @@ func isReset(err error) bool {
 }
 
 func TestRequestsWithAnUnsentBodyAreAnsweredAtOnceAndClosed(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	addr := strings.TrimPrefix(e.ts.URL, "http://")
 	const host = "Host: 127.0.0.1\r\n"
@@ -87,6 +88,7 @@ func TestRequestsWithAnUnsentBodyAreAnsweredAtOnceAndClosed(t *testing.T) {
 // A request whose body was read whole keeps its connection: closing is only for bodies the
 // server did not read.
 func TestReadBodiesKeepTheConnection(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	res, err := http.Post(e.ts.URL+"/test/echo", "application/json", strings.NewReader(`{"a":1}`))
 	if err != nil {
@@ -101,6 +103,7 @@ func TestReadBodiesKeepTheConnection(t *testing.T) {
 // The verification actions are unauthenticated (the token is the credential): an unknown
 // token is refused without waiting for the body.
 func TestVerifyActionWithUnknownTokenDoesNotWaitForTheBody(t *testing.T) {
+	t.Parallel()
 	e := newAssetEnv(t)
 	addr := strings.TrimPrefix(e.ts.URL, "http://")
 	res, closed := rawRequest(t, addr, "POST /verify/vt_unknown/start HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 500")

@@ -27,6 +27,7 @@ var reNonce = regexp.MustCompile(`script-src 'nonce-([A-Za-z0-9_-]+)'`)
 // The H5Link page: self-contained HTML under a strict CSP, usable without an API key; its
 // actions move the session, and validate-result/get then hands out the group once.
 func TestVerificationPageOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newAssetEnv(t)
 	s := e.ok(e.acme, hPrefix+"/validate-session/create", `{}`, 200)
 	link, token := s["H5Link"].(string), s["VerifyToken"].(string)
@@ -101,6 +102,7 @@ func TestVerificationPageOverHTTP(t *testing.T) {
 
 // Asset traffic of every documented outcome validates against docs/openapi.yaml.
 func TestAssetOpenAPIMatchesRecordedTraffic(t *testing.T) {
+	t.Parallel()
 	doc, err := apidoc.Load("../../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)

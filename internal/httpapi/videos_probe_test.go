@@ -19,6 +19,7 @@ import (
 // served over HTTPS from 127.0.0.1, probed through safefetch with byte ranges, and the
 // reservation uses the measured seconds.
 func TestProductionMeasuresRealInputVideo(t *testing.T) {
+	t.Parallel()
 	tools := ffmpeg.Tools{}
 	if err := tools.Check(context.Background()); err != nil {
 		if os.Getenv("CI") == "true" {

@@ -39,6 +39,7 @@ func assertRefused(t *testing.T, e *videoEnv, r response, k store.Key, credit mo
 // a 60 s source declared as 0.001 s reserves for 60 s, and a key that cannot cover that is
 // refused with 402 before anything is written.
 func TestEnhancementReservesOnMeasuredSourceNotDeclared(t *testing.T) {
+	t.Parallel()
 	e := newVideoEnv(t, "acme")
 	e.prober.seconds["https://media.example/long-60.mp4"] = 60
 	body := `{"model":"acme-enhance-lite","metadata":{"video_url":"https://media.example/long-60.mp4","duration":0.001,"resolution":"1080p","client_request_id":"r"}}`
@@ -67,6 +68,7 @@ func TestEnhancementReservesOnMeasuredSourceNotDeclared(t *testing.T) {
 
 // A source that cannot be measured is a 400 on metadata.video_url, nothing written.
 func TestEnhancementRefusesUnmeasurableSource(t *testing.T) {
+	t.Parallel()
 	e := newVideoEnv(t, "acme")
 	body := `{"model":"acme-enhance-lite","metadata":{"video_url":"https://media.example/not-there.mp4","duration":5,"resolution":"1080p","client_request_id":"r"}}`
 	assertRefused(t, e, e.post(e.key, body), e.keyRec, startCredit, "metadata.video_url")
@@ -74,6 +76,7 @@ func TestEnhancementRefusesUnmeasurableSource(t *testing.T) {
 
 // Native edit mode measures its reference video: outside 4–30 s is a 400 on the item.
 func TestNativeEditMeasuresReferenceVideo(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		url    string
@@ -104,6 +107,7 @@ func TestNativeEditMeasuresReferenceVideo(t *testing.T) {
 // Every reference video is measured on native, whatever the mode: something that is not a
 // video is refused at submission.
 func TestNativeReferenceVideoMustBeAVideo(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"extend", "reference"} {
 		t.Run(mode, func(t *testing.T) {
 			e := newVideoEnv(t, "acme")
@@ -117,6 +121,7 @@ func TestNativeReferenceVideoMustBeAVideo(t *testing.T) {
 // Addresses refusable without any network are refused at submission on every URL field of
 // the video routes, with the field's param, before anything is written or dialled.
 func TestVideoURLsRefusableWithoutNetworkAreRefused(t *testing.T) {
+	t.Parallel()
 	bad := []string{
 		"https://10.1.2.3/a.mp4",
 		"https://169.254.169.254/latest/meta-data",

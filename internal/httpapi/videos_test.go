@@ -122,6 +122,7 @@ func decodeTask(t *testing.T, r response) taskBody {
 }
 
 func TestCreateVideoRejectsWithoutTaskOrCharge(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, tenant, body string
 		status             int
@@ -183,6 +184,7 @@ func TestCreateVideoRejectsWithoutTaskOrCharge(t *testing.T) {
 }
 
 func TestCreateVideoReservesExactAmounts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, body string
 		reserve    money.Micros
@@ -234,6 +236,7 @@ func TestCreateVideoReservesExactAmounts(t *testing.T) {
 }
 
 func TestCreateVideoInsufficientBalanceAndUnlimited(t *testing.T) {
+	t.Parallel()
 	e := newVideoEnv(t, "acme")
 	poor, poorKey := e.newKey("acme", 100_000, false) // 0.10 < 0.1296
 	body := `{"model":"acme-video-fast","prompt":"a cat","metadata":{"duration":5,"resolution":"720p","client_request_id":"r"}}`
@@ -255,6 +258,7 @@ func TestCreateVideoInsufficientBalanceAndUnlimited(t *testing.T) {
 }
 
 func TestCreateVideoIdempotency(t *testing.T) {
+	t.Parallel()
 	e := newVideoEnv(t, "acme")
 	body := `{"model":"acme-video-fast","prompt":"a cat","metadata":{"duration":5,"client_request_id":"order-42"}}`
 	first := decodeTask(t, e.post(e.key, body))
@@ -277,6 +281,7 @@ func TestCreateVideoIdempotency(t *testing.T) {
 }
 
 func TestConcurrentIdenticalRequestsMakeOneTask(t *testing.T) {
+	t.Parallel()
 	e := newVideoEnv(t, "acme")
 	body := `{"model":"acme-production-pro","prompt":"x","metadata":{"resolution":"1080p","duration":5,"client_request_id":"burst","content":[
 		{"type":"video_url","role":"reference_video","video_url":{"url":"https://media.example/in-5.mp4"}}]}}`
@@ -315,6 +320,7 @@ func TestConcurrentIdenticalRequestsMakeOneTask(t *testing.T) {
 }
 
 func TestGetVideoOwnerOnlyAndNeverWrites(t *testing.T) {
+	t.Parallel()
 	e := newVideoEnv(t, "acme")
 	created := decodeTask(t, e.post(e.key, `{"model":"acme-video-2.5","prompt":"a cat","metadata":{"client_request_id":"mine"}}`))
 	before := e.balance(e.keyRec)
@@ -338,6 +344,7 @@ func TestGetVideoOwnerOnlyAndNeverWrites(t *testing.T) {
 }
 
 func TestVideoRoutesRequireAuthAndJSON(t *testing.T) {
+	t.Parallel()
 	e := newVideoEnv(t, "acme")
 	checkEnvelope(t, e.do("POST", "/v1/videos", map[string]string{"Content-Type": "application/json"}, `{}`), 401, "authentication_error", "missing_api_key")
 	checkEnvelope(t, e.do("POST", "/v1/videos", map[string]string{"Authorization": "Bearer " + e.key, "Content-Type": "text/plain"}, `{}`), 415, "invalid_request_error", "unsupported_media_type")

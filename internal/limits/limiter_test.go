@@ -43,6 +43,7 @@ func refusal(t *testing.T, err error) *Refusal {
 }
 
 func TestBucketAdmitsTheBurstThenTheRate(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	l := New(c.now, 1)
 	lim := limitsOf(2, 3, catalog.Unlimited, 1)
@@ -81,6 +82,7 @@ func TestBucketAdmitsTheBurstThenTheRate(t *testing.T) {
 }
 
 func TestBucketRetryAfterIsTheWaitForOneToken(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		rate catalog.PerSecond
@@ -105,6 +107,7 @@ func TestBucketRetryAfterIsTheWaitForOneToken(t *testing.T) {
 }
 
 func TestTenantBucketIsSharedByItsKeysAndARefusalTakesNothing(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	l := New(c.now, 1)
 	lim := limitsOf(10, 2, 1, 3)
@@ -132,6 +135,7 @@ func TestTenantBucketIsSharedByItsKeysAndARefusalTakesNothing(t *testing.T) {
 }
 
 func TestUnlimitedRatesNeverRefuse(t *testing.T) {
+	t.Parallel()
 	l := New(newClock().now, 1)
 	lim := limitsOf(catalog.Unlimited, 1, catalog.Unlimited, 1)
 	for i := 0; i < 10_000; i++ {
@@ -145,6 +149,7 @@ func TestUnlimitedRatesNeverRefuse(t *testing.T) {
 }
 
 func TestReplicasShareTheRateAndBurst(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	l := New(c.now, 4)
 	lim := limitsOf(8, 8, catalog.Unlimited, 1) // each of 4 replicas: 2/s, burst 2
@@ -164,6 +169,7 @@ func TestReplicasShareTheRateAndBurst(t *testing.T) {
 }
 
 func TestIdleBucketsAreDroppedPastTheBound(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	l := New(c.now, 1)
 	l.maxEntries = 3
@@ -185,6 +191,7 @@ func TestIdleBucketsAreDroppedPastTheBound(t *testing.T) {
 }
 
 func TestConcurrentRequestsPerKey(t *testing.T) {
+	t.Parallel()
 	l := New(newClock().now, 1)
 	lim := catalog.DefaultLimits()
 	lim.Key.ConcurrentRequests = 2
@@ -218,6 +225,7 @@ func TestConcurrentRequestsPerKey(t *testing.T) {
 }
 
 func TestConcurrentCallersGetExactlyTheBurst(t *testing.T) {
+	t.Parallel()
 	l := New(newClock().now, 1) // the clock stands still: no refill
 	lim := limitsOf(1, 50, catalog.Unlimited, 1)
 	var wg sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 // former estimate, ceil(characters / 12) s, covered none of these: "7777777777" speaks for
 // about 7 s against its 1 s.) bench/speechbound runs the whole corpus.
 func TestEspeakBoundCoversAdversarialTexts(t *testing.T) {
+	t.Parallel()
 	tools := ffmpeg.Tools{}
 	if err := tools.Check(context.Background()); err != nil {
 		if os.Getenv("CI") == "true" {

@@ -17,6 +17,7 @@ import (
 // retried — both long before the speech timeout plus grace that bounded the dead attempt
 // before the heartbeat.
 func TestSpeechDeadAttemptIsRecognisedWithinALease(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t) // Wait 10 s, Grace 5 s: the old deadline was 15 s after acceptance
 	body := `{"model":"demo-speech","input":"Answered soon after a crash.","metadata":{"client_request_id":"lease-1"}}`
 	retried := e.crashAfterAccept(body)
@@ -58,6 +59,7 @@ func TestSpeechDeadAttemptIsRecognisedWithinALease(t *testing.T) {
 // A live attempt renews its lease while the engine works for much longer than one lease, so
 // neither a retry nor the sweep mistakes it for a dead one; the retry waits for its answer.
 func TestSpeechLiveAttemptKeepsItsRecord(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.svc.Now = time.Now // renewals must move the deadline along with a real clock
 	e.svc.Lease = 300 * time.Millisecond
@@ -100,6 +102,7 @@ func TestSpeechLiveAttemptKeepsItsRecord(t *testing.T) {
 // An attempt whose renewal finds the record taken over stops: its engine call is cancelled
 // and it settles nothing; it answers with the outcome of the attempt that owns the record.
 func TestSpeechSupersededAttemptStopsAndDoesNotSettle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.svc.Lease = 300 * time.Millisecond
 	e.svc.Wait = time.Minute

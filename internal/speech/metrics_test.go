@@ -9,6 +9,7 @@ import (
 
 // Engine error codes reach clients, but the metric's code label stays a closed set.
 func TestFailedCodeLabelStaysClosed(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	for i := 0; i < 200; i++ {

@@ -34,6 +34,7 @@ import (
 )
 
 func TestSpeechEstimateSecondsFollowsTheBound(t *testing.T) {
+	t.Parallel()
 	b := EspeakBound
 	for _, c := range []struct {
 		name, text string
@@ -61,6 +62,7 @@ func TestSpeechEstimateSecondsFollowsTheBound(t *testing.T) {
 }
 
 func TestSpeechChargeKeepsFractionsToTheMicroUnit(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		rate money.Micros
 		us   int64
@@ -82,6 +84,7 @@ func TestSpeechChargeKeepsFractionsToTheMicroUnit(t *testing.T) {
 }
 
 func TestSpeechReferenceMediaFamily(t *testing.T) {
+	t.Parallel()
 	id3 := []byte("ID3\x04\x00\x00\x00\x00\x00\x00")
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00")
 	for _, c := range []struct {
@@ -226,6 +229,7 @@ func (e *env) balance() store.Balance {
 // A retry of a request whose process died takes the record over once its attempt deadline
 // (its heartbeat lease) has passed, generates it under the same id, and settles it once.
 func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	body := `{"model":"demo-speech","input":"Recovered after a crash.","metadata":{"client_request_id":"crash-1"}}`
 	rec := e.crashAfterAccept(body)
@@ -293,6 +297,7 @@ func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
 // The sweep fails and refunds records nobody came back for, leaves live ones alone, and a
 // later replay returns the recorded failure.
 func TestSpeechSweepRefundsAbandonedRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.svc.Metrics = NewMetrics(prometheus.NewRegistry())
 	dead := e.crashAfterAccept(`{"model":"demo-speech","input":"Never finished.","metadata":{"client_request_id":"dead-1"}}`)
@@ -364,6 +369,7 @@ func TestSpeechSweepRefundsAbandonedRequests(t *testing.T) {
 // A request whose client hangs up is still completed and recorded: the work is detached from
 // the request's context, so the retry gets the finished result.
 func TestSpeechClientHangUpDoesNotAbandonTheWork(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	body := `{"model":"demo-speech","input":"Keep going [sandbox:slow=500ms]","metadata":{"client_request_id":"hangup-1"}}`
 	ctx, cancel := context.WithCancel(context.Background())

@@ -141,6 +141,7 @@ func (e *env) runTasks(steps Stepper, k jobs.Kind) *jobs.Engine {
 }
 
 func TestTasksCompletesAndSettlesOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := &scripted{script: []string{"ok", "err", "ok", "done"}, charge: 700_000, calls: map[string]int{}}
 	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Backoff: jobs.Exponential(2*time.Millisecond, 10*time.Millisecond)})
@@ -164,6 +165,7 @@ func TestTasksCompletesAndSettlesOnce(t *testing.T) {
 }
 
 func TestTasksFailsAfterMaxAttemptsAndRefunds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := &scripted{script: []string{"err", "err", "err", "err"}, calls: map[string]int{}}
 	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, MaxAttempts: 3, Backoff: jobs.Exponential(time.Millisecond, 4*time.Millisecond)})
@@ -183,6 +185,7 @@ func TestTasksFailsAfterMaxAttemptsAndRefunds(t *testing.T) {
 }
 
 func TestTasksPermanentFailureAndExpiryRefund(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := &scripted{script: []string{"fail"}, calls: map[string]int{}}
 	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Deadline: time.Hour})
@@ -202,6 +205,7 @@ func TestTasksPermanentFailureAndExpiryRefund(t *testing.T) {
 }
 
 func TestTwoEnginesNeverRunATaskTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := &scripted{script: []string{"ok", "done"}, charge: 1, calls: map[string]int{}}
 	var ids []string
@@ -239,6 +243,7 @@ func (h *slowStep) Step(ctx context.Context, c store.TaskRun, save func(Outcome)
 func (h *slowStep) Expired(store.TaskRun) Final { return Final{Status: store.StatusExpired} }
 
 func TestStopHandsLeasesBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := &slowStep{started: make(chan struct{})}
 	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Lease: time.Hour})
@@ -276,6 +281,7 @@ func (h *leaseSpanningStep) Expired(store.TaskRun) Final { return Final{Status: 
 // A step longer than the lease keeps its task through the heartbeat: a second engine on the
 // same store never takes it over while the first is alive.
 func TestHeartbeatKeepsALiveStepsTask(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := &leaseSpanningStep{d: 800 * time.Millisecond}
 	k := jobs.Kind{Poll: 5 * time.Millisecond, Lease: 150 * time.Millisecond}

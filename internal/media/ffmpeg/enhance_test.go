@@ -24,6 +24,7 @@ func enhance(t *testing.T, tools Tools, in string, spec EnhanceSpec) Info {
 }
 
 func TestEnhanceScalesAndResamples(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	landscape := source(t, tools, 320, 180, true)
 	silent := source(t, tools, 320, 180, false)
@@ -73,6 +74,7 @@ func TestEnhanceScalesAndResamples(t *testing.T) {
 }
 
 func TestEnhanceHitsTargetBitrate(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	// Noise defeats compression, so the encoder has to spend the budget
 	// rather than undershoot it as it would on a flat test pattern.
@@ -91,6 +93,7 @@ func TestEnhanceHitsTargetBitrate(t *testing.T) {
 }
 
 func TestEnhanceBitrateLevelsOrderFileSizes(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	in := source(t, tools, 320, 180, false)
 	var last int64
@@ -105,6 +108,7 @@ func TestEnhanceBitrateLevelsOrderFileSizes(t *testing.T) {
 }
 
 func TestEnhanceBitDepth(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	in := source(t, tools, 320, 180, true)
 	for _, depth := range []int{8, 10, 12, 16} {
@@ -133,6 +137,7 @@ func TestEnhanceBitDepth(t *testing.T) {
 }
 
 func TestEnhanceRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	mp3 := filepath.Join(t.TempDir(), "tone.mp3")
 	ffmpegT(t, "-f", "lavfi", "-i", "sine=d=1", mp3)
@@ -164,6 +169,7 @@ func TestEnhanceRejectsBadInput(t *testing.T) {
 }
 
 func TestEnhanceInPlaceReplacesInput(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	in := source(t, tools, 160, 90, true)
 	if err := tools.Enhance(context.Background(), in, in, EnhanceSpec{ShortSide: 180}); err != nil {

@@ -6,6 +6,7 @@ import "testing"
 // documentation ("Notes on filtergraph escaping"): a ' becomes \\\' and a
 // : becomes \\: once both levels are applied.
 func TestFilterValueEscapesBothLevels(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"plain/path.ttf", "plain/path.ttf"},
 		{"a:b", `a\\:b`},
@@ -24,6 +25,7 @@ func TestFilterValueEscapesBothLevels(t *testing.T) {
 }
 
 func TestFilterJoinsEscapedOptions(t *testing.T) {
+	t.Parallel()
 	got := filter("drawtext", "fontfile", "/a b/f.ttf", "x", "(w-text_w)/2")
 	want := `drawtext=fontfile=/a\\\ b/f.ttf:x=(w-text_w)/2`
 	if got != want {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestLastFrameJPGIsTheLastFrame(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	dir := t.TempDir()
 	red := solidImage(t, dir, "red.png", "red", 32, 18)
@@ -46,6 +47,7 @@ func TestLastFrameJPGIsTheLastFrame(t *testing.T) {
 }
 
 func TestLastFrameJPGOfHighBitDepthVideo(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	if _, err := tools.VideoEncodingFor(context.Background(), 10); errors.Is(err, ErrUnsupportedBitDepth) {
 		t.Skip("no 10-bit encoder in this ffmpeg")
@@ -65,6 +67,7 @@ func TestLastFrameJPGOfHighBitDepthVideo(t *testing.T) {
 }
 
 func TestLastFrameJPGOfNonVideoFails(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	dir := t.TempDir()
 	bogus := filepath.Join(dir, "bogus.mp4")
@@ -82,6 +85,7 @@ func TestLastFrameJPGOfNonVideoFails(t *testing.T) {
 // The full-decode fallback is hard to trigger through LastFrameJPG (it needs
 // a video whose last second holds no frame), so it is checked directly.
 func TestLastFrameFullDecodeFindsTheLastFrame(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	dir := t.TempDir()
 	blue := solidImage(t, dir, "blue.png", "blue", 32, 18)

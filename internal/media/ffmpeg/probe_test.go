@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseProbe(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		json string
@@ -52,12 +53,14 @@ func TestParseProbe(t *testing.T) {
 }
 
 func TestParseProbeRejectsGarbage(t *testing.T) {
+	t.Parallel()
 	if _, err := parseProbe([]byte("not json")); err == nil {
 		t.Error("parsed garbage without error")
 	}
 }
 
 func TestPixFmtDepth(t *testing.T) {
+	t.Parallel()
 	tests := map[string]int{
 		"": 0, "yuv420p": 8, "yuvj420p": 8, "nv12": 8, "yuv420p10le": 10, "yuv422p12be": 12,
 		"p010le": 10, "gray16le": 16, "rgb48le": 16, "rgba64be": 16, "gbrp10le": 10, "rgb565le": 8,
@@ -70,6 +73,7 @@ func TestPixFmtDepth(t *testing.T) {
 }
 
 func TestProbeMissingFileBlamesFFprobe(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	_, err := tools.Probe(context.Background(), filepath.Join(t.TempDir(), "missing.mp4"))
 	var te *ToolError

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRenderProducesRequestedStreams(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	tests := []struct {
 		name      string
@@ -60,6 +61,7 @@ func TestRenderProducesRequestedStreams(t *testing.T) {
 }
 
 func TestRenderShowsFirstAndLastFrameImages(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	dir := t.TempDir()
 	// Different sizes, aspect ratios and formats; the blue one is square, so
@@ -96,6 +98,7 @@ func TestRenderShowsFirstAndLastFrameImages(t *testing.T) {
 }
 
 func TestRenderDrawsHostileTextWithoutError(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	base := RenderSpec{Width: 160, Height: 90, FPS: 5, Duration: 0.4}
 	plain := frameColors(t, render(t, tools, base, filepath.Join(t.TempDir(), "plain.mp4")))[0]
@@ -154,6 +157,7 @@ func TestRenderHandlesHostilePaths(t *testing.T) {
 }
 
 func TestRenderIsDeterministic(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	spec := RenderSpec{Width: 160, Height: 90, FPS: 10, Duration: 1, Audio: true, Text: "same"}
 	dir := t.TempDir()
@@ -171,6 +175,7 @@ func TestRenderIsDeterministic(t *testing.T) {
 }
 
 func TestRenderRejectsInvalidSpec(t *testing.T) {
+	t.Parallel()
 	tools := Tools{FFmpeg: "/nonexistent/ffmpeg"} // validation must not need ffmpeg
 	ok := RenderSpec{Width: 160, Height: 90, FPS: 10, Duration: 1}
 	tests := []struct {
@@ -201,6 +206,7 @@ func TestRenderRejectsInvalidSpec(t *testing.T) {
 }
 
 func TestRenderTimeoutLeavesNoOutput(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	tests := []struct {
 		name    string
@@ -233,6 +239,7 @@ func TestRenderTimeoutLeavesNoOutput(t *testing.T) {
 }
 
 func TestRenderFailureKeepsPreviousOutput(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	dir := t.TempDir()
 	notImage := filepath.Join(dir, "not-an-image.png")
@@ -256,6 +263,7 @@ func TestRenderFailureKeepsPreviousOutput(t *testing.T) {
 }
 
 func TestRenderCanceledContextIsReported(t *testing.T) {
+	t.Parallel()
 	tools := testTools(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -26,6 +26,7 @@ const childGone = 5 * time.Second
 // run (no deferred cleanup can run), and checks that the tool dies with it instead of
 // running on, reparented, beside the tool of the next process.
 func TestChildDiesWithItsKilledParent(t *testing.T) {
+	t.Parallel()
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Skip("no sleep binary")
@@ -54,6 +55,7 @@ func TestChildDiesWithItsKilledParent(t *testing.T) {
 // TestCancelKillsTheWholeProcessGroup ends a run whose tool started a process of its own:
 // the deadline must kill that grandchild too, not only the direct child.
 func TestCancelKillsTheWholeProcessGroup(t *testing.T) {
+	t.Parallel()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("no sh")

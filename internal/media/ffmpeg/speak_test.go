@@ -26,6 +26,7 @@ func speak(t *testing.T, tools Tools, text string, opt SpeakOptions) Info {
 }
 
 func TestSpeakDurationGrowsWithText(t *testing.T) {
+	t.Parallel()
 	tools := speakTools(t)
 	sentence := "Grüße aus Köln, ça va très bien. "
 	short := speak(t, tools, sentence, SpeakOptions{})
@@ -48,6 +49,7 @@ func TestSpeakDurationGrowsWithText(t *testing.T) {
 }
 
 func TestSpeakAcceptsAnyText(t *testing.T) {
+	t.Parallel()
 	tools := speakTools(t)
 	tests := []struct {
 		name string
@@ -75,6 +77,7 @@ func TestSpeakAcceptsAnyText(t *testing.T) {
 }
 
 func TestSpeakRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	tools := speakTools(t)
 	tests := []struct {
 		name string
@@ -102,6 +105,7 @@ func TestSpeakRejectsBadInput(t *testing.T) {
 }
 
 func TestSpeakUnknownVoiceBlamesEspeak(t *testing.T) {
+	t.Parallel()
 	tools := speakTools(t)
 	dir := t.TempDir()
 	err := tools.Speak(context.Background(), "hello", filepath.Join(dir, "s.mp3"), SpeakOptions{Voice: "zz-nosuch"})

@@ -11,6 +11,7 @@ import (
 // once it is older than any bounded run could be; fresh ones, which may belong to a live
 // process, and unrelated files stay.
 func TestRemoveStaleTempRemovesOnlyOldLeftovers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tools := Tools{Timeout: time.Minute}
 	now := time.Now()

@@ -6,6 +6,7 @@ import (
 )
 
 func TestPrepareText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -35,6 +36,7 @@ func TestPrepareText(t *testing.T) {
 }
 
 func TestPrepareTextBoundsHugeInput(t *testing.T) {
+	t.Parallel()
 	got := prepareText(strings.Repeat("word ", 100000), 40, maxTextLines)
 	if lines := strings.Split(got, "\n"); len(lines) != maxTextLines || !strings.HasSuffix(got, "…") {
 		t.Errorf("got %d lines ending %q, want %d lines ending with …", len(lines), got[len(got)-5:], maxTextLines)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCheckPassesWithInstalledTools(t *testing.T) {
+	t.Parallel()
 	requireBins(t, "ffmpeg", "ffprobe", "espeak-ng")
 	if err := (Tools{}).Check(context.Background()); err != nil {
 		t.Fatal(err)
@@ -17,6 +18,7 @@ func TestCheckPassesWithInstalledTools(t *testing.T) {
 }
 
 func TestCheckNamesEverythingMissing(t *testing.T) {
+	t.Parallel()
 	requireBins(t, "ffprobe")
 	tools := Tools{FFmpeg: "/nonexistent/ffmpeg", Espeak: "/nonexistent/espeak-ng", FontFile: "/nonexistent/font.ttf"}
 	err := tools.Check(context.Background())
@@ -35,6 +37,7 @@ func TestCheckNamesEverythingMissing(t *testing.T) {
 }
 
 func TestRunReportsDeadlineAndKills(t *testing.T) {
+	t.Parallel()
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Skip("no sleep binary")
@@ -56,6 +59,7 @@ func TestRunReportsDeadlineAndKills(t *testing.T) {
 }
 
 func TestRunKeepsOnlyTheStderrTail(t *testing.T) {
+	t.Parallel()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("no sh")
@@ -76,6 +80,7 @@ func TestRunKeepsOnlyTheStderrTail(t *testing.T) {
 }
 
 func TestMissingBinaryIsNamed(t *testing.T) {
+	t.Parallel()
 	err := (Tools{FFprobe: "/nonexistent/ffprobe"}).Check(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "ffprobe not runnable") {
 		t.Errorf("err = %v, want it to name ffprobe", err)
@@ -83,6 +88,7 @@ func TestMissingBinaryIsNamed(t *testing.T) {
 }
 
 func TestTailBufferKeepsTheEnd(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		writes []string
@@ -108,6 +114,7 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 }
 
 func TestCappedBufferFlagsOverflow(t *testing.T) {
+	t.Parallel()
 	b := &cappedBuffer{max: 4}
 	if n, err := b.Write([]byte("abcdef")); n != 6 || err != nil {
 		t.Fatalf("Write = %d, %v; want 6, nil so the tool is never blocked", n, err)

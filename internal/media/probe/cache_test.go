@@ -27,6 +27,7 @@ func pattern(n int) []byte {
 }
 
 func TestCachedReader_MissSpanningBlocksIsOneFetch(t *testing.T) {
+	t.Parallel()
 	data := pattern(10 * blockSize)
 	f := &countingFetcher{data: data}
 	r := newCachedReader(context.Background(), f, int64(len(data)))
@@ -49,6 +50,7 @@ func TestCachedReader_MissSpanningBlocksIsOneFetch(t *testing.T) {
 }
 
 func TestCachedReader_ReadaheadAndEOF(t *testing.T) {
+	t.Parallel()
 	data := pattern(5*blockSize + 100)
 	f := &countingFetcher{data: data}
 	r := newCachedReader(context.Background(), f, int64(len(data)))
@@ -70,6 +72,7 @@ func TestCachedReader_ReadaheadAndEOF(t *testing.T) {
 }
 
 func TestCachedReader_EvictsLeastRecentlyUsed(t *testing.T) {
+	t.Parallel()
 	data := pattern((cacheBlocks + 2) * blockSize)
 	f := &countingFetcher{data: data}
 	r := newCachedReader(context.Background(), f, int64(len(data)))
@@ -94,6 +97,7 @@ func TestCachedReader_EvictsLeastRecentlyUsed(t *testing.T) {
 }
 
 func TestParseContentRange(t *testing.T) {
+	t.Parallel()
 	good := map[string][3]int64{
 		"bytes 0-65535/1727328":                  {0, 65535, 1727328},
 		"bytes 100-100/101":                      {100, 100, 101},

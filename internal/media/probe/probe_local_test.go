@@ -11,6 +11,7 @@ import (
 )
 
 func TestProbeReaderAt_LocalFilesMatchFFprobe(t *testing.T) {
+	t.Parallel()
 	for _, s := range probetest.Shapes() {
 		t.Run(s.Name, func(t *testing.T) {
 			path := fixture(t, s.Name)
@@ -25,6 +26,7 @@ func TestProbeReaderAt_LocalFilesMatchFFprobe(t *testing.T) {
 }
 
 func TestProbeReaderAt_SparseThreeGiBFileReadsLittle(t *testing.T) {
+	t.Parallel()
 	path := sparseFixture(t)
 	res := probeFile(t, path, Options{})
 	assertDuration(t, res.Duration, reference(t, path))
@@ -52,6 +54,7 @@ func probeBytes(b []byte, opt Options) (Result, error) {
 }
 
 func TestProbeReaderAt_DurationIsExactFromTimescale(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		timescale uint32
@@ -79,6 +82,7 @@ func TestProbeReaderAt_DurationIsExactFromTimescale(t *testing.T) {
 }
 
 func TestProbeReaderAt_BadDurationsAreRejected(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		file []byte
@@ -102,6 +106,7 @@ func TestProbeReaderAt_BadDurationsAreRejected(t *testing.T) {
 }
 
 func TestProbeReaderAt_MalformedLayoutsAreRejected(t *testing.T) {
+	t.Parallel()
 	good := simpleMP4(1000, 2000)
 	hugeMoov := append(ftypBox("isom"), be32(1<<20)...)
 	hugeMoov = append(hugeMoov, "moov"...)
@@ -139,6 +144,7 @@ func TestProbeReaderAt_MalformedLayoutsAreRejected(t *testing.T) {
 }
 
 func TestProbeReaderAt_FragmentsAreSummed(t *testing.T) {
+	t.Parallel()
 	for _, withMehd := range []bool{false, true} {
 		res, err := probeBytes(fragmentedMP4(withMehd), Options{})
 		if err != nil {
@@ -155,6 +161,7 @@ func TestProbeReaderAt_FragmentsAreSummed(t *testing.T) {
 }
 
 func TestProbeReaderAt_TooManyBoxesIsRefused(t *testing.T) {
+	t.Parallel()
 	f := ftypBox("isom")
 	for range 10 {
 		f = append(f, mkBox("free")...)
@@ -164,6 +171,7 @@ func TestProbeReaderAt_TooManyBoxesIsRefused(t *testing.T) {
 }
 
 func TestProbeReaderAt_SizeCapAndEmptyFile(t *testing.T) {
+	t.Parallel()
 	_, err := ProbeReaderAt(context.Background(), bytes.NewReader(nil), 20<<30, Options{})
 	assertIs(t, err, ErrTooLarge)
 	_, err = probeBytes(nil, Options{})
@@ -171,6 +179,7 @@ func TestProbeReaderAt_SizeCapAndEmptyFile(t *testing.T) {
 }
 
 func TestProbeReaderAt_CancelledContextStops(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	b := simpleMP4(1000, 2000)

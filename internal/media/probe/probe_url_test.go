@@ -17,6 +17,7 @@ import (
 const oneMiB = 1 << 20
 
 func TestProbeURL_MatchesFFprobeForEveryShapeAndServer(t *testing.T) {
+	t.Parallel()
 	modes := []probetest.Mode{probetest.Ranges, probetest.NoContentLength, probetest.IgnoreRange, probetest.IgnoreRangeNoLen}
 	c := loopbackClient(t)
 	for _, s := range probetest.Shapes() {
@@ -76,6 +77,7 @@ func assertShape(t *testing.T, s probetest.Shape, res Result) {
 // The service's budget case: a multi-gigabyte file with its moov at the end
 // costs two range requests and well under 1 MiB.
 func TestProbeURL_ThreeGiBMoovAtEndCostsTwoRequests(t *testing.T) {
+	t.Parallel()
 	path := sparseFixture(t)
 	for _, mode := range []probetest.Mode{probetest.Ranges, probetest.NoContentLength} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -94,6 +96,7 @@ func TestProbeURL_ThreeGiBMoovAtEndCostsTwoRequests(t *testing.T) {
 }
 
 func TestProbeURL_WholeFileAnswerOverCapIsRefused(t *testing.T) {
+	t.Parallel()
 	t.Run("declared length", func(t *testing.T) {
 		url, st := serve(t, sparseFixture(t), probetest.IgnoreRange)
 		res, err := ProbeURL(context.Background(), loopbackClient(t), url, Options{AllowHTTP: true})
@@ -110,6 +113,7 @@ func TestProbeURL_WholeFileAnswerOverCapIsRefused(t *testing.T) {
 }
 
 func TestProbeURL_ChangingETagIsUnstable(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"moov-at-end", "sparse"} {
 		t.Run(name, func(t *testing.T) {
 			path := sparseFixture(t)
@@ -125,6 +129,7 @@ func TestProbeURL_ChangingETagIsUnstable(t *testing.T) {
 }
 
 func TestProbeURL_FileOverSizeCapIsRefusedAfterOneRequest(t *testing.T) {
+	t.Parallel()
 	url, st := serve(t, sparseFixture(t), probetest.Ranges)
 	_, err := ProbeURL(context.Background(), loopbackClient(t), url, Options{AllowHTTP: true, MaxFileSize: 1 << 30})
 	assertIs(t, err, ErrTooLarge)
@@ -135,12 +140,14 @@ func TestProbeURL_FileOverSizeCapIsRefusedAfterOneRequest(t *testing.T) {
 }
 
 func TestProbeURL_FileOverSizeCapWithoutRangesIsRefused(t *testing.T) {
+	t.Parallel()
 	url, _ := serve(t, sparseFixture(t), probetest.IgnoreRange)
 	_, err := ProbeURL(context.Background(), loopbackClient(t), url, Options{AllowHTTP: true, MaxFileSize: 1 << 30})
 	assertIs(t, err, ErrTooLarge)
 }
 
 func TestProbeURL_RejectsWhatIsNotMP4(t *testing.T) {
+	t.Parallel()
 	probetest.RequireFFmpeg(t)
 	dir := t.TempDir()
 	png, err := probetest.PNG(context.Background(), dir)
@@ -171,6 +178,7 @@ func TestProbeURL_RejectsWhatIsNotMP4(t *testing.T) {
 }
 
 func TestProbeURL_RejectsTruncatedFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cases := []struct {
 		name, shape string
@@ -197,12 +205,14 @@ func TestProbeURL_RejectsTruncatedFiles(t *testing.T) {
 }
 
 func TestProbeURL_DurationOverLimitIsRefused(t *testing.T) {
+	t.Parallel()
 	url, _ := serve(t, fixture(t, "faststart"), probetest.Ranges)
 	_, err := ProbeURL(context.Background(), loopbackClient(t), url, Options{AllowHTTP: true, MaxDuration: 2 * time.Second})
 	assertIs(t, err, ErrBadDuration)
 }
 
 func TestProbeURL_ProductionClientRefusesLoopbackWithoutFetching(t *testing.T) {
+	t.Parallel()
 	url, st := serve(t, fixture(t, "faststart"), probetest.Ranges)
 	c := safefetch.New(safefetch.Options{})
 	_, err := ProbeURL(context.Background(), c, url, Options{AllowHTTP: true})
@@ -215,6 +225,7 @@ func TestProbeURL_ProductionClientRefusesLoopbackWithoutFetching(t *testing.T) {
 }
 
 func TestProbeURL_NoRedirectsOptionRefusesRedirects(t *testing.T) {
+	t.Parallel()
 	target, _ := serve(t, fixture(t, "faststart"), probetest.Ranges)
 	redir := httptest.NewServer(http.RedirectHandler(target, http.StatusFound))
 	defer redir.Close()
@@ -227,6 +238,7 @@ func TestProbeURL_NoRedirectsOptionRefusesRedirects(t *testing.T) {
 }
 
 func TestProbeURL_ErrorStatusIsReported(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	_, err := ProbeURL(context.Background(), loopbackClient(t), srv.URL, Options{AllowHTTP: true})

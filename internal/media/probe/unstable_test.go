@@ -16,6 +16,7 @@ import (
 // A server that behaves one way on the first request and another way
 // afterwards: the file must be rejected, not measured from two versions.
 func TestProbeURL_ServerThatChangesBetweenRequestsIsUnstable(t *testing.T) {
+	t.Parallel()
 	orig, err := os.ReadFile(fixture(t, "moov-at-end"))
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +63,7 @@ func TestProbeURL_ServerThatChangesBetweenRequestsIsUnstable(t *testing.T) {
 }
 
 func TestProbeURL_CompressedAnswerIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Range", "bytes 0-9/10")
@@ -76,6 +78,7 @@ func TestProbeURL_CompressedAnswerIsRefused(t *testing.T) {
 // A moov over the in-memory limit is parsed in place: its sample tables
 // are skipped by their headers, not read.
 func TestProbeReaderAt_HugeMoovSkipsSampleTables(t *testing.T) {
+	t.Parallel()
 	bigTable := mkFull("stsz", 0, 0, be32(0), be32(1<<19), make([]byte, 4<<20))
 	trak := mkBox("trak", tkhdBox(1, 320, 240), mkBox("mdia", mdhdBox(12800, 50*512), hdlrBox("vide"),
 		mkBox("minf", mkBox("stbl", stsdVisual(320, 240), sttsBox([2]uint32{50, 512}), bigTable))))
@@ -95,6 +98,7 @@ func TestProbeReaderAt_HugeMoovSkipsSampleTables(t *testing.T) {
 }
 
 func TestPublicMessage_CoversProbeKinds(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, k := range []error{ErrNotMP4, ErrTruncated, ErrBadDuration, ErrTooLarge, ErrNoRanges, ErrUnstable} {
 		msg := PublicMessage(k)

@@ -133,6 +133,7 @@ var staticRejects = []struct {
 }
 
 func TestCheck_RejectsBeforeAnyLookupOrDial(t *testing.T) {
+	t.Parallel()
 	if len(staticRejects) < 40 {
 		t.Fatalf("only %d rejected URLs in the table", len(staticRejects))
 	}
@@ -156,6 +157,7 @@ func TestCheck_RejectsBeforeAnyLookupOrDial(t *testing.T) {
 
 // Names pass the static checks; their answers are refused at dial time.
 func TestGet_ForbiddenAnswerIsNeverDialled(t *testing.T) {
+	t.Parallel()
 	answers := []struct{ name, ips string }{
 		{"loopback", "127.0.0.1"},
 		{"private", "10.0.0.1"},
@@ -190,6 +192,7 @@ func TestGet_ForbiddenAnswerIsNeverDialled(t *testing.T) {
 // Accepted URLs reach the dialer with exactly the checked public IP (the
 // recording dialer then refuses to dial it, so the fetch is unreachable).
 func TestCheck_AcceptedURLDialsTheCheckedIP(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, url string
 		allowHTTP bool
@@ -226,6 +229,7 @@ func TestCheck_AcceptedURLDialsTheCheckedIP(t *testing.T) {
 }
 
 func TestCheck_LoopbackModeAcceptsLocalTestServers(t *testing.T) {
+	t.Parallel()
 	c := New(Options{AllowLoopback: true})
 	for _, u := range []string{"http://127.0.0.1:38211/x", "https://[::1]:9000/", "https://localhost:8443/", "https://media.localhost/"} {
 		if _, err := c.Check(u, true); err != nil {
@@ -235,6 +239,7 @@ func TestCheck_LoopbackModeAcceptsLocalTestServers(t *testing.T) {
 }
 
 func TestCheck_AllowCIDRsOpensOnlyThosePrefixes(t *testing.T) {
+	t.Parallel()
 	c := New(Options{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}})
 	if _, err := c.Check("https://10.1.2.3:9000/v.mp4", false); err != nil {
 		t.Fatalf("allow-listed prefix refused: %v", err)
@@ -246,6 +251,7 @@ func TestCheck_AllowCIDRsOpensOnlyThosePrefixes(t *testing.T) {
 }
 
 func TestParseInetAton_MatchesGlibcForms(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"2130706433":         "127.0.0.1",
 		"0177.0.0.1":         "127.0.0.1",

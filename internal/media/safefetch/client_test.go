@@ -34,6 +34,7 @@ func get(t *testing.T, c *Client, url string, opt RequestOptions) ([]byte, error
 }
 
 func TestGet_BodyWithinCapIsReturned(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, strings.Repeat("x", 1000))
 	}))
@@ -46,6 +47,7 @@ func TestGet_BodyWithinCapIsReturned(t *testing.T) {
 }
 
 func TestGet_DeclaredLengthOverCapIsTooLarge(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "1000")
 		io.WriteString(w, strings.Repeat("x", 1000))
@@ -57,6 +59,7 @@ func TestGet_DeclaredLengthOverCapIsTooLarge(t *testing.T) {
 }
 
 func TestGet_StreamedBodyOverCapIsTooLarge(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Flushing first forces chunked encoding: no Content-Length to trust.
 		w.(http.Flusher).Flush()
@@ -75,6 +78,7 @@ func TestGet_StreamedBodyOverCapIsTooLarge(t *testing.T) {
 }
 
 func TestGet_SlowHeadersTimeOut(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -92,6 +96,7 @@ func TestGet_SlowHeadersTimeOut(t *testing.T) {
 }
 
 func TestGet_SlowBodyHitsTotalTimeout(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		for range 60 {
@@ -115,6 +120,7 @@ func TestGet_SlowBodyHitsTotalTimeout(t *testing.T) {
 }
 
 func TestGet_HangingConnectTimesOut(t *testing.T) {
+	t.Parallel()
 	var dials atomic.Int32
 	c := New(Options{
 		AllowLoopback:  true,
@@ -150,6 +156,7 @@ func redirector(t *testing.T, last int, hits *atomic.Int32) *httptest.Server {
 }
 
 func TestGet_RedirectsUpToTheCapAreFollowed(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv := redirector(t, 3, &hits)
 	c, _, _ := loopbackClient(t, Options{MaxRedirects: 3})
@@ -160,6 +167,7 @@ func TestGet_RedirectsUpToTheCapAreFollowed(t *testing.T) {
 }
 
 func TestGet_RedirectsPastTheCapAreRefused(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv := redirector(t, 100, &hits)
 	c, _, _ := loopbackClient(t, Options{MaxRedirects: 3})
@@ -171,6 +179,7 @@ func TestGet_RedirectsPastTheCapAreRefused(t *testing.T) {
 }
 
 func TestGet_NoRedirectsModeRefusesTheFirstRedirect(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv := redirector(t, 1, &hits)
 	c, _, _ := loopbackClient(t, Options{})
@@ -182,6 +191,7 @@ func TestGet_NoRedirectsModeRefusesTheFirstRedirect(t *testing.T) {
 }
 
 func TestGet_NegativeMaxRedirectsRefusesEveryRedirect(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv := redirector(t, 1, &hits)
 	c, _, _ := loopbackClient(t, Options{MaxRedirects: -1})
@@ -190,6 +200,7 @@ func TestGet_NegativeMaxRedirectsRefusesEveryRedirect(t *testing.T) {
 }
 
 func TestGet_RedirectFromHTTPSToHTTPIsRefused(t *testing.T) {
+	t.Parallel()
 	var plainHits atomic.Int32
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		plainHits.Add(1)
@@ -210,6 +221,7 @@ func TestGet_RedirectFromHTTPSToHTTPIsRefused(t *testing.T) {
 }
 
 func TestGet_HTTPSIsFetchedWithTheTestCA(t *testing.T) {
+	t.Parallel()
 	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))
@@ -222,6 +234,7 @@ func TestGet_HTTPSIsFetchedWithTheTestCA(t *testing.T) {
 }
 
 func TestGet_CredentialsAreNotCarriedAcrossRedirects(t *testing.T) {
+	t.Parallel()
 	type seen struct{ auth, cookie, referer, rng string }
 	got := make(chan seen, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -250,6 +263,7 @@ func TestGet_CredentialsAreNotCarriedAcrossRedirects(t *testing.T) {
 }
 
 func TestGet_RedirectFromLoopbackToForbiddenAddressIsRefused(t *testing.T) {
+	t.Parallel()
 	targets := []struct {
 		name, location string
 		want           error
@@ -289,6 +303,7 @@ func TestGet_RedirectFromLoopbackToForbiddenAddressIsRefused(t *testing.T) {
 // is a private address. The second connection must be refused, without the
 // private address ever reaching the dialer.
 func TestGet_DNSRebindingToPrivateAddressIsRefused(t *testing.T) {
+	t.Parallel()
 	c, rec, res := testClient(t, Options{})
 	res.set("media.example.net", "93.184.216.34", "10.0.0.7")
 	var served atomic.Int32
@@ -311,6 +326,7 @@ func TestGet_DNSRebindingToPrivateAddressIsRefused(t *testing.T) {
 // The Control hook of the default dialer refuses a forbidden socket address
 // on its own; calling it directly shows this without dialling anything.
 func TestControl_RefusesForbiddenSocketAddresses(t *testing.T) {
+	t.Parallel()
 	c := New(Options{})
 	for _, a := range []string{"10.0.0.1:443", "127.0.0.1:443", "[::1]:443", "[::ffff:169.254.169.254]:80", "[64:ff9b::7f00:1]:443", "93.184.216.34:22"} {
 		nw := "tcp4"
@@ -326,6 +342,7 @@ func TestControl_RefusesForbiddenSocketAddresses(t *testing.T) {
 }
 
 func TestGet_ErrorStatusKeepsTheCode(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "internal detail that must not leak", http.StatusNotFound)
 	}))
@@ -343,6 +360,7 @@ func TestGet_ErrorStatusKeepsTheCode(t *testing.T) {
 }
 
 func TestGet_UnreachableLoopbackPortIsUnreachable(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	addr := srv.URL
 	srv.Close() // nothing listens there any more
@@ -352,6 +370,7 @@ func TestGet_UnreachableLoopbackPortIsUnreachable(t *testing.T) {
 }
 
 func TestHTTPClient_AppliesTheSameChecks(t *testing.T) {
+	t.Parallel()
 	c, rec, _ := testClient(t, Options{})
 	for _, u := range []string{"http://93.184.216.34/", "https://127.0.0.1/", "https://0x7f.1/"} {
 		resp, err := c.HTTPClient().Get(u)
@@ -369,6 +388,7 @@ func TestHTTPClient_AppliesTheSameChecks(t *testing.T) {
 }
 
 func TestPublicMessage_NamesTheKindWithoutDetails(t *testing.T) {
+	t.Parallel()
 	for _, k := range kinds {
 		err := fmt.Errorf("%w: 10.1.2.3 said boom", k.err)
 		msg := PublicMessage(err)

@@ -24,6 +24,7 @@ func sampleHandler() http.Handler {
 }
 
 func TestSamplesAreServedInProcessWithRangesAndNothingIsDialled(t *testing.T) {
+	t.Parallel()
 	c, rec, res := testClient(t, Options{Samples: &Samples{Host: sampleHost, Handler: sampleHandler()}})
 	resp, err := c.Get(context.Background(), "https://"+sampleHost+"/clip.mp4", RequestOptions{Header: http.Header{"Range": {"bytes=2-4"}}})
 	if err != nil {
@@ -43,6 +44,7 @@ func TestSamplesAreServedInProcessWithRangesAndNothingIsDialled(t *testing.T) {
 }
 
 func TestSamplesOpenNothingElse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		url  string
@@ -67,6 +69,7 @@ func TestSamplesOpenNothingElse(t *testing.T) {
 }
 
 func TestWithoutSamplesTheSampleHostIsAnOrdinaryName(t *testing.T) {
+	t.Parallel()
 	c, rec, res := testClient(t, Options{})
 	_, err := c.Get(context.Background(), "https://"+sampleHost+"/clip.mp4", RequestOptions{})
 	if err == nil || !strings.Contains(strings.Join(res.lookups, ","), sampleHost) || len(rec.calls()) != 0 {

@@ -28,6 +28,7 @@ func sourceVideo(t *testing.T) string {
 }
 
 func TestEnhancementScalesAndResamples(t *testing.T) {
+	t.Parallel()
 	src := sourceVideo(t)
 	data, err := os.ReadFile(src)
 	if err != nil {
@@ -93,6 +94,7 @@ func TestEnhancementScalesAndResamples(t *testing.T) {
 }
 
 func TestEnhancementFailures(t *testing.T) {
+	t.Parallel()
 	ms := &mediaServer{files: map[string][]byte{"/not-video.mp4": []byte("hello, not a video")}}
 	srv := httptest.NewServer(ms)
 	defer srv.Close()
@@ -132,6 +134,7 @@ func TestEnhancementFailures(t *testing.T) {
 }
 
 func TestEnhancementTransientMarker(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, "")
 	req := provider.EnhanceRequest{IdempotencyKey: "flaky-enh", Source: provider.Source{URL: "https://cdn.example/v.mp4?sandbox=transient:2,fail"}, ShortSide: 480}
 	for i := range 2 {
@@ -149,6 +152,7 @@ func TestEnhancementTransientMarker(t *testing.T) {
 }
 
 func TestEnhancementTargets(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		res   string
 		short int
@@ -182,6 +186,7 @@ func TestEnhancementTargets(t *testing.T) {
 // measured at submission and a longer one now — is refused, not processed: the reservation
 // was bounded by the measured length.
 func TestEnhancementRefusesASourceLongerThanPricedFor(t *testing.T) {
+	t.Parallel()
 	src := sourceVideo(t) // 1 s
 	data, err := os.ReadFile(src)
 	if err != nil {

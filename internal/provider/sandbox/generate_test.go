@@ -17,6 +17,7 @@ import (
 )
 
 func TestGenerationRendersRequestedStreams(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, "")
 	tests := []struct {
 		name      string
@@ -91,6 +92,7 @@ func TestGenerationRendersRequestedStreams(t *testing.T) {
 }
 
 func TestTokensFormula(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		w, h   int
 		fps, s float64
@@ -108,6 +110,7 @@ func TestTokensFormula(t *testing.T) {
 }
 
 func TestGenerationUsesFrameAndReferenceImagesOverHTTPS(t *testing.T) {
+	t.Parallel()
 	ms := &mediaServer{files: map[string][]byte{
 		"/red.png":  pngBytes(t, color.RGBA{255, 0, 0, 255}, 64, 36),
 		"/blue.png": pngBytes(t, color.RGBA{0, 0, 255, 255}, 40, 40),
@@ -163,6 +166,7 @@ func TestGenerationUsesFrameAndReferenceImagesOverHTTPS(t *testing.T) {
 }
 
 func TestGenerationFailsWhenAnInputCannotBeFetched(t *testing.T) {
+	t.Parallel()
 	ms := &mediaServer{files: map[string][]byte{"/red.png": pngBytes(t, color.RGBA{255, 0, 0, 255}, 16, 16)}}
 	srv := httptest.NewTLSServer(ms)
 	defer srv.Close()
@@ -199,6 +203,7 @@ func TestGenerationFailsWhenAnInputCannotBeFetched(t *testing.T) {
 }
 
 func TestSubmitIsIdempotent(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, "")
 	req := provider.GenerateRequest{IdempotencyKey: "task-1/generate", Prompt: "once", Width: 160, Height: 90, Duration: 1}
 	ids := make([]string, 8)
@@ -252,6 +257,7 @@ func TestSubmitIsIdempotent(t *testing.T) {
 }
 
 func TestRestartResumesInterruptedRender(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	e1 := newEngine(t, dir)
 	started := make(chan string, 1)
@@ -299,6 +305,7 @@ func TestRestartResumesInterruptedRender(t *testing.T) {
 }
 
 func TestRestartWithSpecOnly(t *testing.T) {
+	t.Parallel()
 	// A process that died right after writing the spec: no started mark, no output.
 	dir := t.TempDir()
 	e1 := newEngine(t, dir)
@@ -325,6 +332,7 @@ func TestRestartWithSpecOnly(t *testing.T) {
 }
 
 func TestProgressRisesWithTimeAndNeverDecreases(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -376,6 +384,7 @@ func TestProgressRisesWithTimeAndNeverDecreases(t *testing.T) {
 }
 
 func TestPollUnknownJob(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, "")
 	enh, err := e.SubmitEnhancement(context.Background(), provider.EnhanceRequest{
 		IdempotencyKey: "enh", Source: provider.Source{URL: "https://example.com/v.mp4?sandbox=fail"}, ShortSide: 90})
@@ -396,6 +405,7 @@ func TestPollUnknownJob(t *testing.T) {
 }
 
 func TestSubmitGenerationRejectsInvalidRequests(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, "")
 	ok := provider.GenerateRequest{IdempotencyKey: "k", Width: 160, Height: 90, Duration: 1}
 	for _, tc := range []struct {
@@ -431,6 +441,7 @@ func TestSubmitGenerationRejectsInvalidRequests(t *testing.T) {
 }
 
 func TestCloseStopsSubmits(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, "")
 	e.Close()
 	e.Close() // idempotent

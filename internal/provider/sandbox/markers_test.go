@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseTextMarkers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, text string
 		want     markers
@@ -40,6 +41,7 @@ func TestParseTextMarkers(t *testing.T) {
 }
 
 func TestParseURLMarkers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, fetch string
 		want      markers
@@ -68,6 +70,7 @@ func TestParseURLMarkers(t *testing.T) {
 }
 
 func TestCaptionStripsMarkersAndNotesReferences(t *testing.T) {
+	t.Parallel()
 	_, prompt, err := parseTextMarkers("@Image1 dances [sandbox:slow=1s] to @Audio1 [sandbox:fail]")
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +105,7 @@ func submitMarked(t *testing.T, e *Engine, key, prompt, taskType string) string 
 }
 
 func TestGenerationFailureMarkers(t *testing.T) {
+	t.Parallel()
 	const pace = 800 * time.Millisecond
 	e := newEngine(t, "", withPace(pace))
 	tests := []struct {
@@ -159,6 +163,7 @@ func mustPoll(t *testing.T, e *Engine, id string) provider.Job {
 }
 
 func TestGenerationSlowMarker(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, "", withPace(50*time.Millisecond))
 	start := time.Now()
 	id := submitMarked(t, e, "slow", "slowly [sandbox:slow=1500ms]", "")
@@ -177,6 +182,7 @@ func TestGenerationSlowMarker(t *testing.T) {
 }
 
 func TestGenerationTransientMarker(t *testing.T) {
+	t.Parallel()
 	e := newEngine(t, "")
 	req := provider.GenerateRequest{IdempotencyKey: "flaky", Prompt: "[sandbox:transient=2] retry me", Width: 160, Height: 90, Duration: 1}
 	for i := range 2 {

@@ -16,6 +16,7 @@ func newSpeechEngine(t *testing.T) *Engine {
 }
 
 func TestSynthesizeWritesMP3Once(t *testing.T) {
+	t.Parallel()
 	e := newSpeechEngine(t)
 	req := provider.SpeechRequest{IdempotencyKey: "speech-1", Text: "Hello from the sandbox. [sandbox:transient=0]", Mode: "audio",
 		References: []provider.Input{{Type: "audio_url", Source: provider.Source{URL: "https://cdn.example/voice.mp3"}}}}
@@ -41,6 +42,7 @@ func TestSynthesizeWritesMP3Once(t *testing.T) {
 }
 
 func TestSynthesizeMarkers(t *testing.T) {
+	t.Parallel()
 	e := newSpeechEngine(t)
 	ctx := context.Background()
 

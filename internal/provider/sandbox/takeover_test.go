@@ -58,6 +58,7 @@ func plantLeftovers(t *testing.T, e *Engine, id string) []string {
 // A process that takes over a job whose render died removes what the dead render left in
 // the job directory, and keeps what is complete (the spec, fetched inputs).
 func TestTakeoverRemovesWhatTheDeadRenderLeft(t *testing.T) {
+	t.Parallel()
 	dir, id := crashMidRender(t, "leftovers")
 	e2 := newEngine(t, dir)
 	left := plantLeftovers(t, e2, id)
@@ -107,6 +108,7 @@ func TestTakeoverRemovesWhatTheDeadRenderLeft(t *testing.T) {
 // While another live process renders the job (it holds the job's lock), a poll here neither
 // starts a second render nor touches that render's temporary files.
 func TestLiveRenderElsewhereIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	dir, id := crashMidRender(t, "shared")
 	e2 := newEngine(t, dir)
 	left := plantLeftovers(t, e2, id)
@@ -143,6 +145,7 @@ func TestLiveRenderElsewhereIsLeftAlone(t *testing.T) {
 // A synthesis killed mid-way leaves a temporary output in the shared speech directory; the
 // next engine removes it once it is old enough to be nobody's, and keeps fresh ones.
 func TestNewRemovesStaleSpeechLeftovers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	speechDir := filepath.Join(dir, "speech")
 	if err := os.MkdirAll(speechDir, 0o700); err != nil {
