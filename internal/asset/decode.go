@@ -195,18 +195,7 @@ func unknownField(name string, fields []field, extra forbidden) *apierr.Error {
 	for i, f := range fields {
 		names[i] = f.name
 	}
-	return invalid(name, "%s is not a supported field of this operation; the fields are %s.", name, list(names))
-}
-
-// list renders names for messages: "a, b or c".
-func list(values []string) string {
-	switch len(values) {
-	case 0:
-		return ""
-	case 1:
-		return values[0]
-	}
-	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
+	return invalid(name, "%s is not a supported field of this operation; the fields are %s.", name, contract.OrList(names))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -262,7 +251,7 @@ func (b *body) enum(name string, values ...string) (string, *apierr.Error) {
 			return s, nil
 		}
 	}
-	return "", invalid(name, "%s must be one of %s (case-sensitive).", name, list(values))
+	return "", invalid(name, "%s must be one of %s (case-sensitive).", name, contract.OrList(values))
 }
 
 // paging reads PageNumber (from 1) and PageSize (1 to MaxPageSize).

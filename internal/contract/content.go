@@ -97,14 +97,14 @@ func decodeItem(o object) (ContentItem, *Error) {
 		return it, err
 	}
 	if !ok {
-		return it, invalidf(o.param("type"), "%s is required: one of %s.", o.param("type"), list(contentTypes))
+		return it, invalidf(o.param("type"), "%s is required: one of %s.", o.param("type"), OrList(contentTypes))
 	}
 	role, ok, err := o.enum("role", contentRoles...)
 	if err != nil {
 		return it, err
 	}
 	if !ok {
-		return it, invalidf(o.param("role"), "%s is required: one of %s.", o.param("role"), list(contentRoles))
+		return it, invalidf(o.param("role"), "%s is required: one of %s.", o.param("role"), OrList(contentRoles))
 	}
 	it.Type, it.Role = ContentType(typ), ContentRole(role)
 	if want := roleType[it.Role]; want != it.Type {

@@ -184,11 +184,11 @@ func readSelector(meta object, r EnhRoute, e Entitlements, ep *EnhancementParams
 		}
 		switch {
 		case res == "8k" && r == EnhLite:
-			return nil, invalidf(rp, "%s 8k is not available on the Lite enhancement alias; use %s.", rp, list(allowed))
+			return nil, invalidf(rp, "%s 8k is not available on the Lite enhancement alias; use %s.", rp, OrList(allowed))
 		case isLowBandName(res):
 			return nil, invalidf(rp, "%s does not accept %q: the lowest named resolution is 1080p, and up-to-720p is a billing band only. For output up to 720p use %s (for example 720).", rp, res, lp)
 		case !slices.Contains(allowed, res):
-			return nil, invalidf(rp, "%s must be one of %s.", rp, list(allowed))
+			return nil, invalidf(rp, "%s must be one of %s.", rp, OrList(allowed))
 		}
 		ep.Resolution, ep.Band = res, res
 	default:

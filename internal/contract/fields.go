@@ -153,7 +153,7 @@ func (o object) enum(name string, values ...string) (string, bool, *Error) {
 		return "", false, err
 	}
 	if !slices.Contains(values, s) {
-		return "", false, invalidf(o.param(name), "%s must be one of %s.", o.param(name), list(values))
+		return "", false, invalidf(o.param(name), "%s must be one of %s.", o.param(name), OrList(values))
 	}
 	return s, true, nil
 }
@@ -166,8 +166,8 @@ func (o object) obj(name string) (object, bool, *Error) {
 	return object{path: o.param(name), n: v}, true, nil
 }
 
-// list renders values for messages: "a, b or c".
-func list(values []string) string {
+// OrList renders values for messages: "a, b or c". The asset library's messages use it too.
+func OrList(values []string) string {
 	switch len(values) {
 	case 0:
 		return ""

@@ -137,9 +137,9 @@ func nativeResolution(meta object, f Family, e Entitlements) (res string, deny, 
 	allowed := nativeResolutions(f)
 	if !slices.Contains(allowed, r) {
 		if r == "1080p" || r == "4k" {
-			return "", nil, invalidf(param, "%s %s is not supported by this model alias; use %s.", param, r, list(allowed))
+			return "", nil, invalidf(param, "%s %s is not supported by this model alias; use %s.", param, r, OrList(allowed))
 		}
-		return "", nil, invalidf(param, "%s must be one of %s.", param, list(allowed))
+		return "", nil, invalidf(param, "%s must be one of %s.", param, OrList(allowed))
 	}
 	if r == "4k" && !e.Native4K {
 		deny = deniedf(param, "4k output is not enabled for your account on this model alias.")

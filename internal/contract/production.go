@@ -53,7 +53,7 @@ func decodeProduction(root object, t Tier, e Entitlements) (*VideoRequest, *Erro
 		return nil, err
 	}
 	if !ok {
-		return nil, invalidf("metadata.resolution", "metadata.resolution is required on the production route: one of %s.", list(ProductionResolutions))
+		return nil, invalidf("metadata.resolution", "metadata.resolution is required on the production route: one of %s.", OrList(ProductionResolutions))
 	}
 	fields := append(slices.Clone(productionMetaFields), tierFields(t)...)
 	if err := meta.checkFields(fields, "the production route", func(n string) string { return productionMetaHint(t, n) }); err != nil {
@@ -82,7 +82,7 @@ func decodeProduction(root object, t Tier, e Entitlements) (*VideoRequest, *Erro
 		return nil, err
 	}
 	if !ok {
-		return nil, invalidf("metadata.resolution", "metadata.resolution is required on the production route: one of %s.", list(ProductionResolutions))
+		return nil, invalidf("metadata.resolution", "metadata.resolution is required on the production route: one of %s.", OrList(ProductionResolutions))
 	}
 	pp.Resolution = res
 	if !e.ProductionResolutions[res] {
@@ -176,7 +176,7 @@ func productionMetaHint(t Tier, name string) string {
 	case "tool_version":
 		return param + " is not accepted on the production route: the tier is chosen by the model alias."
 	case "resolution_limit":
-		return param + " is not accepted on the production route; use metadata.resolution (" + list(ProductionResolutions) + ")."
+		return param + " is not accepted on the production route; use metadata.resolution (" + OrList(ProductionResolutions) + ")."
 	case "output_format":
 		return param + " is not accepted on the production route: the final video is always MP4."
 	case "seed":

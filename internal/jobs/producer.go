@@ -231,10 +231,25 @@ func (p *producer) commit(ctx context.Context, u store.JobUpdate, apply Apply) e
 	})
 }
 
-// finish ends the job with its outcome. If the commit fails for another reason than a lost
-// lease, the job is retried like a failed run, so the outcome is not lost.
+// finish ends the job with its outcome.
 func (p *producer) finish(ctx context.Context, log *slog.Logger, j Job, out Outcome, label string) {
-	err := p.commit(ctx, store.JobUpdate{ID: j.ID, Token: j.Token, Done: true}, out.Apply)
+	p.record(ctx, log, j, store.JobUpdate{ID: j.ID, Token: j.Token, Done: true}, out, label)
+}
+
+// again schedules the next run of a job that made progress (or of a periodic job).
+func (p *producer) again(ctx context.Context, log *slog.Logger, j Job, out Outcome) {
+	in := out.RunIn
+	if p.k.Every > 0 && in <= 0 {
+		in = p.k.Every
+	}
+	p.record(ctx, log, j, store.JobUpdate{ID: j.ID, Token: j.Token, RunAt: p.e.cfg.Now().Add(in)}, out, "again")
+}
+
+// record commits an outcome with its job update. If the commit fails for another reason than
+// a lost lease, the job is retried like a failed run, so the outcome is not lost; either way
+// an uncommitted outcome's side effects are discarded.
+func (p *producer) record(ctx context.Context, log *slog.Logger, j Job, u store.JobUpdate, out Outcome, label string) {
+	err := p.commit(ctx, u, out.Apply)
 	if err != nil && out.Discard != nil {
 		out.Discard()
 	}
@@ -245,35 +260,10 @@ func (p *producer) finish(ctx context.Context, log *slog.Logger, j Job, out Outc
 			out.After()
 		}
 	case errors.Is(err, store.ErrLeaseLost):
-		log.Warn("lease lost before finishing; another process owns the job")
+		log.Warn("lease lost before recording the outcome; another process owns the job", "outcome", label)
 		p.e.metrics.outcome(p.k.Name, "lease_lost")
 	default:
-		log.Error("recording the outcome failed; will retry", "err", err)
-		p.retry(ctx, log, j, err)
-	}
-}
-
-// again schedules the next run of a job that made progress (or of a periodic job).
-func (p *producer) again(ctx context.Context, log *slog.Logger, j Job, out Outcome) {
-	in := out.RunIn
-	if p.k.Every > 0 && in <= 0 {
-		in = p.k.Every
-	}
-	err := p.commit(ctx, store.JobUpdate{ID: j.ID, Token: j.Token, RunAt: p.e.cfg.Now().Add(in)}, out.Apply)
-	if err != nil && out.Discard != nil {
-		out.Discard()
-	}
-	switch {
-	case err == nil:
-		p.e.metrics.outcome(p.k.Name, "again")
-		if out.After != nil {
-			out.After()
-		}
-	case errors.Is(err, store.ErrLeaseLost):
-		log.Warn("lease lost before recording progress; another process owns the job")
-		p.e.metrics.outcome(p.k.Name, "lease_lost")
-	default:
-		log.Error("recording progress failed; will retry", "err", err)
+		log.Error("recording the outcome failed; will retry", "outcome", label, "err", err)
 		p.retry(ctx, log, j, err)
 	}
 }
