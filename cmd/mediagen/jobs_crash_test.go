@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -84,22 +83,12 @@ func (h *heldSource) answeredHooks() []string {
 	return append([]string(nil), h.hooks...)
 }
 
-// postJSON calls the API with the key and decodes the answer, demanding a 2xx status.
+// postJSON calls the API with the key (postAs) and decodes the answer, demanding a 2xx status.
 func postJSON(t *testing.T, base, key, path, body string) map[string]any {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode/100 != 2 {
-		t.Fatalf("%s: %d %s", path, res.StatusCode, b)
+	status, b := postAs(t, base, key, path, body)
+	if status/100 != 2 {
+		t.Fatalf("%s: %d %s", path, status, b)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -144,18 +133,7 @@ func TestSIGKILLMidJobLosesNoJobOfAnyKind(t *testing.T) {
 	src.waitHeld(t, "/cat.png")
 	src.waitHeld(t, "/hook")
 	task := e.create(`{"model":"demo-video-mini","prompt":"kill me","metadata":{"duration":4,"resolution":"480p","ratio":"1:1"}}`)
-	serve := first.cmd.Process.Pid
-	for deadline := time.Now().Add(20 * time.Second); len(toolsUsing(dir, serve)) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no render started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = first.cmd.Process.Wait()
-	waitToolsGone(t, dir, serve)
+	killMidRender(t, first, dir)
 	src.hold.Store(false)
 
 	startChild(t, childEnv, args...)

@@ -75,6 +75,24 @@ func waitReady(t *testing.T, base string) {
 	t.Fatalf("%s not ready", base)
 }
 
+// killMidRender waits until the child runs a media tool on dir, kills it with SIGKILL, and
+// waits until its tools died with it: none keeps rendering beside the next process's render.
+func killMidRender(t *testing.T, c *child, dir string) {
+	t.Helper()
+	serve := c.cmd.Process.Pid
+	for deadline := time.Now().Add(20 * time.Second); len(toolsUsing(dir, serve)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no render started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.cmd.Process.Wait()
+	waitToolsGone(t, dir, serve)
+}
+
 // TestCrashMidRunLosesNothingAndChargesOnce kills the server with SIGKILL while tasks run,
 // restarts it on the same data directory, and checks that every accepted task reaches a
 // terminal state, that no task is settled twice, that the ledger balances, that its media
@@ -99,19 +117,7 @@ func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
 	}
 	// Kill while a render's ffmpeg runs (some tasks mid-render, some queued).
 	time.Sleep(1200 * time.Millisecond)
-	serve := first.cmd.Process.Pid
-	for deadline := time.Now().Add(20 * time.Second); len(toolsUsing(dir, serve)) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no render started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = first.cmd.Process.Wait()
-	// Its tools die with it: none keeps rendering beside the next process's render.
-	waitToolsGone(t, dir, serve)
+	killMidRender(t, first, dir)
 
 	startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, args...)
 	waitReady(t, base)
