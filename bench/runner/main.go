@@ -1,5 +1,6 @@
-// Command runner measures the task runner with a no-op upstream: how many tasks per second
-// go from queued to a settled terminal state, and how memory behaves with many queued tasks.
+// Command runner measures video tasks through the job engine with a no-op upstream: how many
+// tasks per second go from queued to a settled terminal state, and how memory behaves with many
+// queued tasks.
 //
 //	go run ./bench/runner [-tasks 100000] [-workers 8] [-store sqlite|postgres]
 //
