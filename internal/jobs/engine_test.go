@@ -455,3 +455,29 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, values ...stri
 	t.Fatalf("no %s%v", name, values)
 	return 0
 }
+
+// A periodic pass of a process that died (its claim's lease runs out) is run again by
+// another process, and the job stays one row.
+func TestPeriodicJobOfADeadProcessRunsAgain(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	clk := &clock{}
+	if err := db.EnsureJob(t.Context(), store.Job{ID: "sweep", Kind: "sweep", RunAt: clk.now(), CreatedAt: clk.now()}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := db.ClaimJobs(t.Context(), "sweep", "", clk.now(), time.Minute, 1); err != nil || len(c) != 1 {
+		t.Fatalf("the dead process's claim: %v %v", c, err)
+	}
+	var runs atomic.Int64
+	start(t, db, clk.now, nil, jobs.Kind{Name: "sweep", Handler: jobs.Periodic(func(context.Context) error { runs.Add(1); return nil }),
+		Every: time.Hour, Poll: 2 * time.Millisecond})
+	time.Sleep(20 * time.Millisecond)
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("ran %d times while the dead process's lease held", n)
+	}
+	clk.advance(2 * time.Minute)
+	waitFor(t, "the pass after the lease", func() bool { return runs.Load() == 1 })
+	if n := jobCount(t, db, "sweep"); n != 1 {
+		t.Errorf("%d periodic jobs, want 1", n)
+	}
+}
