@@ -232,7 +232,7 @@ func TestLibraryMixUpsAreNotFoundAndChangeNothing(t *testing.T) {
 func TestRealHumanUpdateAndDeleteReturnTheRecord(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{mutate: quickCheck})
-	ctx := context.Background()
+	ctx := t.Context()
 	H := RealHumanPrefix
 	gid := e.realHumanGroup(acme)
 	g0 := e.must(acme, H+"/asset-groups/get", `{"Id":"`+gid+`"}`)

@@ -124,7 +124,7 @@ func TestStrictDecoding(t *testing.T) {
 func TestScopingAndLibraries(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true})
-	ctx := context.Background()
+	ctx := t.Context()
 	V, H := VirtualPrefix, RealHumanPrefix
 	g := e.virtualGroup(acme)
 	a := e.createAsset(acme, g, "https://media.example.com/a.png", "Image")
@@ -282,7 +282,7 @@ func TestGroupAndAssetOperations(t *testing.T) {
 func TestOperatorGroupsAndAuthorization(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true})
-	ctx := context.Background()
+	ctx := t.Context()
 	V := VirtualPrefix
 	cat := func(groups string) *catalog.Catalog {
 		c, err := catalog.Parse("c.yaml", []byte("tenants:\n  - id: acme\n    name: Acme\n    currency: USD\n    virtual_groups:\n"+groups+
@@ -368,7 +368,7 @@ func TestResolve(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	mp4, _ := clips(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	g := e.virtualGroup(acme)
 	vid := e.createAsset(acme, g, e.write("clip.mp4", mp4), "Video")
 	e.wait(acme, vid)

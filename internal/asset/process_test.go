@@ -190,7 +190,7 @@ func TestSourceTooLarge(t *testing.T) {
 func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{noRun: true, mutate: func(c *Config) { c.MaxAttempts = 2 }})
-	ctx := context.Background()
+	ctx := t.Context()
 	g := e.virtualGroup(acme)
 	url := e.write("cat.png", pngBytes(t, 8, 8))
 	doomed := e.createAsset(acme, g, url, "Image")
@@ -242,7 +242,7 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 func TestStopReleasesAssetInFlight(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
-	ctx := context.Background()
+	ctx := t.Context()
 	g := e.virtualGroup(acme)
 	id := e.createAsset(acme, g, e.url("slow"), "Image")
 	deadline := time.Now().Add(10 * time.Second)

@@ -102,7 +102,7 @@ func TestVerificationPassRedeemOnceAndCallback(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
 	h := newHooks(t, 1) // the first delivery fails and is retried
-	ctx := context.Background()
+	ctx := t.Context()
 	_, token := e.session(acme, `{"CallbackURL":"`+h.srv.URL+`/hook"}`)
 
 	st, err := e.svc.Page(ctx, token)
@@ -174,7 +174,7 @@ func TestVerificationDeclineExpiryAndUnknown(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{mutate: func(c *Config) { c.VerifyTTL = time.Minute }})
 	h := newHooks(t, 0)
-	ctx := context.Background()
+	ctx := t.Context()
 
 	_, declined := e.session(acme, `{"CallbackURL":"`+h.srv.URL+`"}`)
 	if st, err := e.svc.Act(ctx, declined, ActionDecline); err != nil || st.State != PageDeclined {
@@ -234,7 +234,7 @@ func TestCallbackGivesUp(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{mutate: func(c *Config) { c.CallbackAttempts = 3; c.MinCheck = -1 }})
 	h := newHooks(t, 100)
-	ctx := context.Background()
+	ctx := t.Context()
 	_, token := e.session(acme, `{"CallbackURL":"`+h.srv.URL+`"}`)
 	if _, err := e.svc.Act(ctx, token, ActionStart); err != nil {
 		t.Fatal(err)

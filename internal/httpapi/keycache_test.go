@@ -34,7 +34,7 @@ func TestKeyCacheHonoursRevocationAfterTTL(t *testing.T) {
 	if r := e.do("GET", "/v1/billing/balance", auth, ""); r.status != 200 {
 		t.Fatalf("first: %d", r.status)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := db.Transact(ctx, func(tx store.Tx) error { return tx.RevokeKey(ctx, k.ID, time.Now()) }); err != nil {
 		t.Fatal(err)
 	}

@@ -170,7 +170,7 @@ func TestTenantRateLimitIsSharedByItsKeys(t *testing.T) {
 // finishTask fails one queued task of the store as a worker would, settling its reservation.
 func (e *videoEnv) finishTask(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	claimed, err := e.store.ClaimJobs(ctx, video.TaskKind, "", time.Now().Add(time.Hour), time.Minute, 1)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d %v", len(claimed), err)
@@ -302,7 +302,7 @@ func TestSpeechInFlightLimitRefusesWithoutWriting(t *testing.T) {
 	t.Parallel()
 	se := newSpeechEnv(t)
 	se.srv.catalog = limitedCatalog(t, map[string]string{"speech_in_flight": "1"}, nil)
-	ctx := context.Background()
+	ctx := t.Context()
 	// A generation of the key still running (as on another replica): its record is pending.
 	now := time.Now().UTC()
 	running := store.Speech{ID: "speech_running", KeyID: se.keyRec.ID, TenantID: "acme", Model: "acme-speech",

@@ -147,7 +147,7 @@ func TestAuthenticationFailuresAnswer401(t *testing.T) {
 	{
 		s, k := e.newKey("demo", 0, false)
 		revokedSecret, revoked = s, k
-		ctx := context.Background()
+		ctx := t.Context()
 		if err := e.store.Transact(ctx, func(tx store.Tx) error { return tx.RevokeKey(ctx, revoked.ID, time.Now()) }); err != nil {
 			t.Fatal(err)
 		}

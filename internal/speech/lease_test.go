@@ -126,7 +126,7 @@ func TestSpeechSupersededAttemptStopsAndDoesNotSettle(t *testing.T) {
 	}
 	// Another process takes the record over (as if this one had stalled past its lease) and
 	// fails it, refunding the reservation.
-	ctx := context.Background()
+	ctx := t.Context()
 	now := e.clock.now()
 	err := e.db.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.TakeOverSpeech(ctx, rec.ID, rec.AttemptToken, "attempt_other", now.Add(time.Minute)); err != nil {

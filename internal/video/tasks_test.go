@@ -72,7 +72,7 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	k := store.Key{ID: "key_w", TenantID: "acme", Prefix: "mg_x", Hash: []byte("h"), CreatedAt: time.Now()}
-	ctx := context.Background()
+	ctx := t.Context()
 	err = db.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.CreateKey(ctx, k, "USD"); err != nil {
 			return err

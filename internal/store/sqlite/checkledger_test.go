@@ -38,7 +38,7 @@ func TestCheckLedgerFindsEachKindOfDamage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			ctx := context.Background()
+			ctx := t.Context()
 			k := store.Key{ID: "key_1", TenantID: "acme", Name: "k", Prefix: "mg_x", Hash: []byte("h"), CreatedAt: time.Now()}
 			avail := store.AccountID(k.ID, store.AccountAvailable)
 			if !strings.HasSuffix(avail, ":available") {

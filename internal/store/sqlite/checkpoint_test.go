@@ -23,7 +23,7 @@ func TestBackgroundCheckpointMovesTheWAL(t *testing.T) {
 	}
 	defer db.Close()
 	before := fileSize(t, path)
-	ctx := context.Background()
+	ctx := t.Context()
 	value := strings.Repeat("x", 8000)
 	for i := range 300 {
 		if err := db.Transact(ctx, func(tx store.Tx) error {

@@ -59,7 +59,7 @@ func TestConcurrentTransactionsShareCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	const n = 200
 	var wg sync.WaitGroup
 	for i := range n {
@@ -90,7 +90,7 @@ func TestConcurrentTransactionsShareCommits(t *testing.T) {
 // holds unfinished and finished tasks and speech records: the counters start at what is
 // unfinished, so the in-flight limits hold from the first request after an upgrade.
 func TestInFlightMigrationCountsExistingWork(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "test.db")
 	db, err := sqlite.Open(ctx, path)
 	if err != nil {
@@ -147,7 +147,7 @@ func TestInFlightMigrationCountsExistingWork(t *testing.T) {
 // a queued task, a Processing asset and a pending callback, then opens it with this version:
 // each unfinished record gets its job, with its schedule and attempts, and finished ones none.
 func TestJobsMigrationMovesUnfinishedWork(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "old.db")
 	raw, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {

@@ -16,7 +16,7 @@ func newGroup(t *testing.T, s store.Store, tenant, library, origin string, at ti
 	t.Helper()
 	g := store.AssetGroup{ID: fmt.Sprintf("grp_%d", seq.Add(1)), TenantID: tenant, Library: library, Name: "g",
 		Origin: origin, Status: store.GroupActive, CreatedAt: at, UpdatedAt: at}
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateAssetGroup(ctx, g) }); err != nil {
 		t.Fatalf("create group: %v", err)
 	}
@@ -27,7 +27,7 @@ func newAsset(t *testing.T, s store.Store, g store.AssetGroup, typ string, at ti
 	t.Helper()
 	a := store.Asset{ID: fmt.Sprintf("asset_%d", seq.Add(1)), TenantID: g.TenantID, GroupID: g.ID, Library: g.Library,
 		Name: "a", Type: typ, SourceURL: "https://cdn.example.com/x", Status: store.AssetProcessing, CreatedAt: at, UpdatedAt: at}
-	ctx := context.Background()
+	ctx := t.Context()
 	err := s.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.CreateAsset(ctx, a); err != nil {
 			return err
@@ -50,7 +50,7 @@ func finishAsset(s store.Store, o store.AssetOutcome) error {
 }
 
 func testAssetGroups(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	base := time.Now().UTC().Truncate(time.Microsecond)
 	var acmeVirtual []store.AssetGroup
 	for i := 0; i < 5; i++ {
@@ -147,7 +147,7 @@ func assetIDs(items []store.Asset) []string {
 }
 
 func testAssetsCreateListUpdate(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	base := time.Now().UTC().Truncate(time.Microsecond)
 	g1 := newGroup(t, s, "acme", store.LibraryVirtual, store.GroupOriginTenant, base)
 	g2 := newGroup(t, s, "acme", store.LibraryVirtual, store.GroupOriginTenant, base)
@@ -217,7 +217,7 @@ func testAssetsCreateListUpdate(t *testing.T, s store.Store) {
 }
 
 func testAssetClaimLeaseFinish(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC()
 	g := newGroup(t, s, "acme", store.LibraryVirtual, store.GroupOriginTenant, now)
 	a := newAsset(t, s, g, "Video", now)
@@ -282,7 +282,7 @@ func testAssetClaimLeaseFinish(t *testing.T, s store.Store) {
 }
 
 func testAssetConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC()
 	g := newGroup(t, s, "acme", store.LibraryVirtual, store.GroupOriginTenant, now)
 	const n = 12
@@ -322,7 +322,7 @@ func testAssetConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
 }
 
 func testVerifySessions(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	hash := sha256.Sum256([]byte(fmt.Sprintf("vt_%d", seq.Add(1))))
 	v := store.VerifySession{ID: fmt.Sprintf("vs_%d", seq.Add(1)), TokenHash: hash[:], TenantID: "acme", KeyID: "key_1",

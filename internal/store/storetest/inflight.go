@@ -47,7 +47,7 @@ func wantInFlight(t *testing.T, what string, got store.InFlight, key, tenant int
 }
 
 func testInFlightTasksFollowCreateAndFinish(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a1, a2, b := newKey(t, s, "acme", false), newKey(t, s, "acme", false), newKey(t, s, "bolt", false)
 	wantInFlight(t, "no tasks", tasksInFlight(t, s, a1), 0, 0)
 	now := time.Now()
@@ -104,7 +104,7 @@ func testInFlightTasksFollowCreateAndFinish(t *testing.T, s store.Store) {
 }
 
 func testInFlightSpeechesFollowCreateAndFinish(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a1, a2 := newKey(t, s, "acme", false), newKey(t, s, "acme", false)
 	until := time.Now().Add(time.Minute)
 	sp1, sp2, sp3 := newSpeech(a1, "", until), newSpeech(a1, "x", until), newSpeech(a2, "", until)

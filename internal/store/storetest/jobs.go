@@ -13,7 +13,7 @@ import (
 
 func enqueue(t *testing.T, s store.Store, jobs ...store.Job) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	err := s.Transact(ctx, func(tx store.Tx) error {
 		for _, j := range jobs {
 			if j.CreatedAt.IsZero() {
@@ -52,7 +52,7 @@ func jobCounts(t *testing.T, s store.Store, now time.Time) string {
 // testJobsEnqueueClaimAndUpdate covers one job's life: an idempotent enqueue, a claim that
 // counts an attempt, updates fenced by the token (schedule, checkpoint, done), and counts.
 func testJobsEnqueueClaimAndUpdate(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	j := store.Job{ID: "k:1", Kind: "k", Ref: "1", TenantID: "acme", Payload: []byte(`{"p":1}`), RunAt: now, Deadline: now.Add(time.Hour)}
 	enqueue(t, s, j)
@@ -117,7 +117,7 @@ func testJobsEnqueueClaimAndUpdate(t *testing.T, s store.Store) {
 
 // testJobsKindsAndQueuesIsolate: a claim takes only its kind and queue.
 func testJobsKindsAndQueuesIsolate(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now()
 	enqueue(t, s,
 		store.Job{ID: "a:1", Kind: "a", Ref: "1", RunAt: now},
@@ -138,7 +138,7 @@ func testJobsKindsAndQueuesIsolate(t *testing.T, s store.Store) {
 
 // testJobsEnsureInsertsOnce: periodic work has one row however many processes ensure it.
 func testJobsEnsureInsertsOnce(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now()
 	for i := 0; i < 3; i++ {
 		if err := s.EnsureJob(ctx, store.Job{ID: "sweep", Kind: "sweep", RunAt: now.Add(time.Duration(i) * time.Hour), CreatedAt: now}); err != nil {
@@ -154,7 +154,7 @@ func testJobsEnsureInsertsOnce(t *testing.T, s store.Store) {
 // testJobsPriorityAndFairShare: priority goes first; within it, tenants take turns, so one
 // with many due jobs does not starve one with few; then the oldest goes first.
 func testJobsPriorityAndFairShare(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now()
 	var jobs []store.Job
 	for i := 0; i < 20; i++ { // acme's backlog, older than bolt's jobs

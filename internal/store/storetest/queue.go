@@ -18,7 +18,7 @@ const taskKind = "video.task"
 // createTasks creates n queued tasks, each with its job due at due, as the video service does.
 func createTasks(t *testing.T, s store.Store, k store.Key, n int, due time.Time) []string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	var ids []string
 	for i := 0; i < n; i++ {
 		task := newTask(k, "")
@@ -59,7 +59,7 @@ func advance(s store.Store, u store.JobUpdate, a store.Advance) error {
 }
 
 func testQueueClaimLeaseAndFence(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	now := time.Now()
 	ids := createTasks(t, s, k, 3, now.Add(-time.Second))
@@ -147,7 +147,7 @@ func testQueueClaimLeaseAndFence(t *testing.T, s store.Store) {
 }
 
 func testQueueConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	now := time.Now()
 	createTasks(t, s, k, 40, now.Add(-time.Second))
@@ -187,7 +187,7 @@ func testQueueConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
 }
 
 func testSettlementMayOverdrawAvailableOnly(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	if err := credit(ctx, s, k, 1_000); err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func testSettlementMayOverdrawAvailableOnly(t *testing.T, s store.Store) {
 }
 
 func testActiveTasksByRouteAndStatus(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	now := time.Now()
 	var native []string
@@ -255,7 +255,7 @@ func testActiveTasksByRouteAndStatus(t *testing.T, s store.Store) {
 // testQueueRenewLease: a heartbeat keeps a lease past its first expiry; a stale token or a
 // finished job cannot renew.
 func testQueueRenewLease(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	now := time.Now()
 	createTasks(t, s, k, 2, now.Add(-time.Second))

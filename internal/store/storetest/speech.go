@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -27,14 +26,14 @@ func newSpeech(k store.Key, crid string, until time.Time) store.Speech {
 
 func createSpeech(t *testing.T, s store.Store, sp store.Speech) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateSpeech(ctx, sp) }); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func testSpeechCreateAndRead(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	until := time.Now().Add(time.Minute)
 	sp := newSpeech(k, "sp-1", until)
@@ -78,7 +77,7 @@ func testSpeechCreateAndRead(t *testing.T, s store.Store) {
 }
 
 func testSpeechRequestIDUnique(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	other := newKey(t, s, "acme", false)
 	createSpeech(t, s, newSpeech(other, "same", time.Now()))
@@ -122,7 +121,7 @@ func testSpeechRequestIDUnique(t *testing.T, s store.Store) {
 }
 
 func testSpeechFinishFencedOnce(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	if err := credit(ctx, s, k, 10_000); err != nil {
 		t.Fatal(err)
@@ -223,7 +222,7 @@ func testSpeechFinishFencedOnce(t *testing.T, s store.Store) {
 }
 
 func testSpeechTakeOverAndFailure(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	sp := newSpeech(k, "to-1", time.Now().Add(-time.Second))
 	createSpeech(t, s, sp)
@@ -273,7 +272,7 @@ func testSpeechTakeOverAndFailure(t *testing.T, s store.Store) {
 // A live attempt renews its short lease; a renewal under any other token, or of a record that
 // is no longer pending, fails with ErrLeaseLost and changes nothing.
 func testSpeechRenewFencedByToken(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	now := time.Now()
 	sp := newSpeech(k, "renew-1", now.Add(5*time.Second))
@@ -339,7 +338,7 @@ func testSpeechRenewFencedByToken(t *testing.T, s store.Store) {
 }
 
 func testSpeechAbandonedList(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	now := time.Now()
 	old := newSpeech(k, "", now.Add(-time.Hour))

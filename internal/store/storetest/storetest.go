@@ -127,7 +127,7 @@ func balance(t testing.TB, s store.Store, k store.Key) store.Balance {
 }
 
 func testKeys(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := newKey(t, s, "acme", false)
 	b := newKey(t, s, "acme", true)
 	c := newKey(t, s, "other", false)
@@ -170,7 +170,7 @@ func testKeys(t *testing.T, s store.Store) {
 }
 
 func testKeyConflict(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := newKey(t, s, "acme", false)
 	dup := a
 	dup.ID = a.ID + "x"
@@ -181,7 +181,7 @@ func testKeyConflict(t *testing.T, s store.Store) {
 }
 
 func testCredit(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	before := time.Now().Add(-time.Second)
 	if err := credit(ctx, s, k, 12_500_000); err != nil {
@@ -205,7 +205,7 @@ func testCredit(t *testing.T, s store.Store) {
 }
 
 func testUnbalanced(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	avail := store.AccountID(k.ID, store.AccountAvailable)
 	cases := map[string][]store.Entry{
@@ -228,7 +228,7 @@ func testUnbalanced(t *testing.T, s store.Store) {
 }
 
 func testOverdraft(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	if err := credit(ctx, s, k, 1_000_000); err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func testOverdraft(t *testing.T, s store.Store) {
 }
 
 func testOverage(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k, other := newKey(t, s, "acme", false), newKey(t, s, "acme", false)
 	for _, key := range []store.Key{k, other} {
 		if err := credit(ctx, s, key, 1_000_000); err != nil {
@@ -287,7 +287,7 @@ func testOverage(t *testing.T, s store.Store) {
 }
 
 func testUnlimited(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", true)
 	if err := reserve(ctx, s, k, 5_000_000); err != nil {
 		t.Fatalf("unlimited reserve: %v", err)
@@ -298,7 +298,7 @@ func testUnlimited(t *testing.T, s store.Store) {
 }
 
 func testConcurrentCredits(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	const n = 40
 	var wg sync.WaitGroup
@@ -325,7 +325,7 @@ func testConcurrentCredits(t *testing.T, s store.Store) {
 }
 
 func testConcurrentDebits(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	if err := credit(ctx, s, k, 10_000_000); err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func testConcurrentDebits(t *testing.T, s store.Store) {
 }
 
 func testTransactRollback(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	boom := errors.New("boom")
 	err := s.Transact(ctx, func(tx store.Tx) error {
@@ -393,7 +393,7 @@ func testTransactRollback(t *testing.T, s store.Store) {
 }
 
 func testMeta(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var wrote []bool
 	for _, v := range []string{"first", "second"} {
 		err := s.Transact(ctx, func(tx store.Tx) error {

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -17,7 +16,7 @@ import (
 // A store that caches reads (SQLite's task cache) must pass this exactly like one that
 // does not.
 func testTaskReadsFollowWrites(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	id := createTasks(t, s, k, 1, time.Now().Add(-time.Second))[0]
 	for range 2 {

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,7 +23,7 @@ func newTask(k store.Key, crid string) store.Task {
 }
 
 func testTaskCreateAndRead(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	task := newTask(k, "req-1")
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, task) }); err != nil {
@@ -62,7 +61,7 @@ func testTaskCreateAndRead(t *testing.T, s store.Store) {
 }
 
 func testTaskRequestIDUnique(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	other := newKey(t, s, "acme", false)
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, newTask(other, "same")) }); err != nil {

@@ -18,7 +18,7 @@ import (
 // driver that shares commits between transactions (SQLite's group commit) must not let one
 // transaction's failure undo, or smuggle in, another's writes.
 func testConcurrentMixedOutcomes(t *testing.T, s store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
 	const n = 120
 	boom := errors.New("boom")
