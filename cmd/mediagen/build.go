@@ -81,6 +81,15 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		upstreams := m.Upstreams
 		if upstreams == nil {
 			upstreams = map[string]video.Upstream{"sandbox": {Generator: m.engine, Enhancer: m.engine}}
+			locals, err := m.localEngines(tools, fetch)
+			if err != nil {
+				return nil, err
+			}
+			for name, e := range locals {
+				if acc, _ := m.catalog.Upstream(name); acc.Kind == catalog.KindFFmpeg {
+					upstreams[name] = video.Upstream{Enhancer: e}
+				}
+			}
 		}
 		pipeline := &video.Pipeline{
 			Upstreams: upstreams,
@@ -134,6 +143,16 @@ func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safef
 	}
 	if m.engine != nil {
 		svc.Engines[string(catalog.UpstreamSandbox)] = m.engine
+		if m.locals == nil {
+			if _, err := m.localEngines(tools, fetch); err != nil {
+				return nil, err
+			}
+		}
+		for name, e := range m.locals {
+			if acc, _ := m.catalog.Upstream(name); acc.Kind == catalog.KindEspeak {
+				svc.Engines[name] = e // the same espeak-ng path as the sandbox: EspeakBound holds
+			}
+		}
 	}
 	return svc, nil
 }

@@ -45,6 +45,7 @@ type Main struct {
 	serveLock *os.File
 	blobs     *blob.FS
 	engine    *sandbox.Engine
+	locals    map[string]*sandbox.Engine // local upstream accounts' engines (upstreams.go)
 	jobs      *jobs.Engine
 	reg       *prometheus.Registry
 	bgStop    context.CancelFunc
@@ -191,6 +192,9 @@ func (m *Main) close() error {
 	}
 	if m.bgStop != nil {
 		m.bgStop()
+	}
+	for _, e := range m.locals {
+		errs = append(errs, e.Close())
 	}
 	if m.engine != nil {
 		errs = append(errs, m.engine.Close())

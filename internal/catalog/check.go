@@ -52,7 +52,33 @@ func (c *Catalog) check() error {
 		errs = append(errs, t.check(upstreamModels)...)
 	}
 	errs = append(errs, c.checkVirtualGroups()...)
+	errs = append(errs, c.checkUpstreams()...)
+	errs = append(errs, c.checkBindings()...)
 	return errors.Join(errs...)
+}
+
+// checkBindings refuses an alias bound to an account that does not exist or whose kind
+// cannot serve the alias's product.
+func (c *Catalog) checkBindings() []error {
+	var errs []error
+	for _, t := range c.Tenants {
+		if t == nil {
+			continue
+		}
+		for _, a := range t.Aliases {
+			if a == nil || a.Upstream == "" {
+				continue
+			}
+			acc, ok := c.Upstream(string(a.Upstream))
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("tenant %q alias %q: unknown upstream %q: neither sandbox nor an account of the upstreams section", t.ID, a.Name, a.Upstream))
+			case !acc.Kind.Serves(a.Product):
+				errs = append(errs, fmt.Errorf("tenant %q alias %q: upstream %q (kind %s) cannot serve product %s", t.ID, a.Name, a.Upstream, acc.Kind, a.Product))
+			}
+		}
+	}
+	return errs
 }
 
 func (t *Tenant) check(upstreamModels map[string]bool) []error {
@@ -111,7 +137,7 @@ func (a *Alias) check() []string {
 		msgs = append(msgs, "product is required (native, production, enhancement or speech)")
 	}
 	if a.Upstream == "" {
-		msgs = append(msgs, "upstream is required (sandbox)")
+		msgs = append(msgs, "upstream is required (sandbox, or an account of the upstreams section)")
 	}
 	if a.Model == "" {
 		msgs = append(msgs, "model (the upstream model name) is required")

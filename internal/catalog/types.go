@@ -45,7 +45,8 @@ const (
 	Res4K    Resolution = "4k"
 )
 
-// Upstream names the engine an alias runs on.
+// Upstream names the account an alias runs on: "sandbox" (built in) or one of the catalog's
+// upstreams.
 type Upstream string
 
 const UpstreamSandbox Upstream = "sandbox"
@@ -55,6 +56,9 @@ type Catalog struct {
 	// Limits apply to every tenant, field by field, where the tenant's own limits say nothing.
 	Limits  LimitSettings `yaml:"limits"`
 	Tenants []*Tenant     `yaml:"tenants"`
+	// Upstreams are the named upstream accounts aliases bind to, besides the built-in
+	// sandbox (upstreams.go, docs/upstreams.md).
+	Upstreams []*UpstreamAccount `yaml:"upstreams"`
 
 	byID map[string]*Tenant
 }

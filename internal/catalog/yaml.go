@@ -73,9 +73,13 @@ func (r *Resolution) UnmarshalYAML(n *yaml.Node) (err error) {
 	return err
 }
 
-func (u *Upstream) UnmarshalYAML(n *yaml.Node) (err error) {
-	*u, err = enum(n, "upstream", UpstreamSandbox)
-	return err
+// UnmarshalYAML reads an account name as a string; the catalog check resolves it.
+func (u *Upstream) UnmarshalYAML(n *yaml.Node) error {
+	if err := strictString(n, "upstream"); err != nil {
+		return err
+	}
+	*u = Upstream(n.Value)
+	return nil
 }
 
 // UnmarshalYAML decodes the literal text of the node, so 0.10 in YAML is exactly 100000

@@ -17,12 +17,16 @@ var ResolutionShortSide = map[string]int{"1080p": 1080, "2k": 1440, "4k": 2160, 
 // slow:10s, transient:2); the parameter is removed before the source is fetched.
 func (e *Engine) SubmitEnhancement(ctx context.Context, r provider.EnhanceRequest) (string, error) {
 	return e.submit(ctx, kindEnhancement, r.IdempotencyKey, func(id string) (*jobSpec, error) {
-		m, fetchURL, err := parseURLMarkers(r.Source.URL)
+		var m markers
+		fetchURL, err := r.Source.URL, error(nil)
+		if !e.cfg.NoMarkers {
+			m, fetchURL, err = parseURLMarkers(r.Source.URL)
+		}
 		if err != nil {
 			return nil, permanent(CodeInvalidParameter, "%v", err)
 		}
 		// A production task's enhancement half takes [sandbox:enhance=…] from its prompt.
-		if pm, _, perr := parseTextMarkers(r.Prompt); perr == nil && pm.Enhance != "" {
+		if pm, _, perr := parseTextMarkers(r.Prompt); !e.cfg.NoMarkers && perr == nil && pm.Enhance != "" {
 			if err := m.applyList(pm.Enhance); err != nil {
 				return nil, permanent(CodeInvalidParameter, "%v", err)
 			}

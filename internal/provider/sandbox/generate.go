@@ -17,7 +17,11 @@ import (
 // [sandbox:transient=N] makes the first N calls fail with provider.ErrTransient.
 func (e *Engine) SubmitGeneration(ctx context.Context, r provider.GenerateRequest) (string, error) {
 	return e.submit(ctx, kindGeneration, r.IdempotencyKey, func(id string) (*jobSpec, error) {
-		m, prompt, err := parseTextMarkers(r.Prompt)
+		var m markers
+		prompt, err := r.Prompt, error(nil)
+		if !e.cfg.NoMarkers {
+			m, prompt, err = parseTextMarkers(r.Prompt)
+		}
 		if err != nil {
 			return nil, permanent(CodeInvalidParameter, "%v", err)
 		}

@@ -75,6 +75,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives render failures and notes; nil means slog.Default().
 	Logger *slog.Logger
+	// NoMarkers turns the integrator markers off: prompts, texts and source URLs are used as
+	// they are. The local production engines (catalog kinds ffmpeg and espeak) are this
+	// engine with no markers and no pace (docs/upstreams.md).
+	NoMarkers bool
 }
 
 // Engine is the embedded sandbox upstream. It implements provider.Generator,

@@ -39,7 +39,11 @@ func (e *Engine) Synthesize(ctx context.Context, r provider.SpeechRequest) (prov
 		return done, nil // replay
 	}
 
-	m, text, err := parseTextMarkers(r.Text)
+	var m markers
+	text := r.Text
+	if !e.cfg.NoMarkers {
+		m, text, err = parseTextMarkers(r.Text)
+	}
 	if err != nil {
 		return provider.Speech{}, permanent(CodeInvalidParameter, "%v", err)
 	}
