@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mediagen/internal/catalog"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
+)
+
+// localUpstreamsCatalog is the demo catalog with the enhancement and speech aliases bound to
+// local engines (kinds ffmpeg and espeak) instead of the sandbox.
+func localUpstreamsCatalog(t *testing.T, dir string) string {
+	t.Helper()
+	demo := string(catalog.DemoYAML())
+	for _, alias := range []string{"demo-enhance-lite", "demo-speech"} {
+		i := strings.Index(demo, "alias: "+alias+"\n")
+		j := strings.Index(demo[i:], "upstream: sandbox")
+		if i < 0 || j < 0 {
+			t.Fatal("demo catalog layout changed")
+		}
+		to := "upstream: local-enhance"
+		if alias == "demo-speech" {
+			to = "upstream: local-speech"
+		}
+		demo = demo[:i+j] + to + demo[i+j+len("upstream: sandbox"):]
+	}
+	demo = "upstreams:\n  - name: local-enhance\n    kind: ffmpeg\n  - name: local-speech\n    kind: espeak\n" + demo
+	path := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(path, []byte(demo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Aliases bound to the local ffmpeg and espeak engines run on them: with no test markers (a
+// sandbox marker in the source URL or the text is just text) and with real measured output.
+func TestLocalUpstreamsServeTheirAliasesWithoutMarkers(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "input.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 320, Height: 180, FPS: 30, Duration: 2.5, Container: "mp4", Audio: true, Text: "local"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	media := httptest.NewTLSServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(media.Close)
+	m := NewMain(env(nil), io.Discard, io.Discard)
+	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback",
+		"--log-level", "warn", "--catalog", localUpstreamsCatalog(t, t.TempDir())}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, media: media, input: media.URL + "/input.mp4", tools: tools}
+	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+
+	// ?sandbox=fail would fail a sandbox job; the ffmpeg engine fetches the URL as it is.
+	id := e.create(`{"model":"demo-enhance-lite","metadata":{"video_url":"` + e.input + `?sandbox=fail","duration":2.5,"resolution_limit":240,"fps":48}}`)
+	task := e.wait(id)
+	if task.Status != "completed" || task.Metadata.VideoURL == "" {
+		t.Fatalf("enhancement on the ffmpeg engine: %+v %+v", task, task.Error)
+	}
+	_, info := e.download(task.Metadata.VideoURL, "enhanced.mp4")
+	if info.Height != 240 || !near(info.FPS, 48, 0.01) || !near(info.Duration, 2.5, 0.05) || !info.HasAudio {
+		t.Errorf("enhanced on the ffmpeg engine: %+v", info)
+	}
+
+	// [sandbox:fail] would fail a sandbox speech; espeak speaks it.
+	s := e.speech(`{"model":"demo-speech","input":"[sandbox:fail] is spoken as it is written."}`)
+	if s.Duration <= 0 || s.URL == "" {
+		t.Fatalf("speech on the espeak engine: %+v", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "upstreams", "local-speech")); err != nil {
+		t.Errorf("the espeak account's engine directory: %v", err)
+	}
+}
