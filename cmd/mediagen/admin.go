@@ -32,6 +32,8 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin asset-group grant --tenant T [--name N] [--description D] [--id ID]
   mediagen admin asset-group revoke ID
   mediagen admin asset-group list [--tenant T]
+  mediagen admin upstream list
+  mediagen admin upstream check NAME
 
 Every command also takes --db, --data-dir and --catalog (and their MEDIAGEN_* variables).`
 
@@ -99,7 +101,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-	}, adminAssetCommands()...)
+	}, append(adminAssetCommands(), adminUpstreamCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

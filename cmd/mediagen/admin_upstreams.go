@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"mediagen/internal/catalog"
+	"mediagen/internal/media/ffmpeg"
+)
+
+// adminUpstreamCommands are the operator commands about upstream accounts.
+func adminUpstreamCommands() []adminCmd {
+	return []adminCmd{
+		{path: "upstream list", nodb: true, flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, _ []string) error { return e.upstreamList() }
+		}},
+		{path: "upstream check", nodb: true, flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, args []string) error {
+				if len(args) != 1 {
+					return usageError{"upstream check: give exactly one account name (mediagen admin upstream list shows them)"}
+				}
+				return e.upstreamCheck(context.Background(), args[0])
+			}
+		}},
+	}
+}
+
+func (e *adminEnv) loadCatalogOnly() (*catalog.Catalog, error) {
+	c, _, err := e.cfg.loadCatalog()
+	return c, err
+}
+
+// upstreamList prints every account aliases may bind to, with the aliases bound to it.
+func (e *adminEnv) upstreamList() error {
+	c, err := e.loadCatalogOnly()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%-20s %-8s %s\n", "NAME", "KIND", "ALIASES")
+	for _, acc := range c.Accounts() {
+		n := 0
+		for _, t := range c.Tenants {
+			for _, a := range t.Aliases {
+				if string(a.Upstream) == acc.Name {
+					n++
+				}
+			}
+		}
+		fmt.Fprintf(e.stdout, "%-20s %-8s %d\n", acc.Name, acc.Kind, n)
+	}
+	return nil
+}
+
+// upstreamCheck makes one cheap real call through the account's engine and says whether it
+// works. For the local kinds that is the engine's own work, small: the sandbox and ffmpeg
+// render and measure a 1 s clip, espeak speaks and measures a word.
+func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
+	c, err := e.loadCatalogOnly()
+	if err != nil {
+		return err
+	}
+	acc, ok := c.Upstream(name)
+	if !ok {
+		return usageError{fmt.Sprintf("upstream check: no account %q in the catalog (mediagen admin upstream list shows them)", name)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tools := ffmpeg.Tools{}
+	dir, err := os.MkdirTemp("", "mediagen-upstream-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	start := time.Now()
+	var what string
+	switch acc.Kind {
+	case catalog.KindSandbox, catalog.KindFFmpeg:
+		out := filepath.Join(dir, "check.mp4")
+		if err = tools.Render(ctx, ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 10, Duration: 1, Container: "mp4", Text: "check"}, out); err == nil {
+			var info ffmpeg.Info
+			if info, err = tools.Probe(ctx, out); err == nil {
+				what = fmt.Sprintf("rendered and measured a %.1f s %dx%d clip", info.Duration, info.Width, info.Height)
+			}
+		}
+	case catalog.KindEspeak:
+		out := filepath.Join(dir, "check.mp3")
+		if err = tools.Speak(ctx, "check", out, ffmpeg.SpeakOptions{}); err == nil {
+			var info ffmpeg.Info
+			if info, err = tools.Probe(ctx, out); err == nil {
+				what = fmt.Sprintf("spoke and measured a %.2f s word", info.Duration)
+			}
+		}
+	default:
+		err = errors.New("no check for this kind")
+	}
+	if err != nil {
+		fmt.Fprintf(e.stdout, "%s (%s): FAILED: %v\n", acc.Name, acc.Kind, err)
+		return fmt.Errorf("upstream %s does not work", acc.Name)
+	}
+	fmt.Fprintf(e.stdout, "%s (%s): OK, %s in %s\n", acc.Name, acc.Kind, what, time.Since(start).Round(time.Millisecond))
+	return nil
+}
