@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -18,10 +20,13 @@ const (
 	KindFFmpeg UpstreamKind = "ffmpeg"
 	// KindEspeak is the local speech engine: espeak-ng, no markers.
 	KindEspeak UpstreamKind = "espeak"
+	// KindArk is Volcengine/BytePlus ModelArk content generation (the Seedance models),
+	// reached over HTTPS with an API key: native generation.
+	KindArk UpstreamKind = "ark"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk)
 	return err
 }
 
@@ -36,9 +41,14 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return p == ProductEnhancement
 	case KindEspeak:
 		return p == ProductSpeech
+	case KindArk:
+		return p == ProductNative
 	}
 	return false
 }
+
+// Remote reports a kind reached over the network with credentials.
+func (k UpstreamKind) Remote() bool { return k == KindArk }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
 // by name (alias.upstream). The account "sandbox" of kind sandbox is built in.
@@ -48,6 +58,12 @@ type UpstreamAccount struct {
 	// MaxConcurrent bounds the jobs of this account running at once in one process (local
 	// engines: renders; speech has its own bound of the same size). 0: the engine's default.
 	MaxConcurrent int `yaml:"max_concurrent"`
+
+	// Remote kinds: the API's base URL, and where the API key is. The key itself is never in
+	// the catalog: it is read from the environment variable or the file named here, at start.
+	BaseURL    string `yaml:"base_url"`
+	APIKeyEnv  string `yaml:"api_key_env"`
+	APIKeyFile string `yaml:"api_key_file"`
 }
 
 // sandboxAccount is the built-in account every catalog has.
@@ -92,12 +108,59 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg or espeak)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak or ark)", u.Name))
 		case u.MaxConcurrent < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent must not be negative", u.Name))
 		default:
 			seen[u.Name] = true
+			errs = append(errs, u.checkRemote()...)
 		}
 	}
 	return errs
+}
+
+// checkRemote: a remote account names an https base URL and exactly one place for its key; a
+// local one names neither.
+func (u *UpstreamAccount) checkRemote() []error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("upstream %q: "+format, append([]any{u.Name}, args...)...))
+	}
+	if !u.Kind.Remote() {
+		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" {
+			add("base_url, api_key_env and api_key_file do not apply to kind %s", u.Kind)
+		}
+		return errs
+	}
+	if pu, err := url.Parse(u.BaseURL); err != nil || pu.Scheme != "https" || pu.Host == "" || pu.RawQuery != "" || pu.Fragment != "" {
+		add("base_url must be an https URL such as https://ark.cn-beijing.volces.com/api/v3")
+	}
+	if (u.APIKeyEnv == "") == (u.APIKeyFile == "") {
+		add("give exactly one of api_key_env (an environment variable's name) and api_key_file (a file's path) for the API key; the key itself never goes in the catalog")
+	}
+	return errs
+}
+
+// APIKey reads the account's API key from where the catalog says it is. The error names the
+// account and the variable or file, never a key.
+func (u UpstreamAccount) APIKey(getenv func(string) string, readFile func(string) ([]byte, error)) (string, error) {
+	var key, from string
+	switch {
+	case u.APIKeyEnv != "":
+		key, from = getenv(u.APIKeyEnv), "environment variable "+u.APIKeyEnv
+	case u.APIKeyFile != "":
+		from = "file " + u.APIKeyFile
+		b, err := readFile(u.APIKeyFile)
+		if err != nil {
+			return "", fmt.Errorf("upstream %s: the API key %s cannot be read", u.Name, from)
+		}
+		key = string(b)
+	default:
+		return "", fmt.Errorf("upstream %s: no API key is configured", u.Name)
+	}
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return "", fmt.Errorf("upstream %s: the API key %s is missing or empty", u.Name, from)
+	}
+	return key, nil
 }
