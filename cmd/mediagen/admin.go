@@ -43,6 +43,7 @@ type adminEnv struct {
 	db      *sqldb.DB
 	catalog *catalog.Catalog
 	stdout  io.Writer
+	getenv  func(string) string // where remote upstreams' keys are read from
 }
 
 type adminCmd struct {
@@ -112,7 +113,7 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		fs := flag.NewFlagSet("admin "+cmd.path, flag.ContinueOnError)
 		fs.SetOutput(stderr)
-		env := &adminEnv{stdout: stdout}
+		env := &adminEnv{stdout: stdout, getenv: getenv}
 		env.cfg.register(fs, getenv, false)
 		do := cmd.flags(fs)
 		positional, err := parseInterspersed(fs, args[len(words):])

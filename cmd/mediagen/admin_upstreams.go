@@ -95,6 +95,13 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 				what = fmt.Sprintf("spoke and measured a %.2f s word", info.Duration)
 			}
 		}
+	case catalog.KindArk:
+		var c interface{ Check(context.Context) error }
+		if c, err = arkClient(acc, e.getenv, nil); err == nil {
+			if err = c.Check(ctx); err == nil {
+				what = "listed tasks with the account's key at " + acc.BaseURL
+			}
+		}
 	default:
 		err = errors.New("no check for this kind")
 	}

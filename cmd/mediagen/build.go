@@ -90,6 +90,13 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 					upstreams[name] = video.Upstream{Enhancer: e}
 				}
 			}
+			remotes, err := m.remoteUpstreams()
+			if err != nil {
+				return nil, err
+			}
+			for name, u := range remotes {
+				upstreams[name] = u
+			}
 		}
 		pipeline := &video.Pipeline{
 			Upstreams: upstreams,

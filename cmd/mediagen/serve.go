@@ -51,7 +51,8 @@ type Main struct {
 	bgStop    context.CancelFunc
 
 	// FetchTLS, when set before Run, is the TLS configuration of the client that fetches
-	// user-supplied URLs (tests use it to trust their loopback HTTPS servers).
+	// user-supplied URLs and of the clients of remote upstreams (tests use it to trust their
+	// loopback HTTPS servers).
 	FetchTLS *tls.Config
 	// Upstreams, when set before Run, replaces the engines aliases bind to (tests use a
 	// counting fake); nil runs the embedded sandbox.

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net/http"
+	"os"
 	"path/filepath"
+	"time"
 
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
+	"mediagen/internal/provider/ark"
 	"mediagen/internal/provider/sandbox"
+	"mediagen/internal/video"
 )
 
 // localEngines makes the engine of every local upstream account of the catalog (kinds ffmpeg
@@ -31,4 +37,38 @@ func (m *Main) localEngines(tools ffmpeg.Tools, fetch *safefetch.Client) (map[st
 	}
 	m.locals = out
 	return out, nil
+}
+
+// remoteUpstreams makes the client of every remote account (kind ark), with its API key read
+// from where the catalog says. A missing or empty key stops serve with a message naming the
+// account and the variable or file — never a key.
+func (m *Main) remoteUpstreams() (map[string]video.Upstream, error) {
+	out := map[string]video.Upstream{}
+	for _, acc := range m.catalog.Accounts() {
+		if acc.Kind != catalog.KindArk {
+			continue
+		}
+		c, err := arkClient(acc, m.getenv, m.FetchTLS)
+		if err != nil {
+			return nil, err
+		}
+		out[acc.Name] = video.Upstream{Generator: c}
+	}
+	return out, nil
+}
+
+// arkClient is the client of an ark account. tlsConfig is nil in production (the system
+// roots); tests give the roots of their fake server.
+func arkClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfig *tls.Config) (*ark.Client, error) {
+	key, err := acc.APIKey(getenv, os.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsConfig
+	c, err := ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: &http.Client{Timeout: 30 * time.Second, Transport: tr}})
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", acc.Name, err)
+	}
+	return c, nil
 }

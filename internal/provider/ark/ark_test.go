@@ -24,7 +24,7 @@ type fakeArk struct {
 	creates atomic.Int64
 	mu      sync.Mutex
 	last    map[string]any
-	create  func(w http.ResponseWriter)             // nil: 200 with an id
+	create  func(w http.ResponseWriter)            // nil: 200 with an id
 	get     func(w http.ResponseWriter, id string) // nil: succeeded
 }
 

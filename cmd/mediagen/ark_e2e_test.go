@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/catalog"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
+)
+
+const arkTestKey = "sk-ark-e2e-7f3c9a1d5b"
+
+// arkCatalog is the demo catalog with demo-video-fast bound to an ark account at base.
+func arkCatalog(t *testing.T, dir, base string) string {
+	t.Helper()
+	demo := string(catalog.DemoYAML())
+	i := strings.Index(demo, "alias: demo-video-fast\n")
+	j := strings.Index(demo[i:], "upstream: sandbox")
+	if i < 0 || j < 0 {
+		t.Fatal("demo catalog layout changed")
+	}
+	demo = demo[:i+j] + "upstream: ark-main" + demo[i+j+len("upstream: sandbox"):]
+	demo = "upstreams:\n  - name: ark-main\n    kind: ark\n    base_url: " + base + "\n    api_key_env: ARK_TEST_KEY\n" + demo
+	path := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(path, []byte(demo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A native task on an alias bound to an Ark account runs through the Ark API (a fake that
+// checks the key and serves a real MP4 as the task's result): the result is copied into our
+// storage and measured, the charge is the upstream's reported tokens × the rate, one
+// upstream job is made, and the key appears nowhere the service wrote.
+func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "out.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 320, Height: 180, FPS: 24, Duration: 2, Container: "mp4", Audio: true, Text: "ark"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	var creates, polls atomic.Int64
+	var srvURL string
+	fake := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/files/out.mp4" {
+			http.ServeFile(w, r, clip) // the upstream's temporary result URL: no key needed
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer "+arkTestKey {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		switch {
+		case r.Method == "POST" && r.URL.Path == "/api/v3/contents/generations/tasks":
+			creates.Add(1)
+			b, _ := io.ReadAll(r.Body)
+			if !bytes.Contains(b, []byte(`"model":"sandbox-video-fast-2.0"`)) || !bytes.Contains(b, []byte(`"ratio":"16:9"`)) {
+				t.Errorf("create body %s", b)
+			}
+			_, _ = io.WriteString(w, `{"id":"cgt-e2e"}`)
+		case r.Method == "GET" && r.URL.Path == "/api/v3/contents/generations/tasks/cgt-e2e":
+			if polls.Add(1) == 1 {
+				_, _ = io.WriteString(w, `{"id":"cgt-e2e","status":"running"}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"id":"cgt-e2e","status":"succeeded","content":{"video_url":"`+srvURL+`/files/out.mp4"},"usage":{"completion_tokens":12345}}`)
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(fake.Close)
+	srvURL = fake.URL
+	roots := &tls.Config{RootCAs: fake.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	catPath := arkCatalog(t, t.TempDir(), fake.URL+"/api/v3")
+
+	// Without the key, serve does not start, and says which account and variable.
+	m0 := NewMain(env(nil), io.Discard, io.Discard)
+	if err := m0.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--catalog", catPath}); err != nil {
+		t.Fatal(err)
+	}
+	err := m0.Run(context.Background())
+	_ = m0.Close()
+	if err == nil || !strings.Contains(err.Error(), "ark-main") || !strings.Contains(err.Error(), "ARK_TEST_KEY") {
+		t.Fatalf("serve without the key: %v; want it refused naming the account and the variable", err)
+	}
+
+	var out, logs bytes.Buffer
+	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), &out, &logs)
+	m.FetchTLS = roots
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback",
+		"--log-level", "debug", "--catalog", catPath}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, tools: tools}
+	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+
+	id := e.create(`{"model":"demo-video-fast","prompt":"a red kite","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
+	task := e.wait(id)
+	if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != 12345 {
+		t.Fatalf("task on the ark account: %+v %+v", task, task.Error)
+	}
+	_, info := e.download(task.Metadata.URL, "ark.mp4")
+	if info.Width != 320 || info.Height != 180 || !near(info.Duration, 2, 0.05) {
+		t.Errorf("the copied result measures %+v", info)
+	}
+	tenant, _ := m.catalog.Tenant("demo")
+	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), 12345)
+	if got := e.used(); got != want {
+		t.Errorf("charged %s, want %s for the upstream's 12345 tokens", got, want)
+	}
+	if n := creates.Load(); n != 1 {
+		t.Errorf("%d upstream jobs for one task", n)
+	}
+	if strings.Contains(task.Metadata.URL, fake.URL) {
+		t.Errorf("the upstream's URL reached the client: %s", task.Metadata.URL)
+	}
+	_, view := e.call("GET", "/v1/videos/"+id, "")
+	for what, text := range map[string]string{"stdout": out.String(), "the logs": logs.String(), "the task view": string(view), "the metrics": e.metrics()} {
+		if strings.Contains(text, arkTestKey) {
+			t.Errorf("the API key appears in %s", what)
+		}
+	}
+	// Nor in any file the service wrote: the database, its WAL, stored results, job files.
+	_ = filepath.Walk(filepath.Join(dir, "data"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return nil
+		}
+		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(arkTestKey)) {
+			t.Errorf("the API key is in %s", p)
+		}
+		return nil
+	})
+}
