@@ -111,6 +111,11 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 	e := &e2e{t: t, m: m, tools: tools}
 	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
 
+	// A request the contract allows but Ark cannot serve is refused at submission.
+	if status, b := e.call("POST", "/v1/videos", `{"model":"demo-video-fast","prompt":"x","metadata":{"output_format":"mov"}}`); status != 400 ||
+		!bytes.Contains(b, []byte(`"param":"metadata.output_format"`)) {
+		t.Errorf("mov on ark: %d %s; want 400 on metadata.output_format", status, b)
+	}
 	id := e.create(`{"model":"demo-video-fast","prompt":"a red kite","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
 	task := e.wait(id)
 	if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != 12345 {

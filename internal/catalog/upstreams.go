@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"mediagen/internal/contract"
 )
 
 // UpstreamKind is what engine an upstream account is: the built-in sandbox, or a local
@@ -45,6 +47,16 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return p == ProductNative
 	}
 	return false
+}
+
+// Refuse names what of a contract-valid video request an engine of the kind cannot do: the
+// field and a sentence for the client, or "" when it can do it all. Such a request is refused
+// at submission (400), never accepted and failed later.
+func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string) {
+	if k == KindArk && req.Native != nil && req.Native.OutputFormat == "mov" {
+		return "metadata.output_format", "metadata.output_format mov is not available for this model; use mp4 (the default)."
+	}
+	return "", ""
 }
 
 // Remote reports a kind reached over the network with credentials.

@@ -48,6 +48,13 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store
 	if derr != nil {
 		return store.Task{}, false, fromContract(derr)
 	}
+	if s.Accounts != nil {
+		if acc, ok := s.Accounts(string(alias.Upstream)); ok {
+			if param, msg := acc.Kind.Refuse(req); param != "" {
+				return store.Task{}, false, apierr.Invalid(param, msg)
+			}
+		}
+	}
 	canonical, err := contract.Canonical(body)
 	if err != nil {
 		return store.Task{}, false, apierr.Invalid("", "The request body is not valid JSON.")

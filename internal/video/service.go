@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"mediagen/internal/catalog"
 	"mediagen/internal/store"
 )
 
@@ -60,6 +61,9 @@ type Service struct {
 	Now    func() time.Time
 	// Scheduled reports newly accepted tasks to the job engine (may be nil).
 	Scheduled func(taskID string)
+	// Accounts finds the upstream account an alias is bound to, so that a request its engine
+	// cannot serve is refused at submission (nil: every request is servable).
+	Accounts func(name string) (catalog.UpstreamAccount, bool)
 }
 
 func (s *Service) now() time.Time {
