@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
+)
+
+// TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney runs 40 tasks through a fake Ark that
+// fails about 30% of its answers: creates refused with 503 or 429 before any job is made,
+// polls answering 500, 429 with Retry-After, or malformed JSON, and result downloads that
+// fail once. Every task must end completed, each with exactly one upstream job, charged
+// exactly the tokens the upstream reported, and the ledger must balance.
+func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("40 tasks through a faulty fake upstream")
+	}
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "out.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 1, Container: "mp4", Text: "f"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	const tasks, tokens = 40, 1000
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(n int) int { mu.Lock(); defer mu.Unlock(); return rng.IntN(n) }
+	fault := func() bool { return pick(100) < 30 }
+	jobs := map[string]int{}       // prompt → jobs made for it
+	polls := map[string]int{}      // job id → polls answered
+	downloads := map[string]bool{} // job id → a download already failed once
+	var srvURL string
+	fake := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/files/") {
+			id := strings.TrimPrefix(r.URL.Path, "/files/")
+			mu.Lock()
+			failed := downloads[id]
+			downloads[id] = true
+			mu.Unlock()
+			if !failed && fault() {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			http.ServeFile(w, r, clip)
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer "+arkTestKey {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		switch {
+		case r.Method == "POST":
+			if fault() {
+				if pick(2) == 0 {
+					w.Header().Set("Retry-After", "1")
+					w.WriteHeader(http.StatusTooManyRequests)
+				} else {
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}
+				return // refused: no job was made
+			}
+			var body struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			prompt := body.Content[0].Text
+			mu.Lock()
+			jobs[prompt]++
+			id := fmt.Sprintf("cgt-%d", len(polls)+len(jobs))
+			polls[id] = 0
+			mu.Unlock()
+			_, _ = io.WriteString(w, `{"id":"`+id+`"}`)
+		case r.Method == "GET":
+			id := strings.TrimPrefix(r.URL.Path, "/api/v3/contents/generations/tasks/")
+			if fault() {
+				switch pick(3) {
+				case 0:
+					w.WriteHeader(http.StatusInternalServerError)
+				case 1:
+					w.Header().Set("Retry-After", "1")
+					w.WriteHeader(http.StatusTooManyRequests)
+				default:
+					_, _ = io.WriteString(w, `{"id":`)
+				}
+				return
+			}
+			mu.Lock()
+			polls[id]++
+			n := polls[id]
+			mu.Unlock()
+			if n == 1 {
+				_, _ = io.WriteString(w, `{"id":"`+id+`","status":"running"}`)
+				return
+			}
+			_, _ = fmt.Fprintf(w, `{"id":"%s","status":"succeeded","content":{"video_url":"%s/files/%s"},"usage":{"completion_tokens":%d}}`, id, srvURL, id, tokens)
+		}
+	}))
+	t.Cleanup(fake.Close)
+	srvURL = fake.URL
+	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, io.Discard)
+	m.FetchTLS = &tls.Config{RootCAs: fake.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback",
+		"--log-level", "error", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.URL+"/api/v3")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, tools: tools}
+	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	var ids []string
+	for i := 0; i < tasks; i++ {
+		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"task %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i)))
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for _, id := range ids {
+		if task := e.wait(id); task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != tokens {
+			t.Errorf("task %s ended %s %+v", id, task.Status, task.Error)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tasks did not finish in time")
+		}
+	}
+	mu.Lock()
+	for i := 0; i < tasks; i++ {
+		if n := jobs[fmt.Sprintf("task %d", i)]; n != 1 {
+			t.Errorf("task %d made %d upstream jobs, want 1", i, n)
+		}
+	}
+	mu.Unlock()
+	tenant, _ := m.catalog.Tenant("demo")
+	one, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), tokens)
+	if got, want := e.used(), one*tasks; got != want {
+		t.Errorf("charged %s, want %s (%d tasks × %s)", got, want, tasks, one)
+	}
+	if err := m.db.CheckLedger(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
