@@ -86,12 +86,23 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 	roots := &tls.Config{RootCAs: fake.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	catPath := arkCatalog(t, t.TempDir(), fake.URL+"/api/v3")
 
-	// Without the key, serve does not start, and says which account and variable.
-	m0 := NewMain(env(nil), io.Discard, io.Discard)
-	if err := m0.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--catalog", catPath}); err != nil {
+	// Without --public-url, serve does not start: Ark could not reach asset links.
+	mp := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, io.Discard)
+	if err := mp.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--catalog", catPath}); err != nil {
 		t.Fatal(err)
 	}
-	err := m0.Run(context.Background())
+	err := mp.Run(context.Background())
+	_ = mp.Close()
+	if err == nil || !strings.Contains(err.Error(), "--public-url") || !strings.Contains(err.Error(), "ark-main") {
+		t.Fatalf("serve without --public-url: %v", err)
+	}
+
+	// Without the key, serve does not start, and says which account and variable.
+	m0 := NewMain(env(nil), io.Discard, io.Discard)
+	if err := m0.ParseFlags([]string{"--listen", "127.0.0.1:0", "--public-url", "https://mediagen.example.com", "--data-dir", t.TempDir(), "--catalog", catPath}); err != nil {
+		t.Fatal(err)
+	}
+	err = m0.Run(context.Background())
 	_ = m0.Close()
 	if err == nil || !strings.Contains(err.Error(), "ark-main") || !strings.Contains(err.Error(), "ARK_TEST_KEY") {
 		t.Fatalf("serve without the key: %v; want it refused naming the account and the variable", err)
@@ -100,7 +111,8 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 	var out, logs bytes.Buffer
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), &out, &logs)
 	m.FetchTLS = roots
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback",
+	addr := freeAddr(t) // remote upstreams need a public URL; here it is the loopback one
+	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
 		"--log-level", "debug", "--catalog", catPath}); err != nil {
 		t.Fatal(err)
 	}

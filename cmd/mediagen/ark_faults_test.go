@@ -116,7 +116,8 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	srvURL = fake.URL
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, io.Discard)
 	m.FetchTLS = &tls.Config{RootCAs: fake.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback",
+	addr := freeAddr(t) // remote upstreams need a public URL; here it is the loopback one
+	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
 		"--log-level", "error", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.URL+"/api/v3")}); err != nil {
 		t.Fatal(err)
 	}

@@ -119,6 +119,14 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.ln = ln
 	if m.Config.PublicURL == "" {
+		// A remote upstream fetches asset:// references through signed links to this
+		// service: a loopback default would hand it links it cannot reach.
+		for _, acc := range m.catalog.Accounts() {
+			if acc.Kind.Remote() && m.Config.Role != "api" {
+				_ = ln.Close()
+				return fmt.Errorf("upstream %s (kind %s) fetches asset references from this service: set --public-url to the address it can reach", acc.Name, acc.Kind)
+			}
+		}
 		m.Config.PublicURL = "http://" + ln.Addr().String()
 	}
 	m.Config.PublicURL = strings.TrimRight(m.Config.PublicURL, "/")
