@@ -21,8 +21,9 @@ import (
 
 const arkTestKey = "sk-ark-e2e-7f3c9a1d5b"
 
-// arkCatalog is the demo catalog with demo-video-fast bound to an ark account at base.
-func arkCatalog(t *testing.T, dir, base string) string {
+// arkCatalog is the demo catalog with demo-video-fast bound to an ark account at base; extra
+// lines (indented as the account's fields) are added to the account.
+func arkCatalog(t *testing.T, dir, base string, extra ...string) string {
 	t.Helper()
 	demo := string(catalog.DemoYAML())
 	i := strings.Index(demo, "alias: demo-video-fast\n")
@@ -31,7 +32,7 @@ func arkCatalog(t *testing.T, dir, base string) string {
 		t.Fatal("demo catalog layout changed")
 	}
 	demo = demo[:i+j] + "upstream: ark-main" + demo[i+j+len("upstream: sandbox"):]
-	demo = "upstreams:\n  - name: ark-main\n    kind: ark\n    base_url: " + base + "\n    api_key_env: ARK_TEST_KEY\n" + demo
+	demo = "upstreams:\n  - name: ark-main\n    kind: ark\n    base_url: " + base + "\n    api_key_env: ARK_TEST_KEY\n" + strings.Join(extra, "") + demo
 	path := filepath.Join(dir, "catalog.yaml")
 	if err := os.WriteFile(path, []byte(demo), 0o644); err != nil {
 		t.Fatal(err)

@@ -20,7 +20,8 @@ import (
 	"mediagen/internal/money"
 )
 
-// TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney runs 40 tasks through a fake Ark that
+// TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney runs 40 tasks, at most 3 upstream jobs
+// at a time (the account's max_in_flight; the others wait, queued), through a fake Ark that
 // fails about 30% of its answers: creates refused with 503 or 429 before any job is made,
 // polls answering 500, 429 with Retry-After, or malformed JSON, and result downloads that
 // fail once. Every task must end completed, each with exactly one upstream job, charged
@@ -41,6 +42,8 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pick := func(n int) int { mu.Lock(); defer mu.Unlock(); return rng.IntN(n) }
 	fault := func() bool { return pick(100) < 30 }
+	const maxInFlight = 3
+	running, peak := 0, 0          // upstream jobs made and not yet reported succeeded
 	jobs := map[string]int{}       // prompt → jobs made for it
 	polls := map[string]int{}      // job id → polls answered
 	downloads := map[string]bool{} // job id → a download already failed once
@@ -83,6 +86,8 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 			prompt := body.Content[0].Text
 			mu.Lock()
 			jobs[prompt]++
+			running++
+			peak = max(peak, running)
 			id := fmt.Sprintf("cgt-%d", len(polls)+len(jobs))
 			polls[id] = 0
 			mu.Unlock()
@@ -104,6 +109,9 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 			mu.Lock()
 			polls[id]++
 			n := polls[id]
+			if n == 2 {
+				running--
+			}
 			mu.Unlock()
 			if n == 1 {
 				_, _ = io.WriteString(w, `{"id":"`+id+`","status":"running"}`)
@@ -118,7 +126,7 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	m.FetchTLS = &tls.Config{RootCAs: fake.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	addr := freeAddr(t) // remote upstreams need a public URL; here it is the loopback one
 	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
-		"--log-level", "error", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.URL+"/api/v3")}); err != nil {
+		"--log-level", "error", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.URL+"/api/v3", fmt.Sprintf("    max_in_flight: %d\n", maxInFlight))}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
@@ -141,6 +149,9 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 		}
 	}
 	mu.Lock()
+	if peak > maxInFlight || peak == 0 {
+		t.Errorf("the upstream had %d jobs running at once; the account allows %d", peak, maxInFlight)
+	}
 	for i := 0; i < tasks; i++ {
 		if n := jobs[fmt.Sprintf("task %d", i)]; n != 1 {
 			t.Errorf("task %d made %d upstream jobs, want 1", i, n)

@@ -103,6 +103,8 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			Blobs:     m.blobs, Tools: tools, Fetch: fetch, LinkTTL: c.LinkTTL,
 			PollMin: 200 * time.Millisecond, PollMax: 10 * time.Second,
 			UpstreamErrors: video.NewUpstreamErrors(reg),
+			MaxInFlight:    func(name string) int { acc, _ := m.catalog.Upstream(name); return acc.MaxInFlight },
+			UpstreamWaits:  video.NewUpstreamWaits(reg),
 		}
 		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }

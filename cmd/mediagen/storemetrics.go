@@ -28,6 +28,9 @@ func registerStoreMetrics(reg *prometheus.Registry, db *sqldb.DB) {
 		activeTasks{db: db, desc: prometheus.NewDesc("mediagen_tasks_active",
 			"Tasks not finished yet, by route and status (queued, in_progress); read from the database at each scrape.",
 			[]string{"route", "status"}, nil)},
+		upstreamSlots{db: db, desc: prometheus.NewDesc("mediagen_upstream_jobs_in_flight",
+			"Upstream jobs in flight of each account with a max_in_flight (docs/upstreams.md); read from the database at each scrape.",
+			[]string{"upstream"}, nil)},
 	)
 }
 
@@ -50,5 +53,27 @@ func (a activeTasks) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, c := range counts {
 		ch <- prometheus.MustNewConstMetric(a.desc, prometheus.GaugeValue, float64(c.N), c.Route, c.Status)
+	}
+}
+
+// upstreamSlots reads the upstream jobs in flight of the accounts with a max_in_flight, at
+// scrape time, the same on every replica.
+type upstreamSlots struct {
+	db   *sqldb.DB
+	desc *prometheus.Desc
+}
+
+func (u upstreamSlots) Describe(ch chan<- *prometheus.Desc) { ch <- u.desc }
+
+func (u upstreamSlots) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	slots, err := u.db.UpstreamSlots(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(u.desc, err)
+		return
+	}
+	for account, n := range slots {
+		ch <- prometheus.MustNewConstMetric(u.desc, prometheus.GaugeValue, float64(n), account)
 	}
 }

@@ -70,6 +70,9 @@ type UpstreamAccount struct {
 	// MaxConcurrent bounds the jobs of this account running at once in one process (local
 	// engines: renders; speech has its own bound of the same size). 0: the engine's default.
 	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxInFlight bounds the upstream jobs of this account in flight across every replica
+	// (0: no bound). A task whose turn has not come waits, queued; it never fails for it.
+	MaxInFlight int `yaml:"max_in_flight"`
 
 	// Remote kinds: the API's base URL, and where the API key is. The key itself is never in
 	// the catalog: it is read from the environment variable or the file named here, at start.
@@ -121,8 +124,8 @@ func (c *Catalog) checkUpstreams() []error {
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
 			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak or ark)", u.Name))
-		case u.MaxConcurrent < 0:
-			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent must not be negative", u.Name))
+		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
+			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:
 			seen[u.Name] = true
 			errs = append(errs, u.checkRemote()...)

@@ -72,7 +72,7 @@ func TestUpstreamMistakesStopTheLoad(t *testing.T) {
 		{"a missing kind is refused", "    kind: espeak\n", "", `upstream "local-speech": kind is required`},
 		{"a duplicate name is refused", "name: local-speech", "name: local-enhance", `upstream "local-enhance" is defined twice`},
 		{"sandbox is built in", "name: local-speech", "name: sandbox", `upstream "sandbox" is defined twice (sandbox is built in)`},
-		{"a negative concurrency is refused", "max_concurrent: 2", "max_concurrent: -1", "max_concurrent must not be negative"},
+		{"a negative concurrency is refused", "max_concurrent: 2", "max_concurrent: -1", "max_concurrent and max_in_flight must not be negative"},
 		{"an unknown key of an account names its line", "    kind: ffmpeg\n", "    kind: ffmpeg\n    api_key: x\n", `line 4: unknown key "api_key"`},
 	}
 	for _, tt := range tests {

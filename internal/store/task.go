@@ -107,12 +107,19 @@ type QueueStore interface {
 	TaskRun(ctx context.Context, id string) (TaskRun, error)
 	CountTasks(ctx context.Context) (map[string]int, error)
 	ActiveTasks(ctx context.Context) ([]TaskCount, error)
+	// UpstreamSlots counts the upstream jobs in flight per account that has a limit.
+	UpstreamSlots(ctx context.Context) (map[string]int, error)
 }
 
 // QueueTx is the write side of a task's run.
 type QueueTx interface {
 	// AdvanceTask writes a run's outcome; ErrLeaseLost when the task is already terminal.
 	AdvanceTask(ctx context.Context, a Advance) error
+	// TakeSlot counts one more upstream job of an account when fewer than limit are counted,
+	// and reports whether it did; ReleaseSlot counts one fewer. They move in the transaction
+	// of the task state that records the slot, so a slot is released exactly once.
+	TakeSlot(ctx context.Context, account string, limit int) (bool, error)
+	ReleaseSlot(ctx context.Context, account string) error
 }
 
 type TaskCount struct {

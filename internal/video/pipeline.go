@@ -40,6 +40,26 @@ type Pipeline struct {
 	// (submit, poll) and kind: transient (retried), rejected (a permanent error), job_failed
 	// and job_expired (the upstream's job ended without a result). See NewUpstreamErrors.
 	UpstreamErrors *prometheus.CounterVec
+	// MaxInFlight is the bound on upstream jobs in flight of an account (0: none). A task
+	// takes its account's slot with its first submit and keeps it until it ends.
+	MaxInFlight func(upstream string) int
+	// SlotWait is how long a task whose account is full waits before trying again (1 s).
+	SlotWait time.Duration
+	// UpstreamWaits, when set, counts the submits that waited for a slot, by upstream.
+	UpstreamWaits *prometheus.CounterVec
+}
+
+// ErrSlotsFull is a submit's checkpoint refused because its account's upstream jobs are at
+// the account's max_in_flight: the task waits for a slot.
+var ErrSlotsFull = errors.New("upstream account at its in-flight limit")
+
+// NewUpstreamWaits registers the counter of submits that waited for their account's slot.
+func NewUpstreamWaits(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagen_upstream_waits_total", Help: "Upstream submits that waited because their account was at its max_in_flight, by upstream.",
+	}, []string{"upstream"})
+	reg.MustRegister(c)
+	return c
 }
 
 // NewUpstreamErrors registers the pipeline's upstream error counter on reg.
@@ -75,6 +95,8 @@ type pipeState struct {
 	Polls        int    `json:"polls,omitempty"`
 	Intermediate string `json:"intermediate,omitempty"` // blob key of the generation output (production)
 	Tokens       int64  `json:"tokens,omitempty"`
+	// SlotHeld: the task counts in its account's upstream jobs in flight (released at its end).
+	SlotHeld bool `json:"slot_held,omitempty"`
 }
 
 // progress bands per route: [start of enhancement, end before finishing].
@@ -164,11 +186,28 @@ func (s *stepCtx) outcome(progress int, phase string, runIn time.Duration) (Outc
 func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, error) {
 	if !s.st.Submitting {
 		s.st.Submitting = true
+		limit := 0
+		if s.p.MaxInFlight != nil && !s.st.SlotHeld {
+			limit = s.p.MaxInFlight(s.req.Upstream)
+		}
+		s.st.SlotHeld = s.st.SlotHeld || limit > 0
 		o, err := s.outcome(s.c.Progress, s.phase, 0)
 		if err != nil {
 			return o, "", err
 		}
-		if err := s.save(o); err != nil {
+		if limit > 0 {
+			o.TakeSlot, o.SlotLimit = s.req.Upstream, limit
+		}
+		if err := s.save(o); errors.Is(err, ErrSlotsFull) {
+			if s.p.UpstreamWaits != nil {
+				s.p.UpstreamWaits.WithLabelValues(s.req.Upstream).Inc()
+			}
+			wait := s.p.SlotWait
+			if wait <= 0 {
+				wait = time.Second
+			}
+			return Outcome{Status: s.c.Status, Progress: s.c.Progress, RunIn: wait}, "", nil
+		} else if err != nil {
 			return Outcome{}, "", err
 		}
 	}

@@ -2,6 +2,7 @@ package video
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -29,6 +30,10 @@ type Outcome struct {
 	State    []byte
 	RunIn    time.Duration // when the task is due again
 	Final    *Final        // set when the task reaches a terminal state
+	// TakeSlot, on a checkpoint, takes a slot of this upstream account (at most SlotLimit
+	// in flight) with the write; ErrSlotsFull when none is free.
+	TakeSlot  string
+	SlotLimit int
 }
 
 // Final is a terminal outcome.
@@ -83,7 +88,18 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 	}
 	save := func(o Outcome) error {
 		a := advance(c, o)
-		return cp(ctx, func(ctx context.Context, tx store.Tx) error { return tx.AdvanceTask(ctx, a) })
+		return cp(ctx, func(ctx context.Context, tx store.Tx) error {
+			if o.TakeSlot != "" {
+				ok, err := tx.TakeSlot(ctx, o.TakeSlot, o.SlotLimit)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return ErrSlotsFull
+				}
+			}
+			return tx.AdvanceTask(ctx, a)
+		})
 	}
 	start := time.Now()
 	out, err := h.Steps.Step(ctx, c, save)
@@ -165,6 +181,11 @@ func (h *Tasks) final(c store.TaskRun, o Outcome) jobs.Outcome {
 			if err := tx.AdvanceTask(ctx, a); err != nil {
 				return err
 			}
+			if account := heldSlot(c.Request, state); account != "" {
+				if err := tx.ReleaseSlot(ctx, account); err != nil {
+					return err
+				}
+			}
 			over, err := billing.Settle(ctx, tx, c.KeyID, c.ID, c.Reserved, charge, now)
 			overage = over > 0
 			return err
@@ -192,4 +213,18 @@ func (h *Tasks) log() *slog.Logger {
 		return slog.Default()
 	}
 	return h.Logger
+}
+
+// heldSlot is the upstream account whose slot the task holds, or "": read from the task's
+// state (pipeState.SlotHeld) and its stored request's binding.
+func heldSlot(request, state []byte) string {
+	var st pipeState
+	if len(state) == 0 || json.Unmarshal(state, &st) != nil || !st.SlotHeld {
+		return ""
+	}
+	var req Stored
+	if json.Unmarshal(request, &req) != nil {
+		return ""
+	}
+	return req.Upstream
 }

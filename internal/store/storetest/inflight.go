@@ -198,3 +198,45 @@ func InFlightLimitHolds(t *testing.T, handles []store.Store, limit, attempts int
 func testInFlightLimitHoldsUnderConcurrentCreates(t *testing.T, s store.Store) {
 	InFlightLimitHolds(t, []store.Store{s}, 5, 40)
 }
+
+// testUpstreamSlotsNeverExceedTheLimit: concurrent takers of one account's slots never take
+// more than the limit; a release frees one; accounts are counted apart.
+func testUpstreamSlotsNeverExceedTheLimit(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	take := func(account string, limit int) bool {
+		var ok bool
+		if err := s.Transact(ctx, func(tx store.Tx) (err error) { ok, err = tx.TakeSlot(ctx, account, limit); return err }); err != nil {
+			t.Error(err)
+		}
+		return ok
+	}
+	var mu sync.Mutex
+	took := 0
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Go(func() {
+			if take("ark-main", 5) {
+				mu.Lock()
+				took++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if took != 5 {
+		t.Fatalf("12 concurrent takers of 5 slots took %d", took)
+	}
+	if take("ark-main", 5) {
+		t.Error("a sixth slot was taken")
+	}
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.ReleaseSlot(ctx, "ark-main") }); err != nil {
+		t.Fatal(err)
+	}
+	if !take("ark-main", 5) || !take("other", 1) {
+		t.Error("a released slot, or another account's, was not free")
+	}
+	got, err := s.UpstreamSlots(ctx)
+	if err != nil || got["ark-main"] != 5 || got["other"] != 1 {
+		t.Errorf("slots %v %v", got, err)
+	}
+}

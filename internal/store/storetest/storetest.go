@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"InFlightTasksFollowCreateAndFinish", testInFlightTasksFollowCreateAndFinish},
 		{"InFlightSpeechesFollowCreateAndFinish", testInFlightSpeechesFollowCreateAndFinish},
 		{"InFlightLimitHoldsUnderConcurrentCreates", testInFlightLimitHoldsUnderConcurrentCreates},
+		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
