@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"mediagen/internal/billing"
-	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 )
@@ -25,19 +24,8 @@ const arkTestKey = "sk-ark-e2e-7f3c9a1d5b"
 // lines (indented as the account's fields) are added to the account.
 func arkCatalog(t *testing.T, dir, base string, extra ...string) string {
 	t.Helper()
-	demo := string(catalog.DemoYAML())
-	i := strings.Index(demo, "alias: demo-video-fast\n")
-	j := strings.Index(demo[i:], "upstream: sandbox")
-	if i < 0 || j < 0 {
-		t.Fatal("demo catalog layout changed")
-	}
-	demo = demo[:i+j] + "upstream: ark-main" + demo[i+j+len("upstream: sandbox"):]
-	demo = "upstreams:\n  - name: ark-main\n    kind: ark\n    base_url: " + base + "\n    api_key_env: ARK_TEST_KEY\n" + strings.Join(extra, "") + demo
-	path := filepath.Join(dir, "catalog.yaml")
-	if err := os.WriteFile(path, []byte(demo), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	account := "  - name: ark-main\n    kind: ark\n    base_url: " + base + "\n    api_key_env: ARK_TEST_KEY\n" + strings.Join(extra, "")
+	return demoCatalogWith(t, dir, account, map[string]string{"demo-video-fast": "ark-main"})
 }
 
 // A native task on an alias bound to an Ark account runs through the Ark API (a fake that

@@ -16,32 +16,35 @@ import (
 	"mediagen/internal/money"
 )
 
-// localUpstreamsCatalog is the demo catalog with the enhancement and speech aliases bound to
-// local engines (kinds ffmpeg and espeak) instead of the sandbox.
-func localUpstreamsCatalog(t *testing.T, dir string) string {
+// demoCatalogWith writes the demo catalog with an upstreams section (accounts, as YAML list
+// items) and some aliases rebound from the sandbox to accounts, and checks that it loads.
+func demoCatalogWith(t *testing.T, dir, accounts string, bind map[string]string) string {
 	t.Helper()
 	demo := string(catalog.DemoYAML())
-	for _, alias := range []string{"demo-enhance-lite", "demo-speech"} {
+	for alias, account := range bind {
 		i := strings.Index(demo, "alias: "+alias+"\n")
-		j := strings.Index(demo[i:], "upstream: sandbox")
+		j := strings.Index(demo[max(i, 0):], "upstream: sandbox")
 		if i < 0 || j < 0 {
 			t.Fatal("demo catalog layout changed")
 		}
-		to := "upstream: local-enhance"
-		if alias == "demo-speech" {
-			to = "upstream: local-speech"
-		}
-		demo = demo[:i+j] + to + demo[i+j+len("upstream: sandbox"):]
+		demo = demo[:i+j] + "upstream: " + account + demo[i+j+len("upstream: sandbox"):]
 	}
-	demo = "upstreams:\n  - name: local-enhance\n    kind: ffmpeg\n  - name: local-speech\n    kind: espeak\n" + demo
 	path := filepath.Join(dir, "catalog.yaml")
-	if err := os.WriteFile(path, []byte(demo), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("upstreams:\n"+accounts+demo), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := catalog.Load(path); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// localUpstreamsCatalog is the demo catalog with the enhancement and speech aliases bound to
+// local engines (kinds ffmpeg and espeak) instead of the sandbox.
+func localUpstreamsCatalog(t *testing.T, dir string) string {
+	t.Helper()
+	return demoCatalogWith(t, dir, "  - name: local-enhance\n    kind: ffmpeg\n  - name: local-speech\n    kind: espeak\n",
+		map[string]string{"demo-enhance-lite": "local-enhance", "demo-speech": "local-speech"})
 }
 
 // Aliases bound to the local ffmpeg and espeak engines run on them: with no test markers (a
