@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
@@ -66,7 +65,7 @@ func arkClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfi
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
-	c, err := ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: &http.Client{Timeout: 30 * time.Second, Transport: tr}})
+	c, err := ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: &http.Client{Timeout: acc.Timeout(), Transport: tr}})
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", acc.Name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -79,6 +80,19 @@ type UpstreamAccount struct {
 	BaseURL    string `yaml:"base_url"`
 	APIKeyEnv  string `yaml:"api_key_env"`
 	APIKeyFile string `yaml:"api_key_file"`
+	// TimeoutSeconds bounds one call to the API, answer included (default 30, at most 600).
+	TimeoutSeconds int `yaml:"timeout_seconds"`
+}
+
+// DefaultUpstreamTimeout is a remote call's bound when the account sets none.
+const DefaultUpstreamTimeout = 30 * time.Second
+
+// Timeout is the bound of one call to the account's API.
+func (u UpstreamAccount) Timeout() time.Duration {
+	if u.TimeoutSeconds > 0 {
+		return time.Duration(u.TimeoutSeconds) * time.Second
+	}
+	return DefaultUpstreamTimeout
 }
 
 // sandboxAccount is the built-in account every catalog has.
@@ -142,10 +156,13 @@ func (u *UpstreamAccount) checkRemote() []error {
 		errs = append(errs, fmt.Errorf("upstream %q: "+format, append([]any{u.Name}, args...)...))
 	}
 	if !u.Kind.Remote() {
-		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" {
-			add("base_url, api_key_env and api_key_file do not apply to kind %s", u.Kind)
+		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 {
+			add("base_url, api_key_env, api_key_file and timeout_seconds do not apply to kind %s", u.Kind)
 		}
 		return errs
+	}
+	if u.TimeoutSeconds < 0 || u.TimeoutSeconds > 600 {
+		add("timeout_seconds must be 1 to 600 (0 or absent: 30)")
 	}
 	if pu, err := url.Parse(u.BaseURL); err != nil || pu.Scheme != "https" || pu.Host == "" || pu.RawQuery != "" || pu.Fragment != "" {
 		add("base_url must be an https URL such as https://ark.cn-beijing.volces.com/api/v3")

@@ -143,6 +143,7 @@ func TestRemoteAccountMistakesStopTheLoad(t *testing.T) {
 		{"two key locations are refused", "    api_key_env: ARK_API_KEY\n", "    api_key_env: ARK_API_KEY\n    api_key_file: /k\n", "give exactly one of api_key_env"},
 		{"ark does not serve speech", "        product: native\n        family: fast-2.0\n", "        product: speech\n", `upstream "ark-main" (kind ark) cannot serve product speech`},
 		{"a local kind takes no credentials", "kind: ark", "kind: ffmpeg", "do not apply to kind ffmpeg"},
+		{"a timeout beyond ten minutes is refused", "    api_key_env: ARK_API_KEY\n", "    api_key_env: ARK_API_KEY\n    timeout_seconds: 601\n", "timeout_seconds must be 1 to 600"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,31 @@ type Pipeline struct {
 	SlotWait time.Duration
 	// UpstreamWaits, when set, counts the submits that waited for a slot, by upstream.
 	UpstreamWaits *prometheus.CounterVec
+	// UpstreamCalls, when set, times every submit and poll call, by upstream, call and
+	// outcome (ok, error): its count of ok submits is the jobs submitted per account.
+	UpstreamCalls *prometheus.HistogramVec
+}
+
+// NewUpstreamCalls registers the histogram of upstream call latencies on reg.
+func NewUpstreamCalls(reg prometheus.Registerer) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "mediagen_upstream_call_duration_seconds", Help: "Upstream submit and poll calls of video tasks, by upstream, call and outcome (ok, error).",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"upstream", "call", "outcome"})
+	reg.MustRegister(h)
+	return h
+}
+
+// timed records one upstream call's latency and outcome.
+func (s *stepCtx) timed(call string, start time.Time, err error) {
+	if s.p.UpstreamCalls == nil {
+		return
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	s.p.UpstreamCalls.WithLabelValues(s.req.Upstream, call, outcome).Observe(time.Since(start).Seconds())
 }
 
 // ErrSlotsFull is a submit's checkpoint refused because its account's upstream jobs are at
@@ -214,6 +239,8 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 	key := s.c.ID + ":" + half
 	var job string
 	var err error
+	start := time.Now()
+	defer func() { s.timed("submit", start, err) }()
 	if half == "gen" {
 		if s.up.Generator == nil {
 			return permanent("video_generation_failed", "The model is not available."), "", nil
@@ -261,11 +288,13 @@ func (s *stepCtx) upstreamError(call string, err error) (Outcome, string, error)
 func (s *stepCtx) poll(ctx context.Context, half string) (Outcome, string, error) {
 	var job provider.Job
 	var err error
+	start := time.Now()
 	if half == "gen" {
 		job, err = s.up.Generator.PollGeneration(ctx, s.st.GenJob)
 	} else {
 		job, err = s.up.Enhancer.PollEnhancement(ctx, s.st.EnhJob)
 	}
+	s.timed("poll", start, err)
 	if errors.Is(err, provider.ErrUnknownJob) {
 		// The upstream lost the job: submit again under the same idempotency key.
 		if half == "gen" {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"mediagen/internal/provider"
 )
@@ -231,5 +232,26 @@ func TestCheckIsOneAuthenticatedCall(t *testing.T) {
 	bad, _ := New(Config{BaseURL: srv.URL + "/api/v3", APIKey: "sk-wrong"})
 	if err := bad.Check(t.Context()); err == nil || strings.Contains(err.Error(), "sk-wrong") {
 		t.Errorf("a wrong key: %v", err)
+	}
+}
+
+// A call whose answer does not come within the client's timeout (a slow body) is transient.
+func TestASlowAnswerIsTransient(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `{"id":"x","sta`)
+		w.(http.Flusher).Flush()
+		<-release // the rest of the body never comes in time
+	}))
+	defer srv.Close()
+	defer close(release)
+	c, err := New(Config{BaseURL: srv.URL + "/api/v3", APIKey: testKey, HTTP: &http.Client{Timeout: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PollGeneration(t.Context(), "x"); !errors.Is(err, provider.ErrTransient) {
+		t.Errorf("slow answer: %v, want transient", err)
 	}
 }
