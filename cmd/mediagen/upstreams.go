@@ -65,7 +65,8 @@ func arkClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfi
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
-	c, err := ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: &http.Client{Timeout: acc.Timeout(), Transport: tr}})
+	c, err := ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: &http.Client{Timeout: acc.Timeout(), Transport: tr},
+		RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", acc.Name, err)
 	}

@@ -82,6 +82,8 @@ type UpstreamAccount struct {
 	APIKeyFile string `yaml:"api_key_file"`
 	// TimeoutSeconds bounds one call to the API, answer included (default 30, at most 600).
 	TimeoutSeconds int `yaml:"timeout_seconds"`
+	// RequestsPerSecond spaces the calls to the API of each process (0: no spacing).
+	RequestsPerSecond int `yaml:"requests_per_second"`
 }
 
 // DefaultUpstreamTimeout is a remote call's bound when the account sets none.
@@ -156,13 +158,16 @@ func (u *UpstreamAccount) checkRemote() []error {
 		errs = append(errs, fmt.Errorf("upstream %q: "+format, append([]any{u.Name}, args...)...))
 	}
 	if !u.Kind.Remote() {
-		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 {
-			add("base_url, api_key_env, api_key_file and timeout_seconds do not apply to kind %s", u.Kind)
+		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 || u.RequestsPerSecond != 0 {
+			add("base_url, api_key_env, api_key_file, timeout_seconds and requests_per_second do not apply to kind %s", u.Kind)
 		}
 		return errs
 	}
 	if u.TimeoutSeconds < 0 || u.TimeoutSeconds > 600 {
 		add("timeout_seconds must be 1 to 600 (0 or absent: 30)")
+	}
+	if u.RequestsPerSecond < 0 {
+		add("requests_per_second must not be negative")
 	}
 	if pu, err := url.Parse(u.BaseURL); err != nil || pu.Scheme != "https" || pu.Host == "" || pu.RawQuery != "" || pu.Fragment != "" {
 		add("base_url must be an https URL such as https://ark.cn-beijing.volces.com/api/v3")

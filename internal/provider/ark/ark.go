@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"mediagen/internal/provider"
@@ -27,6 +28,9 @@ type Config struct {
 	APIKey  string
 	// HTTP is the client for API calls (default: 30 s timeout). Its transport must not retry.
 	HTTP *http.Client
+	// RequestsPerSecond spaces this client's calls (0: no spacing). It is the account's
+	// request rate in one process.
+	RequestsPerSecond float64
 }
 
 // Client calls one Ark account.
@@ -34,6 +38,10 @@ type Client struct {
 	base string
 	key  string
 	http *http.Client
+
+	gap  time.Duration // between two calls; 0: none
+	mu   sync.Mutex
+	next time.Time // when the next call may start
 }
 
 // New returns a client of the account.
@@ -49,7 +57,37 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: hc}, nil
+	c := &Client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: hc}
+	if cfg.RequestsPerSecond > 0 {
+		c.gap = time.Duration(float64(time.Second) / cfg.RequestsPerSecond)
+	}
+	return c, nil
+}
+
+// pace waits for this call's turn under the request rate. A caller whose context ends first
+// gets a transient error: the job engine tries again later.
+func (c *Client) pace(ctx context.Context) error {
+	if c.gap == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	now := time.Now()
+	at := c.next
+	if at.Before(now) {
+		at = now
+	}
+	c.next = at.Add(c.gap)
+	c.mu.Unlock()
+	if wait := time.Until(at); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ark: waiting for the account's request rate: %w", provider.ErrTransient)
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // contentItem is one item of the request's content array.
@@ -190,6 +228,9 @@ func (c *Client) Check(ctx context.Context) error {
 // pass is transient. The upstream's raw message never leaves this package except in logs of
 // the error chain, and the key never leaves it at all.
 func (c *Client) call(ctx context.Context, method, path string, body []byte, out any) error {
+	if err := c.pace(ctx); err != nil {
+		return err
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

@@ -255,3 +255,24 @@ func TestASlowAnswerIsTransient(t *testing.T) {
 		t.Errorf("slow answer: %v, want transient", err)
 	}
 }
+
+// An account's request rate spaces the client's calls.
+func TestRequestRateSpacesCalls(t *testing.T) {
+	t.Parallel()
+	f := &fakeArk{t: t}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL + "/api/v3", APIKey: testKey, RequestsPerSecond: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for range 5 {
+		if _, err := c.PollGeneration(t.Context(), "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d < 190*time.Millisecond {
+		t.Errorf("5 calls at 20/s took %v, want at least 200 ms", d)
+	}
+}
