@@ -105,7 +105,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 	str(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	if withHTTP {
 		str(&c.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
-		str(&c.PublicURL, "public-url", "", "public base URL of the service, used in signed links; default http://<listen>")
+		str(&c.PublicURL, "public-url", "", "public base URL of the service, used in signed links (required by a worker with a remote upstream account); default http://<listen>")
 		str(&c.Role, "role", "all", "what this process runs: all (API and worker), api, or worker")
 		str(&c.SigningKey, "signing-key", "", "hex key that signs file links; replicas must share it (default: created in <data-dir>/signing.key)")
 		dur(&c.LinkTTL, "link-ttl", 24*time.Hour, "lifetime of signed result links")
