@@ -106,6 +106,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			MaxInFlight:    func(name string) int { acc, _ := m.catalog.Upstream(name); return acc.MaxInFlight },
 			UpstreamWaits:  video.NewUpstreamWaits(reg),
 			UpstreamCalls:  video.NewUpstreamCalls(reg),
+			AccountBroken:  video.NewAccountBroken(reg),
 		}
 		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }

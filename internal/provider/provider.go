@@ -28,6 +28,10 @@ var (
 	ErrPermanent = errors.New("permanent upstream error")
 	// ErrUnknownJob: the upstream does not know the job id (lost by the upstream).
 	ErrUnknownJob = errors.New("unknown upstream job")
+	// ErrAccount: the upstream refused the account's credentials (HTTP 401/403). Nothing is
+	// wrong with the task: it waits, without spending its attempts, until the operator fixes
+	// the account or the task's deadline passes.
+	ErrAccount = errors.New("upstream account refused")
 )
 
 // Source is a media input. URL is what a remote upstream fetches; Path, when set, is a local

@@ -50,6 +50,20 @@ type Pipeline struct {
 	// UpstreamCalls, when set, times every submit and poll call, by upstream, call and
 	// outcome (ok, error): its count of ok submits is the jobs submitted per account.
 	UpstreamCalls *prometheus.HistogramVec
+	// AccountBroken, when set, is 1 for an upstream whose last call was refused for its
+	// credentials (provider.ErrAccount) and 0 once a call succeeds: the operator's alarm.
+	AccountBroken *prometheus.GaugeVec
+	// AccountWait is how long a task waits after its account refused its credentials (30 s).
+	AccountWait time.Duration
+}
+
+// NewAccountBroken registers the broken-account gauge on reg.
+func NewAccountBroken(reg prometheus.Registerer) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mediagen_upstream_account_broken", Help: "1 while an upstream account's credentials are refused (401/403), by upstream; its tasks wait.",
+	}, []string{"upstream"})
+	reg.MustRegister(g)
+	return g
 }
 
 // NewUpstreamCalls registers the histogram of upstream call latencies on reg.
@@ -62,8 +76,16 @@ func NewUpstreamCalls(reg prometheus.Registerer) *prometheus.HistogramVec {
 	return h
 }
 
-// timed records one upstream call's latency and outcome.
+// timed records one upstream call's latency and outcome, and whether the account works.
 func (s *stepCtx) timed(call string, start time.Time, err error) {
+	if s.p.AccountBroken != nil {
+		switch {
+		case errors.Is(err, provider.ErrAccount):
+			s.p.AccountBroken.WithLabelValues(s.req.Upstream).Set(1)
+		case err == nil:
+			s.p.AccountBroken.WithLabelValues(s.req.Upstream).Set(0)
+		}
+	}
 	if s.p.UpstreamCalls == nil {
 		return
 	}
@@ -91,7 +113,7 @@ func NewUpstreamWaits(reg prometheus.Registerer) *prometheus.CounterVec {
 func NewUpstreamErrors(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagen_upstream_errors_total",
-		Help: "Upstream errors of video tasks, by route, upstream, call (submit, poll) and kind (transient, rejected, job_failed, job_expired).",
+		Help: "Upstream errors of video tasks, by route, upstream, call (submit, poll) and kind (transient, rejected, account, job_failed, job_expired).",
 	}, []string{"route", "upstream", "call", "kind"})
 	reg.MustRegister(c)
 	return c
@@ -272,6 +294,18 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 
 // upstreamError turns a submit/poll error into a retry (transient) or a terminal failure.
 func (s *stepCtx) upstreamError(call string, err error) (Outcome, string, error) {
+	if errors.Is(err, provider.ErrAccount) {
+		// The account, not the task, is broken: wait without spending an attempt. The state
+		// written is this step's (a submit checkpoint may have recorded a slot).
+		s.upstreamErr(call, "account")
+		wait := s.p.AccountWait
+		if wait <= 0 {
+			wait = 30 * time.Second
+		}
+		o, oerr := s.outcome(s.c.Progress, s.phase, wait)
+		o.Status = s.c.Status
+		return o, "", oerr
+	}
 	var pe *provider.Error
 	if errors.As(err, &pe) && errors.Is(err, provider.ErrPermanent) {
 		s.upstreamErr(call, "rejected")

@@ -265,9 +265,12 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, out
 }
 
 // statusError maps an HTTP failure: 400 and 404 are refusals of this request (permanent,
-// with a public code), 401 and 403 a broken account (transient: the task waits while the
-// operator fixes the key, and the upstream errors metric shows it), 408, 429 and 5xx pass.
+// with a public code), 401 and 403 a broken account (the task waits while the operator fixes
+// the key), 408, 429 and 5xx pass.
 func statusError(method, path string, status int, code string) error {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		return fmt.Errorf("ark %s %s: HTTP %d %s: %w", method, path, status, code, provider.ErrAccount)
+	}
 	kind := provider.ErrTransient
 	if status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusUnprocessableEntity {
 		kind = provider.ErrPermanent

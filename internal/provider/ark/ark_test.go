@@ -162,7 +162,7 @@ func TestFailuresAreTypedAndCreatesNeverRetried(t *testing.T) {
 		{"a content refusal is permanent", 400, `{"error":{"code":"InputTextSensitiveContentDetected","message":"x"}}`, true, "video_generation_failed"},
 		{"rate limiting passes", 429, `{"error":{"code":"RateLimitExceeded"}}`, false, ""},
 		{"a server error passes", 503, `oops`, false, ""},
-		{"a broken key waits for the operator", 401, `{"error":{"code":"AuthenticationError"}}`, false, ""},
+		{"a broken key waits for the operator", 401, `{"error":{"code":"AuthenticationError"}}`, false, "account"},
 		{"a malformed answer passes", 200, `{"id":`, false, ""},
 	}
 	for _, tt := range tests {
@@ -177,7 +177,9 @@ func TestFailuresAreTypedAndCreatesNeverRetried(t *testing.T) {
 				t.Errorf("error %v, want permanent %s", err, tt.code)
 			case tt.permanent && strings.Contains(pe.Message, "raw upstream text"):
 				t.Errorf("the upstream's own message reached the public one: %q", pe.Message)
-			case !tt.permanent && (err == nil || !errors.Is(err, provider.ErrTransient)):
+			case tt.code == "account" && !errors.Is(err, provider.ErrAccount):
+				t.Errorf("error %v, want the account refused", err)
+			case !tt.permanent && tt.code == "" && (err == nil || !errors.Is(err, provider.ErrTransient)):
 				t.Errorf("error %v, want transient", err)
 			}
 			if n := f.creates.Load(); n != 1 {
@@ -230,7 +232,7 @@ func TestCheckIsOneAuthenticatedCall(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	bad, _ := New(Config{BaseURL: srv.URL + "/api/v3", APIKey: "sk-wrong"})
-	if err := bad.Check(t.Context()); err == nil || strings.Contains(err.Error(), "sk-wrong") {
+	if err := bad.Check(t.Context()); !errors.Is(err, provider.ErrAccount) || strings.Contains(err.Error(), "sk-wrong") {
 		t.Errorf("a wrong key: %v", err)
 	}
 }
