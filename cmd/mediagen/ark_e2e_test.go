@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -42,9 +44,16 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 	}
 	var creates, polls atomic.Int64
 	var srvURL string
+	var bodies sync.Map // prompt → create body
+	frame := pngOf(t, 64, 36)
 	fake := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/files/out.mp4" {
 			http.ServeFile(w, r, clip) // the upstream's temporary result URL: no key needed
+			return
+		}
+		if r.URL.Path == "/files/frame.png" { // a client's reference image, on its own CDN
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write(frame)
 			return
 		}
 		if r.Header.Get("Authorization") != "Bearer "+arkTestKey {
@@ -55,8 +64,17 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 		case r.Method == "POST" && r.URL.Path == "/api/v3/contents/generations/tasks":
 			creates.Add(1)
 			b, _ := io.ReadAll(r.Body)
-			if !bytes.Contains(b, []byte(`"model":"sandbox-video-fast-2.0"`)) || !bytes.Contains(b, []byte(`"ratio":"16:9"`)) {
+			if !bytes.Contains(b, []byte(`"model":"sandbox-video-fast-2.0"`)) {
 				t.Errorf("create body %s", b)
+			}
+			var body struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			_ = json.Unmarshal(b, &body)
+			if len(body.Content) > 0 {
+				bodies.Store(body.Content[0].Text, string(b))
 			}
 			_, _ = io.WriteString(w, `{"id":"cgt-e2e"}`)
 		case r.Method == "GET" && r.URL.Path == "/api/v3/contents/generations/tasks/cgt-e2e":
@@ -134,6 +152,21 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 	if n := creates.Load(); n != 1 {
 		t.Errorf("%d upstream jobs for one task", n)
 	}
+	if b, _ := bodies.Load("a red kite"); !strings.Contains(b.(string), `"ratio":"16:9"`) || !strings.Contains(b.(string), `"duration":4`) {
+		t.Errorf("create body %v", b)
+	}
+
+	// A client's reference URL goes to Ark as it is, with its role.
+	ref := fake.URL + "/files/frame.png"
+	polls.Store(0)
+	id2 := e.create(`{"model":"demo-video-fast","prompt":"from a first frame","metadata":{"duration":4,"resolution":"480p","content":[{"type":"image_url","role":"first_frame","image_url":{"url":"` + ref + `"}}]}}`)
+	if task := e.wait(id2); task.Status != "completed" {
+		t.Fatalf("task with a reference: %+v %+v", task, task.Error)
+	}
+	b, _ := bodies.Load("from a first frame")
+	if want := `{"image_url":{"url":"` + ref + `"},"role":"first_frame","type":"image_url"}`; b == nil || !strings.Contains(canonicalJSON(t, b.(string)), want) {
+		t.Errorf("create body %v; want the item %s", b, want)
+	}
 	if strings.Contains(task.Metadata.URL, fake.URL) {
 		t.Errorf("the upstream's URL reached the client: %s", task.Metadata.URL)
 	}
@@ -153,4 +186,18 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// canonicalJSON re-encodes a JSON document with sorted object keys.
+func canonicalJSON(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%v: %s", err, s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
