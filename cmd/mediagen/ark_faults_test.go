@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,4 +214,55 @@ func linesWith(text, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// An upstream job that never finishes does not hold its task forever: at the task deadline the
+// task expires with a full refund, and the account's slot is freed.
+func TestArkJobThatNeverFinishesExpiresAndRefunds(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	var creates atomic.Int64
+	fake := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+arkTestKey {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.Method == "POST" {
+			creates.Add(1)
+			_, _ = io.WriteString(w, `{"id":"cgt-stuck"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"cgt-stuck","status":"running"}`)
+	}))
+	t.Cleanup(fake.Close)
+	dir := t.TempDir()
+	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, io.Discard)
+	m.FetchTLS = &tls.Config{RootCAs: fake.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	addr := freeAddr(t)
+	if err := m.ParseFlags([]string{"--listen", addr, "--public-url", "http://" + addr, "--data-dir", filepath.Join(dir, "data"),
+		"--log-level", "error", "--task-deadline", "3s",
+		"--catalog", arkCatalog(t, t.TempDir(), fake.URL+"/api/v3", "    max_in_flight: 1\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, tools: tools}
+	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	id := e.create(`{"model":"demo-video-fast","prompt":"never done","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
+	task := e.wait(id)
+	if task.Status != "expired" || task.Error == nil || task.Error.Code != "task_expired" {
+		t.Fatalf("stuck task ended %s %+v, want expired", task.Status, task.Error)
+	}
+	if used := e.used(); used != 0 {
+		t.Errorf("charged %s for an expired task", used)
+	}
+	if n := creates.Load(); n != 1 {
+		t.Errorf("%d upstream jobs", n)
+	}
+	slots, err := m.db.UpstreamSlots(context.Background())
+	if err != nil || slots["ark-main"] != 0 {
+		t.Errorf("the expired task's slot: %v %v, want released", slots, err)
+	}
 }
