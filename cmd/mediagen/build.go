@@ -107,6 +107,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			UpstreamWaits:  video.NewUpstreamWaits(reg),
 			UpstreamCalls:  video.NewUpstreamCalls(reg),
 			AccountBroken:  video.NewAccountBroken(reg),
+			Logger:         m.log,
 		}
 		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }

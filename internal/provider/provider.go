@@ -7,6 +7,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Status of an upstream job.
@@ -118,6 +119,15 @@ type Job struct {
 type Generator interface {
 	SubmitGeneration(ctx context.Context, r GenerateRequest) (jobID string, err error)
 	PollGeneration(ctx context.Context, jobID string) (Job, error)
+}
+
+// GenerationFinder is a Generator that can find a job an earlier submit of the same request
+// started although its answer never reached us (a crash, a timeout, a 5xx after the job was
+// made): for upstreams without idempotency tokens. since is when that submit was about to be
+// made. The pipeline asks before a submit that may repeat one, so a retry does not start a
+// second paid job.
+type GenerationFinder interface {
+	FindGeneration(ctx context.Context, r GenerateRequest, since time.Time) (jobID string, found bool, err error)
 }
 
 // Enhancer runs enhancement jobs.

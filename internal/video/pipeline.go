@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
+	"log/slog"
 	"os"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/go-json-experiment/json"
 
@@ -55,6 +57,15 @@ type Pipeline struct {
 	AccountBroken *prometheus.GaugeVec
 	// AccountWait is how long a task waits after its account refused its credentials (30 s).
 	AccountWait time.Duration
+	// Logger receives the pipeline's own events (nil: none).
+	Logger *slog.Logger
+}
+
+func (p *Pipeline) logger() *slog.Logger {
+	if p.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Logger
 }
 
 // NewAccountBroken registers the broken-account gauge on reg.
@@ -139,6 +150,9 @@ type pipeState struct {
 	GenJob       string `json:"gen_job,omitempty"`
 	EnhJob       string `json:"enh_job,omitempty"`
 	Submitting   bool   `json:"submitting,omitempty"` // recorded before an upstream submit
+	// SubmitAt is when Submitting was recorded (unix seconds): how far back a search for a
+	// job that submit may have started looks (provider.GenerationFinder).
+	SubmitAt int64 `json:"submit_at,omitempty"`
 	Polls        int    `json:"polls,omitempty"`
 	Intermediate string `json:"intermediate,omitempty"` // blob key of the generation output (production)
 	Tokens       int64  `json:"tokens,omitempty"`
@@ -231,8 +245,19 @@ func (s *stepCtx) outcome(progress int, phase string, runIn time.Duration) (Outc
 // the lease); the call carries an idempotency key made of the task id and the half, so a
 // retry after a crash between the call and the record finds the same upstream job.
 func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, error) {
+	if s.st.Submitting && half == "gen" {
+		// An earlier submit was about to be made and its answer was never recorded: it may
+		// have started a paid job. An upstream that can look for it is asked first.
+		if job, found, err := s.findJob(ctx); err != nil {
+			return s.upstreamError("find", err)
+		} else if found {
+			s.st.Submitting, s.st.Polls, s.st.GenJob = false, 0, job
+			o, err := s.outcome(s.c.Progress+1, phaseGenPoll, 0)
+			return o, "", err
+		}
+	}
 	if !s.st.Submitting {
-		s.st.Submitting = true
+		s.st.Submitting, s.st.SubmitAt = true, time.Now().Unix()
 		limit := 0
 		if s.p.MaxInFlight != nil && !s.st.SlotHeld {
 			limit = s.p.MaxInFlight(s.req.Upstream)
@@ -290,6 +315,26 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 	s.st.EnhJob = job
 	o, err := s.outcome(s.c.Progress+1, phaseEnhPoll, s.p.pollDelay(0))
 	return o, "", err
+}
+
+// findJob asks an upstream that can (provider.GenerationFinder) for the job an unrecorded
+// submit of this task's generation started.
+func (s *stepCtx) findJob(ctx context.Context) (string, bool, error) {
+	f, ok := s.up.Generator.(provider.GenerationFinder)
+	if !ok {
+		return "", false, nil
+	}
+	start := time.Now()
+	var since time.Time
+	if s.st.SubmitAt > 0 {
+		since = time.Unix(s.st.SubmitAt, 0)
+	}
+	job, found, err := f.FindGeneration(ctx, s.generateRequest(s.c.ID+":gen"), since)
+	s.timed("find", start, err)
+	if found {
+		s.p.logger().Info("found the upstream job an unrecorded submit started", "task_id", s.c.ID, "upstream", s.req.Upstream, "job", job)
+	}
+	return job, found, err
 }
 
 // upstreamError turns a submit/poll error into a retry (transient) or a terminal failure.

@@ -9,12 +9,15 @@ package ark
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -114,6 +117,16 @@ type createRequest struct {
 	Seed          *int64        `json:"seed,omitempty"`
 	Watermark     *bool         `json:"watermark,omitempty"`
 	GenerateAudio *bool         `json:"generate_audio,omitempty"`
+	// SafetyIdentifier carries Tag(idempotency key): Ark returns it in its task list, which is
+	// how FindGeneration recognises a job an unrecorded create started.
+	SafetyIdentifier string `json:"safety_identifier,omitempty"`
+}
+
+// Tag is the safety_identifier of the create calls of one idempotency key (a task's half):
+// an opaque hash, so Ark sees no task id, of a length Ark accepts.
+func Tag(idempotencyKey string) string {
+	sum := sha256.Sum256([]byte("mediagen-ark-tag:" + idempotencyKey))
+	return "mg-" + hex.EncodeToString(sum[:16])
 }
 
 // task is the body of GET /contents/generations/tasks/{id}.
@@ -145,6 +158,9 @@ type apiError struct {
 func request(r provider.GenerateRequest) createRequest {
 	body := createRequest{Model: r.Model, Ratio: r.Ratio, Resolution: r.Resolution, Seed: r.Seed,
 		Watermark: r.Watermark, GenerateAudio: r.GenerateAudio}
+	if r.IdempotencyKey != "" {
+		body.SafetyIdentifier = Tag(r.IdempotencyKey)
+	}
 	if r.Duration > 0 {
 		d := int64(r.Duration)
 		body.Duration = &d
@@ -215,6 +231,64 @@ func (c *Client) PollGeneration(ctx context.Context, id string) (provider.Job, e
 			ErrorMessage: "The upstream did not finish the video in time."}, nil
 	}
 	return provider.Job{}, fmt.Errorf("ark: unknown task status %q: %w", t.Status, provider.ErrTransient)
+}
+
+// listItem is one task of GET /contents/generations/tasks (ListContentGenerationTaskItem).
+type listItem struct {
+	ID               string `json:"id"`
+	SafetyIdentifier string `json:"safety_identifier"`
+	CreatedAt        int64  `json:"created_at"`
+}
+
+// Bounds of FindGeneration's search: pages of the list, and how far before the recorded
+// "about to submit" time a task's created_at may be (clocks of two machines differ).
+const (
+	findPageSize = 100
+	findMaxPages = 10
+	findSkew     = 5 * time.Minute
+)
+
+// FindGeneration implements provider.GenerationFinder: it looks through the account's tasks
+// of the request's model, newest first, for one whose safety_identifier is the request's tag,
+// back to since (less findSkew) and at most findMaxPages pages. A create whose answer was
+// lost (a crash, a timeout, a 5xx after the job was made) is found here instead of being
+// started a second time. docs/upstreams.md says what this cannot see.
+func (c *Client) FindGeneration(ctx context.Context, r provider.GenerateRequest, since time.Time) (string, bool, error) {
+	if r.IdempotencyKey == "" {
+		return "", false, nil
+	}
+	want := Tag(r.IdempotencyKey)
+	oldest := since.Add(-findSkew).Unix()
+	for page := 1; page <= findMaxPages; page++ {
+		q := url.Values{}
+		q.Set("page_num", strconv.Itoa(page))
+		q.Set("page_size", strconv.Itoa(findPageSize))
+		q.Set("filter.model", r.Model)
+		var out struct {
+			Items []listItem `json:"items"`
+		}
+		if err := c.call(ctx, http.MethodGet, "/contents/generations/tasks?"+q.Encode(), nil, &out); err != nil {
+			var pe *provider.Error
+			if errors.As(err, &pe) {
+				// A refused list is not a refused task: try again later.
+				return "", false, fmt.Errorf("ark: listing tasks: %s: %w", pe.Code, provider.ErrTransient)
+			}
+			return "", false, err
+		}
+		done := len(out.Items) < findPageSize
+		for _, it := range out.Items {
+			if it.SafetyIdentifier == want {
+				return it.ID, true, nil
+			}
+			if !since.IsZero() && it.CreatedAt > 0 && it.CreatedAt < oldest {
+				done = true
+			}
+		}
+		if done {
+			return "", false, nil
+		}
+	}
+	return "", false, nil
 }
 
 // Check makes one cheap authenticated call: a list of at most one task.

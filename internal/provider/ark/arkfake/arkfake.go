@@ -1,0 +1,440 @@
+// Package arkfake is an Ark content-generation API for tests, written from the documented
+// wire format (the official SDK's model package): POST, GET and list of
+// {base}/contents/generations/tasks. It checks every request it receives — the Bearer key,
+// the JSON fields and their types, the content items and their roles — and records what breaks
+// the format as a violation. It counts the paid jobs it makes per task tag
+// (safety_identifier), and can inject the faults a real upstream shows: refused creates,
+// creates whose answer is lost after the job was made, 5xx, 429 with Retry-After, malformed
+// bodies, result links that 404 or have expired, content refusals and jobs that never finish.
+package arkfake
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Ends a job can be given by Config.End.
+const (
+	EndSucceed = ""        // succeeds after Config.Polls polls
+	EndRefuse  = "refuse"  // fails with a content refusal (OutputVideoSensitiveContentDetected)
+	EndNever   = "never"   // stays running
+	EndExpire  = "expired" // Ark's own timeout: status expired
+)
+
+// Config sets up a Server.
+type Config struct {
+	Key    string // the Bearer key it accepts
+	Clip   string // the file every succeeded job's result link serves (an MP4)
+	Tokens int64  // usage.completion_tokens of a succeeded job
+	// Polls is how many GETs of a job answer running before it succeeds (default 1).
+	Polls int
+	// FaultPercent is the share of calls (creates, polls, lists, result downloads) that fail
+	// with one of the faults of their kind, picked at random from Seed.
+	FaultPercent int
+	Seed         uint64
+	// End decides a new job's end from its prompt (nil: every job succeeds).
+	End func(prompt string) string
+}
+
+// Server is a running fake Ark.
+type Server struct {
+	cfg Config
+	srv *httptest.Server
+
+	mu         sync.Mutex
+	rng        *rand.Rand
+	jobs       map[string]*job
+	order      []string       // job ids, oldest first
+	byTag      map[string]int // safety_identifier → jobs made
+	running    int
+	peak       int
+	lost       int // creates that made a job and lost the answer
+	violations []string
+}
+
+type job struct {
+	id, model, tag, prompt, end string
+	created                     int64
+	polls                       int
+	done                        bool
+}
+
+// Start starts a fake Ark on loopback, over TLS like the real one.
+func Start(cfg Config) *Server {
+	if cfg.Polls <= 0 {
+		cfg.Polls = 1
+	}
+	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 7)), jobs: map[string]*job{}, byTag: map[string]int{}}
+	s.srv = httptest.NewTLSServer(s)
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Base is the API base URL an account's base_url names.
+func (s *Server) Base() string { return s.srv.URL + "/api/v3" }
+
+// TLS is a client configuration that trusts the server's certificate.
+func (s *Server) TLS() *tls.Config {
+	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+}
+
+// JobsFor is how many jobs creates with the tag made (ark.Tag of a task's idempotency key).
+func (s *Server) JobsFor(tag string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byTag[tag]
+}
+
+// Jobs is how many jobs were made in all.
+func (s *Server) Jobs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.jobs)
+}
+
+// Peak is the most jobs running at once (made and not yet reported ended).
+func (s *Server) Peak() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// LostAnswers is how many creates made a job and then failed their answer.
+func (s *Server) LostAnswers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
+}
+
+// Violations are the requests that broke the wire format, described.
+func (s *Server) Violations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.violations)
+}
+
+func (s *Server) violate(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.violations = append(s.violations, fmt.Sprintf(format, args...))
+}
+
+// fault picks one of n faults for this call, or -1 for none.
+func (s *Server) fault(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
+		return -1
+	}
+	return s.rng.IntN(n)
+}
+
+const apiPrefix = "/api/v3/contents/generations/tasks"
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/files/") {
+		s.download(w, r)
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+s.cfg.Key {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":{"code":"AuthenticationError","message":"The API key in the request is missing or invalid."}}`)
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == apiPrefix:
+		s.create(w, r)
+	case r.Method == http.MethodGet && r.URL.Path == apiPrefix:
+		s.list(w, r)
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, apiPrefix+"/"):
+		s.get(w, strings.TrimPrefix(r.URL.Path, apiPrefix+"/"))
+	default:
+		s.violate("unexpected %s %s", r.Method, r.URL.Path)
+		w.WriteHeader(http.StatusNotFound)
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, code string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `{"error":{"code":%q,"message":"raw upstream text for %s"}}`, code, code)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		s.violate("create Content-Type %q", ct)
+	}
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		s.violate("create body is not JSON: %v", err)
+		writeError(w, http.StatusBadRequest, "InvalidParameter")
+		return
+	}
+	prompt, ok := s.check(body)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "InvalidParameter")
+		return
+	}
+	f := s.fault(4)
+	switch f {
+	case 0:
+		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailable")
+		return
+	case 1:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "RateLimitExceeded")
+		return
+	}
+	model, _ := body["model"].(string)
+	tag, _ := body["safety_identifier"].(string)
+	end := EndSucceed
+	if s.cfg.End != nil {
+		end = s.cfg.End(prompt)
+	}
+	s.mu.Lock()
+	j := &job{id: fmt.Sprintf("cgt-%06d", len(s.order)+1), model: model, tag: tag, prompt: prompt, end: end, created: time.Now().Unix()}
+	s.jobs[j.id] = j
+	s.order = append(s.order, j.id)
+	s.byTag[tag]++
+	s.running++
+	s.peak = max(s.peak, s.running)
+	if f >= 2 {
+		s.lost++
+	}
+	s.mu.Unlock()
+	switch f {
+	case 2: // the job is made, the answer is a 5xx
+		writeError(w, http.StatusInternalServerError, "InternalServiceError")
+		return
+	case 3: // the job is made, the connection drops before the answer
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		writeError(w, http.StatusBadGateway, "BadGateway")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprintf(w, `{"id":%q}`, j.id)
+}
+
+func (s *Server) get(w http.ResponseWriter, id string) {
+	switch s.fault(3) {
+	case 0:
+		writeError(w, http.StatusInternalServerError, "InternalServiceError")
+		return
+	case 1:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "RateLimitExceeded")
+		return
+	case 2:
+		_, _ = io.WriteString(w, `{"id":"`+id+`","status":`)
+		return
+	}
+	s.mu.Lock()
+	j, ok := s.jobs[id]
+	if !ok {
+		s.mu.Unlock()
+		writeError(w, http.StatusNotFound, "ResourceNotFound")
+		return
+	}
+	j.polls++
+	status := "running"
+	if j.end != EndNever && j.polls > s.cfg.Polls {
+		status = "succeeded"
+		switch j.end {
+		case EndRefuse:
+			status = "failed"
+		case EndExpire:
+			status = "expired"
+		}
+		if !j.done {
+			j.done = true
+			s.running--
+		}
+	}
+	s.mu.Unlock()
+	out := map[string]any{"id": id, "model": j.model, "status": status, "created_at": j.created, "updated_at": time.Now().Unix()}
+	switch status {
+	case "succeeded":
+		// The result link is temporary, as Ark's are: it carries its expiry, and a fault
+		// hands one out already expired (a re-poll gives a fresh one).
+		exp := time.Now().Add(time.Hour)
+		if s.fault(2) == 0 {
+			exp = time.Now().Add(-time.Second)
+		}
+		out["content"] = map[string]any{"video_url": fmt.Sprintf("%s/files/%s.mp4?expires=%d", s.srv.URL, id, exp.Unix())}
+		out["usage"] = map[string]any{"completion_tokens": s.cfg.Tokens}
+	case "failed":
+		out["error"] = map[string]any{"code": "OutputVideoSensitiveContentDetected", "message": "raw upstream text: the output may contain sensitive content"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// list answers GET …/tasks with the documented query: page_num, page_size, filter.model,
+// filter.status, filter.task_ids; newest first, as ListContentGenerationTasksResponse.
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "page_num", "page_size", "filter.model", "filter.status", "filter.task_ids", "filter.service_tier":
+		default:
+			s.violate("list query parameter %q", k)
+		}
+	}
+	num, err1 := strconv.Atoi(q.Get("page_num"))
+	size, err2 := strconv.Atoi(q.Get("page_size"))
+	if err1 != nil || err2 != nil || num < 1 || size < 1 || size > 500 {
+		s.violate("list page_num %q page_size %q", q.Get("page_num"), q.Get("page_size"))
+		writeError(w, http.StatusBadRequest, "InvalidParameter")
+		return
+	}
+	if s.fault(4) == 0 {
+		writeError(w, http.StatusInternalServerError, "InternalServiceError")
+		return
+	}
+	s.mu.Lock()
+	var items []map[string]any
+	for i := len(s.order) - 1; i >= 0; i-- {
+		j := s.jobs[s.order[i]]
+		if m := q.Get("filter.model"); m != "" && m != j.model {
+			continue
+		}
+		items = append(items, map[string]any{"id": j.id, "model": j.model, "status": "running", "safety_identifier": j.tag, "created_at": j.created})
+	}
+	s.mu.Unlock()
+	total := len(items)
+	lo := min((num-1)*size, total)
+	hi := min(lo+size, total)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"total": total, "items": items[lo:hi]})
+}
+
+// download serves a result link: 403 once it has expired (as a signed CDN link does), and
+// a 404 as a fault.
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	exp, err := strconv.ParseInt(r.URL.Query().Get("expires"), 10, 64)
+	if err != nil || time.Now().Unix() > exp {
+		http.Error(w, "Request has expired", http.StatusForbidden)
+		return
+	}
+	if s.fault(2) == 0 {
+		http.NotFound(w, r)
+		return
+	}
+	http.ServeFile(w, r, s.cfg.Clip)
+}
+
+// Known create fields and content roles, from the SDK's CreateContentGenerationTaskRequest.
+var (
+	createFields = map[string]string{"model": "string", "content": "array", "ratio": "string", "resolution": "string",
+		"duration": "integer", "seed": "integer", "watermark": "bool", "generate_audio": "bool", "safety_identifier": "string",
+		"return_last_frame": "bool", "callback_url": "string", "omni_reference_task_type": "string", "output_format": "string",
+		"camera_fixed": "bool", "service_tier": "string", "execution_expires_after": "integer", "frames": "integer", "draft": "bool"}
+	roles = map[string][]string{
+		"image_url": {"first_frame", "last_frame", "reference_image"},
+		"video_url": {"reference_video"},
+		"audio_url": {"reference_audio"},
+	}
+	ratios      = []string{"16:9", "4:3", "1:1", "3:4", "9:16", "21:9", "adaptive"}
+	resolutions = []string{"480p", "720p", "1080p"}
+)
+
+// check validates a create body and returns its prompt; false when Ark would answer 400.
+func (s *Server) check(b map[string]any) (string, bool) {
+	ok := true
+	bad := func(format string, args ...any) { s.violate("create: "+format, args...); ok = false }
+	for k, v := range b {
+		typ, known := createFields[k]
+		if !known {
+			bad("unknown field %q", k)
+			continue
+		}
+		if !hasType(v, typ) {
+			bad("%s = %v, want a %s", k, v, typ)
+		}
+	}
+	if m, _ := b["model"].(string); m == "" {
+		bad("model is missing")
+	}
+	if r, has := b["ratio"].(string); has && !slices.Contains(ratios, r) {
+		bad("ratio %q", r)
+	}
+	if r, has := b["resolution"].(string); has && !slices.Contains(resolutions, r) {
+		bad("resolution %q", r)
+	}
+	if d, has := b["duration"].(float64); has && (d < 2 || d > 12) {
+		bad("duration %v outside 2..12", d)
+	}
+	if t, has := b["safety_identifier"].(string); has && len(t) > 64 {
+		bad("safety_identifier of %d characters", len(t))
+	}
+	items, _ := b["content"].([]any)
+	if len(items) == 0 {
+		bad("content is empty")
+	}
+	prompt, texts := "", 0
+	for _, it := range items {
+		m, isObj := it.(map[string]any)
+		if !isObj {
+			bad("content item %v", it)
+			continue
+		}
+		typ, _ := m["type"].(string)
+		switch typ {
+		case "text":
+			texts++
+			t, isStr := m["text"].(string)
+			if !isStr || len(m) != 2 {
+				bad("text item %v", m)
+			}
+			prompt = t
+		case "image_url", "video_url", "audio_url":
+			ref, isObj := m[typ].(map[string]any)
+			u, _ := ref["url"].(string)
+			role, _ := m["role"].(string)
+			if !isObj || !strings.HasPrefix(u, "http") || !slices.Contains(roles[typ], role) || len(m) != 3 {
+				bad("%s item %v", typ, m)
+			}
+		default:
+			bad("content item type %q", typ)
+		}
+	}
+	if texts > 1 {
+		bad("%d text items", texts)
+	}
+	return prompt, ok
+}
+
+func hasType(v any, typ string) bool {
+	switch typ {
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "bool":
+		_, ok := v.(bool)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "integer":
+		f, ok := v.(float64)
+		return ok && f == float64(int64(f))
+	}
+	return false
+}
