@@ -147,12 +147,12 @@ const (
 
 // pipeState is the task's state column: where the pipeline is and what it has done.
 type pipeState struct {
-	GenJob       string `json:"gen_job,omitempty"`
-	EnhJob       string `json:"enh_job,omitempty"`
-	Submitting   bool   `json:"submitting,omitempty"` // recorded before an upstream submit
+	GenJob     string `json:"gen_job,omitempty"`
+	EnhJob     string `json:"enh_job,omitempty"`
+	Submitting bool   `json:"submitting,omitempty"` // recorded before an upstream submit
 	// SubmitAt is when Submitting was recorded (unix seconds): how far back a search for a
 	// job that submit may have started looks (provider.GenerationFinder).
-	SubmitAt int64 `json:"submit_at,omitempty"`
+	SubmitAt     int64  `json:"submit_at,omitempty"`
 	Polls        int    `json:"polls,omitempty"`
 	Intermediate string `json:"intermediate,omitempty"` // blob key of the generation output (production)
 	Tokens       int64  `json:"tokens,omitempty"`

@@ -70,4 +70,3 @@ func TestTagIsOpaqueAndShort(t *testing.T) {
 		}
 	}
 }
-
