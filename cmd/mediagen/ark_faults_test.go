@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,19 +17,24 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
+	"mediagen/internal/provider/ark"
+	"mediagen/internal/provider/ark/arkfake"
 )
 
-// TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney runs 40 tasks, at most 3 upstream jobs
-// at a time (the account's max_in_flight; the others wait, queued), through a fake Ark that
-// fails about 30% of its answers: creates refused with 503 or 429 before any job is made,
-// polls answering 500, 429 with Retry-After, or malformed JSON, and result downloads that
-// fail once. Every task must end, each with exactly one upstream job, a completed one charged
-// exactly the tokens the upstream reported and a failed one refunded, and the ledger must
-// balance.
+// TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney runs 200 tasks, at most 25 upstream
+// jobs at a time (the account's max_in_flight; the others wait, queued), through the fake Ark
+// (arkfake) failing 30% of its answers: creates refused with 503 or 429 before any job is
+// made, creates that make the job and then lose the answer (a 500, a dropped connection),
+// polls answering 500, 429 with Retry-After or malformed JSON, lists failing, result links
+// handed out already expired or answering 404. One task in ten is refused by the upstream's
+// content check. Every task must end with at most one upstream job — exactly one for a
+// completed task, although lost answers made the service submit again — a completed task
+// charged exactly the tokens the upstream reported, every other task refunded, and the
+// ledger must balance.
 func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("40 tasks through a faulty fake upstream")
+		t.Skip("200 tasks through a faulty fake upstream")
 	}
 	tools := requireTools(t)
 	dir := t.TempDir()
@@ -39,97 +42,21 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 1, Container: "mp4", Text: "f"}, clip); err != nil {
 		t.Fatal(err)
 	}
-	const tasks, tokens = 40, 1000
-	var mu sync.Mutex
-	rng := rand.New(rand.NewPCG(1, 2))
-	pick := func(n int) int { mu.Lock(); defer mu.Unlock(); return rng.IntN(n) }
-	fault := func() bool { return pick(100) < 30 }
-	const maxInFlight = 3
-	running, peak := 0, 0          // upstream jobs made and not yet reported succeeded
-	jobs := map[string]int{}       // prompt → jobs made for it
-	polls := map[string]int{}      // job id → polls answered
-	downloads := map[string]bool{} // job id → a download already failed once
-	var srvURL string
-	fake := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/files/") {
-			id := strings.TrimPrefix(r.URL.Path, "/files/")
-			mu.Lock()
-			failed := downloads[id]
-			downloads[id] = true
-			mu.Unlock()
-			if !failed && fault() {
-				w.WriteHeader(http.StatusBadGateway)
-				return
+	const tasks, tokens, maxInFlight = 200, 1000, 25
+	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, FaultPercent: 30, Seed: 1,
+		End: func(prompt string) string {
+			if strings.HasSuffix(prompt, "0") { // tasks 0, 10, 20, …
+				return arkfake.EndRefuse
 			}
-			http.ServeFile(w, r, clip)
-			return
-		}
-		if r.Header.Get("Authorization") != "Bearer "+arkTestKey {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		switch {
-		case r.Method == "POST":
-			if fault() {
-				if pick(2) == 0 {
-					w.Header().Set("Retry-After", "1")
-					w.WriteHeader(http.StatusTooManyRequests)
-				} else {
-					w.WriteHeader(http.StatusServiceUnavailable)
-				}
-				return // refused: no job was made
-			}
-			var body struct {
-				Content []struct {
-					Text string `json:"text"`
-				} `json:"content"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&body)
-			prompt := body.Content[0].Text
-			mu.Lock()
-			jobs[prompt]++
-			running++
-			peak = max(peak, running)
-			id := fmt.Sprintf("cgt-%d", len(polls)+len(jobs))
-			polls[id] = 0
-			mu.Unlock()
-			_, _ = io.WriteString(w, `{"id":"`+id+`"}`)
-		case r.Method == "GET":
-			id := strings.TrimPrefix(r.URL.Path, "/api/v3/contents/generations/tasks/")
-			if fault() {
-				switch pick(3) {
-				case 0:
-					w.WriteHeader(http.StatusInternalServerError)
-				case 1:
-					w.Header().Set("Retry-After", "1")
-					w.WriteHeader(http.StatusTooManyRequests)
-				default:
-					_, _ = io.WriteString(w, `{"id":`)
-				}
-				return
-			}
-			mu.Lock()
-			polls[id]++
-			n := polls[id]
-			if n == 2 {
-				running--
-			}
-			mu.Unlock()
-			if n == 1 {
-				_, _ = io.WriteString(w, `{"id":"`+id+`","status":"running"}`)
-				return
-			}
-			_, _ = fmt.Fprintf(w, `{"id":"%s","status":"succeeded","content":{"video_url":"%s/files/%s"},"usage":{"completion_tokens":%d}}`, id, srvURL, id, tokens)
-		}
-	}))
+			return arkfake.EndSucceed
+		}})
 	t.Cleanup(fake.Close)
-	srvURL = fake.URL
 	var logs syncBuffer
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, &logs)
-	m.FetchTLS = &tls.Config{RootCAs: fake.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	m.FetchTLS = fake.TLS()
 	addr := freeAddr(t) // remote upstreams need a public URL; here it is the loopback one
 	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
-		"--log-level", "warn", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.URL+"/api/v3", fmt.Sprintf("    max_in_flight: %d\n", maxInFlight))}); err != nil {
+		"--log-level", "warn", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), fmt.Sprintf("    max_in_flight: %d\n", maxInFlight))}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
@@ -137,46 +64,57 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = m.Close() })
 	e := &e2e{t: t, m: m, tools: tools}
-	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	e.key = (&assetE2E{e2e: e}).newKey("demo", 1000*money.Scale)
 	var ids []string
 	for i := 0; i < tasks; i++ {
 		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"task %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i)))
 	}
-	// Every task ends: completed, charged the upstream's tokens; or, should one of its steps
-	// fail on every attempt (the faults are random), failed with a full refund.
-	deadline := time.Now().Add(3 * time.Minute)
-	completed := 0
+	// Every task ends: completed, charged the upstream's tokens; refused by the upstream's
+	// content check; or, should one of its steps fail on every attempt (the faults are
+	// random), failed. Both failures are refunded.
+	deadline := time.Now().Add(4 * time.Minute)
+	completed, refused, gaveUp := 0, 0, 0
 	done := make([]bool, len(ids))
 	for i, id := range ids {
 		task := e.wait(id)
 		switch {
-		case task.Status == "completed" && task.Usage != nil && task.Usage.CompletionTokens == tokens:
+		case task.Status == "completed" && task.Usage != nil && task.Usage.CompletionTokens == tokens && i%10 != 0:
 			completed++
 			done[i] = true
+		case task.Status == "failed" && i%10 == 0 && task.Error != nil && task.Error.Code == "video_generation_failed" &&
+			!strings.Contains(task.Error.Message, "raw upstream"):
+			refused++
 		case task.Status == "failed":
+			gaveUp++
 			t.Logf("task %s failed after its attempts; the service logged:\n%s", id, linesWith(logs.String(), id))
 		default:
-			t.Errorf("task %s ended %s %+v", id, task.Status, task.Error)
+			t.Errorf("task %d (%s) ended %s %+v", i, id, task.Status, task.Error)
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the tasks did not finish in time")
 		}
 	}
-	if completed < tasks*9/10 {
+	t.Logf("%d completed, %d refused by the upstream, %d gave up; the fake made %d jobs, lost %d create answers, peak %d running",
+		completed, refused, gaveUp, fake.Jobs(), fake.LostAnswers(), fake.Peak())
+	if completed < tasks*9/10*9/10 {
 		t.Errorf("%d of %d tasks completed; 30%% faults retried with backoff should complete nearly all", completed, tasks)
 	}
-	mu.Lock()
-	if peak > maxInFlight || peak == 0 {
-		t.Errorf("the upstream had %d jobs running at once; the account allows %d", peak, maxInFlight)
+	if fake.LostAnswers() == 0 {
+		t.Error("no create lost its answer: the duplicate-job check was not exercised")
 	}
-	for i := 0; i < tasks; i++ {
-		// A completed task made one upstream job; a failed one at most one (none when its
+	if p := fake.Peak(); p > maxInFlight || p == 0 {
+		t.Errorf("the upstream had %d jobs running at once; the account allows %d", p, maxInFlight)
+	}
+	for i, id := range ids {
+		// A completed task made one upstream job; any other at most one (none when its
 		// create was refused on every attempt).
-		if n := jobs[fmt.Sprintf("task %d", i)]; n > 1 || (done[i] && n != 1) {
+		if n := fake.JobsFor(ark.Tag(id + ":gen")); n > 1 || (done[i] && n != 1) {
 			t.Errorf("task %d made %d upstream jobs", i, n)
 		}
 	}
-	mu.Unlock()
+	for _, v := range fake.Violations() {
+		t.Errorf("wire format: %s", v)
+	}
 	tenant, _ := m.catalog.Tenant("demo")
 	one, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), tokens)
 	if got, want := e.used(), one*money.Micros(completed); got != want {

@@ -35,6 +35,25 @@ var (
 	ErrAccount = errors.New("upstream account refused")
 )
 
+// RetryAfter is a transient error with the upstream's Retry-After: the caller should not
+// call again sooner.
+type RetryAfter struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfter) Error() string { return e.Err.Error() }
+func (e *RetryAfter) Unwrap() error { return e.Err }
+
+// RetryDelay is the Retry-After an error carries (0: none).
+func RetryDelay(err error) time.Duration {
+	var ra *RetryAfter
+	if errors.As(err, &ra) {
+		return ra.After
+	}
+	return 0
+}
+
 // Source is a media input. URL is what a remote upstream fetches; Path, when set, is a local
 // copy the embedded sandbox may read directly instead.
 type Source struct {

@@ -96,3 +96,43 @@ func TestRetriedSubmitAdoptsTheJobALostAnswerStarted(t *testing.T) {
 		})
 	}
 }
+
+// flakyPoller fails its polls transiently n times (with a Retry-After), then answers.
+type flakyPoller struct {
+	lostAnswerGenerator
+	failures int
+}
+
+func (g *flakyPoller) PollGeneration(context.Context, string) (provider.Job, error) {
+	if g.failures > 0 {
+		g.failures--
+		return provider.Job{}, &provider.RetryAfter{After: 3 * time.Second, Err: fmt.Errorf("HTTP 429: %w", provider.ErrTransient)}
+	}
+	return provider.Job{Status: provider.StatusRunning, Progress: 50}, nil
+}
+
+// A poll that fails transiently does not spend the task's attempts (its upstream job is paid
+// for): the step answers an outcome that polls again after the upstream's Retry-After.
+func TestFlakyPollsWaitWithoutSpendingAttempts(t *testing.T) {
+	t.Parallel()
+	gen := &flakyPoller{failures: 10}
+	p := &Pipeline{Upstreams: map[string]Upstream{"ark-main": {Generator: gen}}, PollMin: 100 * time.Millisecond, PollMax: 10 * time.Second}
+	req, _ := json.Marshal(Stored{Request: &contract.VideoRequest{Route: contract.RouteNative, Prompt: "p",
+		Native: &contract.NativeParams{Duration: 5, Resolution: "480p", Ratio: "16:9"}}, Upstream: "ark-main", Model: "m"})
+	c := store.TaskRun{Task: store.Task{ID: "video_1", Route: "native", Status: store.StatusInProgress, Request: req, Pricing: []byte(`{}`)}}
+	c.Step, c.State = phaseGenPoll, []byte(`{"gen_job":"job-1"}`)
+	save := func(Outcome) error { return nil }
+	for i := range 10 {
+		out, err := p.Step(t.Context(), c, save)
+		if err != nil || out.Final != nil || out.RunIn < 3*time.Second || out.Step != phaseGenPoll {
+			t.Fatalf("failed poll %d: %+v %v; want another poll in >= 3 s and no error", i+1, out, err)
+		}
+		c.State = out.State
+	}
+	out, err := p.Step(t.Context(), c, save)
+	var st pipeState
+	_ = json.Unmarshal(out.State, &st)
+	if err != nil || st.PollErrors != 0 || out.Progress == 0 {
+		t.Errorf("after the upstream answers: %+v %v (poll errors %d)", out, err, st.PollErrors)
+	}
+}

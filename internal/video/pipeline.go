@@ -154,6 +154,8 @@ type pipeState struct {
 	// job that submit may have started looks (provider.GenerationFinder).
 	SubmitAt     int64  `json:"submit_at,omitempty"`
 	Polls        int    `json:"polls,omitempty"`
+	// PollErrors counts the transient failures of polls in a row (reset by an answer).
+	PollErrors int `json:"poll_errors,omitempty"`
 	Intermediate string `json:"intermediate,omitempty"` // blob key of the generation output (production)
 	Tokens       int64  `json:"tokens,omitempty"`
 	// SlotHeld: the task counts in its account's upstream jobs in flight (released at its end).
@@ -381,9 +383,13 @@ func (s *stepCtx) poll(ctx context.Context, half string) (Outcome, string, error
 		}
 		return Outcome{}, phaseEnhSubmit, nil
 	}
+	if err != nil && !errors.Is(err, provider.ErrAccount) && !errors.Is(err, provider.ErrPermanent) {
+		return s.pollAgain(err)
+	}
 	if err != nil {
 		return s.upstreamError("poll", err)
 	}
+	s.st.PollErrors = 0
 	genEnd, enhEnd := bands(s.c.Route)
 	lo, hi := 0, genEnd
 	if half == "enh" {
@@ -430,6 +436,20 @@ func (s *stepCtx) poll(ctx context.Context, half string) (Outcome, string, error
 		return s.finish(ctx, job.Output)
 	}
 	return Outcome{}, "", fmt.Errorf("upstream status %q", job.Status)
+}
+
+// pollAgain answers a transient poll failure. The upstream job is running and paid for, so a
+// flaky status call must not use up the task's attempts and abandon it: the task polls again
+// after a backoff (at least the upstream's Retry-After), without an attempt, until it gets an
+// answer or the task's deadline ends it (expired, refunded).
+func (s *stepCtx) pollAgain(err error) (Outcome, string, error) {
+	s.upstreamErr("poll", "transient")
+	s.st.PollErrors++
+	wait := max(s.p.pollDelay(s.st.PollErrors+1), provider.RetryDelay(err))
+	s.p.logger().Warn("upstream poll failed; polling again", "task_id", s.c.ID, "upstream", s.req.Upstream,
+		"in", wait, "failures_in_a_row", s.st.PollErrors, "err", err)
+	o, oerr := s.outcome(s.c.Progress, s.phase, wait)
+	return o, "", oerr
 }
 
 // keepIntermediate stores the generation output of a production task where the enhancement

@@ -330,7 +330,11 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, out
 	if res.StatusCode/100 != 2 {
 		var e apiError
 		_ = json.Unmarshal(data, &e)
-		return statusError(method, path, res.StatusCode, e.Error.Code)
+		err := statusError(method, path, res.StatusCode, e.Error.Code)
+		if after := retryAfter(res.Header.Get("Retry-After")); after > 0 && errors.Is(err, provider.ErrTransient) {
+			return &provider.RetryAfter{After: after, Err: err}
+		}
+		return err
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("ark %s %s: malformed answer: %w", method, path, provider.ErrTransient)
@@ -353,6 +357,15 @@ func statusError(method, path string, status int, code string) error {
 		return &provider.Error{Code: publicCode(code), Message: publicMessage(code), Kind: provider.ErrPermanent}
 	}
 	return fmt.Errorf("ark %s %s: HTTP %d %s: %w", method, path, status, code, kind)
+}
+
+// retryAfter reads a Retry-After header in seconds, bounded to 10 minutes (0: none).
+func retryAfter(h string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(h))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(min(n, 600)) * time.Second
 }
 
 // publicCode keeps the contract's vocabulary: the one upstream code the contract names, and
