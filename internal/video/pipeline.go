@@ -152,10 +152,10 @@ type pipeState struct {
 	Submitting bool   `json:"submitting,omitempty"` // recorded before an upstream submit
 	// SubmitAt is when Submitting was recorded (unix seconds): how far back a search for a
 	// job that submit may have started looks (provider.GenerationFinder).
-	SubmitAt     int64  `json:"submit_at,omitempty"`
-	Polls        int    `json:"polls,omitempty"`
+	SubmitAt int64 `json:"submit_at,omitempty"`
+	Polls    int   `json:"polls,omitempty"`
 	// PollErrors counts the transient failures of polls in a row (reset by an answer).
-	PollErrors int `json:"poll_errors,omitempty"`
+	PollErrors   int    `json:"poll_errors,omitempty"`
 	Intermediate string `json:"intermediate,omitempty"` // blob key of the generation output (production)
 	Tokens       int64  `json:"tokens,omitempty"`
 	// SlotHeld: the task counts in its account's upstream jobs in flight (released at its end).
