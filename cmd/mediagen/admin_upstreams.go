@@ -95,11 +95,12 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 				what = fmt.Sprintf("spoke and measured a %.2f s word", info.Duration)
 			}
 		}
-	case catalog.KindArk:
-		var c interface{ Check(context.Context) error }
-		if c, err = arkClient(acc, e.getenv, nil); err == nil {
+	case catalog.KindArk, catalog.KindOpenAI:
+		var c remoteClient
+		if c, err = newRemoteClient(acc, e.getenv, nil); err == nil {
 			if err = c.Check(ctx); err == nil {
-				what = "listed tasks with the account's key at " + acc.BaseURL
+				what = map[catalog.UpstreamKind]string{catalog.KindArk: "listed tasks", catalog.KindOpenAI: "listed models"}[acc.Kind] +
+					" with the account's key at " + acc.BaseURL
 			}
 		}
 	default:

@@ -153,6 +153,19 @@ func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safef
 			m.engine = e
 		}
 	}
+	svc.Accounts = m.catalog.Upstream
+	for _, acc := range m.catalog.Accounts() {
+		if acc.Kind != catalog.KindOpenAI {
+			continue
+		}
+		c, err := m.remoteClient(acc)
+		if err != nil {
+			return nil, err
+		}
+		if sp, ok := c.(provider.Synthesizer); ok {
+			svc.Engines[acc.Name] = sp // an openai account speaks without local tools
+		}
+	}
 	if m.engine != nil {
 		svc.Engines[string(catalog.UpstreamSandbox)] = m.engine
 		if m.locals == nil {

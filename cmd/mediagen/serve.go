@@ -46,6 +46,7 @@ type Main struct {
 	blobs     *blob.FS
 	engine    *sandbox.Engine
 	locals    map[string]*sandbox.Engine // local upstream accounts' engines (upstreams.go)
+	remotes   map[string]remoteClient    // remote upstream accounts' clients (upstreams.go)
 	jobs      *jobs.Engine
 	reg       *prometheus.Registry
 	bgStop    context.CancelFunc

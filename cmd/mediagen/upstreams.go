@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
@@ -10,7 +11,9 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
+	"mediagen/internal/provider"
 	"mediagen/internal/provider/ark"
+	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/video"
 )
@@ -38,16 +41,21 @@ func (m *Main) localEngines(tools ffmpeg.Tools, fetch *safefetch.Client) (map[st
 	return out, nil
 }
 
-// remoteUpstreams makes the client of every remote account (kind ark), with its API key read
-// from where the catalog says. A missing or empty key stops serve with a message naming the
-// account and the variable or file — never a key.
+// remoteClient is the client of a remote account: a generator, with a cheap authenticated
+// check; an openai client also speaks.
+type remoteClient interface {
+	provider.Generator
+	Check(ctx context.Context) error
+}
+
+// remoteUpstreams makes the video engine of every remote account (kinds ark and openai).
 func (m *Main) remoteUpstreams() (map[string]video.Upstream, error) {
 	out := map[string]video.Upstream{}
 	for _, acc := range m.catalog.Accounts() {
-		if acc.Kind != catalog.KindArk {
+		if !acc.Kind.Remote() {
 			continue
 		}
-		c, err := arkClient(acc, m.getenv, m.FetchTLS)
+		c, err := m.remoteClient(acc)
 		if err != nil {
 			return nil, err
 		}
@@ -56,17 +64,43 @@ func (m *Main) remoteUpstreams() (map[string]video.Upstream, error) {
 	return out, nil
 }
 
-// arkClient is the client of an ark account. tlsConfig is nil in production (the system
-// roots); tests give the roots of their fake server.
-func arkClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfig *tls.Config) (*ark.Client, error) {
+// remoteClient makes the client of a remote account once per process, with its API key read
+// from where the catalog says. A missing or empty key stops serve with a message naming the
+// account and the variable or file — never a key.
+func (m *Main) remoteClient(acc catalog.UpstreamAccount) (remoteClient, error) {
+	if c, ok := m.remotes[acc.Name]; ok {
+		return c, nil
+	}
+	c, err := newRemoteClient(acc, m.getenv, m.FetchTLS)
+	if err != nil {
+		return nil, err
+	}
+	if m.remotes == nil {
+		m.remotes = map[string]remoteClient{}
+	}
+	m.remotes[acc.Name] = c
+	return c, nil
+}
+
+// newRemoteClient is the client of a remote account. tlsConfig is nil in production (the
+// system roots); tests give the roots of their fake server.
+func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfig *tls.Config) (remoteClient, error) {
 	key, err := acc.APIKey(getenv, os.ReadFile)
 	if err != nil {
 		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
-	c, err := ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: &http.Client{Timeout: acc.Timeout(), Transport: tr},
-		RequestsPerSecond: float64(acc.RequestsPerSecond)})
+	hc := &http.Client{Timeout: acc.Timeout(), Transport: tr}
+	var c remoteClient
+	switch acc.Kind {
+	case catalog.KindArk:
+		c, err = ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
+	case catalog.KindOpenAI:
+		c, err = openai.New(openai.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond), Voice: acc.Voice})
+	default:
+		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", acc.Name, err)
 	}

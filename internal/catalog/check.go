@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -75,8 +76,29 @@ func (c *Catalog) checkBindings() []error {
 				errs = append(errs, fmt.Errorf("tenant %q alias %q: unknown upstream %q: neither sandbox nor an account of the upstreams section", t.ID, a.Name, a.Upstream))
 			case !acc.Kind.Serves(a.Product):
 				errs = append(errs, fmt.Errorf("tenant %q alias %q: upstream %q (kind %s) cannot serve product %s", t.ID, a.Name, a.Upstream, acc.Kind, a.Product))
+			case a.Product == ProductProduction:
+				errs = append(errs, c.checkProductionBinding(t, a, acc)...)
 			}
 		}
+	}
+	return errs
+}
+
+// checkProductionBinding: the generation account generates at the alias's
+// generate_resolution, and the enhancement account (enhance_upstream) serves enhancement.
+func (c *Catalog) checkProductionBinding(t *Tenant, a *Alias, gen UpstreamAccount) []error {
+	var errs []error
+	if rs := gen.Kind.GenerateResolutions(); rs != nil && !slices.Contains(rs, string(a.GenerateResolution)) {
+		errs = append(errs, fmt.Errorf("tenant %q alias %q: upstream %q (kind %s) cannot generate at generate_resolution %s (it does %s)",
+			t.ID, a.Name, a.Upstream, gen.Kind, a.GenerateResolution, strings.Join(rs, ", ")))
+	}
+	name := a.EnhancementUpstream()
+	enh, ok := c.Upstream(string(name))
+	switch {
+	case !ok:
+		errs = append(errs, fmt.Errorf("tenant %q alias %q: unknown enhance_upstream %q: neither sandbox nor an account of the upstreams section", t.ID, a.Name, name))
+	case !enh.Kind.Serves(ProductEnhancement):
+		errs = append(errs, fmt.Errorf("tenant %q alias %q: the enhancement half's upstream %q (kind %s) cannot serve enhancement; set enhance_upstream to an ffmpeg account or sandbox", t.ID, a.Name, name, enh.Kind))
 	}
 	return errs
 }
@@ -159,6 +181,7 @@ func (a *Alias) check() []string {
 		forbid(a.Route != "", "route")
 		forbid(a.GenerateResolution != "", "generate_resolution")
 		forbid(a.EnhanceModel != "", "enhance_model")
+		forbid(a.EnhanceUpstream != "", "enhance_upstream")
 	case ProductProduction:
 		need(a.Tier != "", "tier")
 		need(a.GenerateResolution != "", "generate_resolution")
@@ -171,12 +194,14 @@ func (a *Alias) check() []string {
 		forbid(a.Tier != "", "tier")
 		forbid(a.GenerateResolution != "", "generate_resolution")
 		forbid(a.EnhanceModel != "", "enhance_model")
+		forbid(a.EnhanceUpstream != "", "enhance_upstream")
 	case ProductSpeech:
 		forbid(a.Family != "", "family")
 		forbid(a.Tier != "", "tier")
 		forbid(a.Route != "", "route")
 		forbid(a.GenerateResolution != "", "generate_resolution")
 		forbid(a.EnhanceModel != "", "enhance_model")
+		forbid(a.EnhanceUpstream != "", "enhance_upstream")
 	}
 	if a.GenerateResolution == Res2K {
 		msgs = append(msgs, "generate_resolution must be a native resolution (480p, 720p, 1080p, 4k)")

@@ -117,6 +117,18 @@ type Alias struct {
 	// standard→standard, pro→professional).
 	GenerateResolution Resolution `yaml:"generate_resolution,omitempty"`
 	EnhanceModel       string     `yaml:"enhance_model,omitempty"`
+	// EnhanceUpstream is the account of the enhancement half (production only; default: the
+	// alias's upstream). It lets a remote generator (ark, openai) feed a local enhancer (ffmpeg).
+	EnhanceUpstream Upstream `yaml:"enhance_upstream,omitempty"`
+}
+
+// EnhancementUpstream is the account that runs the alias's enhancement half: enhance_upstream,
+// or the alias's upstream.
+func (a *Alias) EnhancementUpstream() Upstream {
+	if a.EnhanceUpstream != "" {
+		return a.EnhanceUpstream
+	}
+	return a.Upstream
 }
 
 // Rates is the tenant's rate card, in micro-units of the tenant's currency.

@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,18 +25,22 @@ const (
 	// KindEspeak is the local speech engine: espeak-ng, no markers.
 	KindEspeak UpstreamKind = "espeak"
 	// KindArk is Volcengine/BytePlus ModelArk content generation (the Seedance models),
-	// reached over HTTPS with an API key: native generation.
+	// reached over HTTPS with an API key: native generation (and production's first half).
 	KindArk UpstreamKind = "ark"
+	// KindOpenAI is an OpenAI-compatible API (POST /videos, POST /audio/speech): native
+	// generation (and production's first half) and speech.
+	KindOpenAI UpstreamKind = "openai"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI)
 	return err
 }
 
-// Serves reports whether an engine of the kind can run the product. The catalog check
-// refuses an alias bound to an account that cannot serve it, so such a request is never
-// accepted.
+// Serves reports whether an engine of the kind can run the product; for production, whether
+// it can run the generation half (the enhancement half runs on the alias's
+// enhance_upstream, which must serve enhancement). The catalog check refuses an alias bound
+// to an account that cannot serve it, so such a request is never accepted.
 func (k UpstreamKind) Serves(p Product) bool {
 	switch k {
 	case KindSandbox:
@@ -45,23 +50,115 @@ func (k UpstreamKind) Serves(p Product) bool {
 	case KindEspeak:
 		return p == ProductSpeech
 	case KindArk:
-		return p == ProductNative
+		return p == ProductNative || p == ProductProduction
+	case KindOpenAI:
+		return p == ProductNative || p == ProductProduction || p == ProductSpeech
 	}
 	return false
 }
 
+// Generation capabilities of the remote kinds: what their APIs accept. The contract allows
+// more; a request outside these is refused at submission (Refuse).
+var (
+	arkResolutions    = []string{"480p", "720p", "1080p"}
+	openaiResolutions = []string{"720p"}
+	openaiRatios      = []string{"16:9", "9:16"}
+	openaiSeconds     = []int{4, 8, 12}
+)
+
+// GenerateResolutions are the native resolutions a kind generates at (nil: all the contract's).
+func (k UpstreamKind) GenerateResolutions() []string {
+	switch k {
+	case KindArk:
+		return arkResolutions
+	case KindOpenAI:
+		return openaiResolutions
+	}
+	return nil
+}
+
 // Refuse names what of a contract-valid video request an engine of the kind cannot do: the
 // field and a sentence for the client, or "" when it can do it all. Such a request is refused
-// at submission (400), never accepted and failed later.
+// at submission (400), never accepted and failed later. For production the generation
+// half's parameters are checked (its resolution is the alias's, checked at load).
 func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string) {
-	if k == KindArk && req.Native != nil && req.Native.OutputFormat == "mov" {
+	g, ok := generation(req)
+	if !ok {
+		return "", ""
+	}
+	switch k {
+	case KindArk:
+		if g.outputFormat == "mov" {
+			return "metadata.output_format", "metadata.output_format mov is not available for this model; use mp4 (the default)."
+		}
+		if g.resolution != "" && !slices.Contains(arkResolutions, g.resolution) {
+			return "metadata.resolution", "metadata.resolution " + g.resolution + " is not available for this model; use one of " + strings.Join(arkResolutions, ", ") + "."
+		}
+	case KindOpenAI:
+		return refuseOpenAI(req, g)
+	}
+	return "", ""
+}
+
+// genParams are the generation parameters of a native or production request.
+type genParams struct {
+	resolution, ratio, outputFormat, taskType string
+	duration                                  int
+	audio, watermark                          *bool
+}
+
+func generation(req *contract.VideoRequest) (genParams, bool) {
+	switch {
+	case req.Native != nil:
+		n := req.Native
+		return genParams{n.Resolution, n.Ratio, n.OutputFormat, n.OmniTaskType, n.Duration, n.GenerateAudio, n.Watermark}, true
+	case req.Production != nil:
+		p := req.Production
+		return genParams{"", p.Ratio, "mp4", p.OmniTaskType, p.Duration, p.GenerateAudio, p.Watermark}, true
+	}
+	return genParams{}, false
+}
+
+// refuseOpenAI: the videos API takes a prompt, seconds (4, 8, 12), a size (1280x720 or
+// 720x1280) and one first-frame image; its videos always have sound and no visible watermark.
+func refuseOpenAI(req *contract.VideoRequest, g genParams) (string, string) {
+	switch {
+	case g.outputFormat == "mov":
 		return "metadata.output_format", "metadata.output_format mov is not available for this model; use mp4 (the default)."
+	case g.resolution != "" && !slices.Contains(openaiResolutions, g.resolution):
+		return "metadata.resolution", "metadata.resolution " + g.resolution + " is not available for this model; use 720p."
+	case !slices.Contains(openaiRatios, g.ratio):
+		return "metadata.ratio", "metadata.ratio " + g.ratio + " is not available for this model; use 16:9 or 9:16."
+	case g.duration != -1 && !slices.Contains(openaiSeconds, g.duration):
+		return "metadata.duration", fmt.Sprintf("metadata.duration %d is not available for this model; use 4, 8 or 12 seconds.", g.duration)
+	case g.audio != nil && !*g.audio:
+		return "metadata.generate_audio", "metadata.generate_audio false is not available for this model: its videos always have sound."
+	case g.watermark != nil && *g.watermark:
+		return "metadata.watermark", "metadata.watermark true is not available for this model."
+	case req.Seed != nil:
+		return "seed", "seed is not available for this model."
+	case g.taskType != "" && g.taskType != "auto":
+		return "metadata.omni_reference_task_type", "metadata.omni_reference_task_type " + g.taskType + " is not available for this model."
+	}
+	for i, it := range req.Content {
+		if it.Type != "image_url" || it.Role != "first_frame" || i > 0 {
+			return "metadata.content", "This model takes at most one reference: an image_url with role first_frame."
+		}
+	}
+	return "", ""
+}
+
+// RefuseSpeech names what of a contract-valid speech request an engine of the kind cannot
+// do, like Refuse.
+func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message string) {
+	if k == KindOpenAI && len(req.References) > 0 {
+		return "metadata.references", "This model speaks text only: metadata.references (voice or image references) are not available."
 	}
 	return "", ""
 }
 
 // Remote reports a kind reached over the network with credentials.
-func (k UpstreamKind) Remote() bool { return k == KindArk }
+func (k UpstreamKind) Remote() bool { return k == KindArk || k == KindOpenAI }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
 // by name (alias.upstream). The account "sandbox" of kind sandbox is built in.
@@ -84,6 +181,8 @@ type UpstreamAccount struct {
 	TimeoutSeconds int `yaml:"timeout_seconds"`
 	// RequestsPerSecond spaces the calls to the API of each process (0: no spacing).
 	RequestsPerSecond int `yaml:"requests_per_second"`
+	// Voice is the speech voice of an openai account (default alloy).
+	Voice string `yaml:"voice"`
 }
 
 // DefaultUpstreamTimeout is a remote call's bound when the account sets none.
@@ -139,7 +238,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak or ark)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark or openai)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:
@@ -156,6 +255,9 @@ func (u *UpstreamAccount) checkRemote() []error {
 	var errs []error
 	add := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("upstream %q: "+format, append([]any{u.Name}, args...)...))
+	}
+	if u.Voice != "" && u.Kind != KindOpenAI {
+		add("voice applies to kind openai only")
 	}
 	if !u.Kind.Remote() {
 		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 || u.RequestsPerSecond != 0 {

@@ -7,6 +7,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -54,11 +55,42 @@ func RetryDelay(err error) time.Duration {
 	return 0
 }
 
+// Capped reads r and fails once it gives more than n bytes: an output over its bound is an
+// error, never a silently cut file.
+func Capped(r io.Reader, n int64) io.Reader { return &capped{r: r, left: n} }
+
+type capped struct {
+	r    io.Reader
+	left int64
+}
+
+// ErrTooLarge is an output over its bound.
+var ErrTooLarge = errors.New("upstream output is larger than its bound")
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, ErrTooLarge
+	}
+	return n, err
+}
+
 // Source is a media input. URL is what a remote upstream fetches; Path, when set, is a local
 // copy the embedded sandbox may read directly instead.
 type Source struct {
 	URL  string
 	Path string
+	// Open, when set on an output, streams it: for an upstream whose result is fetched with
+	// the account's credentials (openai's GET /videos/{id}/content), or a body already read.
+	// The reader is the caller's to close.
+	Open func(ctx context.Context) (io.ReadCloser, error) `json:"-"`
 }
 
 // Input is one content item of a generation request, in request order.
@@ -160,8 +192,11 @@ type SpeechRequest struct {
 	IdempotencyKey string
 	Model          string
 	Text           string // the combined text to speak
-	Mode           string // text, audio, image
-	References     []Input
+	// Input and Instructions are the contract's fields as sent (trimmed), for an upstream
+	// that takes them apart; Text joins them.
+	Input, Instructions string
+	Mode                string // text, audio, image
+	References          []Input
 }
 
 // Speech is a finished synthesis.

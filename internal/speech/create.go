@@ -52,6 +52,13 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 	if !ok || alias.Product != catalog.ProductSpeech {
 		return nil, apierr.Invalid("model", fmt.Sprintf("The model %q is not a speech model alias of this account. Use a speech alias supplied by the operator.", req.Model))
 	}
+	if s.Accounts != nil {
+		if acc, ok := s.Accounts(string(alias.Upstream)); ok {
+			if param, msg := acc.Kind.RefuseSpeech(req); param != "" {
+				return nil, apierr.Invalid(param, msg)
+			}
+		}
+	}
 	sum := sha256.Sum256(req.CanonicalForIdempotency())
 	hash := sum[:]
 	// From here on the work is detached from the client's connection: a client that hangs up

@@ -63,7 +63,8 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	if engine == nil {
 		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", errors.New("no engine for upstream "+st.Upstream))
 	}
-	preq := provider.SpeechRequest{IdempotencyKey: rec.ID, Model: st.UpstreamModel, Text: st.Text, Mode: st.Mode}
+	preq := provider.SpeechRequest{IdempotencyKey: rec.ID, Model: st.UpstreamModel, Text: st.Text, Mode: st.Mode,
+		Input: st.Input, Instructions: st.Instructions}
 	for _, r := range st.References {
 		role := "reference_audio"
 		if r.Type == "image_url" {
@@ -215,6 +216,9 @@ func (s *Service) lost(ctx context.Context, rec store.Speech, err error) (*Respo
 	return s.await(ctx, cur)
 }
 
+// maxAudioBytes bounds an engine's audio file.
+const maxAudioBytes = 256 << 20
+
 // keep copies the engine's audio into the service's storage and measures the stored file.
 func (s *Service) keep(ctx context.Context, id string, out provider.Speech) (Result, error) {
 	ct := out.ContentType
@@ -234,8 +238,18 @@ func (s *Service) keep(ctx context.Context, id string, out provider.Speech) (Res
 		if err != nil {
 			return Result{}, fmt.Errorf("store audio: %w", err)
 		}
+	case out.Source.Open != nil:
+		rc, err := out.Source.Open(ctx)
+		if err != nil {
+			return Result{}, fmt.Errorf("open engine output: %w", err)
+		}
+		n, err = s.Blobs.Put(ctx, key, provider.Capped(rc, maxAudioBytes))
+		rc.Close()
+		if err != nil {
+			return Result{}, fmt.Errorf("store audio: %w", err)
+		}
 	case out.Source.URL != "" && s.Fetch != nil:
-		resp, err := s.Fetch.Get(ctx, out.Source.URL, safefetch.RequestOptions{MaxBytes: 256 << 20})
+		resp, err := s.Fetch.Get(ctx, out.Source.URL, safefetch.RequestOptions{MaxBytes: maxAudioBytes})
 		if err != nil {
 			return Result{}, fmt.Errorf("fetch engine output: %w", err)
 		}

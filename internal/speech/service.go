@@ -15,6 +15,7 @@ import (
 
 	"mediagen/internal/billing"
 	"mediagen/internal/blob"
+	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
@@ -75,6 +76,9 @@ type Service struct {
 	Metrics *Metrics // optional
 	// Overages counts settlements above their reservation (optional; they are logged always).
 	Overages *billing.Overages
+	// Accounts looks up an alias's upstream account (optional): a request its kind cannot
+	// serve is refused at submission (catalog.UpstreamKind.RefuseSpeech).
+	Accounts func(name string) (catalog.UpstreamAccount, bool)
 	// Bounds are the measured audio bounds of the engines by upstream name (see Bound);
 	// an engine without one uses EspeakBound.
 	Bounds map[string]Bound

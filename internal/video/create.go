@@ -28,6 +28,8 @@ type Stored struct {
 	Model        string `json:"upstream_model"`
 	GenerateRes  string `json:"generate_resolution,omitempty"`
 	EnhanceModel string `json:"enhance_model,omitempty"`
+	// EnhanceUpstream is the account of a production task's enhancement half ("": Upstream).
+	EnhanceUpstream string `json:"enhance_upstream,omitempty"`
 	// Assets maps a content index to the asset its asset:// reference resolved to at acceptance.
 	Assets map[int]Asset `json:"assets,omitempty"`
 }
@@ -75,6 +77,9 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store
 
 	stored := &Stored{Request: req, Upstream: string(alias.Upstream), Model: alias.Model,
 		GenerateRes: string(alias.GenerateResolution), EnhanceModel: alias.EnhanceModel}
+	if alias.Product == catalog.ProductProduction && alias.EnhanceUpstream != "" {
+		stored.EnhanceUpstream = string(alias.EnhanceUpstream)
+	}
 	m, err := s.resolveContent(ctx, c, req, stored)
 	if err != nil {
 		return store.Task{}, false, err

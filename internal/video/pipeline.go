@@ -92,9 +92,9 @@ func (s *stepCtx) timed(call string, start time.Time, err error) {
 	if s.p.AccountBroken != nil {
 		switch {
 		case errors.Is(err, provider.ErrAccount):
-			s.p.AccountBroken.WithLabelValues(s.req.Upstream).Set(1)
+			s.p.AccountBroken.WithLabelValues(s.account()).Set(1)
 		case err == nil:
-			s.p.AccountBroken.WithLabelValues(s.req.Upstream).Set(0)
+			s.p.AccountBroken.WithLabelValues(s.account()).Set(0)
 		}
 	}
 	if s.p.UpstreamCalls == nil {
@@ -104,7 +104,7 @@ func (s *stepCtx) timed(call string, start time.Time, err error) {
 	if err != nil {
 		outcome = "error"
 	}
-	s.p.UpstreamCalls.WithLabelValues(s.req.Upstream, call, outcome).Observe(time.Since(start).Seconds())
+	s.p.UpstreamCalls.WithLabelValues(s.account(), call, outcome).Observe(time.Since(start).Seconds())
 }
 
 // ErrSlotsFull is a submit's checkpoint refused because its account's upstream jobs are at
@@ -130,10 +130,19 @@ func NewUpstreamErrors(reg prometheus.Registerer) *prometheus.CounterVec {
 	return c
 }
 
+// account is the upstream account of the phase being run: the enhancement half of a
+// production task may run on another account than its generation half.
+func (s *stepCtx) account() string {
+	if s.req.EnhanceUpstream != "" && (s.phase == phaseEnhSubmit || s.phase == phaseEnhPoll) {
+		return s.req.EnhanceUpstream
+	}
+	return s.req.Upstream
+}
+
 // upstreamErr counts one upstream error.
 func (s *stepCtx) upstreamErr(call, kind string) {
 	if s.p.UpstreamErrors != nil {
-		s.p.UpstreamErrors.WithLabelValues(s.c.Route, s.req.Upstream, call, kind).Inc()
+		s.p.UpstreamErrors.WithLabelValues(s.c.Route, s.account(), call, kind).Inc()
 	}
 }
 
@@ -179,7 +188,8 @@ type stepCtx struct {
 	req   Stored
 	quote billing.Quote
 	st    pipeState
-	up    Upstream
+	up    Upstream // the generation half's (and standalone enhancement's) engine
+	enh   Upstream // the enhancement half's engine: up, or the production alias's enhance_upstream
 	phase string
 	save  func(Outcome) error
 }
@@ -203,7 +213,12 @@ func (p *Pipeline) Step(ctx context.Context, c store.TaskRun, save func(Outcome)
 	if !ok {
 		return permanent("video_generation_failed", "The model is not available."), nil
 	}
-	s.up = up
+	s.up, s.enh = up, up
+	if name := s.req.EnhanceUpstream; name != "" {
+		if s.enh, ok = p.Upstreams[name]; !ok {
+			return permanent("video_generation_failed", "The model is not available."), nil
+		}
+	}
 	if s.phase == "" {
 		s.phase = phaseGenSubmit
 		if c.Route == string(contract.RouteEnhancement) {
@@ -296,13 +311,13 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 		}
 		job, err = s.up.Generator.SubmitGeneration(ctx, s.generateRequest(key))
 	} else {
-		if s.up.Enhancer == nil {
+		if s.enh.Enhancer == nil {
 			return permanent("video_generation_failed", "The model is not available."), "", nil
 		}
 		var r provider.EnhanceRequest
 		r, err = s.enhanceRequest(key)
 		if err == nil {
-			job, err = s.up.Enhancer.SubmitEnhancement(ctx, r)
+			job, err = s.enh.Enhancer.SubmitEnhancement(ctx, r)
 		}
 	}
 	if err != nil {
@@ -373,7 +388,7 @@ func (s *stepCtx) poll(ctx context.Context, half string) (Outcome, string, error
 	if half == "gen" {
 		job, err = s.up.Generator.PollGeneration(ctx, s.st.GenJob)
 	} else {
-		job, err = s.up.Enhancer.PollEnhancement(ctx, s.st.EnhJob)
+		job, err = s.enh.Enhancer.PollEnhancement(ctx, s.st.EnhJob)
 	}
 	s.timed("poll", start, err)
 	if errors.Is(err, provider.ErrUnknownJob) {
@@ -446,7 +461,7 @@ func (s *stepCtx) pollAgain(err error) (Outcome, string, error) {
 	s.upstreamErr("poll", "transient")
 	s.st.PollErrors++
 	wait := max(s.p.pollDelay(s.st.PollErrors+1), provider.RetryDelay(err))
-	s.p.logger().Warn("upstream poll failed; polling again", "task_id", s.c.ID, "upstream", s.req.Upstream,
+	s.p.logger().Warn("upstream poll failed; polling again", "task_id", s.c.ID, "upstream", s.account(),
 		"in", wait, "failures_in_a_row", s.st.PollErrors, "err", err)
 	o, oerr := s.outcome(s.c.Progress, s.phase, wait)
 	return o, "", oerr
@@ -497,6 +512,9 @@ func extOf(contentType string) string {
 	return ".mp4"
 }
 
+// maxOutputBytes bounds an upstream's output file (64 GiB: a long 8K video).
+const maxOutputBytes = 64 << 30
+
 // copyOutput streams an upstream output into the service's storage: from a local file, or
 // from a URL through the SSRF-safe client. Nothing is held whole in memory.
 func (p *Pipeline) copyOutput(ctx context.Context, key string, src provider.Source) error {
@@ -509,10 +527,19 @@ func (p *Pipeline) copyOutput(ctx context.Context, key string, src provider.Sour
 		_, err = p.Blobs.Put(ctx, key, f)
 		return err
 	}
+	if src.Open != nil {
+		rc, err := src.Open(ctx)
+		if err != nil {
+			return fmt.Errorf("open output: %w", err)
+		}
+		defer rc.Close()
+		_, err = p.Blobs.Put(ctx, key, provider.Capped(rc, maxOutputBytes))
+		return err
+	}
 	if p.Fetch == nil || src.URL == "" {
 		return errors.New("output has no readable source")
 	}
-	res, err := p.Fetch.Get(ctx, src.URL, safefetch.RequestOptions{MaxBytes: 64 << 30})
+	res, err := p.Fetch.Get(ctx, src.URL, safefetch.RequestOptions{MaxBytes: maxOutputBytes})
 	if err != nil {
 		return fmt.Errorf("fetch output: %w", err)
 	}

@@ -14,15 +14,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"mediagen/internal/provider"
+	"mediagen/internal/provider/rest"
 )
 
 // Config configures a Client.
@@ -37,60 +36,15 @@ type Config struct {
 }
 
 // Client calls one Ark account.
-type Client struct {
-	base string
-	key  string
-	http *http.Client
-
-	gap  time.Duration // between two calls; 0: none
-	mu   sync.Mutex
-	next time.Time // when the next call may start
-}
+type Client struct{ api *rest.Client }
 
 // New returns a client of the account.
 func New(cfg Config) (*Client, error) {
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, errors.New("ark: base URL must be an absolute URL")
+	api, err := rest.New(rest.Config{Name: "ark", BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTP: cfg.HTTP, RequestsPerSecond: cfg.RequestsPerSecond})
+	if err != nil {
+		return nil, err
 	}
-	if cfg.APIKey == "" {
-		return nil, errors.New("ark: no API key")
-	}
-	hc := cfg.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
-	c := &Client{base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: hc}
-	if cfg.RequestsPerSecond > 0 {
-		c.gap = time.Duration(float64(time.Second) / cfg.RequestsPerSecond)
-	}
-	return c, nil
-}
-
-// pace waits for this call's turn under the request rate. A caller whose context ends first
-// gets a transient error: the job engine tries again later.
-func (c *Client) pace(ctx context.Context) error {
-	if c.gap == 0 {
-		return nil
-	}
-	c.mu.Lock()
-	now := time.Now()
-	at := c.next
-	if at.Before(now) {
-		at = now
-	}
-	c.next = at.Add(c.gap)
-	c.mu.Unlock()
-	if wait := time.Until(at); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("ark: waiting for the account's request rate: %w", provider.ErrTransient)
-		case <-t.C:
-		}
-	}
-	return nil
+	return &Client{api: api}, nil
 }
 
 // contentItem is one item of the request's content array.
@@ -297,75 +251,19 @@ func (c *Client) Check(ctx context.Context) error {
 	return c.call(ctx, http.MethodGet, "/contents/generations/tasks?page_num=1&page_size=1", nil, &out)
 }
 
-// call makes one HTTP call and decodes a 2xx JSON answer into out. Failures are typed for
-// the pipeline: a refused request is permanent (with a public code), everything that may
-// pass is transient. The upstream's raw message never leaves this package except in logs of
-// the error chain, and the key never leaves it at all.
+// call makes one call and decodes its 2xx JSON answer into out, with failures typed for the
+// pipeline (rest.Classify): a refused request is permanent with a public code from Ark's
+// error code; the upstream's raw message never leaves this package.
 func (c *Client) call(ctx context.Context, method, path string, body []byte, out any) error {
-	if err := c.pace(ctx); err != nil {
-		return err
-	}
-	var rd io.Reader
+	r := rest.Request{Method: method, Path: path}
 	if body != nil {
-		rd = bytes.NewReader(body)
+		r.Body, r.ContentType = bytes.NewReader(body), "application/json"
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return fmt.Errorf("ark: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("ark %s %s: %s: %w", method, path, scrub(err.Error(), c.key), provider.ErrTransient)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("ark %s %s: reading the answer: %w", method, path, provider.ErrTransient)
-	}
-	if res.StatusCode/100 != 2 {
+	return rest.Classify(c.api.JSON(ctx, r, out), func(se *rest.StatusError) error {
 		var e apiError
-		_ = json.Unmarshal(data, &e)
-		err := statusError(method, path, res.StatusCode, e.Error.Code)
-		if after := retryAfter(res.Header.Get("Retry-After")); after > 0 && errors.Is(err, provider.ErrTransient) {
-			return &provider.RetryAfter{After: after, Err: err}
-		}
-		return err
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("ark %s %s: malformed answer: %w", method, path, provider.ErrTransient)
-	}
-	return nil
-}
-
-// statusError maps an HTTP failure: 400 and 404 are refusals of this request (permanent,
-// with a public code), 401 and 403 a broken account (the task waits while the operator fixes
-// the key), 408, 429 and 5xx pass.
-func statusError(method, path string, status int, code string) error {
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		return fmt.Errorf("ark %s %s: HTTP %d %s: %w", method, path, status, code, provider.ErrAccount)
-	}
-	kind := provider.ErrTransient
-	if status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusUnprocessableEntity {
-		kind = provider.ErrPermanent
-	}
-	if kind == provider.ErrPermanent {
-		return &provider.Error{Code: publicCode(code), Message: publicMessage(code), Kind: provider.ErrPermanent}
-	}
-	return fmt.Errorf("ark %s %s: HTTP %d %s: %w", method, path, status, code, kind)
-}
-
-// retryAfter reads a Retry-After header in seconds, bounded to 10 minutes (0: none).
-func retryAfter(h string) time.Duration {
-	n, err := strconv.Atoi(strings.TrimSpace(h))
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return time.Duration(min(n, 600)) * time.Second
+		_ = json.Unmarshal(se.Body, &e)
+		return &provider.Error{Code: publicCode(e.Error.Code), Message: publicMessage(e.Error.Code), Kind: provider.ErrPermanent}
+	})
 }
 
 // publicCode keeps the contract's vocabulary: the one upstream code the contract names, and
@@ -389,6 +287,3 @@ func publicMessage(code string) string {
 	}
 	return "The video could not be generated."
 }
-
-// scrub removes the key from an error text (a transport error can quote a request).
-func scrub(s, key string) string { return strings.ReplaceAll(s, key, "[key]") }
