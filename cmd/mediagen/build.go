@@ -90,6 +90,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 					upstreams[name] = video.Upstream{Enhancer: e}
 				}
 			}
+			m.frames = frameFitter{tools: tools, fetch: fetch}
 			remotes, err := m.remoteUpstreams()
 			if err != nil {
 				return nil, err

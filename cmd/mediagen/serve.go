@@ -20,6 +20,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/jobs"
+	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/sqlite"
@@ -47,6 +48,7 @@ type Main struct {
 	engine    *sandbox.Engine
 	locals    map[string]*sandbox.Engine // local upstream accounts' engines (upstreams.go)
 	remotes   map[string]remoteClient    // remote upstream accounts' clients (upstreams.go)
+	frames    openai.Frames              // first-frame fitting of openai accounts (worker role)
 	jobs      *jobs.Engine
 	reg       *prometheus.Registry
 	bgStop    context.CancelFunc

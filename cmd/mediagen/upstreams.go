@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -71,7 +72,7 @@ func (m *Main) remoteClient(acc catalog.UpstreamAccount) (remoteClient, error) {
 	if c, ok := m.remotes[acc.Name]; ok {
 		return c, nil
 	}
-	c, err := newRemoteClient(acc, m.getenv, m.FetchTLS)
+	c, err := newRemoteClient(acc, m.getenv, m.FetchTLS, m.frames)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (m *Main) remoteClient(acc catalog.UpstreamAccount) (remoteClient, error) {
 
 // newRemoteClient is the client of a remote account. tlsConfig is nil in production (the
 // system roots); tests give the roots of their fake server.
-func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfig *tls.Config) (remoteClient, error) {
+func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfig *tls.Config, frames openai.Frames) (remoteClient, error) {
 	key, err := acc.APIKey(getenv, os.ReadFile)
 	if err != nil {
 		return nil, err
@@ -97,7 +98,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 	case catalog.KindArk:
 		c, err = ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	case catalog.KindOpenAI:
-		c, err = openai.New(openai.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond), Voice: acc.Voice})
+		c, err = openai.New(openai.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
+			Voice: acc.Voice, Frames: frames})
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}
@@ -105,4 +107,61 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 		return nil, fmt.Errorf("upstream %s: %w", acc.Name, err)
 	}
 	return c, nil
+}
+
+// frameFitter fits first frames for the openai kind with ffmpeg: the image is read from its
+// local copy (an asset) or fetched through the fetch policy, and scaled and padded to
+// 1280x720, or 720x1280 when it is taller than wide.
+type frameFitter struct {
+	tools ffmpeg.Tools
+	fetch *safefetch.Client
+}
+
+// maxFrameBytes bounds a first-frame image fetched for fitting.
+const maxFrameBytes = 30 << 20
+
+func (f frameFitter) Fit(ctx context.Context, src provider.Source) ([]byte, int, int, error) {
+	dir, err := os.MkdirTemp("", ffmpeg.ScratchPrefix+"frame-*") // swept at start if a crash leaves it
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	in := src.Path
+	if in == "" {
+		in = filepath.Join(dir, "in")
+		if err := f.download(ctx, src.URL, in); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	info, err := f.tools.Probe(ctx, in)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("measure the first frame: %w", err)
+	}
+	w, h := 1280, 720
+	if info.Height > info.Width {
+		w, h = 720, 1280
+	}
+	out := filepath.Join(dir, "fit.png")
+	if err := f.tools.FitImagePNG(ctx, in, out, w, h); err != nil {
+		return nil, 0, 0, err
+	}
+	b, err := os.ReadFile(out)
+	return b, w, h, err
+}
+
+func (f frameFitter) download(ctx context.Context, url, path string) error {
+	res, err := f.fetch.Get(ctx, url, safefetch.RequestOptions{MaxBytes: maxFrameBytes})
+	if err != nil {
+		return fmt.Errorf("fetch the first frame: %w", err)
+	}
+	defer res.Body.Close()
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, res.Body); err != nil {
+		out.Close()
+		return fmt.Errorf("fetch the first frame: %w", err)
+	}
+	return out.Close()
 }

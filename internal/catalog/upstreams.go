@@ -61,6 +61,7 @@ func (k UpstreamKind) Serves(p Product) bool {
 // more; a request outside these is refused at submission (Refuse).
 var (
 	arkResolutions    = []string{"480p", "720p", "1080p"}
+	arkMaxSeconds     = 15
 	openaiResolutions = []string{"720p"}
 	openaiRatios      = []string{"16:9", "9:16"}
 	openaiSeconds     = []int{4, 8, 12}
@@ -94,6 +95,9 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		if g.resolution != "" && !slices.Contains(arkResolutions, g.resolution) {
 			return "metadata.resolution", "metadata.resolution " + g.resolution + " is not available for this model; use one of " + strings.Join(arkResolutions, ", ") + "."
 		}
+		if g.duration > arkMaxSeconds {
+			return "metadata.duration", fmt.Sprintf("metadata.duration %d is not available for this model; it makes at most %d seconds.", g.duration, arkMaxSeconds)
+		}
 	case KindOpenAI:
 		return refuseOpenAI(req, g)
 	}
@@ -120,14 +124,15 @@ func generation(req *contract.VideoRequest) (genParams, bool) {
 }
 
 // refuseOpenAI: the videos API takes a prompt, seconds (4, 8, 12), a size (1280x720 or
-// 720x1280) and one first-frame image; its videos always have sound and no visible watermark.
+// 720x1280, or the first frame's orientation with ratio adaptive) and one first-frame image;
+// its videos always have sound and no visible watermark.
 func refuseOpenAI(req *contract.VideoRequest, g genParams) (string, string) {
 	switch {
 	case g.outputFormat == "mov":
 		return "metadata.output_format", "metadata.output_format mov is not available for this model; use mp4 (the default)."
 	case g.resolution != "" && !slices.Contains(openaiResolutions, g.resolution):
 		return "metadata.resolution", "metadata.resolution " + g.resolution + " is not available for this model; use 720p."
-	case !slices.Contains(openaiRatios, g.ratio):
+	case !slices.Contains(openaiRatios, g.ratio) && !(g.ratio == "adaptive" && firstFrame(req)):
 		return "metadata.ratio", "metadata.ratio " + g.ratio + " is not available for this model; use 16:9 or 9:16."
 	case g.duration != -1 && !slices.Contains(openaiSeconds, g.duration):
 		return "metadata.duration", fmt.Sprintf("metadata.duration %d is not available for this model; use 4, 8 or 12 seconds.", g.duration)
@@ -146,6 +151,12 @@ func refuseOpenAI(req *contract.VideoRequest, g genParams) (string, string) {
 		}
 	}
 	return "", ""
+}
+
+// firstFrame: the request has a first frame, whose shape then decides the output's (ratio
+// adaptive).
+func firstFrame(req *contract.VideoRequest) bool {
+	return slices.ContainsFunc(req.Content, func(it contract.ContentItem) bool { return it.Role == contract.RoleFirstFrame })
 }
 
 // RefuseSpeech names what of a contract-valid speech request an engine of the kind cannot

@@ -50,3 +50,26 @@ func (t Tools) lastFrame(ctx context.Context, video, tmp string, fromEnd bool) e
 	}
 	return nil
 }
+
+// FitImagePNG writes the first frame of an image (or video) as a PNG of exactly width x
+// height: scaled to fit inside, keeping its aspect ratio, and padded with black. An upstream
+// that takes a first frame only at its output size (the OpenAI videos API) gets one.
+func (t Tools) FitImagePNG(ctx context.Context, in, out string, width, height int) error {
+	if width <= 0 || height <= 0 {
+		return fmt.Errorf("fit image: size %dx%d", width, height)
+	}
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	return writeAtomic(out, func(tmp string) error {
+		vf := fmt.Sprintf("scale=%d:%d:force_original_aspect_ratio=decrease,pad=%d:%d:(ow-iw)/2:(oh-ih)/2:color=black,setsar=1,format=rgb24",
+			width, height, width, height)
+		args := append(ffmpegArgs(), "-i", fileURL(in), "-map", "0:v:0", "-frames:v", "1", "-vf", vf,
+			"-map_metadata", "-1", "-fflags", "+bitexact", "-c:v", "png", "-f", "image2", "-update", "1")
+		args = append(args, t.threadArgs()...)
+		args = append(args, fileURL(tmp))
+		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
+			return fmt.Errorf("fit image: %w", err)
+		}
+		return nil
+	})
+}

@@ -71,6 +71,8 @@ type createRequest struct {
 	Seed          *int64        `json:"seed,omitempty"`
 	Watermark     *bool         `json:"watermark,omitempty"`
 	GenerateAudio *bool         `json:"generate_audio,omitempty"`
+	// OmniReferenceTaskType is the contract's omni_reference_task_type (left out for auto).
+	OmniReferenceTaskType string `json:"omni_reference_task_type,omitempty"`
 	// SafetyIdentifier carries Tag(idempotency key): Ark returns it in its task list, which is
 	// how FindGeneration recognises a job an unrecorded create started.
 	SafetyIdentifier string `json:"safety_identifier,omitempty"`
@@ -114,6 +116,9 @@ func request(r provider.GenerateRequest) createRequest {
 		Watermark: r.Watermark, GenerateAudio: r.GenerateAudio}
 	if r.IdempotencyKey != "" {
 		body.SafetyIdentifier = Tag(r.IdempotencyKey)
+	}
+	if r.TaskType != "" && r.TaskType != "auto" {
+		body.OmniReferenceTaskType = r.TaskType
 	}
 	if r.Duration > 0 {
 		d := int64(r.Duration)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net/textproto"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -40,12 +41,22 @@ type Config struct {
 	RequestsPerSecond float64
 	// Voice is the speech voice (default DefaultVoice).
 	Voice string
+	// Frames fits a first-frame image to a size the videos API takes (optional). Without it
+	// the image's URL is passed as input_reference[image_url] with the request's size.
+	Frames Frames
+}
+
+// Frames makes a first frame the videos API accepts: the API takes an input_reference only
+// at the output size, so the image is scaled and padded to 1280x720 (landscape) or 720x1280.
+type Frames interface {
+	Fit(ctx context.Context, src provider.Source) (png []byte, width, height int, err error)
 }
 
 // Client calls one OpenAI-compatible account.
 type Client struct {
-	api   *rest.Client
-	voice string
+	api    *rest.Client
+	voice  string
+	frames Frames
 }
 
 // New returns a client of the account.
@@ -58,7 +69,7 @@ func New(cfg Config) (*Client, error) {
 	if voice == "" {
 		voice = DefaultVoice
 	}
-	return &Client{api: api, voice: voice}, nil
+	return &Client{api: api, voice: voice, frames: cfg.Frames}, nil
 }
 
 // video is the Video object of GET /videos/{id} (and of the create's answer).
@@ -81,25 +92,54 @@ type errorBody struct {
 }
 
 // createForm builds the multipart body of POST /videos: prompt, model, seconds, size, and a
-// first-frame image as input_reference[image_url] (the SDK's ImageInputReferenceParam in its
-// bracket form encoding).
-func createForm(r provider.GenerateRequest) ([]byte, string, error) {
+// first frame — fitted to the output size and uploaded as the input_reference file, or, with
+// no Frames, its URL as input_reference[image_url] (the SDK's ImageInputReferenceParam in
+// its bracket form encoding).
+func (c *Client) createForm(ctx context.Context, r provider.GenerateRequest) ([]byte, string, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
+	size := ""
+	if r.Width > 0 && r.Height > 0 {
+		size = fmt.Sprintf("%dx%d", r.Width, r.Height)
+	}
+	var frame *provider.Input
+	for i, in := range r.Inputs {
+		if in.Type == "image_url" && in.Role == "first_frame" {
+			frame = &r.Inputs[i]
+		}
+	}
+	var png []byte
+	if frame != nil && c.frames != nil {
+		b, fw, fh, err := c.frames.Fit(ctx, frame.Source)
+		if err != nil {
+			return nil, "", fmt.Errorf("openai: first frame: %v: %w", err, provider.ErrTransient)
+		}
+		png, size = b, fmt.Sprintf("%dx%d", fw, fh)
+	}
 	fields := [][2]string{{"prompt", r.Prompt}, {"model", r.Model}}
 	if r.Duration > 0 {
 		fields = append(fields, [2]string{"seconds", strconv.Itoa(r.Duration)})
 	}
-	if r.Width > 0 && r.Height > 0 {
-		fields = append(fields, [2]string{"size", fmt.Sprintf("%dx%d", r.Width, r.Height)})
+	if size != "" {
+		fields = append(fields, [2]string{"size", size})
 	}
-	for _, in := range r.Inputs {
-		if in.Type == "image_url" && in.Role == "first_frame" {
-			fields = append(fields, [2]string{"input_reference[image_url]", in.Source.URL})
-		}
+	if frame != nil && png == nil {
+		fields = append(fields, [2]string{"input_reference[image_url]", frame.Source.URL})
 	}
 	for _, f := range fields {
 		if err := w.WriteField(f[0], f[1]); err != nil {
+			return nil, "", err
+		}
+	}
+	if png != nil {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", `form-data; name="input_reference"; filename="first_frame.png"`)
+		h.Set("Content-Type", "image/png")
+		part, err := w.CreatePart(h)
+		if err != nil {
+			return nil, "", err
+		}
+		if _, err := part.Write(png); err != nil {
 			return nil, "", err
 		}
 	}
@@ -112,9 +152,9 @@ func createForm(r provider.GenerateRequest) ([]byte, string, error) {
 // SubmitGeneration creates a video job, once. The Idempotency-Key header carries the task's
 // half: servers that honour it answer a repeated create with the first job.
 func (c *Client) SubmitGeneration(ctx context.Context, r provider.GenerateRequest) (string, error) {
-	body, ct, err := createForm(r)
+	body, ct, err := c.createForm(ctx, r)
 	if err != nil {
-		return "", fmt.Errorf("openai: %w", err)
+		return "", err
 	}
 	req := rest.Request{Method: http.MethodPost, Path: "/videos", Body: bytes.NewReader(body), ContentType: ct}
 	if r.IdempotencyKey != "" {

@@ -378,8 +378,11 @@ func (s *Server) check(b map[string]any) (string, bool) {
 	if r, has := b["resolution"].(string); has && !slices.Contains(resolutions, r) {
 		bad("resolution %q", r)
 	}
-	if d, has := b["duration"].(float64); has && (d < 2 || d > 12) {
-		bad("duration %v outside 2..12", d)
+	if d, has := b["duration"].(float64); has && (d < 2 || d > 15) {
+		bad("duration %v outside 2..15", d)
+	}
+	if tt, has := b["omni_reference_task_type"].(string); has && !slices.Contains([]string{"reference", "edit", "extend"}, tt) {
+		bad("omni_reference_task_type %q", tt)
 	}
 	if t, has := b["safety_identifier"].(string); has && len(t) > 64 {
 		bad("safety_identifier of %d characters", len(t))

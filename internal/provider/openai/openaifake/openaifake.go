@@ -10,6 +10,8 @@ package openaifake
 
 import (
 	"crypto/tls"
+	"image"
+	_ "image/png" // input_reference images
 	"encoding/json"
 	"fmt"
 	"io"
@@ -230,8 +232,30 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 			bad("unknown field %q", k)
 		}
 	}
-	if len(r.MultipartForm.File) > 0 {
-		bad("unexpected file parts")
+	for name, fhs := range r.MultipartForm.File {
+		if name != "input_reference" || len(fhs) != 1 {
+			bad("unexpected file part %q", name)
+			continue
+		}
+		if _, has := form["input_reference[image_url]"]; has {
+			bad("input_reference given as a file and as image_url")
+		}
+		// The API takes a reference image only at the output size.
+		f, err := fhs[0].Open()
+		if err != nil {
+			bad("input_reference: %v", err)
+			continue
+		}
+		cfg, format, err := image.DecodeConfig(f)
+		f.Close()
+		if err != nil || fhs[0].Header.Get("Content-Type") != "image/"+format {
+			bad("input_reference is not an image of its Content-Type %q: %v", fhs[0].Header.Get("Content-Type"), err)
+			continue
+		}
+		if got := fmt.Sprintf("%dx%d", cfg.Width, cfg.Height); got != form["size"] {
+			bad("input_reference is %s, the size %q", got, form["size"])
+		}
+		form["input_reference"] = fmt.Sprintf("%s %dx%d", format, cfg.Width, cfg.Height)
 	}
 	if form["prompt"] == "" || form["model"] == "" {
 		bad("prompt and model are required: %v", form)

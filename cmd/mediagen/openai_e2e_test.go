@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
+	"mediagen/internal/provider/openai/openaifake"
+)
+
+const openaiTestKey = "sk-openai-e2e-93b1f07c"
+
+// openaiCatalog is the demo catalog with a native alias, the speech alias and a production
+// alias bound to an openai account at base, the production's enhancement half on a local
+// ffmpeg account.
+func openaiCatalog(t *testing.T, dir, base string) string {
+	t.Helper()
+	accounts := "  - name: openai-main\n    kind: openai\n    base_url: " + base + "\n    api_key_env: OPENAI_TEST_KEY\n    voice: nova\n" +
+		"  - name: local-enhance\n    kind: ffmpeg\n"
+	return demoCatalogWith(t, dir, accounts, map[string]string{
+		"demo-video-standard":      "openai-main",
+		"demo-speech":              "openai-main",
+		"demo-production-standard": "openai-main\n        enhance_upstream: local-enhance",
+	})
+}
+
+// Every route and mode the openai kind supports runs through the real server on a fake
+// OpenAI-compatible API: native text and first-frame videos, speech, and production
+// (generated on openai, enhanced on ffmpeg). Results are copied, probed and billed from what
+// was measured; requests the kind cannot serve are refused at submission with nothing
+// charged; each task makes one upstream job; the key appears nowhere the service wrote.
+func TestOpenAIAccountRunsEveryRouteItSupports(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip, voice := filepath.Join(dir, "out.mp4"), filepath.Join(dir, "speech.mp3")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 320, Height: 180, FPS: 24, Duration: 4, Container: "mp4", Audio: true, Text: "openai"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	if err := tools.Speak(context.Background(), "Hello from the fake", voice, ffmpeg.SpeakOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fake := openaifake.Start(openaifake.Config{Key: openaiTestKey, Clip: clip, Speech: voice, Polls: 1})
+	t.Cleanup(fake.Close)
+	frame := pngOf(t, 64, 36)
+	cdn := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(frame)
+	}))
+	t.Cleanup(cdn.Close)
+
+	var out, logs bytes.Buffer
+	m := NewMain(env(map[string]string{"OPENAI_TEST_KEY": openaiTestKey}), &out, &logs)
+	m.FetchTLS = fake.TLS()
+	m.FetchTLS.RootCAs.AddCert(cdn.Certificate())
+	addr := freeAddr(t)
+	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
+		"--log-level", "debug", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base())}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, tools: tools}
+	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	tenant, _ := m.catalog.Tenant("demo")
+
+	// What the kind cannot do is refused at submission, naming the field; nothing is charged.
+	for _, tc := range []struct{ body, param string }{
+		{`{"model":"demo-video-standard","prompt":"x","metadata":{"ratio":"1:1","duration":4}}`, "metadata.ratio"},
+		{`{"model":"demo-video-standard","prompt":"x","metadata":{"ratio":"16:9","duration":5}}`, "metadata.duration"},
+		{`{"model":"demo-video-standard","prompt":"x","metadata":{"ratio":"16:9","duration":4,"resolution":"1080p"}}`, "metadata.resolution"},
+		{`{"model":"demo-video-standard","prompt":"x","seed":7,"metadata":{"ratio":"16:9","duration":4}}`, "seed"},
+		{`{"model":"demo-video-standard","prompt":"x","metadata":{"ratio":"16:9","duration":4,"generate_audio":false}}`, "metadata.generate_audio"},
+	} {
+		if status, b := e.call("POST", "/v1/videos", tc.body); status != 400 || !bytes.Contains(b, []byte(`"param":"`+tc.param+`"`)) {
+			t.Errorf("%s: %d %s; want 400 on %s", tc.body, status, b, tc.param)
+		}
+	}
+	e.speechError(`{"model":"demo-speech","input":"x","metadata":{"references":[{"type":"audio_url","url":"https://cdn.example.com/v.mp3"}]}}`, 400, "invalid_request_error")
+	if used := e.used(); used != 0 {
+		t.Fatalf("refused requests charged %s", used)
+	}
+
+	// Native, text mode: the result is the upstream's content, copied and measured; the
+	// charge is the tokens of the measured video (the API reports no usage).
+	id := e.create(`{"model":"demo-video-standard","prompt":"a red kite","metadata":{"ratio":"16:9","duration":4}}`)
+	task := e.wait(id)
+	if task.Status != "completed" {
+		t.Fatalf("native on openai: %+v %+v", task, task.Error)
+	}
+	_, info := e.download(task.Metadata.URL, "openai.mp4")
+	tokens := billing.NativeTokens(info.Width, info.Height, info.FPS, info.Duration)
+	if info.Width != 320 || task.Usage == nil || task.Usage.CompletionTokens != tokens {
+		t.Errorf("native result %+v, usage %+v; want the measured tokens %d", info, task.Usage, tokens)
+	}
+	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-standard")), tokens)
+	if got := e.used(); got != want {
+		t.Errorf("charged %s, want %s", got, want)
+	}
+	before := e.used()
+
+	// Native, first frame from the client's URL (ratio adaptive): the API takes a reference
+	// only at the output size, so the 64x36 image is fitted to 1280x720 and uploaded.
+	ref := cdn.URL + "/frame.png"
+	id2 := e.create(`{"model":"demo-video-standard","prompt":"from a frame","metadata":{"duration":8,"content":[{"type":"image_url","role":"first_frame","image_url":{"url":"` + ref + `"}}]}}`)
+	if task := e.wait(id2); task.Status != "completed" {
+		t.Fatalf("first frame on openai: %+v %+v", task, task.Error)
+	}
+	var form map[string]string
+	for _, f := range fake.Forms() {
+		if f["prompt"] == "from a frame" {
+			form = f
+		}
+	}
+	if form["input_reference"] != "png 1280x720" || form["size"] != "1280x720" || form["seconds"] != "8" || form["model"] == "" {
+		t.Errorf("create form %v", form)
+	}
+
+	// Speech: input, instructions and the account's voice; billed by the measured seconds.
+	before = e.used()
+	s := e.speech(`{"model":"demo-speech","input":"Hello there","instructions":"warmly"}`)
+	if s.Duration <= 0 {
+		t.Fatalf("speech on openai: %+v", s)
+	}
+	sp := fake.Speeches()
+	if len(sp) != 1 || sp[0]["input"] != "Hello there" || sp[0]["instructions"] != "warmly" || sp[0]["voice"] != "nova" {
+		t.Errorf("speech bodies %v", sp)
+	}
+	if want, _ := billing.SecondsCost(rate(tenant.Rates.SpeechRate()), billing.SecondsToMicros(s.Duration)); e.used()-before != want {
+		t.Errorf("speech charged %s, want %s for %.3f s", e.used()-before, want, s.Duration)
+	}
+
+	// Production: generated on openai at the alias's 720p, enhanced to 1080p on ffmpeg.
+	before = e.used()
+	id3 := e.create(`{"model":"demo-production-standard","prompt":"a city at dusk","metadata":{"ratio":"16:9","duration":4,"resolution":"1080p"}}`)
+	ptask := e.wait(id3)
+	if ptask.Status != "completed" {
+		t.Fatalf("production on openai + ffmpeg: %+v %+v", ptask, ptask.Error)
+	}
+	_, pinfo := e.download(ptask.Metadata.URL, "production.mp4")
+	if pinfo.Height != 1080 || !near(pinfo.Duration, 4, 0.1) {
+		t.Errorf("production result %+v, want 1080p of the 4 s generation", pinfo)
+	}
+	pq := billing.Quote{Route: "production", Rate: rate(tenant.Rates.ProductionRate("standard", "1080p", false))}
+	if want, _ := billing.SettleAmount(pq, billing.Measured{OutputSeconds: pinfo.Duration}); e.used()-before != want {
+		t.Errorf("production charged %s, want %s", e.used()-before, want)
+	}
+
+	for _, id := range []string{id, id2, id3} {
+		if n := fake.JobsFor(id + ":gen"); n != 1 {
+			t.Errorf("task %s made %d upstream jobs", id, n)
+		}
+	}
+	for _, v := range fake.Violations() {
+		t.Errorf("wire format: %s", v)
+	}
+	_, view := e.call("GET", "/v1/videos/"+id, "")
+	for what, text := range map[string]string{"stdout": out.String(), "the logs": logs.String(), "the task view": string(view), "the metrics": e.metrics()} {
+		if strings.Contains(text, openaiTestKey) {
+			t.Errorf("the API key appears in %s", what)
+		}
+		if strings.Contains(text, fake.Base()) && what == "the task view" {
+			t.Errorf("the upstream's URL reached the client")
+		}
+	}
+	_ = filepath.Walk(filepath.Join(dir, "data"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return nil
+		}
+		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(openaiTestKey)) {
+			t.Errorf("the API key is in %s", p)
+		}
+		return nil
+	})
+}
