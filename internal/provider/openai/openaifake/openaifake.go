@@ -10,10 +10,10 @@ package openaifake
 
 import (
 	"crypto/tls"
-	"image"
-	_ "image/png" // input_reference images
 	"encoding/json"
 	"fmt"
+	"image"
+	_ "image/png" // input_reference images
 	"io"
 	"math/rand/v2"
 	"mime"
