@@ -6,10 +6,12 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,8 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
+	"mediagen/internal/provider/ark"
+	"mediagen/internal/provider/ark/arkfake"
 )
 
 const arkTestKey = "sk-ark-e2e-7f3c9a1d5b"
@@ -200,4 +204,110 @@ func canonicalJSON(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Every route and mode the ark kind supports runs through the real server on the fake Ark
+// (arkfake, which checks each create's fields and roles): native text, first and last frame,
+// multimodal reference (image, video and audio, with omni_reference_task_type), and
+// production generated on Ark and enhanced on a local ffmpeg account. Each result is copied
+// and probed, each task makes one upstream job, and the charges follow the upstream's usage
+// (native) and the measured output (production).
+func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	media := filepath.Join(dir, "media")
+	if err := os.Mkdir(media, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clip := filepath.Join(dir, "out.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 320, Height: 180, FPS: 24, Duration: 5, Container: "mp4", Audio: true, Text: "ark"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 3, Container: "mp4", Text: "ref"}, filepath.Join(media, "ref.mp4")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tools.Speak(context.Background(), "a reference voice", filepath.Join(media, "ref.mp3"), ffmpeg.SpeakOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(media, "frame.png"), pngOf(t, 64, 36), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const tokens = 24000
+	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens})
+	t.Cleanup(fake.Close)
+	cdn := httptest.NewTLSServer(http.FileServer(http.Dir(media)))
+	t.Cleanup(cdn.Close)
+
+	accounts := "  - name: ark-main\n    kind: ark\n    base_url: " + fake.Base() + "\n    api_key_env: ARK_TEST_KEY\n  - name: local-enhance\n    kind: ffmpeg\n"
+	catPath := demoCatalogWith(t, t.TempDir(), accounts, map[string]string{
+		"demo-video-2.5":      "ark-main",
+		"demo-production-pro": "ark-main\n        enhance_upstream: local-enhance",
+	})
+	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, io.Discard)
+	m.FetchTLS = fake.TLS()
+	m.FetchTLS.RootCAs.AddCert(cdn.Certificate())
+	addr := freeAddr(t)
+	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
+		"--log-level", "warn", "--catalog", catPath}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, tools: tools}
+	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	tenant, _ := m.catalog.Tenant("demo")
+
+	if status, b := e.call("POST", "/v1/videos", `{"model":"demo-video-2.5","prompt":"x","metadata":{"resolution":"4k","ratio":"16:9","duration":5}}`); status != 400 ||
+		!bytes.Contains(b, []byte(`"param":"metadata.resolution"`)) {
+		t.Errorf("4k on ark: %d %s; want 400 on metadata.resolution", status, b)
+	}
+
+	item := func(typ, role, name string) string {
+		return `{"type":"` + typ + `","role":"` + role + `","` + typ + `":{"url":"` + cdn.URL + "/" + name + `"}}`
+	}
+	native := map[string]string{
+		"text":             `{"model":"demo-video-2.5","prompt":"text mode","metadata":{"resolution":"720p","ratio":"16:9","duration":5}}`,
+		"first_last_frame": `{"model":"demo-video-2.5","prompt":"frames","metadata":{"resolution":"720p","duration":5,"content":[` + item("image_url", "first_frame", "frame.png") + `,` + item("image_url", "last_frame", "frame.png") + `]}}`,
+		"reference": `{"model":"demo-video-2.5","prompt":"@Image1 speaks over @Video1","metadata":{"resolution":"480p","ratio":"9:16","duration":5,"omni_reference_task_type":"reference","content":[` +
+			item("image_url", "reference_image", "frame.png") + `,` + item("video_url", "reference_video", "ref.mp4") + `,` + item("audio_url", "reference_audio", "ref.mp3") + `]}}`,
+	}
+	ids := map[string]string{}
+	for mode, body := range native {
+		ids[mode] = e.create(body)
+	}
+	production := e.create(`{"model":"demo-production-pro","prompt":"a harbour at dawn","metadata":{"ratio":"16:9","duration":5,"resolution":"1080p"}}`)
+	perToken, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-2.5")), tokens)
+	for mode, id := range ids {
+		task := e.wait(id)
+		if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != tokens {
+			t.Fatalf("%s on ark: %+v %+v", mode, task, task.Error)
+		}
+		if _, info := e.download(task.Metadata.URL, mode+".mp4"); info.Width != 320 || !near(info.Duration, 5, 0.05) {
+			t.Errorf("%s result %+v", mode, info)
+		}
+	}
+	ptask := e.wait(production)
+	if ptask.Status != "completed" {
+		t.Fatalf("production on ark + ffmpeg: %+v %+v", ptask, ptask.Error)
+	}
+	_, pinfo := e.download(ptask.Metadata.URL, "production.mp4")
+	if pinfo.Height != 1080 || !near(pinfo.Duration, 5, 0.1) {
+		t.Errorf("production result %+v, want 1080p", pinfo)
+	}
+	pq := billing.Quote{Route: "production", Rate: rate(tenant.Rates.ProductionRate("pro", "1080p", false))}
+	pcharge, _ := billing.SettleAmount(pq, billing.Measured{OutputSeconds: pinfo.Duration})
+	if got, want := e.used(), perToken*money.Micros(len(ids))+pcharge; got != want {
+		t.Errorf("charged %s, want %s (3 native tasks at the upstream's %d tokens + production %s)", got, want, tokens, pcharge)
+	}
+	for _, id := range append(slices.Collect(maps.Values(ids)), production) {
+		if n := fake.JobsFor(ark.Tag(id + ":gen")); n != 1 {
+			t.Errorf("task %s made %d upstream jobs", id, n)
+		}
+	}
+	for _, v := range fake.Violations() {
+		t.Errorf("wire format: %s", v)
+	}
 }
