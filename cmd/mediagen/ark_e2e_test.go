@@ -86,7 +86,7 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 				_, _ = io.WriteString(w, `{"id":"cgt-e2e","status":"running"}`)
 				return
 			}
-			_, _ = io.WriteString(w, `{"id":"cgt-e2e","status":"succeeded","content":{"video_url":"`+srvURL+`/files/out.mp4"},"usage":{"completion_tokens":12345}}`)
+			_, _ = io.WriteString(w, `{"id":"cgt-e2e","status":"succeeded","content":{"video_url":"`+srvURL+`/files/out.mp4"},"usage":{"completion_tokens":2690}}`)
 		default:
 			t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 			w.WriteHeader(http.StatusNotFound)
@@ -141,7 +141,7 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 	}
 	id := e.create(`{"model":"demo-video-fast","prompt":"a red kite","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
 	task := e.wait(id)
-	if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != 12345 {
+	if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != 2690 {
 		t.Fatalf("task on the ark account: %+v %+v", task, task.Error)
 	}
 	_, info := e.download(task.Metadata.URL, "ark.mp4")
@@ -149,9 +149,9 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 		t.Errorf("the copied result measures %+v", info)
 	}
 	tenant, _ := m.catalog.Tenant("demo")
-	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), 12345)
+	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), 2690)
 	if got := e.used(); got != want {
-		t.Errorf("charged %s, want %s for the upstream's 12345 tokens", got, want)
+		t.Errorf("charged %s, want %s for the upstream's 2690 tokens", got, want)
 	}
 	if n := creates.Load(); n != 1 {
 		t.Errorf("%d upstream jobs for one task", n)
@@ -233,8 +233,15 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(media, "frame.png"), pngOf(t, 64, 36), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const tokens = 24000
-	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens})
+	// The clip measures 320×180×24×5/1024 = 6750 tokens; the upstream reports a little less,
+	// except for one task whose usage is ten times the video (a fault of its accounting).
+	const tokens, inflated = 6700, 67500
+	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, TokensFor: func(prompt string) int64 {
+		if prompt == "inflated usage" {
+			return inflated
+		}
+		return 0
+	}})
 	t.Cleanup(fake.Close)
 	cdn := httptest.NewTLSServer(http.FileServer(http.Dir(media)))
 	t.Cleanup(cdn.Close)
@@ -278,6 +285,7 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	for mode, body := range native {
 		ids[mode] = e.create(body)
 	}
+	inflatedID := e.create(`{"model":"demo-video-2.5","prompt":"inflated usage","metadata":{"resolution":"720p","ratio":"16:9","duration":5}}`)
 	production := e.create(`{"model":"demo-production-pro","prompt":"a harbour at dawn","metadata":{"ratio":"16:9","duration":5,"resolution":"1080p"}}`)
 	perToken, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-2.5")), tokens)
 	for mode, id := range ids {
@@ -289,6 +297,13 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 			t.Errorf("%s result %+v", mode, info)
 		}
 	}
+	// Usage beyond what the measured video implies is billed at the bound (125%).
+	itask := e.wait(inflatedID)
+	bound := billing.UsageLimit(billing.NativeTokens(320, 180, 24, 5))
+	if itask.Status != "completed" || itask.Usage == nil || itask.Usage.CompletionTokens != bound {
+		t.Errorf("inflated usage: %+v, want %d tokens billed", itask.Usage, bound)
+	}
+	boundCost, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-2.5")), bound)
 	ptask := e.wait(production)
 	if ptask.Status != "completed" {
 		t.Fatalf("production on ark + ffmpeg: %+v %+v", ptask, ptask.Error)
@@ -299,10 +314,10 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	}
 	pq := billing.Quote{Route: "production", Rate: rate(tenant.Rates.ProductionRate("pro", "1080p", false))}
 	pcharge, _ := billing.SettleAmount(pq, billing.Measured{OutputSeconds: pinfo.Duration})
-	if got, want := e.used(), perToken*money.Micros(len(ids))+pcharge; got != want {
-		t.Errorf("charged %s, want %s (3 native tasks at the upstream's %d tokens + production %s)", got, want, tokens, pcharge)
+	if got, want := e.used(), perToken*money.Micros(len(ids))+boundCost+pcharge; got != want {
+		t.Errorf("charged %s, want %s (3 native tasks at the upstream's %d tokens + one at the bound + production %s)", got, want, tokens, pcharge)
 	}
-	for _, id := range append(slices.Collect(maps.Values(ids)), production) {
+	for _, id := range append(slices.Collect(maps.Values(ids)), production, inflatedID) {
 		if n := fake.JobsFor(ark.Tag(id + ":gen")); n != 1 {
 			t.Errorf("task %s made %d upstream jobs", id, n)
 		}

@@ -73,6 +73,14 @@ func NativeTokens(width, height int, fps float64, seconds float64) int64 {
 	return int64(math.Round(float64(width) * float64(height) * fps * seconds / TokenDivisor))
 }
 
+// MaxUsagePercent bounds an upstream's reported completion tokens against the tokens of the
+// video as measured: 125%, room for the upstream counting frames or padding a little
+// differently from the probe, never for a different video.
+const MaxUsagePercent = 125
+
+// UsageLimit is the most completion tokens billed for a video measured at measured tokens.
+func UsageLimit(measured int64) int64 { return measured * MaxUsagePercent / 100 }
+
 // TokenCost prices completion tokens at a per-million rate.
 func TokenCost(rate money.Micros, tokens int64) (money.Micros, error) {
 	v, ok := money.MulDiv(rate, tokens, 1_000_000)

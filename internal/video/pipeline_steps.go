@@ -120,10 +120,7 @@ func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, st
 		res.ToolVersion = billing.EnhancementTier(contract.EnhRoute(enhRouteOf(e)), e.ToolVersion)
 	}
 	if r.Native != nil {
-		res.CompletionTokens = s.st.Tokens
-		if res.CompletionTokens <= 0 {
-			res.CompletionTokens = billing.NativeTokens(info.Width, info.Height, info.FPS, info.Duration)
-		}
+		res.CompletionTokens = s.usage(billing.NativeTokens(info.Width, info.Height, info.FPS, info.Duration))
 	}
 	charge, err := billing.SettleAmount(s.quote, billing.Measured{OutputSeconds: info.Duration, OutputFPS: info.FPS, CompletionTokens: res.CompletionTokens})
 	if err != nil {
@@ -134,6 +131,24 @@ func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, st
 		return Outcome{}, "", err
 	}
 	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: body, Charge: charge}}, "", nil
+}
+
+// usage is the completion tokens a native task is billed: the upstream's reported usage, up
+// to billing.MaxUsageRatio of what the measured video implies (an upstream's usage above
+// that is a fault of its accounting, not what the client bought: it is logged and counted),
+// or the measured tokens when the upstream reports none.
+func (s *stepCtx) usage(measured int64) int64 {
+	reported := s.st.Tokens
+	if reported <= 0 {
+		return measured
+	}
+	if limit := billing.UsageLimit(measured); measured > 0 && reported > limit {
+		s.p.logger().Warn("upstream usage is beyond what the measured video implies; billing the bound",
+			"task_id", s.c.ID, "upstream", s.req.Upstream, "reported_tokens", reported, "measured_tokens", measured, "billed_tokens", limit)
+		s.upstreamErr("poll", "usage_capped")
+		return limit
+	}
+	return reported
 }
 
 func enhRouteOf(e *contract.EnhancementParams) string {

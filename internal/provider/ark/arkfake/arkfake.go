@@ -36,6 +36,8 @@ type Config struct {
 	Key    string // the Bearer key it accepts
 	Clip   string // the file every succeeded job's result link serves (an MP4)
 	Tokens int64  // usage.completion_tokens of a succeeded job
+	// TokensFor, when set and non-zero for a job's prompt, replaces Tokens for that job.
+	TokensFor func(prompt string) int64
 	// Polls is how many GETs of a job answer running before it succeeds (default 1).
 	Polls int
 	// FaultPercent is the share of calls (creates, polls, lists, result downloads) that fail
@@ -278,7 +280,11 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 			exp = time.Now().Add(-time.Second)
 		}
 		out["content"] = map[string]any{"video_url": fmt.Sprintf("%s/files/%s.mp4?expires=%d", s.srv.URL, id, exp.Unix())}
-		out["usage"] = map[string]any{"completion_tokens": s.cfg.Tokens}
+		tokens := s.cfg.Tokens
+		if s.cfg.TokensFor != nil && s.cfg.TokensFor(j.prompt) != 0 {
+			tokens = s.cfg.TokensFor(j.prompt)
+		}
+		out["usage"] = map[string]any{"completion_tokens": tokens}
 	case "failed":
 		out["error"] = map[string]any{"code": "OutputVideoSensitiveContentDetected", "message": "raw upstream text: the output may contain sensitive content"}
 	}
