@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,6 +45,7 @@ type adminEnv struct {
 	catalog *catalog.Catalog
 	stdout  io.Writer
 	getenv  func(string) string // where remote upstreams' keys are read from
+	tls     *tls.Config         // roots for remote upstreams (nil: the system's; tests: a fake's)
 }
 
 type adminCmd struct {
@@ -106,6 +108,11 @@ func adminCommands() []adminCmd {
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return runAdminTLS(ctx, args, getenv, stdout, stderr, nil)
+}
+
+// runAdminTLS is runAdmin with the TLS roots remote upstream checks trust (nil: the system's).
+func runAdminTLS(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, roots *tls.Config) error {
 	for _, cmd := range adminCommands() {
 		words := strings.Fields(cmd.path)
 		if len(args) < len(words) || strings.Join(args[:len(words)], " ") != cmd.path {
@@ -113,7 +120,7 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		fs := flag.NewFlagSet("admin "+cmd.path, flag.ContinueOnError)
 		fs.SetOutput(stderr)
-		env := &adminEnv{stdout: stdout, getenv: getenv}
+		env := &adminEnv{stdout: stdout, getenv: getenv, tls: roots}
 		env.cfg.register(fs, getenv, false)
 		do := cmd.flags(fs)
 		positional, err := parseInterspersed(fs, args[len(words):])

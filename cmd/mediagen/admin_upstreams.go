@@ -97,7 +97,7 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 		}
 	case catalog.KindArk, catalog.KindOpenAI:
 		var c remoteClient
-		if c, err = newRemoteClient(acc, e.getenv, nil, nil); err == nil {
+		if c, err = newRemoteClient(acc, e.getenv, e.tls, nil); err == nil {
 			if err = c.Check(ctx); err == nil {
 				what = map[catalog.UpstreamKind]string{catalog.KindArk: "listed tasks", catalog.KindOpenAI: "listed models"}[acc.Kind] +
 					" with the account's key at " + acc.BaseURL

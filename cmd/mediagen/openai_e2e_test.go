@@ -13,6 +13,7 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
+	"mediagen/internal/provider/ark/arkfake"
 	"mediagen/internal/provider/openai/openaifake"
 )
 
@@ -182,4 +183,46 @@ func TestOpenAIAccountRunsEveryRouteItSupports(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// `admin upstream check` proves a remote account's key and base URL with one authenticated
+// call, and says so; a wrong key is reported as a failure that names neither key.
+func TestAdminUpstreamCheckCallsRemoteAccounts(t *testing.T) {
+	t.Parallel()
+	ark := arkfake.Start(arkfake.Config{Key: arkTestKey})
+	t.Cleanup(ark.Close)
+	oa := openaifake.Start(openaifake.Config{Key: openaiTestKey})
+	t.Cleanup(oa.Close)
+	roots := ark.TLS()
+	roots.RootCAs.AddCert(oa.Certificate())
+	accounts := "  - name: ark-main\n    kind: ark\n    base_url: " + ark.Base() + "\n    api_key_env: ARK_TEST_KEY\n" +
+		"  - name: openai-main\n    kind: openai\n    base_url: " + oa.Base() + "\n    api_key_env: OPENAI_TEST_KEY\n"
+	cat := demoCatalogWith(t, t.TempDir(), accounts, map[string]string{"demo-video-fast": "ark-main", "demo-speech": "openai-main"})
+	for _, tc := range []struct {
+		name, account string
+		keys          map[string]string
+		want          string
+		fails         bool
+	}{
+		{"ark with its key", "ark-main", map[string]string{"ARK_TEST_KEY": arkTestKey}, "ark-main (ark): OK, listed tasks", false},
+		{"openai with its key", "openai-main", map[string]string{"OPENAI_TEST_KEY": openaiTestKey}, "openai-main (openai): OK, listed models", false},
+		{"ark with a wrong key", "ark-main", map[string]string{"ARK_TEST_KEY": "sk-wrong-key-1"}, "ark-main (ark): FAILED", true},
+		{"openai without a key", "openai-main", nil, "OPENAI_TEST_KEY", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			err := runAdminTLS(context.Background(), []string{"upstream", "check", "--catalog", cat, tc.account}, env(tc.keys), &out, &errOut, roots)
+			text := out.String() + errOut.String()
+			if err != nil {
+				text += err.Error()
+			}
+			if (err != nil) != tc.fails || !strings.Contains(text, tc.want) {
+				t.Errorf("check %s: %v\n%s; want %q", tc.account, err, text, tc.want)
+			}
+			if strings.Contains(text, "sk-wrong-key-1") || strings.Contains(text, arkTestKey) || strings.Contains(text, openaiTestKey) {
+				t.Errorf("a key is in the output: %s", text)
+			}
+		})
+	}
 }

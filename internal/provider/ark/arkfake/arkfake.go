@@ -10,6 +10,7 @@ package arkfake
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -86,6 +87,9 @@ func (s *Server) Close() { s.srv.Close() }
 
 // Base is the API base URL an account's base_url names.
 func (s *Server) Base() string { return s.srv.URL + "/api/v3" }
+
+// Certificate is the server's TLS certificate, for a client that trusts several fakes.
+func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
 
 // TLS is a client configuration that trusts the server's certificate.
 func (s *Server) TLS() *tls.Config {

@@ -10,6 +10,7 @@ package openaifake
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -87,6 +88,9 @@ func (s *Server) Close() { s.srv.Close() }
 
 // Base is the API base URL an account's base_url names.
 func (s *Server) Base() string { return s.srv.URL + "/v1" }
+
+// Certificate is the server's TLS certificate, for a client that trusts several fakes.
+func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
 
 // TLS is a client configuration that trusts the server's certificate.
 func (s *Server) TLS() *tls.Config {
