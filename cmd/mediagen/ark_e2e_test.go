@@ -246,7 +246,8 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	cdn := httptest.NewTLSServer(http.FileServer(http.Dir(media)))
 	t.Cleanup(cdn.Close)
 
-	accounts := "  - name: ark-main\n    kind: ark\n    base_url: " + fake.Base() + "\n    api_key_env: ARK_TEST_KEY\n  - name: local-enhance\n    kind: ffmpeg\n"
+	accounts := "  - name: ark-main\n    kind: ark\n    base_url: " + fake.Base() + "\n    api_key_env: ARK_TEST_KEY\n    result_hosts: [127.0.0.1]\n" +
+		"  - name: local-enhance\n    kind: ffmpeg\n"
 	catPath := demoCatalogWith(t, t.TempDir(), accounts, map[string]string{
 		"demo-video-2.5":      "ark-main",
 		"demo-production-pro": "ark-main\n        enhance_upstream: local-enhance",
@@ -324,5 +325,44 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	}
 	for _, v := range fake.Violations() {
 		t.Errorf("wire format: %s", v)
+	}
+}
+
+// A result link on a host outside the account's result_hosts is never read: the task fails
+// with a full refund (the upstream handed out a link this service must not fetch).
+func TestArkResultOutsideTheResultHostsIsNotRead(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "out.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 1, Container: "mp4", Text: "h"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: 160})
+	t.Cleanup(fake.Close)
+	var logs syncBuffer
+	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, &logs)
+	m.FetchTLS = fake.TLS()
+	addr := freeAddr(t)
+	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
+		"--log-level", "warn", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), "    result_hosts: [\"*.volces.com\"]\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, tools: tools}
+	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	id := e.create(`{"model":"demo-video-fast","prompt":"elsewhere","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
+	task := e.wait(id)
+	if task.Status != "failed" || task.Error == nil || task.Error.Code != "video_generation_failed" {
+		t.Fatalf("task ended %s %+v, want failed", task.Status, task.Error)
+	}
+	if used := e.used(); used != 0 {
+		t.Errorf("charged %s", used)
+	}
+	if !strings.Contains(logs.String(), "outside the account's result_hosts") {
+		t.Errorf("no log line says why:\n%s", logs.String())
 	}
 }

@@ -109,6 +109,10 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			UpstreamCalls:  video.NewUpstreamCalls(reg),
 			AccountBroken:  video.NewAccountBroken(reg),
 			Logger:         m.log,
+			ResultHosts: func(name string) func(string) bool {
+				acc, _ := m.catalog.Upstream(name)
+				return acc.ResultHostAllowed()
+			},
 		}
 		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }

@@ -108,7 +108,6 @@ func TestOpenAIAccountRunsEveryRouteItSupports(t *testing.T) {
 	if got := e.used(); got != want {
 		t.Errorf("charged %s, want %s", got, want)
 	}
-	before := e.used()
 
 	// Native, first frame from the client's URL (ratio adaptive): the API takes a reference
 	// only at the output size, so the 64x36 image is fitted to 1280x720 and uploaded.
@@ -128,7 +127,7 @@ func TestOpenAIAccountRunsEveryRouteItSupports(t *testing.T) {
 	}
 
 	// Speech: input, instructions and the account's voice; billed by the measured seconds.
-	before = e.used()
+	before := e.used()
 	s := e.speech(`{"model":"demo-speech","input":"Hello there","instructions":"warmly"}`)
 	if s.Duration <= 0 {
 		t.Fatalf("speech on openai: %+v", s)

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"mediagen/internal/contract"
+	"mediagen/internal/hostname"
 )
 
 // UpstreamKind is what engine an upstream account is: the built-in sandbox, or a local
@@ -194,6 +196,51 @@ type UpstreamAccount struct {
 	RequestsPerSecond int `yaml:"requests_per_second"`
 	// Voice is the speech voice of an openai account (default alloy).
 	Voice string `yaml:"voice"`
+	// ResultHosts bound where a remote account's result links are read from: host names, or
+	// "*.example.com" for every name under example.com. Absent: any host the fetch policy
+	// allows.
+	ResultHosts []string `yaml:"result_hosts"`
+}
+
+// ResultHostAllowed is the check of a result link's host against result_hosts; nil when the
+// account sets none.
+func (u UpstreamAccount) ResultHostAllowed() func(host string) bool {
+	if len(u.ResultHosts) == 0 {
+		return nil
+	}
+	hosts := slices.Clone(u.ResultHosts)
+	return func(host string) bool {
+		host = strings.ToLower(strings.TrimSuffix(host, "."))
+		for _, h := range hosts {
+			if suffix, wild := strings.CutPrefix(h, "*."); wild {
+				if strings.HasSuffix(host, "."+suffix) {
+					return true
+				}
+			} else if host == h {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// validResultHost: a lower-case host name of valid labels, optionally after "*.", or an IP
+// address as written in URLs.
+func validResultHost(h string) bool {
+	name := strings.TrimPrefix(h, "*.")
+	if _, err := netip.ParseAddr(name); err == nil && name == h {
+		return true
+	}
+	labels := strings.Split(name, ".")
+	if len(labels) < 2 && name != "localhost" {
+		return false
+	}
+	for _, l := range labels {
+		if !hostname.ValidLabel(l) {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultUpstreamTimeout is a remote call's bound when the account sets none.
@@ -271,10 +318,15 @@ func (u *UpstreamAccount) checkRemote() []error {
 		add("voice applies to kind openai only")
 	}
 	if !u.Kind.Remote() {
-		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 || u.RequestsPerSecond != 0 {
-			add("base_url, api_key_env, api_key_file, timeout_seconds and requests_per_second do not apply to kind %s", u.Kind)
+		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 || u.RequestsPerSecond != 0 || len(u.ResultHosts) > 0 {
+			add("base_url, api_key_env, api_key_file, timeout_seconds, requests_per_second and result_hosts do not apply to kind %s", u.Kind)
 		}
 		return errs
+	}
+	for _, h := range u.ResultHosts {
+		if !validResultHost(h) {
+			add("result_hosts entry %q must be a lower-case host name such as cdn.example.com, *.example.com for every name under it, or an IP address", h)
+		}
 	}
 	if u.TimeoutSeconds < 0 || u.TimeoutSeconds > 600 {
 		add("timeout_seconds must be 1 to 600 (0 or absent: 30)")

@@ -302,3 +302,32 @@ func TestKindsRefuseWhatTheirAPIsCannotDo(t *testing.T) {
 		t.Errorf("espeak speech with references: %q", p)
 	}
 }
+
+func TestResultHostsBoundWhereResultsAreRead(t *testing.T) {
+	t.Parallel()
+	acc := UpstreamAccount{ResultHosts: []string{"*.volces.com", "cdn.example.com", "127.0.0.1"}}
+	allowed := acc.ResultHostAllowed()
+	for host, want := range map[string]bool{
+		"ark-content.tos-cn-beijing.volces.com": true, "a.volces.com": true, "volces.com": false, "evilvolces.com": false,
+		"cdn.example.com": true, "CDN.example.com.": true, "x.cdn.example.com": false, "127.0.0.1": true, "127.0.0.2": false,
+	} {
+		if got := allowed(host); got != want {
+			t.Errorf("%s: allowed %v, want %v", host, got, want)
+		}
+	}
+	if (UpstreamAccount{}).ResultHostAllowed() != nil {
+		t.Error("an account without result_hosts bounds nothing")
+	}
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"an entry must be a host name", "    api_key_env: ARK_API_KEY\n", "    api_key_env: ARK_API_KEY\n    result_hosts: [\"https://cdn.example.com\"]\n", `result_hosts entry "https://cdn.example.com"`},
+		{"a wildcard needs a domain under it", "    api_key_env: ARK_API_KEY\n", "    api_key_env: ARK_API_KEY\n    result_hosts: [\"*.com\"]\n", `result_hosts entry "*.com"`},
+		{"local kinds read no result links", "kind: ark", "kind: ffmpeg\n    result_hosts: [a.example.com]", "result_hosts do not apply to kind ffmpeg"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if err := parseEdited(t, withArk, tc.old, tc.new); !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -18,7 +18,6 @@ type lostAnswerGenerator struct {
 	jobs    map[string]string // idempotency key → job id
 	submits int
 	finds   []time.Time
-	canFind bool
 }
 
 func (g *lostAnswerGenerator) SubmitGeneration(_ context.Context, r provider.GenerateRequest) (string, error) {

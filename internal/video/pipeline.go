@@ -59,6 +59,9 @@ type Pipeline struct {
 	AccountWait time.Duration
 	// Logger receives the pipeline's own events (nil: none).
 	Logger *slog.Logger
+	// ResultHosts, when set, gives an account's check of the hosts its result links may be
+	// read from (nil: any the fetch policy allows).
+	ResultHosts func(upstream string) func(host string) bool
 }
 
 func (p *Pipeline) logger() *slog.Logger {
@@ -471,8 +474,8 @@ func (s *stepCtx) pollAgain(err error) (Outcome, string, error) {
 // half can read it. It is never shown to the client.
 func (s *stepCtx) keepIntermediate(ctx context.Context, out *provider.Output) (Outcome, string, error) {
 	key := "videos/" + s.c.ID + "/intermediate" + extOf(out.ContentType)
-	if err := s.p.copyOutput(ctx, key, out.Source); err != nil {
-		return Outcome{}, "", err
+	if err := s.copyOutput(ctx, key, out.Source); err != nil {
+		return s.outputError(err)
 	}
 	s.st.Intermediate = key
 	return Outcome{}, phaseEnhSubmit, nil
@@ -515,9 +518,33 @@ func extOf(contentType string) string {
 // maxOutputBytes bounds an upstream's output file (64 GiB: a long 8K video).
 const maxOutputBytes = 64 << 30
 
+// outputError answers a failed copy of an upstream's output: a link to a host outside the
+// account's result_hosts fails the task (refunded; the upstream handed out a link this
+// service must not read), anything else is retried.
+func (s *stepCtx) outputError(err error) (Outcome, string, error) {
+	if errors.Is(err, safefetch.ErrForbiddenHost) {
+		s.upstreamErr("poll", "result_host")
+		s.p.logger().Error("the upstream's result link is outside the account's result_hosts; failing the task", "task_id", s.c.ID,
+			"upstream", s.account(), "err", err)
+		return permanent("video_generation_failed", "The video could not be generated."), "", nil
+	}
+	return Outcome{}, "", err
+}
+
+// copyOutput streams an upstream output into the service's storage, under the account's
+// result hosts.
+func (s *stepCtx) copyOutput(ctx context.Context, key string, src provider.Source) error {
+	var hosts func(string) bool
+	if s.p.ResultHosts != nil {
+		hosts = s.p.ResultHosts(s.account())
+	}
+	return s.p.copyOutput(ctx, key, src, hosts)
+}
+
 // copyOutput streams an upstream output into the service's storage: from a local file, or
-// from a URL through the SSRF-safe client. Nothing is held whole in memory.
-func (p *Pipeline) copyOutput(ctx context.Context, key string, src provider.Source) error {
+// from a URL through the SSRF-safe client (on hosts, when set). Nothing is held whole in
+// memory.
+func (p *Pipeline) copyOutput(ctx context.Context, key string, src provider.Source, hosts func(string) bool) error {
 	if src.Path != "" {
 		f, err := os.Open(src.Path)
 		if err != nil {
@@ -539,7 +566,7 @@ func (p *Pipeline) copyOutput(ctx context.Context, key string, src provider.Sour
 	if p.Fetch == nil || src.URL == "" {
 		return errors.New("output has no readable source")
 	}
-	res, err := p.Fetch.Get(ctx, src.URL, safefetch.RequestOptions{MaxBytes: maxOutputBytes})
+	res, err := p.Fetch.Get(ctx, src.URL, safefetch.RequestOptions{MaxBytes: maxOutputBytes, Hosts: hosts})
 	if err != nil {
 		return fmt.Errorf("fetch output: %w", err)
 	}

@@ -95,8 +95,8 @@ func (s *stepCtx) enhanceRequest(key string) (provider.EnhanceRequest, error) {
 func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, string, error) {
 	id := s.c.ID
 	videoKey := "videos/" + id + "/result" + extOf(out.ContentType)
-	if err := s.p.copyOutput(ctx, videoKey, out.Source); err != nil {
-		return Outcome{}, "", err
+	if err := s.copyOutput(ctx, videoKey, out.Source); err != nil {
+		return s.outputError(err)
 	}
 	path, ok := s.p.Blobs.LocalPath(videoKey)
 	if !ok {

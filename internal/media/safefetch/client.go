@@ -70,6 +70,7 @@ type reqSettings struct {
 	allowHTTP   bool
 	noRedirects bool
 	maxBytes    int64
+	hosts       func(host string) bool // nil: any host the policy allows
 }
 
 func (c *Client) settings(ctx context.Context) reqSettings {
@@ -90,6 +91,7 @@ func (c *Client) Get(ctx context.Context, rawURL string, opt RequestOptions) (*R
 		allowHTTP:   opt.AllowHTTP || c.opts.AllowHTTP,
 		noRedirects: opt.NoRedirects || c.opts.MaxRedirects < 0,
 		maxBytes:    c.opts.MaxBytes,
+		hosts:       opt.Hosts,
 	}
 	if opt.MaxBytes > 0 {
 		s.maxBytes = opt.MaxBytes
@@ -167,14 +169,17 @@ type guardTransport struct{ c *Client }
 
 func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := g.c.settings(req.Context())
-	if err := g.c.checkURL(req.URL, s.allowHTTP); err != nil {
+	err := g.c.checkURL(req.URL, s.allowHTTP)
+	if err == nil && s.hosts != nil && !s.hosts(req.URL.Hostname()) {
+		err = fmt.Errorf("%w: %s", ErrForbiddenHost, req.URL.Hostname())
+	}
+	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
 		return nil, err
 	}
 	var resp *http.Response
-	var err error
 	if g.c.opts.Samples.serves(req.URL) {
 		resp, err = g.c.opts.Samples.roundTrip(req) // opt-in sandbox samples; see Samples
 	} else {

@@ -426,3 +426,29 @@ func TestGet_IgnoresProxyEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// A request's Hosts bound the URL and every redirect hop: an upstream's result link is read
+// only from the account's result hosts.
+func TestGet_HostsBoundTheURLAndEveryHop(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	srv := redirector(t, 0, &hits)
+	hop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)+"/hop/0", http.StatusFound)
+	}))
+	t.Cleanup(hop.Close)
+	c, _, _ := loopbackClient(t, Options{MaxRedirects: 3})
+	only := func(allowed string) func(string) bool { return func(h string) bool { return h == allowed } }
+
+	if body, err := get(t, c, srv.URL+"/hop/0", RequestOptions{AllowHTTP: true, Hosts: only("127.0.0.1")}); err != nil || string(body) != "done" {
+		t.Fatalf("an allowed host: %q %v", body, err)
+	}
+	before := hits.Load()
+	_, err := c.Get(context.Background(), srv.URL+"/hop/0", RequestOptions{AllowHTTP: true, Hosts: only("cdn.example.com")})
+	assertKind(t, err, ErrForbiddenHost)
+	if hits.Load() != before {
+		t.Error("a host outside the list was contacted")
+	}
+	_, err = c.Get(context.Background(), hop.URL, RequestOptions{AllowHTTP: true, Hosts: only("127.0.0.1")})
+	assertKind(t, err, ErrForbiddenHost)
+}

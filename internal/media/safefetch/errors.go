@@ -14,6 +14,7 @@ import (
 var (
 	ErrForbiddenAddress = errors.New("safefetch: destination not allowed")
 	ErrForbiddenScheme  = errors.New("safefetch: scheme not allowed")
+	ErrForbiddenHost    = errors.New("safefetch: host not allowed for this request")
 	ErrBadURL           = errors.New("safefetch: malformed or unsafe URL")
 	ErrTooLarge         = errors.New("safefetch: body exceeds byte cap")
 	ErrRedirect         = errors.New("safefetch: redirect not allowed")

@@ -73,6 +73,9 @@ type RequestOptions struct {
 	NoRedirects bool
 	// MaxBytes overrides the client's body cap for this request when > 0.
 	MaxBytes int64
+	// Hosts, when set, must accept the host of the URL and of every redirect hop (an
+	// upstream account's result hosts); the address policy applies as well.
+	Hosts func(host string) bool
 	// Header is added to the request (e.g. Range). Authorization and Cookie
 	// are never forwarded across a redirect.
 	Header http.Header
