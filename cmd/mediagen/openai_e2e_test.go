@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -223,5 +225,73 @@ func TestAdminUpstreamCheckCallsRemoteAccounts(t *testing.T) {
 				t.Errorf("a key is in the output: %s", text)
 			}
 		})
+	}
+}
+
+// Under 30% faults on a server that honours Idempotency-Key (5xx and 429 on every call,
+// malformed polls, failed downloads, creates whose answer is lost after the job was made),
+// every task ends with exactly one upstream job and the right money.
+func TestOpenAIFaultsEndEveryTaskWithOneJob(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("60 tasks through a faulty fake upstream")
+	}
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "out.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 4, Container: "mp4", Text: "f"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	fake := openaifake.Start(openaifake.Config{Key: openaiTestKey, Clip: clip, Speech: clip, FaultPercent: 30, Seed: 5, HonorIdempotency: true})
+	t.Cleanup(fake.Close)
+	m := NewMain(env(map[string]string{"OPENAI_TEST_KEY": openaiTestKey}), io.Discard, io.Discard)
+	m.FetchTLS = fake.TLS()
+	addr := freeAddr(t)
+	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
+		"--log-level", "error", "--workers", "8", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base())}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, tools: tools}
+	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	const tasks = 60
+	var ids []string
+	for i := range tasks {
+		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-standard","prompt":"task %d","metadata":{"ratio":"16:9","duration":4}}`, i)))
+	}
+	completed := 0
+	var want money.Micros
+	tenant, _ := m.catalog.Tenant("demo")
+	for _, id := range ids {
+		task := e.wait(id)
+		switch task.Status {
+		case "completed":
+			completed++
+			c, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-standard")), task.Usage.CompletionTokens)
+			want += c
+		case "failed":
+			t.Logf("task %s failed after its attempts: %+v", id, task.Error)
+		default:
+			t.Errorf("task %s ended %s", id, task.Status)
+		}
+		if n := fake.JobsFor(id + ":gen"); n > 1 || (task.Status == "completed" && n != 1) {
+			t.Errorf("task %s (%s) made %d upstream jobs", id, task.Status, n)
+		}
+	}
+	t.Logf("%d of %d completed; %d create answers lost", completed, tasks, fake.LostAnswers())
+	if completed < tasks*9/10 || fake.LostAnswers() == 0 {
+		t.Errorf("%d of %d completed, %d lost answers", completed, tasks, fake.LostAnswers())
+	}
+	if got := e.used(); got != want {
+		t.Errorf("charged %s, want %s", got, want)
+	}
+	for _, v := range fake.Violations() {
+		t.Errorf("wire format: %s", v)
+	}
+	if err := m.db.CheckLedger(context.Background()); err != nil {
+		t.Error(err)
 	}
 }

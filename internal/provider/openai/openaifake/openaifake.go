@@ -62,6 +62,7 @@ type Server struct {
 	firstByKey map[string]string
 	forms      []map[string]string // create forms that made a job, in order
 	creates    int                 // create calls received with a valid form
+	lost       int                 // creates that made a job and lost the answer
 	speeches   []map[string]any    // speech bodies, in order
 	violations []string
 }
@@ -295,7 +296,22 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		s.firstByKey[key] = j.id
 	}
 	s.mu.Unlock()
+	if s.fault(4) == 0 {
+		// The job is made; the answer is lost.
+		s.mu.Lock()
+		s.lost++
+		s.mu.Unlock()
+		writeError(w, http.StatusBadGateway, "server_error", "bad_gateway")
+		return
+	}
 	writeVideo(w, j, "queued", 0)
+}
+
+// LostAnswers is how many creates made a job and then failed their answer.
+func (s *Server) LostAnswers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
 }
 
 func writeVideo(w http.ResponseWriter, j *videoJob, status string, progress int) {
