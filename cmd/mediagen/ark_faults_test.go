@@ -25,7 +25,8 @@ import (
 // jobs at a time (the account's max_in_flight; the others wait, queued), through the fake Ark
 // (arkfake) failing 30% of its answers: creates refused with 503 or 429 before any job is
 // made, creates that make the job and then lose the answer (a 500, a dropped connection),
-// polls answering 500, 429 with Retry-After or malformed JSON, lists failing, result links
+// polls answering 500, 429 with Retry-After or malformed JSON or stalling past the account's
+// 1 s timeout, lists failing, result links
 // handed out already expired or answering 404. One task in ten is refused by the upstream's
 // content check. Every task must end with at most one upstream job — exactly one for a
 // completed task, although lost answers made the service submit again — a completed task
@@ -44,7 +45,7 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	}
 	// The clip measures 160×90×12×1/1024 ≈ 169 tokens; the upstream reports a little less.
 	const tasks, tokens, maxInFlight = 200, 160, 25
-	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, FaultPercent: 30, Seed: 1,
+	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, FaultPercent: 30, Seed: 1, Stall: 1500 * time.Millisecond,
 		End: func(prompt string) string {
 			if strings.HasSuffix(prompt, "0") { // tasks 0, 10, 20, …
 				return arkfake.EndRefuse
@@ -57,7 +58,7 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	m.FetchTLS = fake.TLS()
 	addr := freeAddr(t) // remote upstreams need a public URL; here it is the loopback one
 	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
-		"--log-level", "warn", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), fmt.Sprintf("    max_in_flight: %d\n", maxInFlight))}); err != nil {
+		"--log-level", "warn", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), fmt.Sprintf("    max_in_flight: %d\n    timeout_seconds: 1\n", maxInFlight))}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
@@ -95,13 +96,13 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 			t.Fatal("the tasks did not finish in time")
 		}
 	}
-	t.Logf("%d completed, %d refused by the upstream, %d gave up; the fake made %d jobs, lost %d create answers, peak %d running",
-		completed, refused, gaveUp, fake.Jobs(), fake.LostAnswers(), fake.Peak())
+	t.Logf("%d completed, %d refused by the upstream, %d gave up; the fake made %d jobs, lost %d create answers, stalled %d polls, peak %d running",
+		completed, refused, gaveUp, fake.Jobs(), fake.LostAnswers(), fake.Stalls(), fake.Peak())
 	if completed < tasks*9/10*9/10 {
 		t.Errorf("%d of %d tasks completed; 30%% faults retried with backoff should complete nearly all", completed, tasks)
 	}
-	if fake.LostAnswers() == 0 {
-		t.Error("no create lost its answer: the duplicate-job check was not exercised")
+	if fake.LostAnswers() == 0 || fake.Stalls() == 0 {
+		t.Errorf("%d creates lost their answer, %d polls stalled: the faults were not exercised", fake.LostAnswers(), fake.Stalls())
 	}
 	if p := fake.Peak(); p > maxInFlight || p == 0 {
 		t.Errorf("the upstream had %d jobs running at once; the account allows %d", p, maxInFlight)

@@ -45,6 +45,9 @@ type Config struct {
 	// with one of the faults of their kind, picked at random from Seed.
 	FaultPercent int
 	Seed         uint64
+	// Stall, when set, adds a fault of polls: the answer starts, then stalls this long before
+	// it ends (a slow body, for the client's timeout to cut).
+	Stall time.Duration
 	// End decides a new job's end from its prompt (nil: every job succeeds).
 	End func(prompt string) string
 }
@@ -62,6 +65,7 @@ type Server struct {
 	running    int
 	peak       int
 	lost       int // creates that made a job and lost the answer
+	stalls     int // poll answers that stalled
 	violations []string
 }
 
@@ -122,6 +126,13 @@ func (s *Server) LostAnswers() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lost
+}
+
+// Stalls is how many poll answers stalled (Config.Stall).
+func (s *Server) Stalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stalls
 }
 
 // Violations are the requests that broke the wire format, described.
@@ -239,7 +250,23 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) get(w http.ResponseWriter, id string) {
-	switch s.fault(3) {
+	classes := 3
+	if s.cfg.Stall > 0 {
+		classes = 4
+	}
+	switch s.fault(classes) {
+	case 3:
+		s.mu.Lock()
+		s.stalls++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"`+id+`",`)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		time.Sleep(s.cfg.Stall)
+		_, _ = io.WriteString(w, `"status":"running"}`)
+		return
 	case 0:
 		writeError(w, http.StatusInternalServerError, "InternalServiceError")
 		return
