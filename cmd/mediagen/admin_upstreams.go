@@ -35,7 +35,8 @@ func (e *adminEnv) loadCatalogOnly() (*catalog.Catalog, error) {
 	return c, err
 }
 
-// upstreamList prints every account aliases may bind to, with the aliases bound to it.
+// upstreamList prints every account aliases may bind to, with the aliases bound to it (a
+// production alias counts on both of its accounts).
 func (e *adminEnv) upstreamList() error {
 	c, err := e.loadCatalogOnly()
 	if err != nil {
@@ -46,7 +47,7 @@ func (e *adminEnv) upstreamList() error {
 		n := 0
 		for _, t := range c.Tenants {
 			for _, a := range t.Aliases {
-				if string(a.Upstream) == acc.Name {
+				if string(a.Upstream) == acc.Name || (a.EnhanceUpstream != a.Upstream && string(a.EnhanceUpstream) == acc.Name) {
 					n++
 				}
 			}
