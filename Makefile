@@ -42,13 +42,14 @@ lint: $(STATICCHECK)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
-# The PostgreSQL URL comes from ensure-postgres.sh, which starts or installs a server; under
-# CI=true the PostgreSQL tests fail instead of skipping when none can be had.
+# The PostgreSQL URL comes from ensure-postgres.sh, which starts or installs a server, and the
+# MinIO binary from ensure-minio.sh, which builds and caches it; under CI=true the PostgreSQL
+# and S3 tests fail instead of skipping when either cannot be had.
 test: tools lint
 	@scripts/ensure-tools.sh chromium # the verification page's browser test
-	@set -e; url=$$(scripts/ensure-postgres.sh); \
-	  echo "PostgreSQL for tests: $$url"; \
-	  MEDIAGEN_TEST_POSTGRES_URL="$$url" $(GO) test -count=1 -timeout 15m ./...; \
+	@set -e; url=$$(scripts/ensure-postgres.sh); minio=$$(scripts/ensure-minio.sh); \
+	  echo "PostgreSQL for tests: $$url"; echo "MinIO for tests: $${minio:-none}"; \
+	  MEDIAGEN_TEST_POSTGRES_URL="$$url" MEDIAGEN_TEST_MINIO="$$minio" $(GO) test -count=1 -timeout 15m ./...; \
 	  echo "store conformance suite, per driver:"; \
 	  MEDIAGEN_TEST_POSTGRES_URL="$$url" $(GO) test -count=1 -run 'Conformance' -v ./internal/store/... \
 	    | grep -E '^(=== RUN|--- |    --- |ok|FAIL)' | grep -v '=== RUN'

@@ -27,7 +27,10 @@ const readDirBatch = 256
 // same root; deletions are idempotent. It has no loop of its own: Sweep is the handler of a
 // periodic job.
 type Sweeper struct {
-	Store     *FS
+	Store *FS
+	// Objects is the store to sweep when it is not a filesystem (S3): its objects are listed
+	// and deleted by key. Set Store or Objects.
+	Objects   Lister
 	Retention time.Duration // objects whose ModTime is older than now-Retention are deleted; must be > 0
 	Prefixes  []string      // key prefixes (directories) to sweep; the whole store when empty
 	Logger    *slog.Logger  // optional
@@ -51,9 +54,16 @@ func (sw *Sweeper) Sweep(ctx context.Context) error {
 	return nil
 }
 
+// Lister is a store whose objects can be listed: what the Sweeper needs of a store that is
+// not a filesystem.
+type Lister interface {
+	List(ctx context.Context, prefix string, fn func(Info) error) error
+	Delete(ctx context.Context, key string) error
+}
+
 func (sw *Sweeper) check() error {
-	if sw.Store == nil {
-		return errors.New("blob: sweeper has no store")
+	if (sw.Store == nil) == (sw.Objects == nil) {
+		return errors.New("blob: a sweeper needs one store: Store or Objects")
 	}
 	if sw.Retention <= 0 {
 		return errors.New("blob: sweeper retention must be positive")
@@ -137,18 +147,10 @@ func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (deleted int, e
 	}
 	sw.initMetrics()
 	st := &sweep{ctx: ctx, cutoff: now.Add(-sw.Retention), tempCutoff: now.Add(-TempGrace)}
-	var roots []string
-	if len(sw.Prefixes) == 0 {
-		roots = []string{sw.Store.root}
-	}
-	for _, p := range sw.Prefixes {
-		roots = append(roots, sw.Store.path(strings.TrimSuffix(p, "/")))
-	}
-	for _, root := range roots {
-		if ctx.Err() != nil {
-			break
-		}
-		st.dir(root, true)
+	if sw.Objects != nil {
+		sw.listed(st)
+	} else {
+		sw.walk(st)
 	}
 	if sw.files != nil {
 		sw.files.Add(float64(st.deleted))
@@ -166,6 +168,50 @@ func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (deleted int, e
 		st.errs = append(st.errs, err)
 	}
 	return st.deleted, errors.Join(st.errs...)
+}
+
+// listed sweeps a store by listing its objects (S3: there are no temporary files, as an
+// object exists only once its upload completed, and no directories).
+func (sw *Sweeper) listed(st *sweep) {
+	prefixes := sw.Prefixes
+	if len(prefixes) == 0 {
+		prefixes = []string{""}
+	}
+	for _, p := range prefixes {
+		err := sw.Objects.List(st.ctx, p, func(o Info) error {
+			if !o.ModTime.Before(st.cutoff) {
+				return st.ctx.Err()
+			}
+			if err := sw.Objects.Delete(st.ctx, o.Key); err != nil {
+				st.fail(err)
+				return st.ctx.Err()
+			}
+			st.deleted++
+			st.bytes += o.Size
+			return st.ctx.Err()
+		})
+		if err != nil {
+			st.fail(err)
+		}
+	}
+}
+
+// walk sweeps the filesystem store.
+func (sw *Sweeper) walk(st *sweep) {
+	ctx := st.ctx
+	var roots []string
+	if len(sw.Prefixes) == 0 {
+		roots = []string{sw.Store.root}
+	}
+	for _, p := range sw.Prefixes {
+		roots = append(roots, sw.Store.path(strings.TrimSuffix(p, "/")))
+	}
+	for _, root := range roots {
+		if ctx.Err() != nil {
+			break
+		}
+		st.dir(root, true)
+	}
 }
 
 // dir sweeps one directory, depth first, reading it in batches so that memory does not grow
