@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,8 +35,8 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.blobs, err = blob.NewFS(filepath.Join(c.DataDir, "blobs"), key, c.PublicURL); err != nil {
-		return nil, fmt.Errorf("result storage: %w", err)
+	if err := m.openBlobs(ctx, key); err != nil {
+		return nil, err
 	}
 	fetchOpts, _ := c.fetchOptions()
 	fetchOpts.TLSConfig = m.FetchTLS
@@ -74,7 +76,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		if pace == 0 {
 			pace = -1 // no minimum
 		}
-		m.engine, err = sandbox.New(sandbox.Config{Dir: filepath.Join(c.DataDir, "sandbox"), Tools: tools, Fetch: fetch, Pace: pace, Logger: m.log})
+		m.engine, err = sandbox.New(sandbox.Config{Dir: filepath.Join(c.DataDir, "sandbox"), Tools: tools, Fetch: fetch, Pace: pace, Logger: m.log, OpenKey: m.openKey})
 		if err != nil {
 			return nil, fmt.Errorf("sandbox engine: %w", err)
 		}
@@ -132,7 +134,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	return httpapi.New(httpapi.Config{
 		Store: m.db, Catalog: m.catalog, Logger: m.log, Registry: reg, Videos: videos,
-		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.blobs}, Assets: assets, OpsOnly: c.Role == "worker",
+		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.resultFiles()}, Assets: assets, OpsOnly: c.Role == "worker",
 		KeyCacheTTL: c.KeyCacheTTL,
 		Speech:      speechSvc,
 		Limiter:     limits.New(time.Now, c.LimitReplicas),
@@ -201,4 +203,46 @@ func (m *Main) signingKey() ([]byte, error) {
 		return nil, fmt.Errorf("signing key: %w", err)
 	}
 	return k, nil
+}
+
+// openBlobs opens the store of results and speech audio: this machine's disk, or the S3
+// bucket of --blob, shared by every replica.
+func (m *Main) openBlobs(ctx context.Context, key []byte) error {
+	c := &m.Config
+	if strings.HasPrefix(c.Blob, "s3://") {
+		cfg, err := blob.ParseS3URL(c.Blob, m.getenv)
+		if err != nil {
+			return err
+		}
+		s3, err := blob.NewS3(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("result storage: %w", err)
+		}
+		m.blobs = s3
+		return nil
+	}
+	if c.Blob != "" {
+		return fmt.Errorf("--blob %q: want empty (the data directory) or an s3:// URL", c.Blob)
+	}
+	fs, err := blob.NewFS(filepath.Join(c.DataDir, "blobs"), key, c.PublicURL)
+	if err != nil {
+		return fmt.Errorf("result storage: %w", err)
+	}
+	m.blobs, m.blobFS = fs, fs
+	return nil
+}
+
+// resultFiles serves the file links of results: the disk store's own, or none (an object
+// store's links are presigned at the store).
+func (m *Main) resultFiles() asset.FileServer {
+	if m.blobFS != nil {
+		return m.blobFS
+	}
+	return blob.NoFiles{}
+}
+
+// openKey reads an object of the result store: local engines read a production task's
+// intermediate video with it when the store is not this machine's disk.
+func (m *Main) openKey(ctx context.Context, key string) (io.ReadCloser, error) {
+	return m.blobs.Open(ctx, key)
 }

@@ -28,6 +28,9 @@ type Config struct {
 	Listen    string
 	DataDir   string
 	PublicURL string
+	// Blob is where results and speech audio are kept: "" for <data-dir>/blobs, or an
+	// s3://bucket/prefix?endpoint=… URL (blob.ParseS3URL).
+	Blob string
 	Catalog   string
 	LogFormat string
 	LogLevel  string
@@ -107,6 +110,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		str(&c.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
 		str(&c.PublicURL, "public-url", "", "public base URL of the service, used in signed links (required by a worker with a remote upstream account); default http://<listen>")
 		str(&c.Role, "role", "all", "what this process runs: all (API and worker), api, or worker")
+		str(&c.Blob, "blob", "", "where results and speech audio are kept: empty for <data-dir>/blobs, or s3://BUCKET/PREFIX?endpoint=HOST:PORT[&region=R&secure=false&public_endpoint=HOST:PORT] with the credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (README, \"Object storage\")")
 		str(&c.SigningKey, "signing-key", "", "hex key that signs file links; replicas must share it (default: created in <data-dir>/signing.key)")
 		dur(&c.LinkTTL, "link-ttl", 24*time.Hour, "lifetime of signed result links")
 		dur(&c.Retention, "retention", 7*24*time.Hour, "stored results older than this are deleted")

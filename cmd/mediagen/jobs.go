@@ -31,10 +31,18 @@ func (m *Main) registerJobs(e *jobs.Engine, assets *asset.Service, tasks *video.
 			jobs.Kind{Name: speech.SweepKind, Handler: jobs.Periodic(speechSvc.Sweep), Every: speech.DefaultSweepInterval, Workers: 1},
 		)
 		if c.Retention > 0 {
-			sw := &blob.Sweeper{Store: m.blobs, Retention: c.Retention, Logger: m.log, Metrics: m.reg}
-			// The results live on this process's disk, so each process sweeps its own: the
-			// queue is the disk's scope, and one process per disk runs it at a time.
-			kinds = append(kinds, jobs.Kind{Name: retentionKind, Queue: diskScope(m.blobs.Root()),
+			sw := &blob.Sweeper{Retention: c.Retention, Logger: m.log, Metrics: m.reg}
+			var scope string
+			switch s := m.blobs.(type) {
+			case *blob.FS:
+				// The results live on this process's disk, so each process sweeps its own:
+				// the queue is the disk's scope, and one process per disk runs it at a time.
+				sw.Store, scope = s, diskScope(s.Root())
+			case *blob.S3:
+				// One bucket for every replica: one retention job for all of them.
+				sw.Objects, scope = s, s.Scope()
+			}
+			kinds = append(kinds, jobs.Kind{Name: retentionKind, Queue: scope,
 				Handler: jobs.Periodic(sw.Sweep), Every: time.Hour, Workers: 1, Timeout: 30 * time.Minute})
 		}
 	}

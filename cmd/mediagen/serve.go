@@ -44,7 +44,8 @@ type Main struct {
 	debug   *http.Server
 	// serveLock marks the SQLite database as served by this process (sqlite.LockServe).
 	serveLock *os.File
-	blobs     *blob.FS
+	blobs     blob.Store // results and speech audio: blobFS, or an S3 bucket
+	blobFS    *blob.FS   // set when the results are on this machine's disk
 	engine    *sandbox.Engine
 	locals    map[string]*sandbox.Engine // local upstream accounts' engines (upstreams.go)
 	remotes   map[string]remoteClient    // remote upstream accounts' clients (upstreams.go)

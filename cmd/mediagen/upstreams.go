@@ -29,7 +29,7 @@ func (m *Main) localEngines(tools ffmpeg.Tools, fetch *safefetch.Client) (map[st
 			continue
 		}
 		e, err := sandbox.New(sandbox.Config{Dir: filepath.Join(m.Config.DataDir, "upstreams", acc.Name), Tools: tools, Fetch: fetch,
-			Pace: -1, MaxConcurrent: acc.MaxConcurrent, NoMarkers: true, Logger: m.log.With("upstream", acc.Name)})
+			Pace: -1, MaxConcurrent: acc.MaxConcurrent, NoMarkers: true, Logger: m.log.With("upstream", acc.Name), OpenKey: m.openKey})
 		if err != nil {
 			for _, made := range out {
 				_ = made.Close()

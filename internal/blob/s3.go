@@ -287,3 +287,13 @@ func (s *S3) mapErr(key string, err error) error {
 	}
 	return fmt.Errorf("blob: %s: %w", key, err)
 }
+
+// Scope names the bucket and prefix: the one retention job of every replica sharing them.
+func (s *S3) Scope() string { return "s3:" + s.bucket + "/" + s.prefix }
+
+// NoFiles answers every file link with file_not_found: the results of an object store are
+// served by the store's own presigned links, never by this service.
+type NoFiles struct{}
+
+// ServeFile implements the file route's FileServer.
+func (NoFiles) ServeFile(http.ResponseWriter, *http.Request) error { return errFileNotFound() }

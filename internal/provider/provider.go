@@ -87,6 +87,9 @@ func (c *capped) Read(p []byte) (int, error) {
 type Source struct {
 	URL  string
 	Path string
+	// Key is an object of the service's own blob store, which a local engine with the
+	// store's credentials reads directly (an S3 bucket: no public link needed).
+	Key string `json:",omitempty"`
 	// Open, when set on an output, streams it: for an upstream whose result is fetched with
 	// the account's credentials (openai's GET /videos/{id}/content), or a body already read.
 	// The reader is the caller's to close.

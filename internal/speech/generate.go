@@ -13,6 +13,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/billing"
+	"mediagen/internal/blob"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
 	"mediagen/internal/store"
@@ -261,10 +262,11 @@ func (s *Service) keep(ctx context.Context, id string, out provider.Speech) (Res
 	default:
 		return Result{}, errors.New("engine output has no readable source")
 	}
-	path, ok := s.Blobs.LocalPath(key)
-	if !ok {
-		return Result{}, errors.New("stored audio has no local path to measure")
+	path, release, err := blob.LocalFile(ctx, s.Blobs, key)
+	if err != nil {
+		return Result{}, fmt.Errorf("read the stored audio: %w", err)
 	}
+	defer release()
 	info, err := s.Probe.Probe(ctx, path)
 	if err != nil {
 		return Result{}, fmt.Errorf("measure audio: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"mediagen/internal/billing"
+	"mediagen/internal/blob"
 	"mediagen/internal/contract"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider"
@@ -75,7 +76,9 @@ func (s *stepCtx) enhanceRequest(key string) (provider.EnhanceRequest, error) {
 	if p == nil || s.st.Intermediate == "" {
 		return provider.EnhanceRequest{}, errors.New("enhancement without a source")
 	}
-	src := provider.Source{}
+	// A local engine reads the intermediate from its file, or from the store by key; a
+	// remote one through the signed link.
+	src := provider.Source{Key: s.st.Intermediate}
 	if path, ok := s.p.Blobs.LocalPath(s.st.Intermediate); ok {
 		src.Path = path
 	}
@@ -98,10 +101,11 @@ func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, st
 	if err := s.copyOutput(ctx, videoKey, out.Source); err != nil {
 		return s.outputError(err)
 	}
-	path, ok := s.p.Blobs.LocalPath(videoKey)
-	if !ok {
-		return Outcome{}, "", errors.New("stored result has no local path to measure")
+	path, release, err := blob.LocalFile(ctx, s.p.Blobs, videoKey)
+	if err != nil {
+		return Outcome{}, "", fmt.Errorf("read the stored result: %w", err)
 	}
+	defer release()
 	info, err := s.p.Tools.Probe(ctx, path)
 	if err != nil {
 		return Outcome{}, "", fmt.Errorf("measure result: %w", err)

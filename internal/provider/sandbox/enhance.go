@@ -110,7 +110,7 @@ func (e *Engine) renderEnhancement(ctx context.Context, spec *jobSpec) (result, 
 	const name = "out.mp4"
 	out := e.jobFile(spec.ID, name)
 	if !fileExists(out) {
-		src, err := e.obtain(ctx, spec.ID, "source", provider.Source{URL: spec.SourceURL, Path: spec.Enhance.Source.Path},
+		src, err := e.obtain(ctx, spec.ID, "source", provider.Source{URL: spec.SourceURL, Path: spec.Enhance.Source.Path, Key: spec.Enhance.Source.Key},
 			fetchOpts{allowHTTP: true, maxBytes: e.cfg.MaxFetchBytes, what: "source video"})
 		if err != nil {
 			return result{}, err

@@ -35,6 +35,11 @@ func (e *Engine) obtain(ctx context.Context, id, name string, src provider.Sourc
 			return "", failJob(fmt.Sprintf("The %s could not be read.", o.what), err)
 		}
 	}
+	if src.Key != "" && e.cfg.OpenKey != nil {
+		// An object of the service's own store (an S3 bucket of the cluster): read with
+		// the store's credentials, not fetched through the public-address policy.
+		return e.obtainKey(ctx, id, name, src.Key, o)
+	}
 	if src.URL == "" {
 		return "", failJob(fmt.Sprintf("The %s has no source.", o.what), nil)
 	}
@@ -54,12 +59,35 @@ func (e *Engine) obtain(ctx context.Context, id, name string, src provider.Sourc
 		return "", e.fetchError(ctx, o.what, err)
 	}
 	defer resp.Body.Close()
-	f, err := os.CreateTemp(dir, fetchTempPrefix+"*.tmp")
-	if err != nil {
+	return dest, e.save(ctx, dir, dest, resp.Body, o)
+}
+
+// obtainKey copies an object of the service's store into the job's inputs directory.
+func (e *Engine) obtainKey(ctx context.Context, id, name, key string, o fetchOpts) (string, error) {
+	dir := filepath.Join(e.jobDir(id), inputsDir)
+	dest := filepath.Join(dir, name)
+	if fileExists(dest) {
+		return dest, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
+	rc, err := e.cfg.OpenKey(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("read the %s from the store: %w", o.what, err)
+	}
+	defer rc.Close()
+	return dest, e.save(ctx, dir, dest, rc, o)
+}
+
+// save writes r into dest atomically (a temporary file renamed).
+func (e *Engine) save(ctx context.Context, dir, dest string, r io.Reader, o fetchOpts) error {
+	f, err := os.CreateTemp(dir, fetchTempPrefix+"*.tmp")
+	if err != nil {
+		return err
+	}
 	tmp := f.Name()
-	_, err = io.Copy(f, resp.Body)
+	_, err = io.Copy(f, r)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -71,9 +99,9 @@ func (e *Engine) obtain(ctx context.Context, id, name string, src provider.Sourc
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return "", e.fetchError(ctx, o.what, err)
+		return e.fetchError(ctx, o.what, err)
 	}
-	return dest, nil
+	return nil
 }
 
 // check confirms that a reference the sandbox does not use (videos, audio) is

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -62,6 +63,10 @@ type Config struct {
 	// Fetch fetches URL sources (reference images, enhancement sources). Nil: URL sources
 	// without a local Path fail their job.
 	Fetch *safefetch.Client
+	// OpenKey reads an object of the service's own blob store (provider.Source.Key), for
+	// sources kept in an object store this engine reaches with the service's credentials.
+	// Nil: keys are not read (Path or URL is used).
+	OpenKey func(ctx context.Context, key string) (io.ReadCloser, error)
 	// Pace is the minimum wall time a job spends queued → running → done; progress rises
 	// linearly over it. 0 means DefaultPace; a negative value means no minimum.
 	Pace time.Duration
