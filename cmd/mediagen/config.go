@@ -30,7 +30,7 @@ type Config struct {
 	PublicURL string
 	// Blob is where results and speech audio are kept: "" for <data-dir>/blobs, or an
 	// s3://bucket/prefix?endpoint=… URL (blob.ParseS3URL).
-	Blob string
+	Blob      string
 	Catalog   string
 	LogFormat string
 	LogLevel  string
