@@ -24,15 +24,25 @@ import (
 const assetFetchTimeout = 10 * time.Minute
 
 // buildAssets assembles the asset library: copies under <data-dir>/assets (their own root, so
-// the results' retention sweeper never deletes them; links share the signing key), a fetch
+// the results' retention sweeper never deletes them; links share the signing key), or in the
+// cluster's bucket when results are on S3 (links presigned at the store), a fetch
 // client with the serve policy and a long total timeout, the catalog's virtual groups applied,
 // and the background processor started on bg. Every role runs the processor: it takes over
 // assets left Processing by a process that died.
-func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.Options, reg prometheus.Registerer) (*asset.Service, *blob.FS, error) {
+func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.Options, reg prometheus.Registerer) (*asset.Service, asset.FileServer, error) {
 	c := &m.Config
-	blobs, err := blob.NewFS(filepath.Join(c.DataDir, "assets"), key, c.PublicURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("asset storage: %w", err)
+	var blobs blob.Store
+	var files asset.FileServer = blob.NoFiles{}
+	if s3, ok := m.blobs.(*blob.S3); ok {
+		// The cluster's bucket: asset copies (keys under asset.KeyPrefix) beside the results,
+		// which the retention sweep never lists (it sweeps only the results' prefixes).
+		blobs = s3
+	} else {
+		fs, err := blob.NewFS(filepath.Join(c.DataDir, "assets"), key, c.PublicURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("asset storage: %w", err)
+		}
+		blobs, files = fs, fs
 	}
 	cfg := asset.Config{Store: m.db, Catalog: m.catalog, Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
 		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg), Notify: m.jobs.Notify}
@@ -51,7 +61,7 @@ func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.
 	if granted+revoked > 0 {
 		m.log.Info("catalog virtual groups applied", "granted", granted, "revoked", revoked)
 	}
-	return asset.New(cfg), blobs, nil
+	return asset.New(cfg), files, nil
 }
 
 // adminAssetCommands are the operator's asset-group commands.

@@ -17,7 +17,8 @@ import (
 const retentionKind = "blob.retention"
 
 // registerJobs registers every job kind this process runs on its engine. Asset work runs in
-// every role (an asset's copy is stored on the disk of the process that fetched it); video
+// every role (an asset's copy is stored on the disk of the process that fetched it, or in the
+// cluster's bucket); video
 // tasks and the sweeps run in the worker role.
 func (m *Main) registerJobs(e *jobs.Engine, assets *asset.Service, tasks *video.Tasks, speechSvc *speech.Service) error {
 	c := &m.Config
@@ -31,17 +32,7 @@ func (m *Main) registerJobs(e *jobs.Engine, assets *asset.Service, tasks *video.
 			jobs.Kind{Name: speech.SweepKind, Handler: jobs.Periodic(speechSvc.Sweep), Every: speech.DefaultSweepInterval, Workers: 1},
 		)
 		if c.Retention > 0 {
-			sw := &blob.Sweeper{Retention: c.Retention, Logger: m.log, Metrics: m.reg}
-			var scope string
-			switch s := m.blobs.(type) {
-			case *blob.FS:
-				// The results live on this process's disk, so each process sweeps its own:
-				// the queue is the disk's scope, and one process per disk runs it at a time.
-				sw.Store, scope = s, diskScope(s.Root())
-			case *blob.S3:
-				// One bucket for every replica: one retention job for all of them.
-				sw.Objects, scope = s, s.Scope()
-			}
+			sw, scope := m.retentionSweeper(c.Retention)
 			kinds = append(kinds, jobs.Kind{Name: retentionKind, Queue: scope,
 				Handler: jobs.Periodic(sw.Sweep), Every: time.Hour, Workers: 1, Timeout: 30 * time.Minute})
 		}
@@ -56,6 +47,29 @@ func (m *Main) registerJobs(e *jobs.Engine, assets *asset.Service, tasks *video.
 	}
 	return nil
 }
+
+// retentionSweeper deletes results older than retention, and says the queue its periodic
+// job runs on: one per disk, or one per bucket.
+func (m *Main) retentionSweeper(retention time.Duration) (*blob.Sweeper, string) {
+	sw := &blob.Sweeper{Retention: retention, Logger: m.log, Metrics: m.reg}
+	var scope string
+	switch s := m.blobs.(type) {
+	case *blob.FS:
+		// The results live on this process's disk, so each process sweeps its own:
+		// the queue is the disk's scope, and one process per disk runs it at a time.
+		sw.Store, scope = s, diskScope(s.Root())
+	case *blob.S3:
+		// One bucket for every replica: one retention job for all of them. Asset copies
+		// share the bucket (under asset.KeyPrefix) and are not results: only the results'
+		// prefixes are swept.
+		sw.Objects, scope, sw.Prefixes = s, s.Scope(), resultPrefixes
+	}
+	return sw, scope
+}
+
+// resultPrefixes are the key prefixes of what the retention sweep deletes in a shared bucket:
+// video results (with their last frames and production intermediates) and speech audio.
+var resultPrefixes = []string{video.KeyPrefix, speech.KeyPrefix}
 
 // diskScope names a directory on this machine, for work that belongs to one disk.
 func diskScope(dir string) string {

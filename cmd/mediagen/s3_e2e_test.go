@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"mediagen/internal/blob/s3test"
 	"mediagen/internal/catalog"
@@ -83,6 +85,89 @@ func TestResultsOnS3AreServedStraightFromTheStore(t *testing.T) {
 	_ = filepath.Walk(filepath.Join(dir, "data"), func(p string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() && (strings.HasSuffix(p, "result.mp4") || strings.HasSuffix(p, "audio.mp3")) && strings.Contains(p, "blobs") {
 			t.Errorf("a result on the local disk: %s", p)
+		}
+		return nil
+	})
+}
+
+// With --blob on S3, asset copies are stored in the bucket too: their links are presigned at
+// the store, the sandbox engine reads them by key (a task on any replica can use them), the
+// results' retention sweep never deletes them, and deleting an asset deletes its objects.
+func TestAssetsOnS3LiveInTheBucketAndFeedTasks(t *testing.T) {
+	t.Parallel()
+	minio := s3test.Start(t)
+	blobURL, creds := minio.URL(t, "assets")
+	e := startAssetE2E(t, creds, "--blob", blobURL)
+
+	img := e.register(e.key, grantedGroup, e.writeMedia("frame.png", pngOf(t, 96, 64)), "Image")
+	vid := e.register(e.key, grantedGroup, e.input, "Video")
+	a := e.poll(e.key, img)
+	if a["Status"] != "Active" {
+		t.Fatalf("image on S3: %v", a)
+	}
+	if v := e.poll(e.key, vid); v["Status"] != "Active" {
+		t.Fatalf("video on S3: %v", v)
+	}
+	link, _ := a["URL"].(string)
+	if u, err := url.Parse(link); err != nil || u.Host != minio.Endpoint {
+		t.Fatalf("asset link %q: want one presigned at %s", link, minio.Endpoint)
+	}
+	res, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !bytes.Equal(b, pngOf(t, 96, 64)) {
+		t.Fatalf("asset download: %d, %d bytes", res.StatusCode, len(b))
+	}
+
+	native := e.create(`{"model":"demo-video-2.5","prompt":"@Image1 comes alive","metadata":{"resolution":"480p","duration":4,"ratio":"adaptive","content":[{"type":"image_url","role":"first_frame","image_url":{"url":"asset://` + img + `"}}]}}`)
+	prod := e.create(`{"model":"demo-production-lite","prompt":"extend @Video1","metadata":{"resolution":"1080p","duration":4,"omni_reference_task_type":"extend","content":[{"type":"video_url","role":"reference_video","video_url":{"url":"asset://` + vid + `"}}]}}`)
+	for _, id := range []string{native, prod} {
+		if task := e.wait(id); task.Status != "completed" {
+			t.Fatalf("task with an asset on S3: %+v %+v", task, task.Error)
+		}
+	}
+
+	// Everything is older than a nanosecond: the sweep deletes results, never asset copies.
+	sw, _ := e.m.retentionSweeper(time.Nanosecond)
+	if n, err := sw.SweepOnce(context.Background(), time.Now().Add(time.Second)); err != nil || n == 0 {
+		t.Fatalf("sweep: %d deleted, %v", n, err)
+	}
+	if res, err := http.Get(link); err != nil || res.StatusCode != 200 {
+		t.Fatalf("the retention sweep deleted an asset copy: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	if task := e.wait(native); task.Metadata.URL != "" {
+		if res, err := http.Get(task.Metadata.URL); err == nil {
+			res.Body.Close()
+			if res.StatusCode != 404 {
+				t.Errorf("a swept result still downloads: %d", res.StatusCode)
+			}
+		}
+	}
+
+	e.post(e.key, "/v1/vidgen/virtual/assets/delete", `{"Id":"`+img+`"}`, 200)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted asset's object is still in the bucket: %d", res.StatusCode)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = filepath.Walk(e.m.Config.DataDir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && strings.Contains(p, string(filepath.Separator)+"assets"+string(filepath.Separator)) {
+			t.Errorf("an asset copy on the local disk: %s", p)
 		}
 		return nil
 	})

@@ -25,7 +25,7 @@ var _ video.Assets = (*Service)(nil)
 // probed) and be in a group that is still authorized. Assets of either library can be
 // referenced. The video service checks Status and Type; an Active asset comes with fresh
 // access to the stored copy: a signed link minted now, and its local path for an engine that
-// runs on the same storage.
+// runs on the same storage, or its key in the shared object store.
 func (s *Service) Resolve(ctx context.Context, tenantID, assetID string) (video.Asset, error) {
 	a, err := s.cfg.Store.Asset(ctx, assetID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.TenantID != tenantID) {
@@ -45,7 +45,10 @@ func (s *Service) Resolve(ctx context.Context, tenantID, assetID string) (video.
 	v := video.Asset{ID: a.ID, Type: a.Type, Status: a.Status, Duration: a.Duration}
 	if a.Status == store.AssetActive {
 		v.AccessURL, _ = s.cfg.Blobs.SignedURL(a.BlobKey, s.taskLinkTTL())
-		v.Path, _ = s.cfg.Blobs.LocalPath(a.BlobKey)
+		var local bool
+		if v.Path, local = s.cfg.Blobs.LocalPath(a.BlobKey); !local {
+			v.Key = a.BlobKey
+		}
 	}
 	return v, nil
 }

@@ -218,6 +218,9 @@ func (s *Service) lost(ctx context.Context, rec store.Speech, err error) (*Respo
 }
 
 // maxAudioBytes bounds an engine's audio file.
+// KeyPrefix starts the key of every stored speech audio.
+const KeyPrefix = "speech/"
+
 const maxAudioBytes = 256 << 20
 
 // keep copies the engine's audio into the service's storage and measures the stored file.
@@ -226,7 +229,7 @@ func (s *Service) keep(ctx context.Context, id string, out provider.Speech) (Res
 	if mt, _, err := mime.ParseMediaType(ct); err == nil {
 		ct = mt
 	}
-	key := "speech/" + id + "/audio" + audioExt(ct)
+	key := KeyPrefix + id + "/audio" + audioExt(ct)
 	var n int64
 	switch {
 	case out.Source.Path != "":

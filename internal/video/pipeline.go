@@ -473,7 +473,7 @@ func (s *stepCtx) pollAgain(err error) (Outcome, string, error) {
 // keepIntermediate stores the generation output of a production task where the enhancement
 // half can read it. It is never shown to the client.
 func (s *stepCtx) keepIntermediate(ctx context.Context, out *provider.Output) (Outcome, string, error) {
-	key := "videos/" + s.c.ID + "/intermediate" + extOf(out.ContentType)
+	key := KeyPrefix + s.c.ID + "/intermediate" + extOf(out.ContentType)
 	if err := s.copyOutput(ctx, key, out.Source); err != nil {
 		return s.outputError(err)
 	}

@@ -18,12 +18,16 @@ import (
 	"mediagen/internal/store"
 )
 
+// KeyPrefix starts the key of every object a video task stores: its result, last frame and
+// production intermediate.
+const KeyPrefix = "videos/"
+
 func (s *stepCtx) inputs() []provider.Input {
 	var in []provider.Input
 	for i, it := range s.req.Request.Content {
 		src := provider.Source{URL: it.URL}
 		if a, ok := s.req.Assets[i]; ok {
-			src = provider.Source{URL: a.AccessURL, Path: a.Path}
+			src = provider.Source{URL: a.AccessURL, Path: a.Path, Key: a.Key}
 		}
 		in = append(in, provider.Input{Type: string(it.Type), Role: string(it.Role), Source: src})
 	}
@@ -97,7 +101,7 @@ func (s *stepCtx) enhanceRequest(key string) (provider.EnhanceRequest, error) {
 // task, so a retried finish rewrites the same objects.
 func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, string, error) {
 	id := s.c.ID
-	videoKey := "videos/" + id + "/result" + extOf(out.ContentType)
+	videoKey := KeyPrefix + id + "/result" + extOf(out.ContentType)
 	if err := s.copyOutput(ctx, videoKey, out.Source); err != nil {
 		return s.outputError(err)
 	}
@@ -178,7 +182,7 @@ func (s *stepCtx) lastFrame(ctx context.Context, videoPath string) (string, erro
 		return "", err
 	}
 	defer f.Close()
-	key := "videos/" + s.c.ID + "/last_frame.jpg"
+	key := KeyPrefix + s.c.ID + "/last_frame.jpg"
 	if _, err := s.p.Blobs.Put(ctx, key, f); err != nil {
 		return "", err
 	}

@@ -36,6 +36,10 @@ type Asset struct {
 	// Path is the stored copy on local storage, when there is one: an engine on the same
 	// machine (the sandbox) reads it instead of fetching AccessURL.
 	Path string
+	// Key is the stored copy's key in the service's object store, when it has no local
+	// path (an S3 bucket shared by the cluster): a local engine on any replica reads it
+	// with the store's credentials.
+	Key string
 }
 
 // Assets resolves asset:// references of a tenant. Nil means no asset library: every

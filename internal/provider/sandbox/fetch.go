@@ -109,7 +109,21 @@ func (e *Engine) save(ctx context.Context, dir, dest string, r io.Reader, o fetc
 // bytes only; a server that ignores Range and announces a body over the cap still
 // counts as reachable.
 func (e *Engine) check(ctx context.Context, src provider.Source, what string) error {
-	if src.Path != "" || src.URL == "" || e.cfg.Fetch == nil {
+	if src.Path != "" {
+		return nil
+	}
+	if src.Key != "" && e.cfg.OpenKey != nil {
+		// An object of the service's own store: opening it is the reachability check.
+		rc, err := e.cfg.OpenKey(ctx, src.Key)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("read %s: %w", what, ctx.Err())
+			}
+			return failJob(fmt.Sprintf("The %s could not be read.", what), err)
+		}
+		return rc.Close()
+	}
+	if src.URL == "" || e.cfg.Fetch == nil {
 		return nil
 	}
 	const probeBytes = 64 << 10
