@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"mediagen/bench/internal/proc"
 	"net/http"
 	"os"
 	"os/exec"
@@ -204,7 +205,7 @@ type bench struct {
 
 // server is a started server process and its base URL.
 type server struct {
-	p    *proc
+	p    *proc.Proc
 	base string
 }
 
@@ -255,7 +256,7 @@ func (b *bench) logf(format string, args ...any) {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	b := &bench{o: o, out: stdout, log: stderr, loadBefore: loadAvg()}
+	b := &bench{o: o, out: stdout, log: stderr, loadBefore: proc.LoadAvg()}
 	defer b.cleanup()
 	if b.loadBefore > float64(runtime.NumCPU())/2 {
 		b.logf("warning: the machine is busy (load average %.2f on %d cores): figures will be noisy", b.loadBefore, runtime.NumCPU())
@@ -314,7 +315,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 func (b *bench) prepare(ctx context.Context) error {
 	b.bins.mediagen, b.bins.bare = b.o.mediagen, b.o.bare
 	if b.bins.mediagen == "" || b.bins.bare == "" {
-		root, err := moduleRoot()
+		root, err := proc.ModuleRoot()
 		if err != nil {
 			return err
 		}
@@ -331,7 +332,7 @@ func (b *bench) prepare(ctx context.Context) error {
 			}
 			out := filepath.Join(b.tmp, filepath.Base(bld.pkg))
 			b.logf("building %s", bld.pkg)
-			if _, err := runCmd(ctx, 5*time.Minute, root, gobin, "build", "-o", out, bld.pkg); err != nil {
+			if _, err := proc.Run(ctx, 5*time.Minute, root, gobin, "build", "-o", out, bld.pkg); err != nil {
 				return fmt.Errorf("build: %w", err)
 			}
 			*bld.dst = out
@@ -358,7 +359,7 @@ func (b *bench) prepare(ctx context.Context) error {
 	b.serveExtra = append([]string{"--catalog", cat}, b.o.serveArgs...)
 	if b.o.role != "" {
 		// The flag package prints the usage on stderr and exits 2; runCmd puts stderr in its error.
-		help, err := runCmd(ctx, 30*time.Second, b.tmp, b.bins.mediagen, "serve", "-h")
+		help, err := proc.Run(ctx, 30*time.Second, b.tmp, b.bins.mediagen, "serve", "-h")
 		if err != nil {
 			help += err.Error()
 		}
@@ -382,20 +383,20 @@ func (b *bench) prepare(ctx context.Context) error {
 func (b *bench) startServer(ctx context.Context, name, bin, readyPath string, args func(addr string) []string) (*server, error) {
 	var lastErr error
 	for attempt := range 3 {
-		addr, err := freeAddr()
+		addr, err := proc.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		p, err := startProc(name, bin, filepath.Join(b.tmp, fmt.Sprintf("%s-%d.log", name, attempt)), args(addr)...)
+		p, err := proc.Start(name, bin, filepath.Join(b.tmp, fmt.Sprintf("%s-%d.log", name, attempt)), proc.ChildEnv(), args(addr)...)
 		if err != nil {
 			return nil, err
 		}
-		b.onCleanup(func() { p.stop(10 * time.Second) })
+		b.onCleanup(func() { p.Stop(10 * time.Second) })
 		srv := &server{p: p, base: "http://" + addr}
-		if lastErr = waitReady(ctx, p, srv.base, readyPath, 60*time.Second); lastErr == nil {
+		if lastErr = proc.WaitReady(ctx, p, srv.base, readyPath, 60*time.Second); lastErr == nil {
 			return srv, nil
 		}
-		p.stop(5 * time.Second)
+		p.Stop(5 * time.Second)
 		if ctx.Err() != nil || !strings.Contains(lastErr.Error(), "address already in use") {
 			break
 		}
@@ -430,8 +431,8 @@ func (b *bench) runStore(ctx context.Context, st *storeRun) error {
 		return err
 	}
 	st.srv = srv
-	defer srv.p.stop(10 * time.Second)
-	out, err := runCmd(ctx, time.Minute, st.dataDir, b.bins.mediagen,
+	defer srv.p.Stop(10 * time.Second)
+	out, err := proc.Run(ctx, time.Minute, st.dataDir, b.bins.mediagen,
 		"admin", "key", "create", "--tenant", "demo", "--unlimited", "--name", "bench", "--data-dir", st.dataDir, "--db", st.db,
 		"--catalog", filepath.Join(b.tmp, benchCatalogName))
 	if err != nil {
@@ -472,9 +473,9 @@ func (b *bench) runStore(ctx context.Context, st *storeRun) error {
 	if err := b.searchCreate(ctx, st, create); err != nil {
 		return err
 	}
-	st.rss = rssMiB(srv.p.pid())
-	if srv.p.exited() {
-		return fmt.Errorf("mediagen exited during the run (%v):\n%s", srv.p.waitErr, srv.p.logTail(20))
+	st.rss = proc.RSSMiB(srv.p.PID())
+	if srv.p.Exited() {
+		return fmt.Errorf("mediagen exited during the run (%v):\n%s", srv.p.WaitErr, srv.p.LogTail(20))
 	}
 	return nil
 }
@@ -615,8 +616,8 @@ func (b *bench) measure(ctx context.Context, st *storeRun, t *target, mode load.
 		NewRequest: req.newRequest, Expect: func(s int) bool { return s == t.expect },
 	}
 	b.logf("%s: %s %s %s", st.name, t.name, label, rateText(rate))
-	srvCPU0, cpuOK := cpuTime(srv.p.pid())
-	self0, wall0 := selfCPU(), time.Now()
+	srvCPU0, cpuOK := proc.CPUTime(srv.p.PID())
+	self0, wall0 := proc.SelfCPU(), time.Now()
 	var res load.Result
 	if mode == load.Closed {
 		res, err = load.Saturate(ctx, cfg)
@@ -624,17 +625,17 @@ func (b *bench) measure(ctx context.Context, st *storeRun, t *target, mode load.
 		res, err = load.Run(ctx, cfg)
 	}
 	wall := time.Since(wall0).Seconds()
-	if srvCPU1, ok := cpuTime(srv.p.pid()); ok && cpuOK {
+	if srvCPU1, ok := proc.CPUTime(srv.p.PID()); ok && cpuOK {
 		r.ServerCPU = (srvCPU1 - srvCPU0).Seconds() / wall
 	}
-	r.BenchCPU = (selfCPU() - self0).Seconds() / wall
+	r.BenchCPU = (proc.SelfCPU() - self0).Seconds() / wall
 	r.Result = &res
 	if err != nil {
 		r.Verdict = "interrupted"
 		return r, err
 	}
-	if srv.p.exited() {
-		return r, fmt.Errorf("%s exited during %s (%v):\n%s", srv.p.name, t.name, srv.p.waitErr, srv.p.logTail(20))
+	if srv.p.Exited() {
+		return r, fmt.Errorf("%s exited during %s (%v):\n%s", srv.p.Name, t.name, srv.p.WaitErr, srv.p.LogTail(20))
 	}
 	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"mediagen/bench/internal/proc"
 	"net/url"
 	"time"
 
@@ -25,7 +26,7 @@ func freshSchema(ctx context.Context, base, schema string) (string, func(), erro
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
-		return "", nil, fmt.Errorf("%s: %w", redact(u), err)
+		return "", nil, fmt.Errorf("%s: %w", proc.Redact(u), err)
 	}
 	if _, err := db.ExecContext(pctx, `CREATE SCHEMA `+schema); err != nil {
 		return "", nil, fmt.Errorf("create schema %s: %w", schema, err)
@@ -48,10 +49,3 @@ func freshSchema(ctx context.Context, base, schema string) (string, func(), erro
 }
 
 // redact hides a password in a database URL.
-func redact(u *url.URL) string {
-	c := *u
-	if _, has := c.User.Password(); has {
-		c.User = url.UserPassword(c.User.Username(), "xxxxx")
-	}
-	return c.String()
-}

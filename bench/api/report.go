@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"mediagen/bench/internal/proc"
 	"runtime"
 	"slices"
 	"strconv"
@@ -74,7 +75,7 @@ func (b *bench) report() {
 		b.runID, int(b.o.duration.Seconds()), b.o.warmup, b.o.rate, b.o.createRate, b.o.concurrency)
 	fmt.Fprintln(w, "latencies in ms; open loop measures from each request's due time (queueing included), closed loop from the actual send")
 	fmt.Fprintf(w, "machine: %d cores, 1-minute load average %.2f before the run and %.2f after (the run itself adds about 2)\n",
-		runtime.NumCPU(), b.loadBefore, loadAvg())
+		runtime.NumCPU(), b.loadBefore, proc.LoadAvg())
 	if b.roleNote != "" {
 		fmt.Fprintln(w, b.roleNote)
 	}

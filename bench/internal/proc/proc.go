@@ -1,4 +1,6 @@
-package main
+// Package proc starts and stops the servers a benchmark or harness runs as child processes,
+// and reads what /proc says of them.
+package proc
 
 import (
 	"bufio"
@@ -21,41 +23,41 @@ import (
 
 // proc is a server the bench started, in its own process group so that everything it spawns
 // goes when it is stopped. Pdeathsig kills it if the bench itself is killed outright.
-type proc struct {
-	name    string
+type Proc struct {
+	Name    string
 	cmd     *exec.Cmd
 	logPath string
 	done    chan struct{} // closed when the process has exited
-	waitErr error
+	WaitErr error         // set once Done is closed
 	once    sync.Once
 }
 
-// startProc runs bin with args, its output going to logPath.
-func startProc(name, bin, logPath string, args ...string) (*proc, error) {
+// Start runs bin with args, its output going to logPath.
+func Start(name, bin, logPath string, env []string, args ...string) (*Proc, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = childEnv()
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &Proc{Name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() {
-		p.waitErr = cmd.Wait()
+		p.WaitErr = cmd.Wait()
 		logf.Close()
 		close(p.done)
 	}()
 	return p, nil
 }
 
-// childEnv is the bench's environment without MEDIAGEN_* variables, so that a catalog, database
+// ChildEnv is the bench's environment without MEDIAGEN_* variables, so that a catalog, database
 // or log setting exported in the shell cannot change what is measured.
-func childEnv() []string {
+func ChildEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "MEDIAGEN_") {
@@ -65,9 +67,11 @@ func childEnv() []string {
 	return env
 }
 
-func (p *proc) pid() int { return p.cmd.Process.Pid }
+// PID is the process id (and its process group's).
+func (p *Proc) PID() int { return p.cmd.Process.Pid }
 
-func (p *proc) exited() bool {
+// Exited says whether the process has ended.
+func (p *Proc) Exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -76,8 +80,8 @@ func (p *proc) exited() bool {
 	}
 }
 
-// stop sends SIGTERM to the process group, and SIGKILL when it has not exited within grace.
-func (p *proc) stop(grace time.Duration) {
+// Stop sends SIGTERM to the process group, and SIGKILL when it has not exited within grace.
+func (p *Proc) Stop(grace time.Duration) {
 	p.once.Do(func() {
 		pgid := p.cmd.Process.Pid
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
@@ -92,8 +96,8 @@ func (p *proc) stop(grace time.Duration) {
 	})
 }
 
-// logTail is the end of the process's output, for error messages.
-func (p *proc) logTail(lines int) string {
+// LogTail is the end of the process's output, for error messages.
+func (p *Proc) LogTail(lines int) string {
 	b, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return ""
@@ -105,8 +109,8 @@ func (p *proc) logTail(lines int) string {
 	return strings.Join(all, "\n")
 }
 
-// freeAddr returns a 127.0.0.1 address that was free a moment ago.
-func freeAddr() (string, error) {
+// FreeAddr returns a 127.0.0.1 address that was free a moment ago.
+func FreeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -115,15 +119,15 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// waitReady polls base+path until it answers 200, the process exits, or the timeout passes.
-func waitReady(ctx context.Context, p *proc, base, path string, timeout time.Duration) error {
+// WaitReady polls base+path until it answers 200, the process exits, or the timeout passes.
+func WaitReady(ctx context.Context, p *Proc, base, path string, timeout time.Duration) error {
 	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil}}
 	defer c.CloseIdleConnections()
 	deadline := time.Now().Add(timeout)
 	var last string
 	for time.Now().Before(deadline) {
-		if p.exited() {
-			return fmt.Errorf("%s exited before it was ready (%v); its output:\n%s", p.name, p.waitErr, p.logTail(20))
+		if p.Exited() {
+			return fmt.Errorf("%s exited before it was ready (%v); its output:\n%s", p.Name, p.WaitErr, p.LogTail(20))
 		}
 		resp, err := c.Get(base + path)
 		if err == nil {
@@ -141,16 +145,16 @@ func waitReady(ctx context.Context, p *proc, base, path string, timeout time.Dur
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%s not ready at %s%s after %v (last: %s); its output:\n%s", p.name, base, path, timeout, last, p.logTail(20))
+	return fmt.Errorf("%s not ready at %s%s after %v (last: %s); its output:\n%s", p.Name, base, path, timeout, last, p.LogTail(20))
 }
 
-// runCmd runs a short command and returns its standard output.
-func runCmd(ctx context.Context, timeout time.Duration, dir, bin string, args ...string) (string, error) {
+// Run runs a short command and returns its standard output.
+func Run(ctx context.Context, timeout time.Duration, dir, bin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	cmd.Env = childEnv()
+	cmd.Env = ChildEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out, errb bytes.Buffer
@@ -160,7 +164,7 @@ func runCmd(ctx context.Context, timeout time.Duration, dir, bin string, args ..
 		for i, a := range args {
 			shown[i] = a
 			if u, perr := url.Parse(a); perr == nil && u.User != nil {
-				shown[i] = redact(u)
+				shown[i] = Redact(u)
 			}
 		}
 		return out.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(shown, " "), err, strings.TrimSpace(errb.String()))
@@ -168,9 +172,9 @@ func runCmd(ctx context.Context, timeout time.Duration, dir, bin string, args ..
 	return out.String(), nil
 }
 
-// cpuTime is the user+system CPU a process has used so far, read from /proc (Linux). The
+// CPUTime is the user+system CPU a process has used so far, read from /proc (Linux). The
 // second result is false where that is not available.
-func cpuTime(pid int) (time.Duration, bool) {
+func CPUTime(pid int) (time.Duration, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false
@@ -194,8 +198,8 @@ func cpuTime(pid int) (time.Duration, bool) {
 	return time.Duration(utime+stime) * time.Second / clkTck, true
 }
 
-// selfCPU is the CPU time the bench process has used so far.
-func selfCPU() time.Duration {
+// SelfCPU is the CPU time the bench process has used so far.
+func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -203,8 +207,8 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// rssMiB is a process's resident memory in MiB (0 when unknown).
-func rssMiB(pid int) float64 {
+// RSSMiB is a process's resident memory in MiB (0 when unknown).
+func RSSMiB(pid int) float64 {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0
@@ -220,8 +224,8 @@ func rssMiB(pid int) float64 {
 	return 0
 }
 
-// loadAvg is the 1-minute load average (-1 when unknown).
-func loadAvg() float64 {
+// LoadAvg is the 1-minute load average (-1 when unknown).
+func LoadAvg() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return -1
@@ -237,8 +241,8 @@ func loadAvg() float64 {
 	return v
 }
 
-// moduleRoot finds the directory of the mediagen go.mod, from the working directory upward.
-func moduleRoot() (string, error) {
+// ModuleRoot finds the directory of the mediagen go.mod, from the working directory upward.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -254,4 +258,16 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Redact is u with its password hidden, for messages.
+func Redact(u *url.URL) string {
+	c := *u
+	if _, has := c.User.Password(); has {
+		c.User = url.UserPassword(c.User.Username(), "xxxxx")
+	}
+	return c.String()
 }
