@@ -36,6 +36,7 @@ type figures struct {
 	ByStatus        map[string]int `json:"tasks_by_status"`
 	Lost            int            `json:"tasks_lost"`
 	NotTerminal     int            `json:"tasks_not_terminal"`
+	NotTerminalIDs  []string       `json:"not_terminal_examples,omitempty"`
 	DrainSeconds    float64        `json:"drain_seconds"`
 	Settlements     map[int]int    `json:"settlements_per_ended_record"` // settlements → records
 	BadSettlement   []string       `json:"bad_settlement_examples,omitempty"`
@@ -43,6 +44,8 @@ type figures struct {
 	LedgerErr       string         `json:"ledger_error,omitempty"`
 	Completed       int            `json:"completed_results_checked"`
 	Changed         int            `json:"results_changed"`
+	Unreadable      int            `json:"completed_results_unreadable"`
+	UnreadableErr   string         `json:"unreadable_example,omitempty"`
 	Speeches        int            `json:"speeches"`
 	SpeechChanged   int            `json:"speech_replays_changed"`
 	Replays         int64          `json:"video_replays"`
@@ -244,6 +247,7 @@ func (f *figures) verdict(minKills int) {
 	}
 	add(len(f.BadSettlement) == 0, "settlement anomalies: %s", strings.Join(f.BadSettlement, "; "))
 	add(f.LedgerOK, "ledger: %s", f.LedgerErr)
+	add(f.Unreadable == 0, "%d completed results could not be downloaded: %s", f.Unreadable, f.UnreadableErr)
 	add(f.Changed == 0, "%d completed results changed", f.Changed)
 	add(f.SpeechChanged == 0, "%d speech replays answered other audio", f.SpeechChanged)
 	add(f.ReplayChanged == 0, "%d video replays answered another task", f.ReplayChanged)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/x509"
+	"database/sql"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -114,10 +115,11 @@ func (pg *postgres) start(ctx context.Context) error {
 		if p.Exited() {
 			return fmt.Errorf("postgres exited: %s", p.LogTail(10))
 		}
-		if out, err := exec.CommandContext(ctx, filepath.Join(pg.bin, "pg_isready"), "-h", "127.0.0.1", "-p", pg.port, "-q").CombinedOutput(); err == nil {
+		if pg.ping(ctx) == nil {
 			return nil
-		} else if ctx.Err() != nil {
-			return fmt.Errorf("pg_isready: %w %s", ctx.Err(), out)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -133,6 +135,17 @@ func (pg *postgres) crash() {
 	for i := 0; i < 100 && exec.Command("pgrep", "-f", "postgres -D "+pg.dir).Run() == nil; i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+func (pg *postgres) ping(ctx context.Context) error {
+	db, err := sql.Open("pgx", pg.url())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
 }
 
 func (pg *postgres) url() string {
@@ -241,6 +254,19 @@ type replica struct {
 }
 
 func (r *replica) base() string { return "http://" + r.addr }
+
+// restart starts the replica again and again, as a supervisor would, until it is up: a
+// replica started while the database is down exits at once.
+func (r *replica) restart(ctx context.Context, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		err := r.start(ctx)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
 
 func (r *replica) start(ctx context.Context) error {
 	r.mu.Lock()

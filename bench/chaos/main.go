@@ -59,9 +59,9 @@ func main() {
 	var o options
 	modes := flag.String("modes", "cluster,sqlite", "modes to run: cluster (PostgreSQL, MinIO, 3 replicas), sqlite (one process)")
 	flag.DurationVar(&o.duration, "duration", 4*time.Minute, "how long the workload and the kills run, per mode")
-	flag.DurationVar(&o.drain, "drain", 4*time.Minute, "the most to wait afterwards for every accepted task to end")
+	flag.DurationVar(&o.drain, "drain", 5*time.Minute, "the most to wait afterwards for every accepted task to end")
 	flag.IntVar(&o.kills, "kills", 100, "SIGKILLs of a replica during the workload, per mode")
-	flag.Float64Var(&o.rate, "rate", 2, "operations started per second (open loop)")
+	flag.Float64Var(&o.rate, "rate", 1.5, "operations started per second (open loop)")
 	flag.Float64Var(&o.pollRate, "poll-rate", 5, "task polls per second")
 	flag.StringVar(&o.minio, "minio", os.Getenv("MEDIAGEN_TEST_MINIO"), "MinIO binary (scripts/ensure-minio.sh prints it)")
 	flag.StringVar(&o.mediagen, "mediagen", "", "mediagen binary (default: built from this checkout)")
@@ -335,21 +335,27 @@ func (h *harness) chaos(ctx context.Context, w *workload, replicas []*replica, p
 	defer stopPolls()
 	go w.poller(pollCtx, h.o.pollRate)
 
-	// The killer: -kills SIGKILLs spread over the duration, each replica restarted at once.
+	// The killer: -kills SIGKILLs at planned times spread over the duration, each replica
+	// restarted at once. A restart takes time, so the kills may run late: the workload goes
+	// on until the last one (at most twice the duration).
 	killerDone := make(chan struct{})
 	go func() {
 		defer close(killerDone)
 		every := h.o.duration / time.Duration(h.o.kills+1)
+		hard := time.After(2 * h.o.duration)
 		for f.Kills < h.o.kills {
+			due := began.Add(time.Duration(f.Kills+1)*every + time.Duration(w.intn(int(every/2)+1)))
 			select {
-			case <-wctx.Done():
+			case <-ctx.Done():
 				return
-			case <-time.After(every/2 + time.Duration(w.intn(int(every)+1))):
+			case <-hard:
+				return
+			case <-time.After(time.Until(due)):
 			}
 			r := replicas[w.intn(len(replicas))]
 			r.kill()
 			f.Kills++
-			if err := r.start(ctx); err != nil {
+			if err := r.restart(ctx, 2*time.Minute); err != nil {
 				h.logf("restart %s: %v", r.name, err)
 			}
 			if f.Kills%10 == 0 {
@@ -403,7 +409,11 @@ loop:
 	for {
 		select {
 		case <-wctx.Done():
-			break loop
+			select {
+			case <-killerDone: // the kills are over too
+				break loop
+			default:
+			}
 		case <-tick.C:
 		}
 		select {
@@ -516,10 +526,20 @@ func (h *harness) checkResults(ctx context.Context, w *workload, f *figures) {
 		f.ByStatus[v.Status]++
 		if v.Status != "completed" && v.Status != "failed" {
 			f.NotTerminal++
+			if len(f.NotTerminalIDs) < 10 {
+				f.NotTerminalIDs = append(f.NotTerminalIDs, t.id+" ("+t.kind+", "+v.Status+")")
+			}
+		}
+		if v.Status == "completed" && t.hash == "" {
+			w.observe(ctx, t) // completed after the drain's last look
+		}
+		if v.Status == "completed" && t.hash == "" {
+			f.Unreadable++
+			f.UnreadableErr = w.downloadErr
 		}
 		if v.Status == "completed" && t.hash != "" {
 			f.Completed++
-			if hash, err := w.download(ctx, v.Metadata.URL); err != nil || hash != t.hash || string(v.Usage) != t.usage {
+			if hash, err := w.download(ctx, v.resultURL()); err != nil || hash != t.hash || string(v.Usage) != t.usage {
 				f.Changed++
 			}
 		}

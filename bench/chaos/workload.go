@@ -51,6 +51,7 @@ type workload struct {
 	ops      map[string]int
 	refused  map[string]int // 4xx answers by operation and status (none are expected)
 
+	downloadErr   string       // the last failed download of a completed result
 	retries       atomic.Int64 // attempts after the first
 	replays       atomic.Int64
 	replayChanged atomic.Int64 // replays that answered another task id or audio
@@ -127,21 +128,21 @@ func (w *workload) op(ctx context.Context) {
 	crid := fmt.Sprintf("chaos-%d-%s", n, randHex(3))
 	roll := w.intn(100)
 	switch {
-	case roll < 35: // native on the fake Ark: the upstream counts its paid jobs per task
+	case roll < 45: // native on the fake Ark: the upstream counts its paid jobs per task
 		w.createVideo(ctx, "ark", crid, fmt.Sprintf(`{"model":"demo-video-fast","prompt":"chaos %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9","client_request_id":%q}}`, n, crid))
-	case roll < 45: // native on the sandbox engine
+	case roll < 53: // native on the sandbox engine
 		w.createVideo(ctx, "sandbox", crid, fmt.Sprintf(`{"model":"demo-video-mini","prompt":"chaos %d","metadata":{"duration":4,"resolution":"480p","client_request_id":%q}}`, n, crid))
-	case roll < 50: // production: generation and enhancement, the intermediate in the store
+	case roll < 56: // production: generation and enhancement, the intermediate in the store
 		w.createVideo(ctx, "production", crid, fmt.Sprintf(`{"model":"demo-production-lite","prompt":"chaos %d","metadata":{"duration":4,"resolution":"1080p","client_request_id":%q}}`, n, crid))
-	case roll < 58: // standalone enhancement of a clip on the harness's HTTPS server
+	case roll < 62: // standalone enhancement of a clip on the harness's HTTPS server
 		w.createVideo(ctx, "enhancement", crid, fmt.Sprintf(`{"model":"demo-enhance-lite","metadata":{"video_url":%q,"duration":2.5,"resolution_limit":240,"client_request_id":%q}}`, w.fx.url("clip.mp4"), crid))
-	case roll < 66: // native with an asset of the library as its first frame
+	case roll < 68: // native with an asset of the library as its first frame
 		if img := w.image(); img != "" {
 			w.createVideo(ctx, "asset", crid, fmt.Sprintf(`{"model":"demo-video-2.5","prompt":"chaos %d","metadata":{"duration":4,"resolution":"480p","ratio":"adaptive","client_request_id":%q,"content":[{"type":"image_url","role":"first_frame","image_url":{"url":"asset://%s"}}]}}`, n, crid, img))
 			return
 		}
 		fallthrough
-	case roll < 74: // an asset
+	case roll < 75: // an asset
 		w.createAsset(ctx)
 	case roll < 90: // speech, synchronous
 		w.speech(ctx, crid, fmt.Sprintf(`{"model":"demo-speech","input":"Chaos request %d.","metadata":{"client_request_id":%q}}`, n, crid))
@@ -305,12 +306,20 @@ type taskView struct {
 	ID       string `json:"id"`
 	Status   string `json:"status"`
 	Metadata struct {
-		URL string `json:"url"`
+		URL      string `json:"url"`
+		VideoURL string `json:"video_url"` // a standalone enhancement's result
 	} `json:"metadata"`
 	Usage json.RawMessage `json:"usage"`
 	Error *struct {
 		Code string `json:"code"`
 	} `json:"error"`
+}
+
+func (v taskView) resultURL() string {
+	if v.Metadata.URL != "" {
+		return v.Metadata.URL
+	}
+	return v.Metadata.VideoURL
 }
 
 // get reads a task on any replica; found is false on 404.
@@ -345,8 +354,11 @@ func (w *workload) observe(ctx context.Context, t *taskRec) {
 	if !first {
 		return
 	}
-	h, err := w.download(ctx, v.Metadata.URL)
+	h, err := w.download(ctx, v.resultURL())
 	if err != nil {
+		w.mu.Lock()
+		w.downloadErr = fmt.Sprintf("%s (%s): %v", t.id, t.kind, err)
+		w.mu.Unlock()
 		return
 	}
 	w.mu.Lock()

@@ -87,6 +87,17 @@ func adminCommands() []adminCmd {
 				return e.credit(context.Background(), *key, *amount, *note)
 			}
 		}},
+		{path: "ledger check", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, _ []string) error {
+				// After a restore or an incident: every transaction sums to zero and every
+				// balance is the sum of its entries.
+				if err := e.db.CheckLedger(context.Background()); err != nil {
+					return fmt.Errorf("ledger check: %w", err)
+				}
+				fmt.Fprintln(e.stdout, "ledger: OK")
+				return nil
+			}
+		}},
 		{path: "catalog check", nodb: true, flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			return func(e *adminEnv, args []string) error {
 				if len(args) != 1 {
