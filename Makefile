@@ -12,13 +12,14 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION)
 ARGS        ?=
 
-.PHONY: help build run test test-go fuzz lint bench tools postgres clean
+.PHONY: help build run test test-go fuzz lint bench chaos tools postgres clean
 
 help:
 	@echo "make run    build and start the service (sandbox engine, SQLite, demo tenant; prints a key)"
 	@echo "make test   everything CI runs: vet, staticcheck, unit, SQLite + PostgreSQL conformance, end-to-end, short fuzzing"
 	@echo "make lint   gofmt, go vet, staticcheck"
 	@echo "make bench  benchmarks under bench/ (print figures, never fail on a number)"
+	@echo "make chaos  the chaos harness: 3 replicas on PostgreSQL + MinIO, then one SQLite process, 100 SIGKILLs each (about 20 minutes)"
 	@echo "make build  build bin/mediagen"
 
 build:
@@ -78,6 +79,14 @@ bench: tools
 	$(GO) run ./bench/probe
 	$(GO) run ./bench/runner -tasks 100000 -drain 20000
 	$(GO) run ./bench/api
+
+# The chaos harness (bench/chaos): its own PostgreSQL and MinIO, 3 replicas killed 100 times,
+# then one SQLite process killed 100 times; prints the figures and fails when one is wrong.
+# CHAOS_ARGS passes flags (e.g. CHAOS_ARGS="-duration 1m -kills 20").
+CHAOS_ARGS ?=
+chaos: tools
+	@scripts/ensure-postgres.sh >/dev/null; minio=$$(scripts/ensure-minio.sh); mkdir -p bench/results; \
+	  $(GO) run ./bench/chaos -minio "$$minio" -json bench/results/chaos.json $(CHAOS_ARGS)
 
 clean:
 	rm -rf bin

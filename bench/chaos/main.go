@@ -408,13 +408,16 @@ func (h *harness) chaos(ctx context.Context, w *workload, replicas []*replica, p
 loop:
 	for {
 		select {
-		case <-wctx.Done():
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+		}
+		if wctx.Err() != nil {
 			select {
-			case <-killerDone: // the kills are over too
+			case <-killerDone: // the duration and the kills are both over
 				break loop
 			default:
 			}
-		case <-tick.C:
 		}
 		select {
 		case sem <- struct{}{}:
