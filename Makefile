@@ -19,7 +19,7 @@ help:
 	@echo "make test   everything CI runs: vet, staticcheck, unit, SQLite + PostgreSQL conformance, end-to-end, short fuzzing"
 	@echo "make lint   gofmt, go vet, staticcheck"
 	@echo "make bench  benchmarks under bench/ (print figures, never fail on a number)"
-	@echo "make chaos  the chaos harness: 3 replicas on PostgreSQL + MinIO, then one SQLite process, 100 SIGKILLs each (about 20 minutes)"
+	@echo "make chaos  the chaos harness: 3 replicas on PostgreSQL + MinIO, then one SQLite process, 100 SIGKILLs each (about 15 minutes)"
 	@echo "make build  build bin/mediagen"
 
 build:
