@@ -21,9 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
-
 	"mediagen/bench/internal/proc"
 	"mediagen/internal/catalog"
 )
@@ -150,51 +147,6 @@ func (pg *postgres) ping(ctx context.Context) error {
 
 func (pg *postgres) url() string {
 	return "postgres://postgres@127.0.0.1:" + pg.port + "/postgres?sslmode=disable"
-}
-
-// minioServer is a MinIO of the harness's own (the binary scripts/ensure-minio.sh caches).
-type minioServer struct {
-	bin, dir, addr, console string
-	access, secret, bucket  string
-	p                       *proc.Proc
-	logDir                  string
-	client                  *minio.Client
-}
-
-func startMinIO(ctx context.Context, bin, dir string) (*minioServer, error) {
-	if bin == "" {
-		return nil, errors.New("no MinIO binary: pass -minio or set MEDIAGEN_TEST_MINIO (scripts/ensure-minio.sh builds one)")
-	}
-	m := &minioServer{bin: bin, dir: filepath.Join(dir, "minio"), logDir: dir, access: "chaos-" + randHex(4), secret: randHex(16), bucket: "chaos"}
-	var err error
-	if m.addr, err = proc.FreeAddr(); err != nil {
-		return nil, err
-	}
-	if m.console, err = proc.FreeAddr(); err != nil {
-		return nil, err
-	}
-	if err := m.start(ctx); err != nil {
-		return nil, err
-	}
-	m.client, err = minio.New(m.addr, &minio.Options{Creds: credentials.NewStaticV4(m.access, m.secret, ""), Region: "us-east-1"})
-	if err != nil {
-		return nil, err
-	}
-	return m, m.client.MakeBucket(ctx, m.bucket, minio.MakeBucketOptions{Region: "us-east-1"})
-}
-
-func (m *minioServer) start(ctx context.Context) error {
-	env := append(os.Environ(), "MINIO_ROOT_USER="+m.access, "MINIO_ROOT_PASSWORD="+m.secret, "MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CI_CD=1")
-	p, err := proc.Start("minio", m.bin, filepath.Join(m.logDir, "minio.log"), env, "server", "--quiet", "--address", m.addr, "--console-address", m.console, m.dir)
-	if err != nil {
-		return err
-	}
-	m.p = p
-	return proc.WaitReady(ctx, p, "http://"+m.addr, "/minio/health/ready", 30*time.Second)
-}
-
-func (m *minioServer) blobURL() string {
-	return fmt.Sprintf("s3://%s/cluster?endpoint=%s&secure=false", m.bucket, m.addr)
 }
 
 // fixtures are the media the workload references: a clip and an image on an HTTPS server

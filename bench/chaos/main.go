@@ -38,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"mediagen/bench/internal/miniosrv"
 	"mediagen/bench/internal/proc"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider/ark/arkfake"
@@ -150,7 +151,7 @@ func (h *harness) run(ctx context.Context) (*figures, error) {
 	env := append(proc.ChildEnv(), "SSL_CERT_FILE="+fx.caFile, "CHAOS_ARK_KEY="+arkKey)
 
 	var pg *postgres
-	var mn *minioServer
+	var mn *miniosrv.Server
 	dbURL := "sqlite:" + filepath.Join(h.tmp, "r1", "mediagen.db")
 	var extra []string
 	if h.mode == "cluster" {
@@ -158,14 +159,14 @@ func (h *harness) run(ctx context.Context) (*figures, error) {
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
 		h.onCleanup(func() { pg.p.Stop(10 * time.Second) })
-		if mn, err = startMinIO(ctx, h.o.minio, h.tmp); err != nil {
+		if mn, err = miniosrv.Start(ctx, h.o.minio, h.tmp); err != nil {
 			return nil, fmt.Errorf("minio: %w", err)
 		}
-		h.onCleanup(func() { mn.p.Stop(5 * time.Second) })
+		h.onCleanup(func() { mn.P.Stop(5 * time.Second) })
 		dbURL = pg.url()
-		extra = []string{"--blob", mn.blobURL()}
-		env = append(env, "AWS_ACCESS_KEY_ID="+mn.access, "AWS_SECRET_ACCESS_KEY="+mn.secret)
-		h.logf("PostgreSQL on 127.0.0.1:%s, MinIO on %s", pg.port, mn.addr)
+		extra = []string{"--blob", mn.BlobURL("cluster")}
+		env = append(env, "AWS_ACCESS_KEY_ID="+mn.Access, "AWS_SECRET_ACCESS_KEY="+mn.Secret)
+		h.logf("PostgreSQL on 127.0.0.1:%s, MinIO on %s", pg.port, mn.Addr)
 	}
 	roles := map[string]string{"r1": "all"}
 	names := []string{"r1"}
@@ -247,7 +248,7 @@ func (h *harness) run(ctx context.Context) (*figures, error) {
 		return nil, err
 	}
 	if mn != nil {
-		err = orphansS3(ctx, mn.client, mn.bucket, "cluster", ids, f)
+		err = orphansS3(ctx, mn.Client, mn.Bucket, "cluster", ids, f)
 	} else {
 		err = orphansFS(filepath.Join(h.tmp, "r1"), ids, f)
 	}
@@ -320,7 +321,7 @@ func (h *harness) fixtures(ctx context.Context) (*fixtures, *arkfake.Server, err
 
 // chaos runs the workload for the duration while killing replicas and, in the cluster mode,
 // crashing PostgreSQL and MinIO once each.
-func (h *harness) chaos(ctx context.Context, w *workload, replicas []*replica, pg *postgres, mn *minioServer, f *figures) {
+func (h *harness) chaos(ctx context.Context, w *workload, replicas []*replica, pg *postgres, mn *miniosrv.Server, f *figures) {
 	wctx, cancel := context.WithTimeout(ctx, h.o.duration)
 	defer cancel()
 	began := time.Now()
@@ -392,9 +393,9 @@ func (h *harness) chaos(ctx context.Context, w *workload, replicas []*replica, p
 			case <-time.After(h.o.duration * 65 / 100):
 			}
 			h.logf("killing MinIO for 5 s")
-			mn.p.Stop(0)
+			mn.P.Stop(0)
 			time.Sleep(5 * time.Second)
-			if err := mn.start(ctx); err != nil {
+			if err := mn.Restart(ctx); err != nil {
 				h.logf("MinIO did not come back: %v", err)
 			}
 			outage("MinIO killed for 5 s")
