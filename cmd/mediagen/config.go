@@ -108,7 +108,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 	str(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	if withHTTP {
 		str(&c.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
-		str(&c.PublicURL, "public-url", "", "public base URL of the service, used in signed links (required by a worker with a remote upstream account); default http://<listen>")
+		str(&c.PublicURL, "public-url", "", "public base URL of the service, used in signed links (required by a worker with a remote upstream account unless --blob is an S3 bucket); default http://<listen>")
 		str(&c.Role, "role", "all", "what this process runs: all (API and worker), api, or worker")
 		str(&c.Blob, "blob", "", "where results and speech audio are kept: empty for <data-dir>/blobs, or s3://BUCKET/PREFIX?endpoint=HOST:PORT[&region=R&secure=false&public_endpoint=HOST:PORT] with the credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (README, \"Object storage\")")
 		str(&c.SigningKey, "signing-key", "", "hex key that signs file links; replicas must share it (default: created in <data-dir>/signing.key)")

@@ -172,3 +172,23 @@ func TestAssetsOnS3LiveInTheBucketAndFeedTasks(t *testing.T) {
 		return nil
 	})
 }
+
+// A worker with a remote upstream account needs --public-url on its own disk (the upstream
+// fetches asset links from the service), but not with a bucket: every link it hands out is
+// presigned at the store.
+func TestRemoteUpstreamOnS3NeedsNoPublicURL(t *testing.T) {
+	t.Parallel()
+	minio := s3test.Start(t)
+	blobURL, vars := minio.URL(t, "public")
+	vars["ARK_TEST_KEY"] = arkTestKey
+	catPath := arkCatalog(t, t.TempDir(), "https://ark.invalid/api/v3")
+	m := NewMain(env(vars), io.Discard, io.Discard)
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--catalog", catPath, "--blob", blobURL, "--log-level", "warn"}); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run(context.Background())
+	_ = m.Close()
+	if err != nil {
+		t.Fatalf("serve with an ark account and results on S3, no --public-url: %v", err)
+	}
+}

@@ -124,9 +124,11 @@ func (m *Main) Run(ctx context.Context) error {
 	m.ln = ln
 	if m.Config.PublicURL == "" {
 		// A remote upstream fetches asset:// references through signed links to this
-		// service: a loopback default would hand it links it cannot reach.
+		// service: a loopback default would hand it links it cannot reach. With a bucket,
+		// every link is presigned at the store instead.
+		onS3 := strings.HasPrefix(m.Config.Blob, "s3://")
 		for _, acc := range m.catalog.Accounts() {
-			if acc.Kind.Remote() && m.Config.Role != "api" {
+			if acc.Kind.Remote() && m.Config.Role != "api" && !onS3 {
 				_ = ln.Close()
 				return fmt.Errorf("upstream %s (kind %s) fetches asset references from this service: set --public-url to the address it can reach", acc.Name, acc.Kind)
 			}
