@@ -151,6 +151,11 @@ func TestDoneJobCommitsItsApplyAndIsDeleted(t *testing.T) {
 	if n := h.runs.Load(); n != 1 {
 		t.Errorf("runs %d, want 1", n)
 	}
+	// The run is counted after its commit, so the deletion can be seen a moment before it.
+	waitFor(t, "the done run's metric", func() bool {
+		_, ok := findCounter(t, reg, "mediagen_job_runs_total", "k", "done")
+		return ok
+	})
 	if got := counter(t, reg, "mediagen_job_runs_total", "k", "done"); got != 1 {
 		t.Errorf("done runs metric %v, want 1", got)
 	}
@@ -431,6 +436,16 @@ func TestExponentialBackoffGrowsAndIsCapped(t *testing.T) {
 // counter is the value of the counter with exactly these label values (in label order).
 func counter(t *testing.T, reg *prometheus.Registry, name string, values ...string) float64 {
 	t.Helper()
+	v, ok := findCounter(t, reg, name, values...)
+	if !ok {
+		t.Fatalf("no %s%v", name, values)
+	}
+	return v
+}
+
+// findCounter is the counter's value, and false while it has not been recorded.
+func findCounter(t *testing.T, reg *prometheus.Registry, name string, values ...string) (float64, bool) {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -449,11 +464,10 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, values ...stri
 					continue next
 				}
 			}
-			return m.GetCounter().GetValue()
+			return m.GetCounter().GetValue(), true
 		}
 	}
-	t.Fatalf("no %s%v", name, values)
-	return 0
+	return 0, false
 }
 
 // A periodic pass of a process that died (its claim's lease runs out) is run again by
