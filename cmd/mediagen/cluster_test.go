@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"mediagen/internal/blob/s3test"
 	"mediagen/internal/store/postgres/pgtest"
@@ -65,5 +67,60 @@ func TestClusterOfThreeReplicasSharesTasksAndResults(t *testing.T) {
 	s := e3.speech(`{"model":"demo-speech","input":"Spoken on replica three."}`)
 	if su, err := url.Parse(s.URL); err != nil || su.Host != minio.Endpoint {
 		t.Errorf("speech link %s", s.URL)
+	}
+}
+
+// A replica started while PostgreSQL is still coming up (a restart of both, a failover) waits
+// for it (--db-wait) instead of exiting: here the server's port answers only 2 s after serve
+// started.
+func TestServeWaitsForPostgreSQLThatComesUpLate(t *testing.T) {
+	t.Parallel()
+	real, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := freeAddr(t)
+	delayed := *real
+	delayed.Host = late
+	go func() {
+		time.Sleep(2 * time.Second)
+		ln, err := net.Listen("tcp", late)
+		if err != nil {
+			t.Errorf("listen on %s: %v", late, err)
+			return
+		}
+		t.Cleanup(func() { ln.Close() })
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", real.Host)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c) }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	var logs syncBuffer
+	m := NewMain(env(nil), io.Discard, &logs)
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--db", delayed.String(), "--role", "api", "--db-wait", "30s"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("serve with PostgreSQL up 2 s late: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Errorf("started after %v, before the server was reachable", waited)
+	}
+	if !strings.Contains(logs.String(), "PostgreSQL is unreachable; trying again") {
+		t.Errorf("no log line about the wait:\n%s", logs.String())
 	}
 }

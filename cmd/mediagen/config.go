@@ -54,6 +54,7 @@ type Config struct {
 	// a killed process are taken over within it (docs/architecture.md#the-job-engine).
 	JobLease    time.Duration
 	KeyCacheTTL time.Duration // how long an authenticated key is remembered
+	DBWait      time.Duration // how long serve waits for an unreachable PostgreSQL at start
 	// LimitReplicas divides the request-rate limits among this many API replicas (docs/limits.md).
 	LimitReplicas int
 	TaskCache     int           // tasks kept in memory for polling (SQLite only)
@@ -123,6 +124,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		num(&c.AssetMaxMB, "asset-max-mb", 1024, "largest accepted asset source, in MiB (images are capped at 32 MiB)")
 		num(&c.TaskCache, "task-cache", 20000, "SQLite: tasks kept in memory for polling, exact (every task write in this process invalidates); 0 disables. Ignored on PostgreSQL")
 		num(&c.LimitReplicas, "limit-replicas", 1, "request-rate limits: each replica enforces 1/N of the catalog's rates and bursts; set N to the number of API replicas for a cluster-wide rate, 1 to enforce the full rate in every replica (docs/limits.md)")
+		dur(&c.DBWait, "db-wait", 30*time.Second, "PostgreSQL: at start, keep trying an unreachable server this long before giving up (a replica restarted while the database restarts); 0 gives up at once")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		str(&c.DebugListen, "debug-listen", "", "serve Go profiling (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly")
 		str(&c.SandboxSamples, "sandbox-samples", "auto", "serve the sandbox's sample media at https://"+samples.Host+"/… to the service's own fetches, with no network I/O: auto (only with the embedded demo catalog), on or off")

@@ -117,7 +117,8 @@ func TestBrokenConfigurationStopsServe(t *testing.T) {
 		want string
 	}{
 		{"bad database URL", []string{"--db", "mysql://x"}, `unsupported database URL "mysql://x"`},
-		{"unreachable postgres", []string{"--db", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2"}, "postgres: connect to"},
+		{"unreachable postgres", []string{"--db", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2", "--db-wait", "0"}, "postgres: connect to"},
+		{"postgres unreachable for all of --db-wait", []string{"--db", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2", "--db-wait", "1500ms"}, "postgres: connect to"},
 		{"missing catalog", []string{"--catalog", filepath.Join(dir, "nope.yaml")}, "nope.yaml: no such file"},
 		{"unknown key in catalog", []string{"--catalog", unknownKey}, `unknown key "colour"`},
 		{"unknown family", []string{"--catalog", unknownFamily}, `unknown family "turbo-9"`},

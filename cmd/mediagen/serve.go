@@ -22,6 +22,7 @@ import (
 	"mediagen/internal/jobs"
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/sandbox"
+	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/sqlite"
 	"mediagen/internal/video"
@@ -110,7 +111,7 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if m.db, err = openStore(ctx, m.Config.DB); err != nil {
+	if m.db, err = m.openStoreWaiting(ctx); err != nil {
 		return err
 	}
 	if m.serveLock != nil {
@@ -173,6 +174,27 @@ func catalogName(path string) string {
 
 // URL is the base URL the server listens on.
 func (m *Main) URL() string { return "http://" + m.ln.Addr().String() }
+
+// openStoreWaiting opens the database; a PostgreSQL server that cannot be reached is tried
+// again every second for --db-wait, so that replicas restarted together with their database
+// come up instead of exiting (a bad URL or a failed migration still stops at once).
+func (m *Main) openStoreWaiting(ctx context.Context) (*sqldb.DB, error) {
+	deadline := time.Now().Add(m.Config.DBWait)
+	for attempt := 1; ; attempt++ {
+		db, err := openStore(ctx, m.Config.DB)
+		if err == nil || !errors.Is(err, postgres.ErrUnreachable) || !time.Now().Before(deadline) {
+			return db, err
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			m.log.Warn("PostgreSQL is unreachable; trying again", "for", time.Until(deadline).Round(time.Second), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
 
 // Close stops accepting connections, lets in-flight requests finish (up to 30 s), and closes
 // the database.

@@ -24,6 +24,10 @@ func Migrations() fs.FS {
 	return sub
 }
 
+// ErrUnreachable marks an Open that could not reach the server (down, restarting, not yet
+// listening): a caller may try again, unlike a bad URL or a failed migration.
+var ErrUnreachable = errors.New("server unreachable")
+
 // Open connects to the database at url (postgres://…) and applies migrations.
 func Open(ctx context.Context, url string) (*sqldb.DB, error) {
 	cfg, err := pgconnConfig(url)
@@ -35,7 +39,7 @@ func Open(ctx context.Context, url string) (*sqldb.DB, error) {
 	pool.SetMaxIdleConns(16)
 	if err := pool.PingContext(ctx); err != nil {
 		_ = pool.Close()
-		return nil, fmt.Errorf("postgres: connect to %s: %w", redact(url), err)
+		return nil, fmt.Errorf("postgres: connect to %s: %w: %w", redact(url), ErrUnreachable, err)
 	}
 	db := sqldb.New(pool, pool, dialect{})
 	if _, err := db.Migrate(ctx, Migrations()); err != nil {
