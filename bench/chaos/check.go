@@ -66,28 +66,24 @@ type figures struct {
 // openDB opens the service's database for the checks: the store (its own ledger check) and a
 // plain handle for counting.
 func openDB(ctx context.Context, dbURL string) (ledger func(context.Context) error, raw *sql.DB, closeFn func(), err error) {
-	if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
-		st, err := sqlite.Open(ctx, path)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		raw, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-		if err != nil {
-			st.Close()
-			return nil, nil, nil, err
-		}
-		return st.CheckLedger, raw, func() { raw.Close(); st.Close() }, nil
+	var st interface {
+		CheckLedger(context.Context) error
+		Close() error
 	}
-	st, err := pgstore.Open(ctx, dbURL)
+	if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
+		st, err = sqlite.Open(ctx, path)
+	} else {
+		st, err = pgstore.Open(ctx, dbURL)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	raw, err = sql.Open("pgx", dbURL)
+	raw, closeRaw, err := openRaw(dbURL)
 	if err != nil {
 		st.Close()
 		return nil, nil, nil, err
 	}
-	return st.CheckLedger, raw, func() { raw.Close(); st.Close() }, nil
+	return st.CheckLedger, raw, func() { closeRaw(); st.Close() }, nil
 }
 
 // openRaw opens a plain handle on the database while the service runs (read-only on SQLite).

@@ -327,11 +327,6 @@ func (h *harness) chaos(ctx context.Context, w *workload, replicas []*replica, p
 	began := time.Now()
 	var wg sync.WaitGroup
 	var outageMu sync.Mutex
-	outage := func(s string) {
-		outageMu.Lock()
-		f.Outages = append(f.Outages, s)
-		outageMu.Unlock()
-	}
 	pollCtx, stopPolls := context.WithCancel(ctx)
 	defer stopPolls()
 	go w.poller(pollCtx, h.o.pollRate)
@@ -364,42 +359,32 @@ func (h *harness) chaos(ctx context.Context, w *workload, replicas []*replica, p
 			}
 		}
 	}()
-	// Outages of the shared services.
-	if pg != nil {
+	// Outages of the shared services: each down for 5 s once, at a share of the duration.
+	outageAt := func(percent int64, what string, down func(), up func(context.Context) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			select {
 			case <-wctx.Done():
 				return
-			case <-time.After(h.o.duration * 35 / 100):
+			case <-time.After(h.o.duration * time.Duration(percent) / 100):
 			}
-			h.logf("crashing PostgreSQL for 5 s")
-			pg.crash()
+			h.logf("%s for 5 s", what)
+			down()
 			time.Sleep(5 * time.Second)
-			if err := pg.start(ctx); err != nil {
-				h.logf("PostgreSQL did not come back: %v", err)
+			if err := up(ctx); err != nil {
+				h.logf("%s: did not come back: %v", what, err)
 			}
-			outage("PostgreSQL crashed (immediate shutdown) for 5 s")
+			outageMu.Lock()
+			f.Outages = append(f.Outages, what+" for 5 s")
+			outageMu.Unlock()
 		}()
 	}
+	if pg != nil {
+		outageAt(35, "PostgreSQL crashed (immediate shutdown)", pg.crash, pg.start)
+	}
 	if mn != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case <-wctx.Done():
-				return
-			case <-time.After(h.o.duration * 65 / 100):
-			}
-			h.logf("killing MinIO for 5 s")
-			mn.P.Stop(0)
-			time.Sleep(5 * time.Second)
-			if err := mn.Restart(ctx); err != nil {
-				h.logf("MinIO did not come back: %v", err)
-			}
-			outage("MinIO killed for 5 s")
-		}()
+		outageAt(65, "MinIO killed", func() { mn.P.Stop(0) }, mn.Restart)
 	}
 	// The open-loop workload: an operation is started every 1/rate s, whatever the earlier
 	// ones are doing (at most 64 at once).

@@ -122,17 +122,7 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 	var out, logs bytes.Buffer
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), &out, &logs)
 	m.FetchTLS = roots
-	addr := freeAddr(t) // remote upstreams need a public URL; here it is the loopback one
-	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
-		"--log-level", "debug", "--catalog", catPath}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	e := &e2e{t: t, m: m, tools: tools}
-	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "debug", "--catalog", catPath)
 
 	// A request the contract allows but Ark cannot serve is refused at submission.
 	if status, b := e.call("POST", "/v1/videos", `{"model":"demo-video-fast","prompt":"x","metadata":{"output_format":"mov"}}`); status != 400 ||
@@ -255,17 +245,7 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, io.Discard)
 	m.FetchTLS = fake.TLS()
 	m.FetchTLS.RootCAs.AddCert(cdn.Certificate())
-	addr := freeAddr(t)
-	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
-		"--log-level", "warn", "--catalog", catPath}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	e := &e2e{t: t, m: m, tools: tools}
-	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--catalog", catPath)
 	tenant, _ := m.catalog.Tenant("demo")
 
 	if status, b := e.call("POST", "/v1/videos", `{"model":"demo-video-2.5","prompt":"x","metadata":{"resolution":"4k","ratio":"16:9","duration":5}}`); status != 400 ||
@@ -343,17 +323,7 @@ func TestArkResultOutsideTheResultHostsIsNotRead(t *testing.T) {
 	var logs syncBuffer
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, &logs)
 	m.FetchTLS = fake.TLS()
-	addr := freeAddr(t)
-	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
-		"--log-level", "warn", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), "    result_hosts: [\"*.volces.com\"]\n")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	e := &e2e{t: t, m: m, tools: tools}
-	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), "    result_hosts: [\"*.volces.com\"]\n"))
 	id := e.create(`{"model":"demo-video-fast","prompt":"elsewhere","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
 	task := e.wait(id)
 	if task.Status != "failed" || task.Error == nil || task.Error.Code != "video_generation_failed" {

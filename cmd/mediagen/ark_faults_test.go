@@ -56,17 +56,7 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	var logs syncBuffer
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, &logs)
 	m.FetchTLS = fake.TLS()
-	addr := freeAddr(t) // remote upstreams need a public URL; here it is the loopback one
-	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
-		"--log-level", "warn", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), fmt.Sprintf("    max_in_flight: %d\n    timeout_seconds: 1\n", maxInFlight))}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	e := &e2e{t: t, m: m, tools: tools}
-	e.key = (&assetE2E{e2e: e}).newKey("demo", 1000*money.Scale)
+	e := startRemote(t, m, dir, tools, 1000*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), fmt.Sprintf("    max_in_flight: %d\n    timeout_seconds: 1\n", maxInFlight)))
 	var ids []string
 	for i := 0; i < tasks; i++ {
 		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"task %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i)))
@@ -178,18 +168,7 @@ func TestArkJobThatNeverFinishesExpiresAndRefunds(t *testing.T) {
 	dir := t.TempDir()
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, io.Discard)
 	m.FetchTLS = &tls.Config{RootCAs: fake.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-	addr := freeAddr(t)
-	if err := m.ParseFlags([]string{"--listen", addr, "--public-url", "http://" + addr, "--data-dir", filepath.Join(dir, "data"),
-		"--log-level", "error", "--task-deadline", "3s",
-		"--catalog", arkCatalog(t, t.TempDir(), fake.URL+"/api/v3", "    max_in_flight: 1\n")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	e := &e2e{t: t, m: m, tools: tools}
-	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--log-level", "error", "--task-deadline", "3s", "--catalog", arkCatalog(t, t.TempDir(), fake.URL+"/api/v3", "    max_in_flight: 1\n"))
 	id := e.create(`{"model":"demo-video-fast","prompt":"never done","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
 	task := e.wait(id)
 	if task.Status != "expired" || task.Error == nil || task.Error.Code != "task_expired" {

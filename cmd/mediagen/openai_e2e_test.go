@@ -64,17 +64,7 @@ func TestOpenAIAccountRunsEveryRouteItSupports(t *testing.T) {
 	m := NewMain(env(map[string]string{"OPENAI_TEST_KEY": openaiTestKey}), &out, &logs)
 	m.FetchTLS = fake.TLS()
 	m.FetchTLS.RootCAs.AddCert(cdn.Certificate())
-	addr := freeAddr(t)
-	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
-		"--log-level", "debug", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base())}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	e := &e2e{t: t, m: m, tools: tools}
-	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "debug", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base()))
 	tenant, _ := m.catalog.Tenant("demo")
 
 	// What the kind cannot do is refused at submission, naming the field; nothing is charged.
@@ -246,17 +236,7 @@ func TestOpenAIFaultsEndEveryTaskWithOneJob(t *testing.T) {
 	t.Cleanup(fake.Close)
 	m := NewMain(env(map[string]string{"OPENAI_TEST_KEY": openaiTestKey}), io.Discard, io.Discard)
 	m.FetchTLS = fake.TLS()
-	addr := freeAddr(t)
-	if err := m.ParseFlags([]string{"--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--fetch-allow", "loopback", "--public-url", "http://" + addr,
-		"--log-level", "error", "--workers", "8", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base())}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	e := &e2e{t: t, m: m, tools: tools}
-	e.key = (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "error", "--workers", "8", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base()))
 	const tasks = 60
 	var ids []string
 	for i := range tasks {

@@ -92,3 +92,22 @@ func TestLocalUpstreamsServeTheirAliasesWithoutMarkers(t *testing.T) {
 		t.Errorf("the espeak account's engine directory: %v", err)
 	}
 }
+
+// startRemote starts m — its environment and FetchTLS set by the caller — on a loopback address
+// that is also its --public-url (a worker with a remote upstream account needs one), with its
+// data directory under dir and the rest of args, and returns the test's handle on it with a
+// new key of the demo tenant holding credit.
+func startRemote(t *testing.T, m *Main, dir string, tools ffmpeg.Tools, credit money.Micros, args ...string) *e2e {
+	t.Helper()
+	addr := freeAddr(t)
+	if err := m.ParseFlags(append([]string{"--listen", addr, "--public-url", "http://" + addr, "--data-dir", filepath.Join(dir, "data")}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, tools: tools}
+	e.key = (&assetE2E{e2e: e}).newKey("demo", credit)
+	return e
+}
