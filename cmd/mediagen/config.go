@@ -57,9 +57,15 @@ type Config struct {
 	DBWait      time.Duration // how long serve waits for an unreachable PostgreSQL at start
 	// LimitReplicas divides the request-rate limits among this many API replicas (docs/limits.md).
 	LimitReplicas int
-	TaskCache     int           // tasks kept in memory for polling (SQLite only)
-	VerifyTTL     time.Duration // lifetime of a real-human verification token
-	AssetMaxMB    int           // largest accepted asset source, in MiB
+	TaskCache     int // tasks kept in memory for polling
+	// TaskCacheTTL bounds how stale a cached task can be after another replica's write whose
+	// notification was late (PostgreSQL; exact on SQLite).
+	TaskCacheTTL time.Duration
+	// BalanceCacheTTL bounds how stale a cached balance can be after a charge or credit made by
+	// another process; this process's own postings invalidate at once.
+	BalanceCacheTTL time.Duration
+	VerifyTTL       time.Duration // lifetime of a real-human verification token
+	AssetMaxMB      int           // largest accepted asset source, in MiB
 	// SpeechTimeout is the bounded wait of POST /v1/audio/speech: the engine must deliver the
 	// audio within it, and a retry waits at most this long for a running original.
 	SpeechTimeout time.Duration
@@ -122,7 +128,9 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.SpeechTimeout, "speech-timeout", 60*time.Second, "bounded wait of a speech request: no audio within it fails the request with speech_timeout and refunds it")
 		dur(&c.VerifyTTL, "verify-ttl", 15*time.Minute, "lifetime of a real-human verification token")
 		num(&c.AssetMaxMB, "asset-max-mb", 1024, "largest accepted asset source, in MiB (images are capped at 32 MiB)")
-		num(&c.TaskCache, "task-cache", 20000, "SQLite: tasks kept in memory for polling, exact (every task write in this process invalidates); 0 disables. Ignored on PostgreSQL")
+		num(&c.TaskCache, "task-cache", 20000, "tasks kept in memory for polling; 0 disables. SQLite: exact (every task write goes through this process). PostgreSQL: other replicas' writes arrive by LISTEN/NOTIFY, bounded by --task-cache-ttl")
+		dur(&c.TaskCacheTTL, "task-cache-ttl", time.Second, "PostgreSQL: longest a cached task is served after the read that filled it, the bound on staleness if another replica's notification is late or lost (at most 1s)")
+		dur(&c.BalanceCacheTTL, "balance-cache-ttl", time.Second, "longest a cached balance is served; this process's own charges and credits invalidate at once, other replicas' and `admin credit` show within it (at most 1s; 0 disables)")
 		num(&c.LimitReplicas, "limit-replicas", 1, "request-rate limits: each replica enforces 1/N of the catalog's rates and bursts; set N to the number of API replicas for a cluster-wide rate, 1 to enforce the full rate in every replica (docs/limits.md)")
 		dur(&c.DBWait, "db-wait", 30*time.Second, "PostgreSQL: at start, keep trying an unreachable server this long before giving up (a replica restarted while the database restarts); 0 gives up at once")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
@@ -150,6 +158,12 @@ func (c *Config) validate() error {
 	}
 	if c.SpeechTimeout < 0 {
 		return errors.New("--speech-timeout must not be negative")
+	}
+	if c.TaskCacheTTL < 0 || c.TaskCacheTTL > time.Second {
+		return errors.New("--task-cache-ttl must be between 0 and 1s (PostgreSQL needs more than 0; to disable the cache, use --task-cache 0)")
+	}
+	if c.BalanceCacheTTL < 0 || c.BalanceCacheTTL > time.Second {
+		return errors.New("--balance-cache-ttl must be between 0 (off) and 1s")
 	}
 	if c.TaskCache < 0 {
 		return errors.New("--task-cache must not be negative")

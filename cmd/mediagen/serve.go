@@ -93,6 +93,10 @@ func (m *Main) ParseFlags(args []string) error {
 	return nil
 }
 
+// balanceCacheEntries bounds the balance cache: one entry per key polled within
+// --balance-cache-ttl, a few hundred bytes each, so 10,000 keys cost a few MiB at most.
+const balanceCacheEntries = 10_000
+
 // Run loads the catalog, opens and migrates the database, makes the demo key on first run, and
 // starts serving in the background. Any configuration problem stops it here with an error.
 func (m *Main) Run(ctx context.Context) error {
@@ -116,8 +120,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if m.serveLock != nil {
 		// This process owns the database, so it sees every task write: the cache is exact.
-		m.db.EnableTaskCache(m.Config.TaskCache)
+		m.db.EnableTaskCache(m.Config.TaskCache, 0)
+	} else if err := postgres.EnableTaskCache(m.db, m.Config.DB, m.Config.TaskCache, m.Config.TaskCacheTTL, m.log); err != nil {
+		return err
 	}
+	m.db.EnableBalanceCache(balanceCacheEntries, m.Config.BalanceCacheTTL)
 	ln, err := net.Listen("tcp", m.Config.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", m.Config.Listen, err)

@@ -23,8 +23,12 @@ func registerStoreMetrics(reg *prometheus.Registry, db *sqldb.DB) {
 		}, func() float64 { _, n := db.GroupStats(); return float64(n) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mediagen_task_cache_entries",
-			Help: "Tasks held by the SQLite task cache for polling.",
+			Help: "Tasks held by the task cache for polling (0 while a PostgreSQL replica's notification connection is down).",
 		}, func() float64 { return float64(db.CachedTasks()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mediagen_balance_cache_entries",
+			Help: "Balances held by the balance cache.",
+		}, func() float64 { return float64(db.CachedBalances()) }),
 		activeTasks{db: db, desc: prometheus.NewDesc("mediagen_tasks_active",
 			"Tasks not finished yet, by route and status (queued, in_progress); read from the database at each scrape.",
 			[]string{"route", "status"}, nil)},

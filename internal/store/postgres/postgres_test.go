@@ -2,11 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
+	"time"
 
 	"mediagen/internal/store"
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/postgres/pgtest"
+	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/storetest"
 )
 
@@ -18,6 +21,88 @@ func TestConformancePostgres(t *testing.T) {
 		}
 		return db
 	})
+}
+
+// TestConformancePostgresCaches runs the suite with the caches a serve replica enables.
+func TestConformancePostgresCaches(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openCached(t, pgtest.URL(t), time.Second)
+	})
+}
+
+// openCached opens a replica's store as serve does: task cache heard by notifications,
+// balance cache bounded by ttl.
+func openCached(t *testing.T, url string, ttl time.Duration) *sqldb.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := postgres.EnableTaskCache(db, url, 1000, ttl, nil); err != nil {
+		t.Fatal(err)
+	}
+	db.EnableBalanceCache(1000, ttl)
+	return db
+}
+
+// TestCachedReadsFollowAnotherReplica: two replicas on one database. A read on one that
+// starts a ttl after the other's write shows it; and with a ttl of a minute the task cache
+// still shows each write within a few seconds, which only the notifications can do.
+func TestCachedReadsFollowAnotherReplica(t *testing.T) {
+	url := pgtest.URL(t)
+	writer := openCached(t, url, time.Second)
+	t.Cleanup(func() { _ = writer.Close() })
+	reader := openCached(t, url, 300*time.Millisecond)
+	t.Cleanup(func() { _ = reader.Close() })
+	storetest.ReadsBoundedAcrossReplicas(t, writer, reader, 300*time.Millisecond)
+
+	slow := openCached(t, url, time.Minute)
+	t.Cleanup(func() { _ = slow.Close() })
+	lag := storetest.TaskWritesSeenPromptly(t, writer, slow, 5*time.Second)
+	t.Logf("slowest notification lag: %v", lag)
+	if slow.CachedTasks() == 0 {
+		t.Error("the reader cached nothing: the test did not exercise the cache")
+	}
+}
+
+// TestTaskCacheOffWhileNotificationsAreLost: when the notification connection drops, the
+// cache stops serving (it could miss other replicas' writes) and comes back once it listens
+// again.
+func TestTaskCacheOffWhileNotificationsAreLost(t *testing.T) {
+	url := pgtest.URL(t)
+	writer := openCached(t, url, time.Second)
+	t.Cleanup(func() { _ = writer.Close() })
+	reader := openCached(t, url, time.Minute)
+	t.Cleanup(func() { _ = reader.Close() })
+	ctx := t.Context()
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() })
+	storetest.TaskWritesSeenPromptly(t, writer, reader, 5*time.Second)
+	if reader.CachedTasks() == 0 {
+		t.Fatal("nothing cached before the connection drop")
+	}
+	if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN mediagen_tasks%' AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	// Dropped: the cache empties at once; it listens again within about a second.
+	deadline := time.Now().Add(10 * time.Second)
+	for reader.CachedTasks() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := reader.CachedTasks(); n != 0 {
+		t.Fatalf("%d tasks still cached after the notification connection dropped", n)
+	}
+	storetest.TaskWritesSeenPromptly(t, writer, reader, 5*time.Second)
+	for reader.CachedTasks() == 0 && time.Now().Before(deadline) {
+		storetest.TaskWritesSeenPromptly(t, writer, reader, 5*time.Second)
+	}
+	if reader.CachedTasks() == 0 {
+		t.Error("the cache did not come back after the connection was restored")
+	}
 }
 
 func TestConcurrentMigratorsApplyOnce(t *testing.T) {

@@ -39,12 +39,13 @@ type DB struct {
 	write, read *sql.DB
 	d           Dialect
 	now         func() time.Time
-	stmts       sync.Map    // query text → *sql.Stmt on the read handle
-	wstmts      sync.Map    // query text → *sql.Stmt on the write handle
-	pending     sync.Map    // write queries seen inside transactions, to prepare after them
-	group       *grouper    // non-nil with group commit (EnableGroupCommit)
-	tasks       *taskCache  // non-nil with the task cache (EnableTaskCache)
-	closers     []io.Closer // driver helpers closed before the handles (CloseWith)
+	stmts       sync.Map                  // query text → *sql.Stmt on the read handle
+	wstmts      sync.Map                  // query text → *sql.Stmt on the write handle
+	pending     sync.Map                  // write queries seen inside transactions, to prepare after them
+	group       *grouper                  // non-nil with group commit (EnableGroupCommit)
+	tasks       *readCache[store.Task]    // non-nil with the task cache (EnableTaskCache)
+	balances    *readCache[store.Balance] // non-nil with the balance cache (EnableBalanceCache)
+	closers     []io.Closer               // driver helpers closed before the handles (CloseWith)
 }
 
 // CloseWith registers a driver helper that Close closes first.
@@ -198,8 +199,9 @@ type Tx struct {
 	// detached: the transaction is shared (group commit), so statements must not be
 	// interrupted by one caller's context (see stmtCtx).
 	detached bool
-	// touched lists the tasks this transaction wrote, for the task cache.
-	touched []string
+	// touched lists the tasks this transaction wrote, for the task cache; touchedKeys the keys
+	// whose money it moved, for the balance cache.
+	touched, touchedKeys []string
 	// counted is what the last in-flight increment of this transaction returned (inflight.go).
 	counted countedInFlight
 }

@@ -36,6 +36,9 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Account < entries[j].Account })
 	var currency string
 	for _, e := range entries {
+		if k := accountKey(e.Account); k != "" {
+			t.touchKey(k)
+		}
 		var cur string
 		err := t.queryRow(ctx, `UPDATE accounts SET balance = balance + ?, updated_at = ?
 			WHERE id = ? AND (allow_negative <> 0 OR balance + ? >= 0 OR (? <> 0 AND kind = 'available'))
@@ -92,8 +95,23 @@ func validTxn(txn store.Txn) error {
 	return nil
 }
 
-// Balance reads a key's money view in one query.
+// Balance reads a key's money view in one query, or from the balance cache (balancecache.go).
 func (db *DB) Balance(ctx context.Context, keyID string) (store.Balance, error) {
+	if db.balances == nil {
+		return db.readBalance(ctx, keyID)
+	}
+	b, tok, ok := db.balances.get(keyID)
+	if ok {
+		return b, nil
+	}
+	b, err := db.readBalance(ctx, keyID)
+	if err == nil {
+		db.balances.put(keyID, b, tok)
+	}
+	return b, err
+}
+
+func (db *DB) readBalance(ctx context.Context, keyID string) (store.Balance, error) {
 	rows, err := db.readRows(ctx, `SELECT kind, currency, balance, allow_negative, updated_at
 		FROM accounts WHERE key_id = ?`, keyID)
 	if err != nil {

@@ -59,20 +59,20 @@ const readColumns = `id, key_id, tenant_id, route, model, status, progress, clie
 // Task reads one task by id: one primary-key lookup, the hot path of polling. Request and
 // Pricing are left empty (the runner gets them with its claims).
 func (db *DB) Task(ctx context.Context, id string) (store.Task, error) {
-	var epoch uint64
+	var tok fillToken
 	if db.tasks != nil {
-		t, e, ok := db.tasks.get(id)
+		t, tk, ok := db.tasks.get(id)
 		if ok {
 			return t, nil
 		}
-		epoch = e
+		tok = tk
 	}
 	t, err := scanTask(db.readRow(ctx, `SELECT `+readColumns+` FROM tasks WHERE id = ?`, id))
 	if err != nil {
 		return t, fmt.Errorf("task %s: %w", id, err)
 	}
 	if db.tasks != nil {
-		db.tasks.put(t, epoch)
+		db.tasks.put(id, t, tok)
 	}
 	return t, nil
 }

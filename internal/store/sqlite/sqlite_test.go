@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mediagen/internal/store"
+	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/sqlite"
 	"mediagen/internal/store/storetest"
 )
@@ -27,17 +28,41 @@ func TestConformanceSQLite(t *testing.T) {
 	})
 }
 
-// TestConformanceSQLiteTaskCache runs the suite again with the task cache a serve process
-// enables: cached reads must be indistinguishable from uncached ones.
-func TestConformanceSQLiteTaskCache(t *testing.T) {
+// TestConformanceSQLiteCaches runs the suite again with the caches a serve process enables:
+// cached reads must be indistinguishable from uncached ones.
+func TestConformanceSQLiteCaches(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		db.EnableTaskCache(1000)
+		db.EnableTaskCache(1000, 0)
+		db.EnableBalanceCache(1000, time.Second)
 		return db
 	})
+}
+
+// TestCachedReadsBoundedAfterAnotherProcessWrites: `mediagen admin credit` writes the
+// database from its own process, which the serve process never hears of; its cached balance
+// (and a task cache given a ttl) must show such a write once the ttl has passed.
+func TestCachedReadsBoundedAfterAnotherProcessWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.db")
+	open := func() *sqldb.DB {
+		db, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}
+	writer, reader := open(), open()
+	const ttl = 300 * time.Millisecond
+	reader.EnableTaskCache(1000, ttl)
+	reader.EnableBalanceCache(1000, ttl)
+	storetest.ReadsBoundedAcrossReplicas(t, writer, reader, ttl)
+	if reader.CachedBalances() == 0 || reader.CachedTasks() == 0 {
+		t.Error("the reader cached nothing: the test did not exercise the caches")
+	}
 }
 
 func TestReopenDoesNotRemigrate(t *testing.T) {

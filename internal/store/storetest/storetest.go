@@ -40,6 +40,7 @@ func Run(t *testing.T, open Opener) {
 		{"TaskCreateAndRead", testTaskCreateAndRead},
 		{"TaskRequestIDUniquePerKey", testTaskRequestIDUnique},
 		{"TaskReadsFollowWrites", testTaskReadsFollowWrites},
+		{"BalanceFollowsOwnPosts", testBalanceFollowsOwnPosts},
 		{"QueueClaimLeaseAndFence", testQueueClaimLeaseAndFence},
 		{"QueueConcurrentClaimersDisjoint", testQueueConcurrentClaimersDisjoint},
 		{"QueueHeartbeatRenewsLease", testQueueRenewLease},
