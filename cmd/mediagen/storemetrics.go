@@ -15,12 +15,16 @@ func registerStoreMetrics(reg *prometheus.Registry, db *sqldb.DB) {
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "mediagen_store_commits_total",
-			Help: "Commits made by SQLite group commit (0 on PostgreSQL).",
+			Help: "Commits made by group commit: every transaction on SQLite, the creates on PostgreSQL.",
 		}, func() float64 { c, _ := db.GroupStats(); return float64(c) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "mediagen_store_grouped_transactions_total",
 			Help: "Transactions carried by those commits; divided by mediagen_store_commits_total, the mean batch size.",
 		}, func() float64 { _, n := db.GroupStats(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "mediagen_store_shared_reruns_total",
+			Help: "PostgreSQL: transactions run again alone because the shared transaction carrying them failed before its commit (a deadlock, a lost connection).",
+		}, func() float64 { return float64(db.GroupReruns()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mediagen_task_cache_entries",
 			Help: "Tasks held by the task cache for polling (0 while a PostgreSQL replica's notification connection is down).",

@@ -128,7 +128,9 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 		Status: store.StatusQueued, ClientRequestID: req.ClientRequestID, PayloadHash: hash,
 		Request: reqJSON, Pricing: pricing, Reserved: q.Amount, CreatedAt: now, UpdatedAt: now,
 	}
-	err = s.Store.Transact(ctx, func(tx store.Tx) error {
+	// The transaction locks only this tenant's and key's rows and has no effect outside the
+	// database, so it may share its commit with concurrent creates (store.ShareCommit).
+	err = s.Store.Transact(store.ShareCommit(ctx, c.Tenant.ID, c.Key.ID), func(tx store.Tx) error {
 		if err := tx.CreateTask(ctx, task); err != nil {
 			return err
 		}

@@ -16,7 +16,8 @@ import (
 var benchSeq atomic.Int64
 
 // BenchmarkCreateTaskOneKey creates tasks of one key from 32 goroutines: the hot create path's
-// database part (task insert, in-flight counters where the schema has them, reservation).
+// database part (task insert, in-flight counters, reservation), marked as the API marks it
+// (store.ShareCommit), so concurrent creates share commits.
 func BenchmarkCreateTaskOneKey(b *testing.B) {
 	ctx := context.Background()
 	db, err := postgres.Open(ctx, pgtest.URL(b))
@@ -38,7 +39,7 @@ func BenchmarkCreateTaskOneKey(b *testing.B) {
 			task := store.Task{ID: fmt.Sprintf("vid_%d", n), KeyID: k.ID, TenantID: k.TenantID, Route: "native", Model: "m",
 				Status: store.StatusQueued, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: 10,
 				CreatedAt: now, UpdatedAt: now}
-			err := db.Transact(ctx, func(tx store.Tx) error {
+			err := db.Transact(store.ShareCommit(ctx, k.TenantID, k.ID), func(tx store.Tx) error {
 				if err := tx.CreateTask(ctx, task); err != nil {
 					return err
 				}

@@ -42,12 +42,18 @@ func Open(ctx context.Context, url string) (*sqldb.DB, error) {
 		return nil, fmt.Errorf("postgres: connect to %s: %w: %w", redact(url), ErrUnreachable, err)
 	}
 	db := sqldb.New(pool, pool, dialect{})
+	db.EnableSharedCommits(sharedCommitLanes)
 	if _, err := db.Migrate(ctx, Migrations()); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return db, nil
 }
+
+// sharedCommitLanes is how many batches of creates (store.ShareCommit) one replica commits at
+// once, each lane carrying the tenants that hash to it. Half the pool: the other half serves
+// reads and unshared transactions.
+const sharedCommitLanes = 8
 
 type dialect struct{}
 
@@ -68,6 +74,12 @@ func (dialect) DriverCachesStatements() bool { return true }
 
 // ClaimLock makes concurrent claimers skip rows another claimer holds instead of waiting.
 func (dialect) ClaimLock() string { return " FOR UPDATE SKIP LOCKED" }
+
+// IsRetryable: deadlock_detected and serialization_failure.
+func (dialect) IsRetryable(err error) bool {
+	var e *pgconn.PgError
+	return errors.As(err, &e) && (e.Code == "40P01" || e.Code == "40001")
+}
 
 func (dialect) IsUniqueViolation(err error) bool {
 	var e *pgconn.PgError

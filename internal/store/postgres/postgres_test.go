@@ -2,9 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"mediagen/internal/store"
 	"mediagen/internal/store/postgres"
@@ -102,6 +107,79 @@ func TestTaskCacheOffWhileNotificationsAreLost(t *testing.T) {
 	}
 	if reader.CachedTasks() == 0 {
 		t.Error("the cache did not come back after the connection was restored")
+	}
+}
+
+// TestSharedCreatesAcrossTwoReplicas: creates of one key through two store handles (two
+// replicas) share commits within each, and every rule holds across them.
+func TestSharedCreatesAcrossTwoReplicas(t *testing.T) {
+	url := pgtest.URL(t)
+	var handles []store.Store
+	var dbs []*sqldb.DB
+	for range 2 {
+		db, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		handles, dbs = append(handles, db), append(dbs, db)
+	}
+	storetest.CreatesOfOneKeyAcrossReplicas(t, handles, 100)
+	storetest.CheckLedger(t, handles[0])
+	for i, db := range dbs {
+		commits, txs := db.GroupStats()
+		t.Logf("replica %d: %d shared transactions in %d commits, %d run again alone", i, txs, commits, db.GroupReruns())
+		if commits == 0 || txs <= commits {
+			t.Errorf("replica %d: %d transactions in %d commits: creates did not share commits", i, txs, commits)
+		}
+	}
+}
+
+// TestSharedCommitRerunsAloneAfterADeadlock: when one member of a shared transaction meets a
+// deadlock (here a fake one, twice: in the optimistic attempt without savepoints, then in the
+// attempt with them), the whole transaction is rolled back and every member runs again
+// alone: each is committed exactly once and none sees the error.
+func TestSharedCommitRerunsAloneAfterADeadlock(t *testing.T) {
+	db, err := postgres.Open(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	ctx := store.ShareCommit(t.Context(), "acme", "key_a")
+	// The first member holds the lane, so the next ones queue and form one batch.
+	blocker := make(chan error, 1)
+	go func() {
+		blocker <- db.Transact(ctx, func(store.Tx) error { time.Sleep(300 * time.Millisecond); return nil })
+	}()
+	time.Sleep(50 * time.Millisecond)
+	var runs [10]atomic.Int32
+	errs := make(chan error, len(runs))
+	for i := range runs {
+		go func() {
+			errs <- db.Transact(ctx, func(tx store.Tx) error {
+				if runs[i].Add(1) <= 2 && i == 5 {
+					return fmt.Errorf("lock wait: %w", &pgconn.PgError{Code: "40P01", Message: "deadlock detected"})
+				}
+				h := sha256.Sum256([]byte(fmt.Sprint("member", i)))
+				return tx.CreateKey(ctx, store.Key{ID: fmt.Sprintf("key_m%d", i), TenantID: "acme", Name: "m", Prefix: "p",
+					Hash: h[:], CreatedAt: time.Now()}, "USD")
+			})
+		}()
+	}
+	if err := <-blocker; err != nil {
+		t.Fatal(err)
+	}
+	for range runs {
+		if err := <-errs; err != nil {
+			t.Errorf("member failed: %v", err)
+		}
+	}
+	keys, err := db.Keys(ctx, "acme")
+	if err != nil || len(keys) != len(runs) {
+		t.Fatalf("%d keys (%v), want %d: each member committed once", len(keys), err, len(runs))
+	}
+	if db.GroupReruns() == 0 {
+		t.Error("no member was run again: the members did not share a transaction")
 	}
 }
 

@@ -23,6 +23,9 @@ type Dialect interface {
 	// Placeholders rewrites ? placeholders into the dialect's form.
 	Placeholders(query string) string
 	IsUniqueViolation(err error) bool
+	// IsRetryable reports a failure of the transaction as a whole that running it again can
+	// cure: a deadlock the server broke, a serialization failure.
+	IsRetryable(err error) bool
 	// LockMigrations serialises migrators on the same database (a no-op where the
 	// transaction itself is exclusive).
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
@@ -157,8 +160,13 @@ func (db *DB) q(query string) string { return db.d.Placeholders(query) }
 // Transact runs fn in a transaction on the write handle, rolling back on error or panic. With
 // group commit, concurrent calls share one commit (group.go) with the same outcome for each.
 func (db *DB) Transact(ctx context.Context, fn func(store.Tx) error) error {
-	if db.group != nil {
-		return db.group.transact(ctx, fn)
+	if g := db.group; g != nil {
+		if !g.shared {
+			return g.transact(ctx, fn, store.Share{})
+		}
+		if share, ok := store.SharedCommit(ctx); ok {
+			return g.transact(ctx, fn, share)
+		}
 	}
 	return db.transactOnce(ctx, fn)
 }

@@ -2,8 +2,10 @@ package sqldb
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -37,6 +39,7 @@ const (
 type groupJob struct {
 	ctx      context.Context
 	fn       func(store.Tx) error
+	share    store.Share // PostgreSQL: the tenant and key the transaction locks (store.ShareCommit)
 	err      error
 	panicked bool
 	panicVal any
@@ -44,17 +47,24 @@ type groupJob struct {
 }
 
 type grouper struct {
-	db     *DB
-	jobs   chan *groupJob
+	db *DB
+	// lanes: SQLite has one (its single writer); PostgreSQL one per tenant hash, so tenants
+	// commit side by side while each tenant's creates share commits.
+	lanes  []chan *groupJob
 	closed chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
+	// shared: the PostgreSQL mode. Only transactions marked by store.ShareCommit come here; a
+	// batch runs them in (tenant, key) order and, when it fails as a whole before its commit,
+	// runs each again alone (which the mark allows).
+	shared bool
 
 	// batches and grouped count commits and the transactions they carried (for tests and
 	// metrics: grouped/batches is the mean batch size).
 	mu      sync.Mutex
 	batches int64
 	grouped int64
+	rerun   int64 // members of failed shared transactions run again alone
 }
 
 // errClosed is returned by Transact after Close.
@@ -63,10 +73,35 @@ var errClosed = errors.New("store closed")
 // EnableGroupCommit makes Transact share commits between concurrent callers. Drivers with a
 // single writer connection turn it on; it must be called before the DB is used.
 func (db *DB) EnableGroupCommit() {
-	g := &grouper{db: db, jobs: make(chan *groupJob), closed: make(chan struct{})}
-	g.wg.Add(1)
-	go g.loop()
-	db.group = g
+	db.group = startGrouper(db, 1, false)
+}
+
+// EnableSharedCommits lets transactions marked by store.ShareCommit share commits with
+// concurrent ones of the same lane (PostgreSQL; see store.ShareCommit for the contract).
+// Unmarked transactions run alone as before. It must be called before the DB is used.
+func (db *DB) EnableSharedCommits(lanes int) {
+	db.group = startGrouper(db, max(1, lanes), true)
+}
+
+func startGrouper(db *DB, lanes int, shared bool) *grouper {
+	g := &grouper{db: db, closed: make(chan struct{}), shared: shared}
+	for range lanes {
+		ch := make(chan *groupJob)
+		g.lanes = append(g.lanes, ch)
+		g.wg.Add(1)
+		go g.loop(ch)
+	}
+	return g
+}
+
+// GroupReruns reports how many members of failed shared transactions were run again alone.
+func (db *DB) GroupReruns() int64 {
+	if db.group == nil {
+		return 0
+	}
+	db.group.mu.Lock()
+	defer db.group.mu.Unlock()
+	return db.group.rerun
 }
 
 // GroupStats reports how many commits the group committer made and how many transactions they
@@ -88,10 +123,14 @@ func (g *grouper) stop() {
 // transact hands fn to the writer goroutine and waits for its outcome. Once the job has been
 // taken it always runs to its end, whatever ctx does: the caller must learn whether its
 // writes were committed, and the wait is one batch long.
-func (g *grouper) transact(ctx context.Context, fn func(store.Tx) error) error {
-	j := &groupJob{ctx: ctx, fn: fn, done: make(chan struct{})}
+func (g *grouper) transact(ctx context.Context, fn func(store.Tx) error, share store.Share) error {
+	j := &groupJob{ctx: ctx, fn: fn, share: share, done: make(chan struct{})}
+	lane := g.lanes[0]
+	if len(g.lanes) > 1 {
+		lane = g.lanes[fnv32(share.TenantID)%uint32(len(g.lanes))]
+	}
 	select {
-	case g.jobs <- j:
+	case lane <- j:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-g.closed:
@@ -104,15 +143,16 @@ func (g *grouper) transact(ctx context.Context, fn func(store.Tx) error) error {
 	return j.err
 }
 
-func (g *grouper) loop() {
+func (g *grouper) loop(jobs chan *groupJob) {
 	defer g.wg.Done()
 	batch := make([]*groupJob, 0, maxGroup)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	var lastRun time.Time
+	l := &lane{}
 	for {
 		select {
-		case j := <-g.jobs:
+		case j := <-jobs:
 			batch = append(batch[:0], j)
 		case <-g.closed:
 			return
@@ -121,7 +161,7 @@ func (g *grouper) loop() {
 	more:
 		for len(batch) < maxGroup {
 			select {
-			case j := <-g.jobs:
+			case j := <-jobs:
 				batch = append(batch, j)
 			default:
 				break more
@@ -136,7 +176,7 @@ func (g *grouper) loop() {
 		wait:
 			for len(batch) < maxGroup {
 				select {
-				case j := <-g.jobs:
+				case j := <-jobs:
 					batch = append(batch, j)
 				case <-linger.C:
 					break wait
@@ -144,14 +184,21 @@ func (g *grouper) loop() {
 			}
 			linger.Stop() // since Go 1.23 a stopped timer never delivers a stale tick
 		}
-		g.run(batch)
+		g.run(l, batch)
 		lastRun = time.Now()
 		clear(batch)
 	}
 }
 
 // run executes one batch and tells every job its outcome.
-func (g *grouper) run(batch []*groupJob) {
+// lane is a loop's own state.
+type lane struct {
+	// careful: the last shared batch had a member that failed, so the next one uses
+	// savepoints from the start (runShared).
+	careful bool
+}
+
+func (g *grouper) run(l *lane, batch []*groupJob) {
 	live := batch[:0:0]
 	for _, j := range batch {
 		// A caller that gave up before its turn is not run at all.
@@ -173,7 +220,44 @@ func (g *grouper) run(batch []*groupJob) {
 		g.count(1)
 		return
 	}
-	g.runShared(live)
+	if g.shared {
+		// Every batch takes its rows in the same order (store.ShareCommit).
+		sort.SliceStable(live, func(a, b int) bool {
+			if live[a].share.TenantID != live[b].share.TenantID {
+				return live[a].share.TenantID < live[b].share.TenantID
+			}
+			return live[a].share.KeyID < live[b].share.KeyID
+		})
+	}
+	var again []*groupJob
+	if g.shared && !l.careful {
+		// Optimistic: one statement fewer on each side of every member. A member that fails
+		// sends the batch back, to run with savepoints.
+		again = g.runShared(live, false)
+		l.careful = len(again) > 0
+		if l.careful {
+			for _, j := range again {
+				j.err, j.panicked, j.panicVal = nil, false, nil
+			}
+			again = g.runShared(live, true)
+		}
+	} else {
+		again = g.runShared(live, true)
+		if g.shared {
+			l.careful = anyFailed(live)
+		}
+	}
+	if len(again) > 0 {
+		// The shared transaction failed before its commit, so nothing of it was written:
+		// each member runs again alone, exactly as an unshared transaction would.
+		g.mu.Lock()
+		g.rerun += int64(len(again))
+		g.mu.Unlock()
+		for _, j := range again {
+			j.panicked, j.panicVal, j.err = callGuarded(func() error { return g.db.transactOnce(j.ctx, j.fn) })
+			close(j.done)
+		}
+	}
 	g.count(len(live))
 }
 
@@ -184,8 +268,24 @@ func (g *grouper) count(n int) {
 	g.mu.Unlock()
 }
 
-// runShared runs several jobs in one transaction, each under its own savepoint.
-func (g *grouper) runShared(jobs []*groupJob) {
+func anyFailed(jobs []*groupJob) bool {
+	for _, j := range jobs {
+		if j.err != nil || j.panicked {
+			return true
+		}
+	}
+	return false
+}
+
+// runShared runs several jobs in one transaction, each under its own savepoint. In the
+// shared (PostgreSQL) mode a failure of the whole transaction before its commit returns the
+// jobs, untold, for runShared's caller to run again (alone, or with savepoints); otherwise
+// every job is told.
+//
+// Without savepoints (shared mode only), the first member that fails or panics ends the
+// attempt: its partial writes cannot be undone alone, so everything is rolled back and the
+// jobs are returned.
+func (g *grouper) runShared(jobs []*groupJob, savepoints bool) (again []*groupJob) {
 	db := g.db
 	finish := func(batchErr error) {
 		for _, j := range jobs {
@@ -195,51 +295,85 @@ func (g *grouper) runShared(jobs []*groupJob) {
 			close(j.done)
 		}
 	}
+	// abort ends a transaction that failed before its commit.
+	abort := func(tx *sql.Tx, err error) []*groupJob {
+		if tx != nil {
+			_ = tx.Rollback()
+		}
+		if g.shared {
+			for _, j := range jobs {
+				j.err, j.panicked, j.panicVal = nil, false, nil
+			}
+			return jobs
+		}
+		finish(err)
+		return nil
+	}
 	// Statements run detached from the callers' contexts: a cancelled context interrupts the
 	// running statement, and SQLite answers an interrupted write inside an explicit
 	// transaction by rolling the whole transaction back — everyone else's work with it.
 	bg := context.Background()
 	tx, err := db.write.BeginTx(bg, nil)
 	if err != nil {
-		finish(fmt.Errorf("begin: %w", err))
-		return
+		return abort(nil, fmt.Errorf("begin: %w", err))
 	}
 	// Savepoint statements go through the write-statement cache like any other.
 	ctl := &Tx{db: db, tx: tx, detached: true}
 	txs := make([]*Tx, 0, len(jobs))
 	for _, j := range jobs {
-		if _, err := ctl.exec(bg, "SAVEPOINT g"); err != nil {
-			_ = tx.Rollback()
-			finish(fmt.Errorf("savepoint: %w", err))
-			return
+		if savepoints {
+			if _, err := ctl.exec(bg, "SAVEPOINT g"); err != nil {
+				return abort(tx, fmt.Errorf("savepoint: %w", err))
+			}
 		}
 		jt := &Tx{db: db, tx: tx, detached: true}
 		txs = append(txs, jt)
 		j.panicked, j.panicVal, j.err = callGuarded(func() error { return j.fn(jt) })
+		if g.shared && j.err != nil && db.d.IsRetryable(j.err) {
+			// A deadlock or serialization failure is the batch's, not this job's: alone, the
+			// job would have waited instead.
+			return abort(tx, j.err)
+		}
+		if !savepoints {
+			if j.err != nil || j.panicked {
+				_ = tx.Rollback()
+				return jobs
+			}
+			continue
+		}
 		if j.err != nil || j.panicked {
 			// Undo this job alone. If SQLite already rolled the whole transaction back (it does
 			// so on some I/O and memory errors), the savepoint is gone and so is everyone's work.
 			if _, err := ctl.exec(bg, "ROLLBACK TO g"); err != nil {
-				_ = tx.Rollback()
-				finish(fmt.Errorf("rollback to savepoint: %w", err))
-				return
+				return abort(tx, fmt.Errorf("rollback to savepoint: %w", err))
 			}
 		}
 		if _, err := ctl.exec(bg, "RELEASE g"); err != nil {
-			_ = tx.Rollback()
-			finish(fmt.Errorf("release savepoint: %w", err))
-			return
+			return abort(tx, fmt.Errorf("release savepoint: %w", err))
 		}
 	}
 	db.beforeCommit(txs...)
 	err = tx.Commit()
 	db.afterCommit(txs...)
 	if err != nil {
+		// Whether a failed COMMIT wrote anything is unknown (the connection may have died
+		// after the server committed): running the jobs again could do them twice, so they
+		// get the error, as a lone transaction's caller would.
 		finish(fmt.Errorf("commit: %w", err))
-		return
+		return nil
 	}
 	db.preparePending(bg)
 	finish(nil)
+	return nil
+}
+
+// fnv32 is FNV-1a: cheap, and spreads tenant ids over lanes well enough.
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
 }
 
 // callGuarded runs f and turns a panic into a value the caller's goroutine re-raises.

@@ -9,8 +9,11 @@ import (
 )
 
 // The in_flight counters (migration 0006) move with the rows they count. Rows are always
-// locked key first, then tenant, in creates and terminal transitions alike, so two
-// transactions on PostgreSQL never wait for each other in opposite orders.
+// locked tenant first, then key, in creates and terminal transitions alike, and before the
+// key's accounts, so two transactions on PostgreSQL never wait for each other in opposite
+// orders. Tenant first is what lets a shared commit (group.go) carry creates of several keys
+// of a tenant: its first statement takes the tenant's row, so a batch holds nothing another
+// batch of the tenant is waiting for.
 
 // addInFlight counts one more unfinished record of the key and of the tenant. The upsert
 // locks both counter rows until the transaction ends, and returns the new counts, which the
@@ -21,7 +24,7 @@ func (t *Tx) addInFlight(ctx context.Context, kind, keyID, tenantID string) erro
 	q := `INSERT INTO in_flight (kind, owner, n) VALUES (?, ?, 1), (?, ?, 1)
 		ON CONFLICT (kind, owner) DO UPDATE SET n = in_flight.n + 1
 		RETURNING kind, n`
-	args := []any{kind + "_key", keyID, kind + "_tenant", tenantID}
+	args := []any{kind + "_tenant", tenantID, kind + "_key", keyID}
 	var rows *sql.Rows
 	var err error
 	if st := t.writeStmt(q); st != nil {
@@ -63,7 +66,7 @@ type countedInFlight struct {
 // names. A counter never goes below zero: a drift could only loosen a limit.
 func (t *Tx) dropInFlight(ctx context.Context, kind, table, id string) error {
 	t.counted = countedInFlight{}
-	for _, scope := range []struct{ suffix, column string }{{"_key", "key_id"}, {"_tenant", "tenant_id"}} {
+	for _, scope := range []struct{ suffix, column string }{{"_tenant", "tenant_id"}, {"_key", "key_id"}} {
 		_, err := t.exec(ctx, `UPDATE in_flight SET n = CASE WHEN n > 0 THEN n - 1 ELSE 0 END
 			WHERE kind = ? AND owner = (SELECT `+scope.column+` FROM `+table+` WHERE id = ?)`, kind+scope.suffix, id)
 		if err != nil {

@@ -33,8 +33,13 @@ func scanSpeech(row scanner) (store.Speech, error) {
 	return s, nil
 }
 
-// CreateSpeech inserts a speech record.
+// CreateSpeech inserts a speech record, after its in-flight counters (as CreateTask does).
 func (t *Tx) CreateSpeech(ctx context.Context, s store.Speech) error {
+	if s.Status == store.SpeechPending {
+		if err := t.addInFlight(ctx, "speech", s.KeyID, s.TenantID); err != nil {
+			return err
+		}
+	}
 	_, err := t.exec(ctx, `INSERT INTO speeches (`+speechColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.KeyID, s.TenantID, s.Model, s.Status, s.ClientRequestID, s.PayloadHash, string(s.Request),
 		string(s.Pricing), int64(s.Reserved), int64(s.Charged), string(s.Result), s.ErrorKind, s.ErrorCode,
@@ -45,9 +50,6 @@ func (t *Tx) CreateSpeech(ctx context.Context, s store.Speech) error {
 			return fmt.Errorf("create speech %s: %w", s.ID, store.ErrConflict)
 		}
 		return fmt.Errorf("create speech %s: %w", s.ID, err)
-	}
-	if s.Status == store.SpeechPending {
-		return t.addInFlight(ctx, "speech", s.KeyID, s.TenantID)
 	}
 	return nil
 }

@@ -31,8 +31,15 @@ func scanTask(row scanner) (store.Task, error) {
 	return t, nil
 }
 
-// CreateTask inserts a new task.
+// CreateTask inserts a new task. The in-flight counters come first: their rows are the
+// first a create locks (inflight.go), so it holds nothing else, not even its
+// client_request_id's index entry, while it waits for them.
 func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
+	if !store.Terminal(task.Status) {
+		if err := t.addInFlight(ctx, "task", task.KeyID, task.TenantID); err != nil {
+			return err
+		}
+	}
 	_, err := t.exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		task.ID, task.KeyID, task.TenantID, task.Route, task.Model, task.Status, task.Progress,
 		task.ClientRequestID, task.PayloadHash, string(task.Request), string(task.Pricing),
@@ -43,9 +50,6 @@ func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
 			return fmt.Errorf("create task %s: %w", task.ID, store.ErrConflict)
 		}
 		return fmt.Errorf("create task %s: %w", task.ID, err)
-	}
-	if !store.Terminal(task.Status) {
-		return t.addInFlight(ctx, "task", task.KeyID, task.TenantID)
 	}
 	return nil
 }

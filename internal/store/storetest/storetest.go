@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 		{"InFlightTasksFollowCreateAndFinish", testInFlightTasksFollowCreateAndFinish},
 		{"InFlightSpeechesFollowCreateAndFinish", testInFlightSpeechesFollowCreateAndFinish},
 		{"InFlightLimitHoldsUnderConcurrentCreates", testInFlightLimitHoldsUnderConcurrentCreates},
+		{"SharedCreatesOfOneKeyKeepEveryRule", testSharedCreatesOfOneKey},
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 	}
 	for _, tt := range tests {

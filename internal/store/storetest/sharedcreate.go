@@ -1,0 +1,101 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"mediagen/internal/money"
+	"mediagen/internal/store"
+)
+
+// CreatesOfOneKeyAcrossReplicas runs concurrent creates as the API makes them (task, job and
+// reservation in one transaction marked by store.ShareCommit) through several store handles,
+// as several replicas would: two keys of one tenant, each funded for exactly funded creates,
+// offered twice as many distinct requests, each sent twice (a client retrying on another
+// replica). Every rule must hold as with unshared transactions: exactly funded creates of
+// each key accepted, never two tasks for one client_request_id, no overdraft, counters right.
+func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const price = 1000
+	var keys []store.Key
+	for range 2 {
+		k := newKey(t, handles[0], "acme", false)
+		if err := credit(ctx, handles[0], k, money.Micros(funded*price)); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	type outcome struct {
+		key  int
+		crid string
+		err  error
+	}
+	out := make(chan outcome, 8*funded)
+	var wg sync.WaitGroup
+	for ki, k := range keys {
+		for r := range 2 * funded {
+			crid := fmt.Sprintf("req-%d-%d", ki, r)
+			for copy := range 2 {
+				s := handles[(r+copy)%len(handles)]
+				wg.Go(func() {
+					task := newTask(k, crid)
+					task.Reserved = price
+					err := s.Transact(store.ShareCommit(ctx, k.TenantID, k.ID), func(tx store.Tx) error {
+						if err := tx.CreateTask(ctx, task); err != nil {
+							return err
+						}
+						if err := tx.EnqueueJob(ctx, store.Job{ID: taskKind + ":" + task.ID, Kind: taskKind, Ref: task.ID,
+							TenantID: task.TenantID, RunAt: task.CreatedAt, CreatedAt: task.CreatedAt}); err != nil {
+							return err
+						}
+						return tx.Post(ctx, store.Txn{ID: "txn_" + task.ID, Kind: "reserve", Ref: task.ID, Entries: []store.Entry{
+							{Account: store.AccountID(k.ID, store.AccountAvailable), Amount: -price},
+							{Account: store.AccountID(k.ID, store.AccountReserved), Amount: price}}})
+					})
+					out <- outcome{ki, crid, err}
+				})
+			}
+		}
+	}
+	wg.Wait()
+	close(out)
+	accepted := make([]int, len(keys))
+	perRequest := map[string]int{}
+	for o := range out {
+		switch {
+		case o.err == nil:
+			accepted[o.key]++
+			perRequest[o.crid]++
+		case errors.Is(o.err, store.ErrInsufficientFunds), errors.Is(o.err, store.ErrConflict):
+		default:
+			t.Errorf("create %s: %v", o.crid, o.err)
+		}
+	}
+	for crid, n := range perRequest {
+		if n > 1 {
+			t.Errorf("%s was accepted %d times", crid, n)
+		}
+	}
+	for i, k := range keys {
+		if accepted[i] != funded {
+			t.Errorf("key %d: %d creates accepted, want exactly %d (funds for %d, %d distinct requests offered)", i, accepted[i], funded, funded, 2*funded)
+		}
+		for hi, s := range handles {
+			b := balance(t, s, k)
+			if b.Available != 0 || b.Reserved != money.Micros(funded*price) {
+				t.Errorf("key %d on handle %d: available %s reserved %s, want 0 and %d", i, hi, b.Available, b.Reserved, funded*price)
+			}
+		}
+		wantInFlight(t, fmt.Sprintf("key %d", i), tasksInFlight(t, handles[0], k), funded, 2*funded)
+	}
+}
+
+func testSharedCreatesOfOneKey(t *testing.T, s store.Store) {
+	CreatesOfOneKeyAcrossReplicas(t, []store.Store{s}, 30)
+}
