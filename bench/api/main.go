@@ -215,7 +215,7 @@ type storeRun struct {
 	db       string // --db value (its password, if any, never printed)
 	dataDir  string
 	srv      *server
-	secret   string
+	secrets  []string // the bench's keys; the first is the one key of the one-key targets
 	ids      []string
 	videoErr string // why the video endpoints could not be measured; empty when they could
 	err      error  // why the store could not be measured at all
@@ -432,17 +432,20 @@ func (b *bench) runStore(ctx context.Context, st *storeRun) error {
 	}
 	st.srv = srv
 	defer srv.p.Stop(10 * time.Second)
-	out, err := proc.Run(ctx, time.Minute, st.dataDir, b.bins.mediagen,
-		"admin", "key", "create", "--tenant", "demo", "--unlimited", "--name", "bench", "--data-dir", st.dataDir, "--db", st.db,
-		"--catalog", filepath.Join(b.tmp, benchCatalogName))
-	if err != nil {
-		return fmt.Errorf("create key: %w", err)
+	b.logf("%s: creating %d keys", st.name, manyKeys)
+	for i := range manyKeys {
+		out, err := proc.Run(ctx, time.Minute, st.dataDir, b.bins.mediagen,
+			"admin", "key", "create", "--tenant", "demo", "--unlimited", "--name", fmt.Sprintf("bench-%d", i), "--data-dir", st.dataDir, "--db", st.db,
+			"--catalog", filepath.Join(b.tmp, benchCatalogName))
+		if err != nil {
+			return fmt.Errorf("create key: %w", err)
+		}
+		m := secretLine.FindStringSubmatch(out)
+		if m == nil {
+			return fmt.Errorf("create key: no secret in the output:\n%s", out)
+		}
+		st.secrets = append(st.secrets, m[1])
 	}
-	m := secretLine.FindStringSubmatch(out)
-	if m == nil {
-		return fmt.Errorf("create key: no secret in the output:\n%s", out)
-	}
-	st.secret = m[1]
 
 	b.seed(ctx, st)
 	if st.videoErr != "" {
@@ -455,6 +458,7 @@ func (b *bench) runStore(ctx context.Context, st *storeRun) error {
 		t[tg.name] = tg
 	}
 	get, bal, create, bare := t["GET /v1/videos/{id}"], t["GET /v1/billing/balance"], t["POST /v1/videos"], t["bare"]
+	create100 := t["POST /v1/videos, 100 keys"]
 	steps := []struct {
 		t    *target
 		mode load.Mode
@@ -464,6 +468,7 @@ func (b *bench) runStore(ctx context.Context, st *storeRun) error {
 		{bare, load.Open, b.o.rate}, {get, load.Open, b.o.rate},
 		{bal, load.Closed, 0}, {bal, load.Open, b.o.rate},
 		{create, load.Open, b.o.createRate}, {create, load.Closed, 0},
+		{create100, load.Open, b.o.createRate}, {create100, load.Closed, 0},
 	}
 	for _, s := range steps {
 		if _, err := b.measure(ctx, st, s.t, s.mode, s.rate, b.o.duration, string(s.mode)); err != nil {
@@ -485,11 +490,12 @@ func (b *bench) runStore(ctx context.Context, st *storeRun) error {
 func (b *bench) seed(ctx context.Context, st *storeRun) {
 	var create *target
 	for _, t := range targets() {
-		if t.method == http.MethodPost && t.videos {
+		if t.method == http.MethodPost && t.videos && t.keys <= 1 {
 			create = t
+			break
 		}
 	}
-	r, err := newRequester(create, st.srv.base, st.secret, b.o.model, b.runID+"-seed", nil)
+	r, err := newRequester(create, st.srv.base, st.secrets, b.o.model, b.runID+"-seed", nil)
 	if err != nil {
 		st.videoErr = err.Error()
 		return
@@ -561,7 +567,7 @@ func (b *bench) seed(ctx context.Context, st *storeRun) {
 	}
 	// GET must answer too, or its measurements would only count errors.
 	getT := &target{name: "GET /v1/videos/{id}", server: "api", method: http.MethodGet, path: "/v1/videos/{id}"}
-	gr, _ := newRequester(getT, st.srv.base, st.secret, b.o.model, "probe", st.ids)
+	gr, _ := newRequester(getT, st.srv.base, st.secrets, b.o.model, "probe", st.ids)
 	req, _ := gr.newRequest(0)
 	resp, err := client.Do(req)
 	if err != nil {
@@ -599,7 +605,7 @@ func (b *bench) measure(ctx context.Context, st *storeRun, t *target, mode load.
 		srv = b.bare
 	}
 	b.segment++
-	req, err := newRequester(t, srv.base, st.secret, b.o.model, fmt.Sprintf("%s-%d", b.runID, b.segment), st.ids)
+	req, err := newRequester(t, srv.base, st.secrets, b.o.model, fmt.Sprintf("%s-%d", b.runID, b.segment), st.ids)
 	if err != nil {
 		r.Skipped = err.Error()
 		return r, nil

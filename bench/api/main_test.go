@@ -14,11 +14,11 @@ import (
 func TestTemplates(t *testing.T) {
 	var create *target
 	for _, tg := range targets() {
-		if tg.method == http.MethodPost {
+		if tg.method == http.MethodPost && tg.keys == 0 {
 			create = tg
 		}
 	}
-	r, err := newRequester(create, "http://127.0.0.1:1", "mg_secret", "demo-video-fast", "run1-3", nil)
+	r, err := newRequester(create, "http://127.0.0.1:1", []string{"mg_secret"}, "demo-video-fast", "run1-3", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestTemplates(t *testing.T) {
 	}
 
 	get := &target{name: "get", server: "api", method: http.MethodGet, path: "/v1/videos/{id}"}
-	r, _ = newRequester(get, "http://h", "s", "m", "p", []string{"task_a", "task_b"})
+	r, _ = newRequester(get, "http://h", []string{"s"}, "m", "p", []string{"task_a", "task_b"})
 	for i, want := range []string{"task_a", "task_b", "task_a"} {
 		req, _ := r.newRequest(i)
 		if req.URL.Path != "/v1/videos/"+want || req.Body != nil {
@@ -57,7 +57,7 @@ func TestTemplates(t *testing.T) {
 		}
 	}
 	bare := &target{name: "bare", server: "bare", method: http.MethodGet, path: "/v1/videos/{id}"}
-	r, _ = newRequester(bare, "http://h", "s", "m", "p", nil)
+	r, _ = newRequester(bare, "http://h", []string{"s"}, "m", "p", nil)
 	req, _ = r.newRequest(0)
 	if req.Header.Get("Authorization") != "" || req.URL.Path != "/v1/videos/task_none" {
 		t.Errorf("bare request %s %v", req.URL, req.Header)

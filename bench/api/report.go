@@ -222,6 +222,17 @@ func (b *bench) summary(st *storeRun) {
 		}
 		fmt.Fprintln(w)
 	}
+	many := "POST /v1/videos, 100 keys"
+	if open := b.find(st.name, many, "open"); open != nil {
+		fmt.Fprintf(w, "  %s at %.0f/s: p50 %s, p99 %s, p99.9 %s ms", many, open.Rate, ms(open.Latency.P50), ms(open.Latency.P99), ms(open.Latency.P999))
+		if !open.Sustained() {
+			fmt.Fprintf(w, " — rate NOT sustained (achieved %.0f/s, %d errors, %d dropped)", open.Throughput, open.Errors, open.Dropped)
+		}
+		fmt.Fprintln(w)
+	}
+	if r := b.findRow(st.name, many, "closed"); r != nil {
+		fmt.Fprintf(w, "  %s max throughput (closed loop, %d workers): %.0f/s\n", many, b.o.concurrency, r.Result.Throughput)
+	}
 	if s := st.search; s != nil {
 		fmt.Fprintf(w, "  %s max throughput (closed loop, %d workers): %.0f/s; ", create, b.o.concurrency, s.closedPeak)
 		switch {

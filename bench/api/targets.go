@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ type target struct {
 	body   string
 	expect int // the status that counts as OK
 	videos bool
+	keys   int // requests rotate over this many keys of the demo tenant (0: the bench's one key)
 }
 
 // The default target set.
@@ -27,8 +29,12 @@ func targets() []*target {
 		{name: "GET /v1/videos/{id}", server: "api", method: http.MethodGet, path: "/v1/videos/{id}", expect: http.StatusOK, videos: true},
 		{name: "GET /v1/billing/balance", server: "api", method: http.MethodGet, path: "/v1/billing/balance", expect: http.StatusOK},
 		{name: "POST /v1/videos", server: "api", method: http.MethodPost, path: "/v1/videos", body: createBody, expect: http.StatusAccepted, videos: true},
+		{name: "POST /v1/videos, 100 keys", server: "api", method: http.MethodPost, path: "/v1/videos", body: createBody, expect: http.StatusAccepted, videos: true, keys: manyKeys},
 	}
 }
+
+// manyKeys is how many keys of one tenant the many-keys create target spreads over.
+const manyKeys = 100
 
 // createBody is a native text-to-video request with a unique client_request_id, so that every
 // create is a real new task (task, reservation and idempotency record in one transaction).
@@ -88,7 +94,8 @@ func (t tmpl) expand(buf []byte, vars func(name string) string) []byte {
 
 // requester makes the requests of one measurement of a target.
 type requester struct {
-	base, auth string
+	base       string
+	auths      []string // Authorization values, used in turn
 	method     string
 	path, body tmpl
 	hasBody    bool
@@ -97,7 +104,9 @@ type requester struct {
 	uniqPrefix string // unique per measurement: run id and segment number
 }
 
-func newRequester(t *target, base, secret, model, uniqPrefix string, ids []string) (*requester, error) {
+// newRequester makes the requester of t; secrets are the bench's keys (the first is the one
+// key; a target with keys > 1 rotates over that many).
+func newRequester(t *target, base string, secrets []string, model, uniqPrefix string, ids []string) (*requester, error) {
 	path, err := compile(t.path)
 	if err != nil {
 		return nil, err
@@ -108,8 +117,14 @@ func newRequester(t *target, base, secret, model, uniqPrefix string, ids []strin
 	}
 	r := &requester{base: base, method: t.method, path: path, body: body, hasBody: t.body != "",
 		ids: ids, model: model, uniqPrefix: uniqPrefix}
-	if secret != "" && t.server == "api" {
-		r.auth = "Bearer " + secret
+	if len(secrets) > 0 && t.server == "api" {
+		n := max(1, t.keys)
+		if n > len(secrets) {
+			return nil, fmt.Errorf("%s needs %d keys, the bench made %d", t.name, n, len(secrets))
+		}
+		for _, s := range secrets[:n] {
+			r.auths = append(r.auths, "Bearer "+s)
+		}
 	}
 	return r, nil
 }
@@ -148,8 +163,8 @@ func (r *requester) newRequest(i int) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.auth != "" {
-		req.Header.Set("Authorization", r.auth)
+	if len(r.auths) > 0 {
+		req.Header.Set("Authorization", r.auths[i%len(r.auths)])
 	}
 	return req, nil
 }

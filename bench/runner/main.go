@@ -2,7 +2,10 @@
 // tasks per second go from queued to a settled terminal state, and how memory behaves with many
 // queued tasks.
 //
-//	go run ./bench/runner [-tasks 100000] [-workers 8] [-store sqlite|postgres]
+//	go run ./bench/runner [-tasks 100000] [-workers 8] [-store sqlite|postgres] [-submitters 64]
+//
+// Memory is reported as Go heap (after a GC) and as the process's resident set (VmRSS), before
+// queueing, with every task queued, at the peak while running, and after.
 //
 // It prints figures and never fails on a number.
 package main
@@ -17,6 +20,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -47,8 +54,9 @@ func main() {
 	batch := flag.Int("batch", 64, "claim batch size")
 	kind := flag.String("store", "sqlite", "sqlite or postgres")
 	drain := flag.Int("drain", 20_000, "tasks to run through the runner for the throughput figure (0: all)")
+	submitters := flag.Int("submitters", 64, "goroutines queueing tasks at once, as concurrent API requests do (their transactions share commits)")
 	flag.Parse()
-	if err := run(*kind, *tasks, *workers, *batch, *drain); err != nil {
+	if err := run(*kind, *tasks, *workers, *batch, *drain, *submitters); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/runner:", err)
 		os.Exit(1)
 	}
@@ -61,6 +69,26 @@ func heapMiB() float64 {
 	return float64(m.HeapAlloc) / (1 << 20)
 }
 
+// rssMiB is this process's resident set size (0 where /proc is missing).
+func rssMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func memText() string { return fmt.Sprintf("heap %.1f MiB, RSS %.1f MiB", heapMiB(), rssMiB()) }
+
+// taskCacheEntries is serve's default --task-cache.
+const taskCacheEntries = 20_000
+
 func open(ctx context.Context, kind string) (*sqldb.DB, func(), error) {
 	if kind == "postgres" {
 		base := pgtest.BaseURL()
@@ -72,8 +100,12 @@ func open(ctx context.Context, kind string) (*sqldb.DB, func(), error) {
 		if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 			return nil, nil, err
 		}
-		db, err := postgres.Open(ctx, base+"&search_path="+schema)
+		url := base + "&search_path=" + schema
+		db, err := postgres.Open(ctx, url)
 		cleanup := func() { _, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE"); admin.Close() }
+		if err == nil {
+			err = postgres.EnableTaskCache(db, url, taskCacheEntries, time.Second, nil)
+		}
 		return db, cleanup, err
 	}
 	dir, err := os.MkdirTemp("", "bench-runner-")
@@ -81,10 +113,13 @@ func open(ctx context.Context, kind string) (*sqldb.DB, func(), error) {
 		return nil, nil, err
 	}
 	db, err := sqlite.Open(ctx, filepath.Join(dir, "bench.db"))
+	if err == nil {
+		db.EnableTaskCache(taskCacheEntries, 0)
+	}
 	return db, func() { os.RemoveAll(dir) }, err
 }
 
-func run(kind string, n, workers, batch, drain int) error {
+func run(kind string, n, workers, batch, drain, submitters int) error {
 	ctx := context.Background()
 	db, cleanup, err := open(ctx, kind)
 	if err != nil {
@@ -96,32 +131,78 @@ func run(kind string, n, workers, batch, drain int) error {
 	if err := db.Transact(ctx, func(tx store.Tx) error { return tx.CreateKey(ctx, key, "USD") }); err != nil {
 		return err
 	}
-	fmt.Printf("store=%s tasks=%d workers=%d batch=%d GOMAXPROCS=%d\n", kind, n, workers, batch, runtime.GOMAXPROCS(0))
-	heap0 := heapMiB()
+	// The caches a serve process enables, at their default sizes: they must stay bounded
+	// however many tasks are stored.
+	db.EnableBalanceCache(10_000, time.Second)
+	fmt.Printf("store=%s tasks=%d workers=%d batch=%d submitters=%d GOMAXPROCS=%d\n", kind, n, workers, batch, submitters, runtime.GOMAXPROCS(0))
+	fmt.Printf("memory:  %s before queueing\n", memText())
 
-	// Queue the tasks: each is the same transaction as an accepted request (task, job, reservation).
+	// Queue the tasks: each is the same transaction as an accepted request (task, job,
+	// reservation), marked as the API marks it, from several goroutines at once.
 	start := time.Now()
 	now := time.Now()
-	for i := 0; i < n; i++ {
-		t := store.Task{ID: idgen.New("video"), KeyID: key.ID, TenantID: "bench", Route: "native", Model: "bench",
-			Status: store.StatusQueued, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: 10,
-			CreatedAt: now, UpdatedAt: now}
-		err := db.Transact(ctx, func(tx store.Tx) error {
-			if err := tx.CreateTask(ctx, t); err != nil {
-				return err
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var idsMu sync.Mutex
+	var ids []string // every stride-th task, spread over the table
+	stride := max(1, int64(n)/10_000)
+	errs := make(chan error, submitters)
+	for range submitters {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(n) {
+					return
+				}
+				t := store.Task{ID: idgen.New("video"), KeyID: key.ID, TenantID: "bench", Route: "native", Model: "bench",
+					Status: store.StatusQueued, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: 10,
+					CreatedAt: now, UpdatedAt: now}
+				err := db.Transact(store.ShareCommit(ctx, key.TenantID, key.ID), func(tx store.Tx) error {
+					if err := tx.CreateTask(ctx, t); err != nil {
+						return err
+					}
+					if err := tx.EnqueueJob(ctx, video.TaskJob(t)); err != nil {
+						return err
+					}
+					return billing.Reserve(ctx, tx, key, t.ID, 10, now)
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if i%stride == 0 {
+					idsMu.Lock()
+					ids = append(ids, t.ID)
+					idsMu.Unlock()
+				}
 			}
-			if err := tx.EnqueueJob(ctx, video.TaskJob(t)); err != nil {
-				return err
-			}
-			return billing.Reserve(ctx, tx, key, t.ID, 10, now)
 		})
-		if err != nil {
-			return err
-		}
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
 	}
 	queued := time.Since(start)
-	fmt.Printf("queue:   %d tasks accepted in %v (%.0f accepts/s, task + reservation per transaction)\n", n, queued.Round(time.Millisecond), float64(n)/queued.Seconds())
-	fmt.Printf("memory:  heap %.1f MiB before queueing, %.1f MiB with %d tasks queued (the store holds them, not the process)\n", heap0, heapMiB(), n)
+	fmt.Printf("queue:   %d tasks accepted in %v (%.0f accepts/s, task + job + reservation per transaction)\n", n, queued.Round(time.Millisecond), float64(n)/queued.Seconds())
+	fmt.Printf("memory:  %s with %d tasks queued (the store holds them, not the process)\n", memText(), n)
+	// The polling path over a large table: read tasks spread over all of it (cache misses,
+	// then hits) and the key's balance.
+	start = time.Now()
+	for round := range 3 {
+		for _, id := range ids {
+			if _, err := db.Task(ctx, id); err != nil {
+				return err
+			}
+		}
+		if _, err := db.Balance(ctx, key.ID); err != nil {
+			return err
+		}
+		if round == 0 {
+			fmt.Printf("reads:   %d tasks read once each in %v\n", len(ids), time.Since(start).Round(time.Millisecond))
+		}
+	}
+	fmt.Printf("memory:  %s after reading %d tasks three times (task cache of %d entries: %d held)\n", memText(), len(ids), taskCacheEntries, db.CachedTasks())
 
 	if drain <= 0 || drain > n {
 		drain = n
@@ -148,12 +229,13 @@ func run(kind string, n, workers, batch, drain int) error {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		peak = max(peak, float64(m.HeapAlloc)/(1<<20))
-		time.Sleep(50 * time.Millisecond)
+		// Counting is a scan of the table: not so often that it is the load.
+		time.Sleep(250 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
 	r.Stop()
 	fmt.Printf("runner:  %d tasks claimed, run and settled in %v: %.0f tasks/s\n", drain, elapsed.Round(time.Millisecond), float64(drain)/elapsed.Seconds())
-	fmt.Printf("memory:  peak heap while running %.1f MiB; after %.1f MiB\n", peak, heapMiB())
+	fmt.Printf("memory:  peak heap while running %.1f MiB; after: %s\n", peak, memText())
 	if err := db.CheckLedger(ctx); err != nil {
 		return fmt.Errorf("ledger after run: %w", err)
 	}
