@@ -31,6 +31,11 @@ func Migrations() fs.FS {
 
 // Open opens (creating if needed) the database file at path and applies migrations.
 func Open(ctx context.Context, path string) (*sqldb.DB, error) {
+	return open(ctx, path, walTruncateFrames)
+}
+
+// open is Open with the WAL bound as a parameter, for the tests.
+func open(ctx context.Context, path string, maxWALFrames int) (*sqldb.DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
@@ -72,7 +77,7 @@ func Open(ctx context.Context, path string) (*sqldb.DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	ckpt.SetMaxOpenConns(1)
-	db.CloseWith(startCheckpointer(ckpt, checkpointEvery))
+	db.CloseWith(startCheckpointer(ckpt, checkpointEvery, maxWALFrames))
 	return db, nil
 }
 
