@@ -29,6 +29,14 @@ func (db *DB) CachedBalances() int {
 	return db.balances.len()
 }
 
+// touchKey records that the transaction moved key keyID's money; the balance cache forgets
+// it after the commit.
+func (t *Tx) touchKey(keyID string) {
+	if t.db.balances != nil {
+		t.touchedKeys = append(t.touchedKeys, keyID)
+	}
+}
+
 // accountKey is the key an account id belongs to ("" for accounts of no key, such as the
 // funding accounts), from store.AccountID's form.
 func accountKey(account string) string {

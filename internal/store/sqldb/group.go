@@ -25,6 +25,12 @@ import (
 //
 // There is no timer: a lone transaction runs at once, alone, as before. Batches form only from
 // transactions that arrived while the previous batch was running.
+//
+// PostgreSQL uses the same machinery in its shared mode (EnableSharedCommits) for one reason
+// only: creates of one key or tenant serialise on its counter and balance rows, each holding
+// them through its own commit. There only transactions marked by store.ShareCommit are
+// grouped, in lanes by tenant, in (tenant, key) order, first without savepoints, and a batch
+// that fails as a whole runs its members again alone (docs/runner.md, "Shared commits").
 
 // maxGroup bounds a batch so one commit never holds a long queue of answers back.
 const maxGroup = 64

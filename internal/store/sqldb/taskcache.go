@@ -53,16 +53,8 @@ func (t *Tx) touch(id string) {
 	}
 }
 
-// touchKey records that the transaction moved key keyID's money; the balance cache forgets
-// it after the commit.
-func (t *Tx) touchKey(keyID string) {
-	if t.db.balances != nil {
-		t.touchedKeys = append(t.touchedKeys, keyID)
-	}
-}
-
 // beforeCommit and afterCommit bracket the commit of transactions that may have written
-// cached rows (see readCache.beginWrite). A failed commit changed nothing, but forgetting too
+// cached rows (tasks, and balances: balancecache.go) (see readCache.beginWrite). A failed commit changed nothing, but forgetting too
 // much is harmless.
 func (db *DB) beforeCommit(txs ...*Tx) {
 	for _, t := range txs {

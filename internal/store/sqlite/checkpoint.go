@@ -30,9 +30,9 @@ const walTruncateFrames = 16_384
 type checkpointer struct {
 	conn      *sql.DB
 	maxFrames int
-	stop chan struct{}
-	done sync.WaitGroup
-	once sync.Once
+	stop      chan struct{}
+	done      sync.WaitGroup
+	once      sync.Once
 }
 
 func startCheckpointer(conn *sql.DB, every time.Duration, maxFrames int) *checkpointer {
