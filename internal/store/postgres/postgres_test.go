@@ -51,7 +51,8 @@ func openCached(t *testing.T, url string, ttl time.Duration) *sqldb.DB {
 }
 
 // TestCachedReadsFollowAnotherReplica: two replicas on one database. A read on one that
-// starts a ttl after the other's write shows it; and with a ttl of a minute the task cache
+// starts a ttl after the other's write shows it; pollers on one never see a task the other
+// advances go back; and with a ttl of a minute the task cache
 // still shows each write within a few seconds, which only the notifications can do.
 func TestCachedReadsFollowAnotherReplica(t *testing.T) {
 	url := pgtest.URL(t)
@@ -60,6 +61,8 @@ func TestCachedReadsFollowAnotherReplica(t *testing.T) {
 	reader := openCached(t, url, 300*time.Millisecond)
 	t.Cleanup(func() { _ = reader.Close() })
 	storetest.ReadsBoundedAcrossReplicas(t, writer, reader, 300*time.Millisecond)
+
+	storetest.PollsNeverGoBackAcrossReplicas(t, writer, reader, 300*time.Millisecond)
 
 	slow := openCached(t, url, time.Minute)
 	t.Cleanup(func() { _ = slow.Close() })

@@ -17,7 +17,7 @@ import (
 // is used; entries <= 0 or ttl <= 0 leaves it off.
 func (db *DB) EnableBalanceCache(entries int, ttl time.Duration) {
 	if entries > 0 && ttl > 0 {
-		db.balances = newReadCache[store.Balance](entries, ttl)
+		db.balances = newReadCache(entries, ttl, func(a, b store.Balance) bool { return a.UpdatedAt.Before(b.UpdatedAt) })
 	}
 }
 

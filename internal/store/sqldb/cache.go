@@ -38,6 +38,11 @@ type readCache[V any] struct {
 	shards [cacheShards]cacheShard[V]
 	max    int           // entries per shard
 	ttl    time.Duration // 0: entries never expire
+	// older reports that a is an older version of the row than b. Two fills that read the row
+	// before and after another process's commit can reach put in either order before that
+	// commit's notification does; the older one must not replace the newer, or a poller could
+	// see the row go back in time.
+	older func(a, b V) bool
 	gen    atomic.Uint64 // whole-cache invalidations (reset)
 	off    atomic.Bool   // suspended: every read misses, nothing fills
 }
@@ -62,8 +67,8 @@ type fillToken struct {
 	at         time.Time
 }
 
-func newReadCache[V any](entries int, ttl time.Duration) *readCache[V] {
-	c := &readCache[V]{max: max(1, entries/cacheShards), ttl: ttl}
+func newReadCache[V any](entries int, ttl time.Duration, older func(a, b V) bool) *readCache[V] {
+	c := &readCache[V]{max: max(1, entries/cacheShards), ttl: ttl, older: older}
 	for i := range c.shards {
 		c.shards[i].m = make(map[string]cacheEntry[V])
 	}
@@ -105,7 +110,11 @@ func (c *readCache[V]) put(id string, v V, tok fillToken) {
 	if s.epoch != tok.epoch || s.writers > 0 || c.gen.Load() != tok.gen {
 		return
 	}
-	if _, ok := s.m[id]; !ok && len(s.m) >= c.max {
+	prev, ok := s.m[id]
+	if ok && c.older(v, prev.v) {
+		return
+	}
+	if !ok && len(s.m) >= c.max {
 		// Drop an arbitrary entry (map order): bounded memory without LRU bookkeeping on the
 		// read path. A dropped row is read from the database next time.
 		for k := range s.m {

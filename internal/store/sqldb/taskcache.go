@@ -19,7 +19,7 @@ import (
 // should also report writes made elsewhere (InvalidateTask). Call it before the DB is used.
 func (db *DB) EnableTaskCache(entries int, ttl time.Duration) {
 	if entries > 0 {
-		db.tasks = newReadCache[store.Task](entries, ttl)
+		db.tasks = newReadCache(entries, ttl, func(a, b store.Task) bool { return a.UpdatedAt.Before(b.UpdatedAt) })
 	}
 }
 

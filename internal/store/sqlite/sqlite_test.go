@@ -60,9 +60,27 @@ func TestCachedReadsBoundedAfterAnotherProcessWrites(t *testing.T) {
 	reader.EnableTaskCache(1000, ttl)
 	reader.EnableBalanceCache(1000, ttl)
 	storetest.ReadsBoundedAcrossReplicas(t, writer, reader, ttl)
+	storetest.PollsNeverGoBackAcrossReplicas(t, writer, reader, ttl)
 	if reader.CachedBalances() == 0 || reader.CachedTasks() == 0 {
 		t.Error("the reader cached nothing: the test did not exercise the caches")
 	}
+}
+
+// TestCreatesOfOneKeyThroughTwoHandles: two store handles on one file (a serve process and
+// an admin command, say) creating tasks of one key at once keep every rule.
+func TestCreatesOfOneKeyThroughTwoHandles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.db")
+	var handles []store.Store
+	for range 2 {
+		db, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		handles = append(handles, db)
+	}
+	storetest.CreatesOfOneKeyAcrossReplicas(t, handles, 50)
+	storetest.CheckLedger(t, handles[0])
 }
 
 func TestReopenDoesNotRemigrate(t *testing.T) {

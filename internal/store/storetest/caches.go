@@ -146,3 +146,61 @@ func TaskWritesSeenPromptly(t *testing.T, writer, reader store.Store, within tim
 	}
 	return slowest
 }
+
+// PollsNeverGoBackAcrossReplicas polls a task on reader from several goroutines while writer,
+// another replica, advances it: no poller ever sees progress go back, and each sees the last
+// write within bound of it.
+func PollsNeverGoBackAcrossReplicas(t *testing.T, writer, reader store.Store, bound time.Duration) {
+	t.Helper()
+	ctx := t.Context()
+	k := newKey(t, writer, "acme", false)
+	id := createTasks(t, writer, k, 1, time.Now().Add(-time.Second))[0]
+	const last = 40
+	stop := make(chan struct{})
+	var pollers sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		pollers.Go(func() {
+			seen := -1
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got, err := reader.Task(ctx, id)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got.Progress < seen {
+					errs <- fmt.Errorf("progress went back from %d to %d", seen, got.Progress)
+					return
+				}
+				seen = got.Progress
+			}
+		})
+	}
+	for p := 1; p <= last; p++ {
+		c := claimTasks(t, writer, time.Now(), 1)
+		if len(c) != 1 {
+			close(stop)
+			t.Fatalf("claim: %+v", c)
+		}
+		if err := advance(writer, store.JobUpdate{ID: c[0].ID, Token: c[0].Token, RunAt: time.Now().Add(-time.Millisecond)},
+			store.Advance{ID: id, Status: store.StatusInProgress, Progress: p, Step: "poll"}); err != nil {
+			close(stop)
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(bound)
+	close(stop)
+	pollers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got, err := reader.Task(ctx, id); err != nil || got.Progress != last {
+		t.Errorf("%v after the last write: progress %d (%v), want %d", bound, got.Progress, err, last)
+	}
+}
