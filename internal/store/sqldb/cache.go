@@ -43,8 +43,8 @@ type readCache[V any] struct {
 	// commit's notification does; the older one must not replace the newer, or a poller could
 	// see the row go back in time.
 	older func(a, b V) bool
-	gen    atomic.Uint64 // whole-cache invalidations (reset)
-	off    atomic.Bool   // suspended: every read misses, nothing fills
+	gen   atomic.Uint64 // whole-cache invalidations (reset)
+	off   atomic.Bool   // suspended: every read misses, nothing fills
 }
 
 type cacheEntry[V any] struct {
