@@ -46,6 +46,7 @@ type groupJob struct {
 	ctx      context.Context
 	fn       func(store.Tx) error
 	share    store.Share // PostgreSQL: the tenant and key the transaction locks (store.ShareCommit)
+	between  func() error // not a transaction: run by the writer goroutine between two commits (BetweenCommits)
 	err      error
 	panicked bool
 	panicVal any
@@ -98,6 +99,28 @@ func startGrouper(db *DB, lanes int, shared bool) *grouper {
 		go g.loop(ch)
 	}
 	return g
+}
+
+// BetweenCommits runs f on the writer goroutine while no transaction of this DB is open (SQLite:
+// nothing is being written). Without group commit it just runs f.
+func (db *DB) BetweenCommits(ctx context.Context, f func() error) error {
+	g := db.group
+	if g == nil || g.shared {
+		return f()
+	}
+	j := &groupJob{ctx: ctx, between: f, done: make(chan struct{})}
+	select {
+	case g.lanes[0] <- j:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.closed:
+		return errClosed
+	}
+	<-j.done
+	if j.panicked {
+		panic(j.panicVal)
+	}
+	return j.err
 }
 
 // GroupReruns reports how many members of failed shared transactions were run again alone.
@@ -207,6 +230,13 @@ type lane struct {
 func (g *grouper) run(l *lane, batch []*groupJob) {
 	live := batch[:0:0]
 	for _, j := range batch {
+		if j.between != nil {
+			// No transaction of this store is open now: the previous batch has committed and
+			// the next has not begun.
+			j.panicked, j.panicVal, j.err = callGuarded(j.between)
+			close(j.done)
+			continue
+		}
 		// A caller that gave up before its turn is not run at all.
 		if err := j.ctx.Err(); err != nil {
 			j.err = err

@@ -31,7 +31,7 @@ func Migrations() fs.FS {
 
 // Open opens (creating if needed) the database file at path and applies migrations.
 func Open(ctx context.Context, path string) (*sqldb.DB, error) {
-	return open(ctx, path, walTruncateFrames)
+	return open(ctx, path, walRestartFrames)
 }
 
 // open is Open with the WAL bound as a parameter, for the tests.
@@ -46,7 +46,7 @@ func open(ctx context.Context, path string, maxWALFrames int) (*sqldb.DB, error)
 	// The writer never checkpoints; the checkpointer does (checkpoint.go). Its temporary
 	// files — the savepoint journals of group commit — stay in memory: on disk they cost a
 	// write system call per page a savepoint touches.
-	write, err := sql.Open("sqlite", base+common+"&_txlock=immediate&_pragma=wal_autocheckpoint(0)&_pragma=temp_store(MEMORY)")
+	write, err := sql.Open("sqlite", base+common+"&_txlock=immediate&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(67108864)&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -77,7 +77,7 @@ func open(ctx context.Context, path string, maxWALFrames int) (*sqldb.DB, error)
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	ckpt.SetMaxOpenConns(1)
-	db.CloseWith(startCheckpointer(ckpt, checkpointEvery, maxWALFrames))
+	db.CloseWith(startCheckpointer(ckpt, checkpointEvery, maxWALFrames, db.BetweenCommits))
 	return db, nil
 }
 
