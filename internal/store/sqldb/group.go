@@ -45,7 +45,7 @@ const (
 type groupJob struct {
 	ctx      context.Context
 	fn       func(store.Tx) error
-	share    store.Share // PostgreSQL: the tenant and key the transaction locks (store.ShareCommit)
+	share    store.Share  // PostgreSQL: the tenant and key the transaction locks (store.ShareCommit)
 	between  func() error // not a transaction: run by the writer goroutine between two commits (BetweenCommits)
 	err      error
 	panicked bool
