@@ -76,17 +76,17 @@ func newReadCache[V any](entries int, ttl time.Duration, older func(a, b V) bool
 }
 
 func (c *readCache[V]) shard(id string) *cacheShard[V] {
-	// FNV-1a: ids are random, so any cheap mix spreads them.
-	h := uint32(2166136261)
-	for i := 0; i < len(id); i++ {
-		h = (h ^ uint32(id[i])) * 16777619
-	}
-	return &c.shards[h%cacheShards]
+	return &c.shards[fnv32(id)%cacheShards]
 }
 
 // get returns the cached value, or the token to hand to put after a database read.
 func (c *readCache[V]) get(id string) (V, fillToken, bool) {
-	tok := fillToken{gen: c.gen.Load(), at: time.Now()}
+	tok := fillToken{gen: c.gen.Load()}
+	if c.ttl > 0 {
+		// The clock only matters to a cache whose entries expire (not on the exact SQLite
+		// task cache of the polling hot path).
+		tok.at = time.Now()
+	}
 	s := c.shard(id)
 	s.mu.RLock()
 	e, ok := s.m[id]

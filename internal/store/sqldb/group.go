@@ -108,19 +108,7 @@ func (db *DB) BetweenCommits(ctx context.Context, f func() error) error {
 	if g == nil || g.shared {
 		return f()
 	}
-	j := &groupJob{ctx: ctx, between: f, done: make(chan struct{})}
-	select {
-	case g.lanes[0] <- j:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-g.closed:
-		return errClosed
-	}
-	<-j.done
-	if j.panicked {
-		panic(j.panicVal)
-	}
-	return j.err
+	return g.hand(ctx, g.lanes[0], &groupJob{ctx: ctx, between: f, done: make(chan struct{})})
 }
 
 // GroupReruns reports how many members of failed shared transactions were run again alone.
@@ -153,11 +141,15 @@ func (g *grouper) stop() {
 // taken it always runs to its end, whatever ctx does: the caller must learn whether its
 // writes were committed, and the wait is one batch long.
 func (g *grouper) transact(ctx context.Context, fn func(store.Tx) error, share store.Share) error {
-	j := &groupJob{ctx: ctx, fn: fn, share: share, done: make(chan struct{})}
 	lane := g.lanes[0]
 	if len(g.lanes) > 1 {
 		lane = g.lanes[fnv32(share.TenantID)%uint32(len(g.lanes))]
 	}
+	return g.hand(ctx, lane, &groupJob{ctx: ctx, fn: fn, share: share, done: make(chan struct{})})
+}
+
+// hand gives j to a lane's writer goroutine, waits for its outcome and re-raises its panic.
+func (g *grouper) hand(ctx context.Context, lane chan *groupJob, j *groupJob) error {
 	select {
 	case lane <- j:
 	case <-ctx.Done():
@@ -403,7 +395,7 @@ func (g *grouper) runShared(jobs []*groupJob, savepoints bool) (again []*groupJo
 	return nil
 }
 
-// fnv32 is FNV-1a: cheap, and spreads tenant ids over lanes well enough.
+// fnv32 is FNV-1a: cheap, and spreads ids over cache shards and tenant ids over lanes well enough.
 func fnv32(s string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(s); i++ {

@@ -82,14 +82,7 @@ func ReadsBoundedAcrossReplicas(t *testing.T, writer, reader store.Store, bound 
 			}
 			_ = balance(t, reader, k)
 		}
-		c := claimTasks(t, writer, time.Now(), 1)
-		if len(c) != 1 {
-			t.Fatalf("claim: %+v", c)
-		}
-		if err := advance(writer, store.JobUpdate{ID: c[0].ID, Token: c[0].Token, RunAt: time.Now().Add(-time.Millisecond)},
-			store.Advance{ID: id, Status: store.StatusInProgress, Progress: p, Step: "poll"}); err != nil {
-			t.Fatal(err)
-		}
+		stepTask(t, writer, id, p)
 		if err := reserve(ctx, writer, k, 1000); err != nil {
 			t.Fatal(err)
 		}
@@ -120,14 +113,7 @@ func TaskWritesSeenPromptly(t *testing.T, writer, reader store.Store, within tim
 				t.Fatal(err)
 			}
 		}
-		c := claimTasks(t, writer, time.Now(), 1)
-		if len(c) != 1 {
-			t.Fatalf("claim: %+v", c)
-		}
-		if err := advance(writer, store.JobUpdate{ID: c[0].ID, Token: c[0].Token, RunAt: time.Now().Add(-time.Millisecond)},
-			store.Advance{ID: id, Status: store.StatusInProgress, Progress: p, Step: "poll"}); err != nil {
-			t.Fatal(err)
-		}
+		stepTask(t, writer, id, p)
 		wrote := time.Now()
 		for {
 			got, err := reader.Task(ctx, id)
@@ -156,48 +142,12 @@ func PollsNeverGoBackAcrossReplicas(t *testing.T, writer, reader store.Store, bo
 	k := newKey(t, writer, "acme", false)
 	id := createTasks(t, writer, k, 1, time.Now().Add(-time.Second))[0]
 	const last = 40
-	stop := make(chan struct{})
-	var pollers sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		pollers.Go(func() {
-			seen := -1
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				got, err := reader.Task(ctx, id)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if got.Progress < seen {
-					errs <- fmt.Errorf("progress went back from %d to %d", seen, got.Progress)
-					return
-				}
-				seen = got.Progress
-			}
-		})
-	}
+	polls := startPollers(ctx, reader, id, 4)
 	for p := 1; p <= last; p++ {
-		c := claimTasks(t, writer, time.Now(), 1)
-		if len(c) != 1 {
-			close(stop)
-			t.Fatalf("claim: %+v", c)
-		}
-		if err := advance(writer, store.JobUpdate{ID: c[0].ID, Token: c[0].Token, RunAt: time.Now().Add(-time.Millisecond)},
-			store.Advance{ID: id, Status: store.StatusInProgress, Progress: p, Step: "poll"}); err != nil {
-			close(stop)
-			t.Fatal(err)
-		}
+		stepTask(t, writer, id, p)
 	}
 	time.Sleep(bound)
-	close(stop)
-	pollers.Wait()
-	close(errs)
-	for err := range errs {
+	for _, err := range polls.finish() {
 		t.Error(err)
 	}
 	if got, err := reader.Task(ctx, id); err != nil || got.Progress != last {
