@@ -204,6 +204,9 @@ func (db *DB) transactOnce(ctx context.Context, fn func(store.Tx) error) (err er
 type Tx struct {
 	db *DB
 	tx *sql.Tx
+	// pipe replaces tx in a pipelined shared batch (pipe.go); queue lets later queue there.
+	pipe  Pipe
+	queue bool
 	// detached: the transaction is shared (group commit), so statements must not be
 	// interrupted by one caller's context (see stmtCtx).
 	detached bool
@@ -245,14 +248,21 @@ func (db *DB) preparePending(ctx context.Context) {
 // transaction database/sql reuses the statement already prepared on its connection.
 func (t *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx = t.stmtCtx(ctx)
+	if t.pipe != nil {
+		n, err := t.pipe.Exec(ctx, t.db.q(query), args...)
+		return execResult(n), err
+	}
 	if st := t.writeStmt(query); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return t.tx.ExecContext(ctx, t.db.q(query), args...)
 }
 
-func (t *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+func (t *Tx) queryRow(ctx context.Context, query string, args ...any) scanner {
 	ctx = t.stmtCtx(ctx)
+	if t.pipe != nil {
+		return pipeRow{ctx: ctx, p: t.pipe, query: t.db.q(query), args: args}
+	}
 	if st := t.writeStmt(query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}

@@ -2,7 +2,6 @@ package sqldb
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sort"
@@ -241,12 +240,15 @@ func (g *grouper) run(l *lane, batch []*groupJob) {
 	case 0:
 		return
 	case 1:
-		// Alone: exactly the plain transaction, with the caller's context.
-		j := live[0]
-		j.panicked, j.panicVal, j.err = callGuarded(func() error { return g.db.transactOnce(j.ctx, j.fn) })
-		close(j.done)
-		g.count(1)
-		return
+		if _, piped := g.db.d.(Piper); !g.shared || !piped || l.careful {
+			// Alone: exactly the plain transaction, with the caller's context.
+			j := live[0]
+			j.panicked, j.panicVal, j.err = callGuarded(func() error { return g.db.transactOnce(j.ctx, j.fn) })
+			close(j.done)
+			g.count(1)
+			return
+		}
+		// Pipelined, a lone create costs three round trips instead of seven (pipe.go).
 	}
 	if g.shared {
 		// Every batch takes its rows in the same order (store.ShareCommit).
@@ -315,6 +317,43 @@ func anyFailed(jobs []*groupJob) bool {
 // jobs are returned.
 func (g *grouper) runShared(jobs []*groupJob, savepoints bool) (again []*groupJob) {
 	db := g.db
+	if p, ok := db.d.(Piper); ok && g.shared {
+		ran, err := db.piped(p, func(st sharedTxn) { again = g.runIn(st, jobs, savepoints) })
+		if !ran {
+			// No connection: nothing ran, so each job runs again alone (and meets the error).
+			_ = err
+			return g.untold(jobs)
+		}
+		return again
+	}
+	// Statements run detached from the callers' contexts: a cancelled context interrupts the
+	// running statement, and SQLite answers an interrupted write inside an explicit
+	// transaction by rolling the whole transaction back — everyone else's work with it.
+	tx, err := db.write.BeginTx(context.Background(), nil)
+	if err != nil {
+		if g.shared {
+			return g.untold(jobs)
+		}
+		for _, j := range jobs {
+			j.err = fmt.Errorf("begin: %w", err)
+			close(j.done)
+		}
+		return nil
+	}
+	return g.runIn(sqlTxn{db: db, tx: tx}, jobs, savepoints)
+}
+
+// untold clears the jobs' outcomes and returns them, to run again.
+func (g *grouper) untold(jobs []*groupJob) []*groupJob {
+	for _, j := range jobs {
+		j.err, j.panicked, j.panicVal = nil, false, nil
+	}
+	return jobs
+}
+
+// runIn is runShared inside its open transaction.
+func (g *grouper) runIn(st sharedTxn, jobs []*groupJob, savepoints bool) (again []*groupJob) {
+	db := g.db
 	finish := func(batchErr error) {
 		for _, j := range jobs {
 			if batchErr != nil && j.err == nil && !j.panicked {
@@ -324,47 +363,37 @@ func (g *grouper) runShared(jobs []*groupJob, savepoints bool) (again []*groupJo
 		}
 	}
 	// abort ends a transaction that failed before its commit.
-	abort := func(tx *sql.Tx, err error) []*groupJob {
-		if tx != nil {
-			_ = tx.Rollback()
-		}
+	abort := func(err error) []*groupJob {
+		st.rollback()
 		if g.shared {
-			for _, j := range jobs {
-				j.err, j.panicked, j.panicVal = nil, false, nil
-			}
-			return jobs
+			return g.untold(jobs)
 		}
 		finish(err)
 		return nil
 	}
-	// Statements run detached from the callers' contexts: a cancelled context interrupts the
-	// running statement, and SQLite answers an interrupted write inside an explicit
-	// transaction by rolling the whole transaction back — everyone else's work with it.
 	bg := context.Background()
-	tx, err := db.write.BeginTx(bg, nil)
-	if err != nil {
-		return abort(nil, fmt.Errorf("begin: %w", err))
-	}
 	// Savepoint statements go through the write-statement cache like any other.
-	ctl := &Tx{db: db, tx: tx, detached: true}
+	ctl := st.member(false)
 	txs := make([]*Tx, 0, len(jobs))
 	for _, j := range jobs {
 		if savepoints {
 			if _, err := ctl.exec(bg, "SAVEPOINT g"); err != nil {
-				return abort(tx, fmt.Errorf("savepoint: %w", err))
+				return abort(fmt.Errorf("savepoint: %w", err))
 			}
 		}
-		jt := &Tx{db: db, tx: tx, detached: true}
+		// Without savepoints a member's statements may be queued (pipe.go): any failure sends
+		// the batch back, to run with savepoints, where nothing is queued.
+		jt := st.member(!savepoints)
 		txs = append(txs, jt)
 		j.panicked, j.panicVal, j.err = callGuarded(func() error { return j.fn(jt) })
 		if g.shared && j.err != nil && db.d.IsRetryable(j.err) {
 			// A deadlock or serialization failure is the batch's, not this job's: alone, the
 			// job would have waited instead.
-			return abort(tx, j.err)
+			return abort(j.err)
 		}
 		if !savepoints {
 			if j.err != nil || j.panicked {
-				_ = tx.Rollback()
+				st.rollback()
 				return jobs
 			}
 			continue
@@ -373,16 +402,26 @@ func (g *grouper) runShared(jobs []*groupJob, savepoints bool) (again []*groupJo
 			// Undo this job alone. If SQLite already rolled the whole transaction back (it does
 			// so on some I/O and memory errors), the savepoint is gone and so is everyone's work.
 			if _, err := ctl.exec(bg, "ROLLBACK TO g"); err != nil {
-				return abort(tx, fmt.Errorf("rollback to savepoint: %w", err))
+				return abort(fmt.Errorf("rollback to savepoint: %w", err))
 			}
 		}
 		if _, err := ctl.exec(bg, "RELEASE g"); err != nil {
-			return abort(tx, fmt.Errorf("release savepoint: %w", err))
+			return abort(fmt.Errorf("release savepoint: %w", err))
 		}
 	}
 	db.beforeCommit(txs...)
-	err = tx.Commit()
+	queued, err := st.commit()
 	db.afterCommit(txs...)
+	if queued != nil {
+		// A statement some member queued failed (it went with the COMMIT, which then never
+		// ran): the batch runs again with savepoints, or, if the failure was the batch's (a
+		// deadlock), each member alone.
+		if db.d.IsRetryable(queued) {
+			return abort(queued)
+		}
+		st.rollback()
+		return jobs
+	}
 	if err != nil {
 		// Whether a failed COMMIT wrote anything is unknown (the connection may have died
 		// after the server committed): running the jobs again could do them twice, so they

@@ -2,7 +2,6 @@ package sqldb
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"mediagen/internal/store"
@@ -20,36 +19,27 @@ import (
 // transaction keeps: the in-flight check that follows on the hot create path then costs no
 // round trip while the rows are locked.
 func (t *Tx) addInFlight(ctx context.Context, kind, keyID, tenantID string) error {
-	ctx = t.stmtCtx(ctx)
 	q := `INSERT INTO in_flight (kind, owner, n) VALUES (?, ?, 1), (?, ?, 1)
 		ON CONFLICT (kind, owner) DO UPDATE SET n = in_flight.n + 1
 		RETURNING kind, n`
 	args := []any{kind + "_tenant", tenantID, kind + "_key", keyID}
-	var rows *sql.Rows
-	var err error
-	if st := t.writeStmt(q); st != nil {
-		rows, err = t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-	} else {
-		rows, err = t.tx.QueryContext(ctx, t.db.q(q), args...)
-	}
-	if err != nil {
-		return fmt.Errorf("count %s in flight: %w", kind, err)
-	}
-	defer rows.Close()
 	f := countedInFlight{kind: kind, keyID: keyID, tenantID: tenantID}
-	for rows.Next() {
-		var k string
-		var n int
-		if err := rows.Scan(&k, &n); err != nil {
-			return fmt.Errorf("count %s in flight: %w", kind, err)
+	err := t.query(ctx, q, args, func(rows Rows) error {
+		for rows.Next() {
+			var k string
+			var n int
+			if err := rows.Scan(&k, &n); err != nil {
+				return err
+			}
+			if k == kind+"_key" {
+				f.n.Key = n
+			} else {
+				f.n.Tenant = n
+			}
 		}
-		if k == kind+"_key" {
-			f.n.Key = n
-		} else {
-			f.n.Tenant = n
-		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("count %s in flight: %w", kind, err)
 	}
 	t.counted = f

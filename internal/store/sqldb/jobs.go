@@ -89,7 +89,7 @@ func (db *DB) EnsureJob(ctx context.Context, j store.Job) error {
 
 // EnqueueJob inserts a job in the transaction of the record it is about.
 func (t *Tx) EnqueueJob(ctx context.Context, j store.Job) error {
-	if _, err := t.exec(ctx, insertJob, jobArgs(j)...); err != nil {
+	if err := t.later(ctx, insertJob, jobArgs(j), nil); err != nil {
 		return fmt.Errorf("enqueue job %s: %w", j.ID, err)
 	}
 	return nil

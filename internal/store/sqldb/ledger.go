@@ -12,6 +12,9 @@ import (
 	"mediagen/internal/store"
 )
 
+// errRefused: an account's guarded update changed no row (funds, or no such account).
+var errRefused = errors.New("account update refused")
+
 // Post appends a balanced transaction. Balances move with a guarded UPDATE per account, so the
 // funds check and the debit are one atomic statement: two concurrent reservations cannot both
 // pass a check made before either wrote.
@@ -23,8 +26,10 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 	if created == 0 {
 		created = micros(t.db.now())
 	}
-	if _, err := t.exec(ctx, `INSERT INTO ledger_txns (id, kind, ref, note, created_at) VALUES (?, ?, ?, ?, ?)`,
-		txn.ID, txn.Kind, txn.Ref, txn.Note, created); err != nil {
+	// Every statement is queued in an optimistic shared batch (Tx.later): a refused guard
+	// fails the batch, and its second run, with savepoints, answers here with the reason.
+	if err := t.later(ctx, `INSERT INTO ledger_txns (id, kind, ref, note, created_at) VALUES (?, ?, ?, ?, ?)`,
+		[]any{txn.ID, txn.Kind, txn.Ref, txn.Note, created}, nil); err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("post %s: %w", txn.ID, store.ErrConflict)
 		}
@@ -39,12 +44,29 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 		if k := accountKey(e.Account); k != "" {
 			t.touchKey(k)
 		}
-		var cur string
-		err := t.queryRow(ctx, `UPDATE accounts SET balance = balance + ?, updated_at = ?
+		err := t.later(ctx, `UPDATE accounts SET balance = balance + ?, updated_at = ?
 			WHERE id = ? AND (allow_negative <> 0 OR balance + ? >= 0 OR (? <> 0 AND kind = 'available'))
 			RETURNING currency`,
-			int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft)).Scan(&cur)
-		if errors.Is(err, sql.ErrNoRows) {
+			[]any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft)},
+			func(rows Rows) error {
+				if !rows.Next() {
+					if err := rows.Err(); err != nil {
+						return err
+					}
+					return errRefused
+				}
+				var cur string
+				if err := rows.Scan(&cur); err != nil {
+					return err
+				}
+				if currency == "" {
+					currency = cur
+				} else if cur != currency {
+					return fmt.Errorf("accounts in %s and %s: %w", currency, cur, store.ErrUnbalanced)
+				}
+				return nil
+			})
+		if errors.Is(err, errRefused) {
 			var one int
 			if err := t.queryRow(ctx, `SELECT 1 FROM accounts WHERE id = ?`, e.Account).Scan(&one); errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("post %s: account %s: %w", txn.ID, e.Account, store.ErrNotFound)
@@ -54,11 +76,6 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 		if err != nil {
 			return fmt.Errorf("post %s: account %s: %w", txn.ID, e.Account, err)
 		}
-		if currency == "" {
-			currency = cur
-		} else if cur != currency {
-			return fmt.Errorf("post %s: accounts in %s and %s: %w", txn.ID, currency, cur, store.ErrUnbalanced)
-		}
 	}
 	// All legs in one statement: one round trip fewer per leg on PostgreSQL.
 	q := `INSERT INTO ledger_entries (txn_id, account_id, amount) VALUES (?, ?, ?)` +
@@ -67,7 +84,7 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 	for _, e := range entries {
 		args = append(args, txn.ID, e.Account, int64(e.Amount))
 	}
-	if _, err := t.exec(ctx, q, args...); err != nil {
+	if err := t.later(ctx, q, args, nil); err != nil {
 		return fmt.Errorf("post %s entries: %w", txn.ID, err)
 	}
 	return nil

@@ -40,11 +40,13 @@ func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
 			return err
 		}
 	}
-	_, err := t.exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		task.ID, task.KeyID, task.TenantID, task.Route, task.Model, task.Status, task.Progress,
-		task.ClientRequestID, task.PayloadHash, string(task.Request), string(task.Pricing),
-		int64(task.Reserved), int64(task.Charged), string(task.Result), task.ErrorCode, task.ErrorMessage,
-		micros(task.CreatedAt), micros(task.UpdatedAt), micros(task.FinishedAt))
+	// A duplicate client_request_id fails the insert; queued (Tx.later), it fails the shared
+	// batch, whose second run gives this create its ErrConflict.
+	err := t.later(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		[]any{task.ID, task.KeyID, task.TenantID, task.Route, task.Model, task.Status, task.Progress,
+			task.ClientRequestID, task.PayloadHash, string(task.Request), string(task.Pricing),
+			int64(task.Reserved), int64(task.Charged), string(task.Result), task.ErrorCode, task.ErrorMessage,
+			micros(task.CreatedAt), micros(task.UpdatedAt), micros(task.FinishedAt)}, nil)
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create task %s: %w", task.ID, store.ErrConflict)

@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"mediagen/internal/store/postgres/pgtest"
+	"mediagen/internal/store/sqldb"
+)
+
+// pipeOn runs fn with a Pipe on a fresh schema holding table t (id text primary key, n int).
+func pipeOn(t *testing.T, fn func(ctx context.Context, db *sql.DB, p sqldb.Pipe)) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgconnConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.ExecContext(ctx, `CREATE TABLE t (id text PRIMARY KEY, n int NOT NULL CHECK (n >= 0)); INSERT INTO t VALUES ('a', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = dialect{}.Pipe(ctx, c, func(p sqldb.Pipe) error {
+		fn(ctx, db, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("pipe: %v", err)
+	}
+}
+
+func rowCount(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+var errRefusedHere = errors.New("refused by check")
+
+func TestPipeCommitNeverFollowsARefusedCheck(t *testing.T) {
+	pipeOn(t, func(ctx context.Context, db *sql.DB, p sqldb.Pipe) {
+		p.Queue("BEGIN", nil, nil)
+		p.Queue(`INSERT INTO t VALUES ('b', 1)`, nil, nil)
+		// The update succeeds on the server; only the client's check refuses its answer.
+		p.Queue(`UPDATE t SET n = n + 1 WHERE id = 'a' RETURNING n`, nil, func(sqldb.Rows) error { return errRefusedHere })
+		queued, err := p.Commit(ctx)
+		if !errors.Is(queued, errRefusedHere) || err != nil {
+			t.Fatalf("Commit = (%v, %v), want the check's error as queued", queued, err)
+		}
+		if err := p.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := rowCount(t, db); n != 1 {
+			t.Fatalf("%d rows after a refused check, want 1 (nothing committed)", n)
+		}
+	})
+}
+
+func TestPipeCommitReportsAFailedQueuedStatementAsQueued(t *testing.T) {
+	pipeOn(t, func(ctx context.Context, db *sql.DB, p sqldb.Pipe) {
+		p.Queue("BEGIN", nil, nil)
+		p.Queue(`INSERT INTO t VALUES ('b', 1)`, nil, nil)
+		p.Queue(`INSERT INTO t VALUES ('a', 1)`, nil, nil) // duplicate key
+		queued, err := p.Commit(ctx)
+		if queued == nil || err != nil {
+			t.Fatalf("Commit = (%v, %v), want the insert's error as queued", queued, err)
+		}
+		if err := p.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := rowCount(t, db); n != 1 {
+			t.Fatalf("%d rows after a failed insert, want 1", n)
+		}
+	})
+}
+
+func TestPipeQuerySendsTheQueueFirstAndCommits(t *testing.T) {
+	pipeOn(t, func(ctx context.Context, db *sql.DB, p sqldb.Pipe) {
+		p.Queue("BEGIN", nil, nil)
+		p.Queue(`INSERT INTO t VALUES ($1, $2)`, []any{"b", 5}, nil)
+		checked := 0
+		p.Queue(`UPDATE t SET n = n + 1 WHERE id = 'b' RETURNING n`, nil, func(r sqldb.Rows) error {
+			for r.Next() {
+				if err := r.Scan(&checked); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		var sum int
+		err := p.Query(ctx, `SELECT sum(n) FROM t`, nil, func(r sqldb.Rows) error {
+			r.Next()
+			return r.Scan(&sum)
+		})
+		if err != nil || sum != 7 || checked != 6 {
+			t.Fatalf("Query: err %v, sum %d, checked %d; want nil, 7, 6", err, sum, checked)
+		}
+		n, err := p.Exec(ctx, `UPDATE t SET n = n + 1`)
+		if err != nil || n != 2 {
+			t.Fatalf("Exec = (%d, %v), want 2 rows", n, err)
+		}
+		if queued, err := p.Commit(ctx); queued != nil || err != nil {
+			t.Fatalf("Commit = (%v, %v)", queued, err)
+		}
+		if n := rowCount(t, db); n != 2 {
+			t.Fatalf("%d rows committed, want 2", n)
+		}
+	})
+}
+
+func TestPipeCommitOfAnAbortedTransactionIsAnError(t *testing.T) {
+	pipeOn(t, func(ctx context.Context, db *sql.DB, p sqldb.Pipe) {
+		p.Queue("BEGIN", nil, nil)
+		if _, err := p.Exec(ctx, `UPDATE t SET n = -1`); err == nil {
+			t.Fatal("a CHECK violation was accepted")
+		}
+		// The transaction is aborted; COMMIT answers ROLLBACK, which must not pass for success.
+		if queued, err := p.Commit(ctx); queued != nil || !errors.Is(err, errNotCommitted) {
+			t.Fatalf("Commit = (%v, %v), want errNotCommitted", queued, err)
+		}
+	})
+}
