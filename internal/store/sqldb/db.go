@@ -207,6 +207,7 @@ type Tx struct {
 	// pipe replaces tx in a pipelined shared batch (pipe.go); queue lets later queue there.
 	pipe  Pipe
 	queue bool
+	merge *inserts // with queue: inserts wait for the commit, merged (merge.go)
 	// detached: the transaction is shared (group commit), so statements must not be
 	// interrupted by one caller's context (see stmtCtx).
 	detached bool

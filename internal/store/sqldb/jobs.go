@@ -72,8 +72,11 @@ func (db *DB) RenewJob(ctx context.Context, id, token string, until time.Time) e
 	return nil
 }
 
-const insertJob = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, priority, payload, run_at, deadline, created_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+const (
+	insertJobHead = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, priority, payload, run_at, deadline, created_at)`
+	insertJobTail = ` ON CONFLICT (id) DO NOTHING`
+	insertJob     = insertJobHead + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + insertJobTail
+)
 
 func jobArgs(j store.Job) []any {
 	return []any{j.ID, j.Kind, j.Queue, j.Ref, j.TenantID, j.Priority, string(j.Payload), micros(j.RunAt), micros(j.Deadline), micros(j.CreatedAt)}
@@ -89,7 +92,7 @@ func (db *DB) EnsureJob(ctx context.Context, j store.Job) error {
 
 // EnqueueJob inserts a job in the transaction of the record it is about.
 func (t *Tx) EnqueueJob(ctx context.Context, j store.Job) error {
-	if err := t.later(ctx, insertJob, jobArgs(j), nil); err != nil {
+	if err := t.insert(ctx, insertJobHead, insertJobTail, 10, jobArgs(j)); err != nil {
 		return fmt.Errorf("enqueue job %s: %w", j.ID, err)
 	}
 	return nil

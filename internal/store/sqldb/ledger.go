@@ -28,8 +28,8 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 	}
 	// Every statement is queued in an optimistic shared batch (Tx.later): a refused guard
 	// fails the batch, and its second run, with savepoints, answers here with the reason.
-	if err := t.later(ctx, `INSERT INTO ledger_txns (id, kind, ref, note, created_at) VALUES (?, ?, ?, ?, ?)`,
-		[]any{txn.ID, txn.Kind, txn.Ref, txn.Note, created}, nil); err != nil {
+	if err := t.insert(ctx, `INSERT INTO ledger_txns (id, kind, ref, note, created_at)`, "", 5,
+		[]any{txn.ID, txn.Kind, txn.Ref, txn.Note, created}); err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("post %s: %w", txn.ID, store.ErrConflict)
 		}
@@ -78,13 +78,11 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 		}
 	}
 	// All legs in one statement: one round trip fewer per leg on PostgreSQL.
-	q := `INSERT INTO ledger_entries (txn_id, account_id, amount) VALUES (?, ?, ?)` +
-		strings.Repeat(`, (?, ?, ?)`, len(entries)-1)
 	args := make([]any, 0, 3*len(entries))
 	for _, e := range entries {
 		args = append(args, txn.ID, e.Account, int64(e.Amount))
 	}
-	if err := t.later(ctx, q, args, nil); err != nil {
+	if err := t.insert(ctx, `INSERT INTO ledger_entries (txn_id, account_id, amount)`, "", 3, args); err != nil {
 		return fmt.Errorf("post %s entries: %w", txn.ID, err)
 	}
 	return nil

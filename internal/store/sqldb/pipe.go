@@ -130,15 +130,24 @@ func (s sqlTxn) commit() (queued, err error) { return nil, s.tx.Commit() }
 func (s sqlTxn) rollback()                   { _ = s.tx.Rollback() }
 
 type pipeTxn struct {
-	db *DB
-	p  Pipe
+	db    *DB
+	p     Pipe
+	merge *inserts // the members' inserts, sent with the commit (merge.go)
 }
 
 func (s pipeTxn) member(queue bool) *Tx {
-	return &Tx{db: s.db, pipe: s.p, queue: queue, detached: true}
+	t := &Tx{db: s.db, pipe: s.p, queue: queue, detached: true}
+	if queue {
+		t.merge = s.merge
+	}
+	return t
 }
-func (s pipeTxn) commit() (queued, err error) { return s.p.Commit(context.Background()) }
-func (s pipeTxn) rollback()                   { _ = s.p.Rollback(context.Background()) }
+
+func (s pipeTxn) commit() (queued, err error) {
+	s.merge.queue(s.p, s.db.q)
+	return s.p.Commit(context.Background())
+}
+func (s pipeTxn) rollback() { _ = s.p.Rollback(context.Background()) }
 
 // piped runs body in a transaction on a Pipe of the write pool. BEGIN is queued, so it costs no
 // round trip of its own. It reports whether body ran.
@@ -152,7 +161,7 @@ func (db *DB) piped(p Piper, body func(sharedTxn)) (ran bool, err error) {
 	err = p.Pipe(bg, c, func(pp Pipe) error {
 		ran = true
 		pp.Queue("BEGIN", nil, nil)
-		body(pipeTxn{db: db, p: pp})
+		body(pipeTxn{db: db, p: pp, merge: &inserts{}})
 		return nil
 	})
 	return ran, err

@@ -40,13 +40,13 @@ func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
 			return err
 		}
 	}
-	// A duplicate client_request_id fails the insert; queued (Tx.later), it fails the shared
-	// batch, whose second run gives this create its ErrConflict.
-	err := t.later(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	// A duplicate client_request_id fails the insert; merged into a shared batch's commit
+	// (Tx.insert), it fails the batch, whose second run gives this create its ErrConflict.
+	err := t.insert(ctx, `INSERT INTO tasks (`+taskColumns+`)`, "", 19,
 		[]any{task.ID, task.KeyID, task.TenantID, task.Route, task.Model, task.Status, task.Progress,
 			task.ClientRequestID, task.PayloadHash, string(task.Request), string(task.Pricing),
 			int64(task.Reserved), int64(task.Charged), string(task.Result), task.ErrorCode, task.ErrorMessage,
-			micros(task.CreatedAt), micros(task.UpdatedAt), micros(task.FinishedAt)}, nil)
+			micros(task.CreatedAt), micros(task.UpdatedAt), micros(task.FinishedAt)})
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create task %s: %w", task.ID, store.ErrConflict)
