@@ -64,8 +64,11 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store
 	sum := sha256.Sum256(canonical)
 	hash := sum[:]
 
-	// A replay is answered before anything is measured or priced again.
-	if req.ClientRequestID != "" {
+	// A replay is answered before anything is measured or priced again. A request with no
+	// media has nothing to measure: its replay is found by the insert itself (the unique index
+	// on client_request_id, ahead of every limit and of the reservation in accept), which
+	// spares every first create a read — a quarter of the server's CPU per create on PostgreSQL.
+	if req.ClientRequestID != "" && measures(req) {
 		prev, err := s.Store.TaskByRequestID(ctx, c.Key.ID, req.ClientRequestID)
 		switch {
 		case err == nil:
@@ -89,6 +92,12 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store
 		return store.Task{}, false, err
 	}
 	return s.accept(ctx, c, req, stored, quote, hash)
+}
+
+// measures reports whether accepting req fetches or reads anything (media to probe, assets to
+// resolve) before its transaction.
+func measures(req *contract.VideoRequest) bool {
+	return len(req.Content) > 0 || req.Route == contract.RouteEnhancement
 }
 
 func replay(prev store.Task, hash []byte) (store.Task, bool, error) {

@@ -66,13 +66,15 @@ func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded i
 	wg.Wait()
 	close(out)
 	accepted := make([]int, len(keys))
-	perRequest := map[string]int{}
+	perRequest, conflicts := map[string]int{}, map[string]int{}
 	for o := range out {
 		switch {
 		case o.err == nil:
 			accepted[o.key]++
 			perRequest[o.crid]++
-		case errors.Is(o.err, store.ErrInsufficientFunds), errors.Is(o.err, store.ErrConflict):
+		case errors.Is(o.err, store.ErrConflict):
+			conflicts[o.crid]++
+		case errors.Is(o.err, store.ErrInsufficientFunds):
 		default:
 			t.Errorf("create %s: %v", o.crid, o.err)
 		}
@@ -80,6 +82,12 @@ func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded i
 	for crid, n := range perRequest {
 		if n > 1 {
 			t.Errorf("%s was accepted %d times", crid, n)
+		}
+		// Funds only go down here, so the copy of an accepted request cannot have been refused
+		// for funds before it: it must find the original (the API answers a replay with it,
+		// even when the balance is spent by then).
+		if conflicts[crid] != 1 {
+			t.Errorf("%s: accepted, and its copy got %d conflicts, want 1 (a replay is found before the funds check)", crid, conflicts[crid])
 		}
 	}
 	for i, k := range keys {
