@@ -83,12 +83,26 @@ type options struct {
 	searchSteps        int
 	searchDuration     time.Duration
 	serveArgs          []string
+	only               string
 	role               string
 	jsonOut            string
 	quick              bool
 }
 
 const defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// selected reports whether -only lets the measurement of target in mode run.
+func (o options) selected(target, mode string) bool {
+	if o.only == "" {
+		return true
+	}
+	for _, f := range strings.Split(o.only, ",") {
+		if f = strings.TrimSpace(f); f != "" && strings.Contains(target+" "+mode, f) {
+			return true
+		}
+	}
+	return false
+}
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
@@ -117,6 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	serveArgs := fs.String("serve-args", "", "extra arguments for mediagen serve, space separated")
 	fs.StringVar(&o.role, "role", "api", "passed as --role to mediagen serve when it has that flag: 'api' keeps the background worker (which renders sandbox media with ffmpeg) from competing for the CPU; empty keeps the server's default")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every result as JSON to this file")
+	fs.StringVar(&o.only, "only", "", `run only the measurements whose "target mode" contains one of these comma-separated strings (e.g. "100 keys open,videos closed"); the search is "POST /v1/videos search"`)
 	fs.BoolVar(&o.quick, "quick", false, "smoke test: 1s measurements, 200ms warmup, 100 seeded tasks, 2 search steps (explicit flags win)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -471,12 +486,17 @@ func (b *bench) runStore(ctx context.Context, st *storeRun) error {
 		{create100, load.Open, b.o.createRate}, {create100, load.Closed, 0},
 	}
 	for _, s := range steps {
+		if !b.o.selected(s.t.name, string(s.mode)) {
+			continue
+		}
 		if _, err := b.measure(ctx, st, s.t, s.mode, s.rate, b.o.duration, string(s.mode)); err != nil {
 			return err
 		}
 	}
-	if err := b.searchCreate(ctx, st, create); err != nil {
-		return err
+	if b.o.selected(create.name, "search") {
+		if err := b.searchCreate(ctx, st, create); err != nil {
+			return err
+		}
 	}
 	st.rss = proc.RSSMiB(srv.p.PID())
 	if srv.p.Exited() {

@@ -75,6 +75,8 @@ func (p *pipe) send(ctx context.Context) error {
 	return err
 }
 
+func (p *pipe) Flush(ctx context.Context) error { return p.send(ctx) }
+
 func (p *pipe) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	var n int64
 	p.batch.Queue(query, args...).Exec(func(ct pgconn.CommandTag) error {

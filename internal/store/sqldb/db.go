@@ -214,8 +214,10 @@ type Tx struct {
 	// touched lists the tasks this transaction wrote, for the task cache; touchedKeys the keys
 	// whose money it moved, for the balance cache.
 	touched, touchedKeys []string
-	// counted is what the last in-flight increment of this transaction returned (inflight.go).
-	counted countedInFlight
+	// counted is what the last in-flight increment of this transaction returned (inflight.go);
+	// countPending: that increment is queued, its counts not yet answered.
+	counted      countedInFlight
+	countPending bool
 }
 
 // writeStmt returns the statement prepared on the write handle, or nil the first time a query

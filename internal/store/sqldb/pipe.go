@@ -29,13 +29,15 @@ type Rows interface {
 // Pipe is one connection on which statements can be queued and sent together.
 // Queries are in the dialect's placeholder form.
 type Pipe interface {
-	// Queue adds a statement to send with the next Exec, Query or Commit; check, if not nil,
+	// Queue adds a statement to send with the next Exec, Query, Flush or Commit; check, if not nil,
 	// reads its rows then, and its error fails that call.
 	Queue(query string, args []any, check func(Rows) error)
 	// Exec sends the queue and query, returning query's affected rows.
 	Exec(ctx context.Context, query string, args ...any) (int64, error)
 	// Query sends the queue and query, handing query's rows to read.
 	Query(ctx context.Context, query string, args []any, read func(Rows) error) error
+	// Flush sends the queue.
+	Flush(ctx context.Context) error
 	// Commit sends the queue and COMMIT. queued is the error of a queued statement (then
 	// COMMIT did not run); err is COMMIT's, or a report that the transaction did not commit.
 	Commit(ctx context.Context) (queued, err error)
