@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -219,4 +220,33 @@ func TestInFlightLimitHoldsAcrossTwoReplicas(t *testing.T) {
 		handles = append(handles, db)
 	}
 	storetest.InFlightLimitHolds(t, handles, 7, 60)
+}
+
+// TestLedgerCheckFindsEntriesWithoutTheirRows: entries carry no foreign keys on PostgreSQL
+// (migration 0009), so the audit is what reports an entry whose transaction or account is gone.
+func TestLedgerCheckFindsEntriesWithoutTheirRows(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.CheckLedger(ctx); err != nil {
+		t.Fatalf("an empty ledger: %v", err)
+	}
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(ctx, `INSERT INTO ledger_entries (txn_id, account_id, amount) VALUES ('txn_gone', 'acct_gone', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	err = db.CheckLedger(ctx)
+	for _, want := range []string{"entry without its transaction txn_gone", "entry without its account acct_gone"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckLedger = %v, want it to report %q", err, want)
+		}
+	}
 }

@@ -223,6 +223,12 @@ func (db *DB) CheckLedger(ctx context.Context) error {
 			GROUP BY a.id, a.balance HAVING a.balance <> COALESCE(SUM(e.amount), 0)`),
 		collect("negative balance not allowed", `SELECT id, balance, 0 FROM accounts
 			WHERE allow_negative = 0 AND kind <> 'available' AND balance < 0`),
+		// PostgreSQL keeps no foreign keys on entries (postgres migration 0009): this is
+		// where an entry without its transaction or account would show.
+		collect("entry without its transaction", `SELECT e.txn_id, e.id, 0 FROM ledger_entries e
+			LEFT JOIN ledger_txns t ON t.id = e.txn_id WHERE t.id IS NULL`),
+		collect("entry without its account", `SELECT e.account_id, e.id, 0 FROM ledger_entries e
+			LEFT JOIN accounts a ON a.id = e.account_id WHERE a.id IS NULL`),
 		collect("transaction with fewer than two entries", `SELECT t.id, COUNT(e.id), 2 FROM ledger_txns t
 			LEFT JOIN ledger_entries e ON e.txn_id = t.id GROUP BY t.id HAVING COUNT(e.id) < 2`),
 	)
