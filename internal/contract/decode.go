@@ -11,15 +11,48 @@ const (
 	MaxClientRequestIDBytes = 64 // from the contract
 )
 
+// Video is a POST /v1/videos body parsed once, with every rule of DecodeVideo: Model and
+// Decode read the same tree, so the service's two steps (find the alias, then decode for its
+// product) cost one parse. Decoding never modifies the tree.
+type Video struct{ root object }
+
+// ParseVideo parses body strictly; the errors are those PeekModel and DecodeVideo return for
+// an unparsable body.
+func ParseVideo(body []byte) (*Video, *Error) {
+	root, err := parseObject(body)
+	if err != nil {
+		return nil, err
+	}
+	return &Video{root: root}, nil
+}
+
+// Model is PeekModel on the parsed body.
+func (v *Video) Model() (string, *Error) { return readModel(v.root) }
+
+// Decode is DecodeVideo on the parsed body.
+func (v *Video) Decode(p Product, e Entitlements) (*VideoRequest, *Error) {
+	if p.Validate() != nil || p.Route == RouteSpeech {
+		return nil, invalidf("model", "This model alias cannot be used to create video tasks.")
+	}
+	switch p.Route {
+	case RouteNative:
+		return decodeNative(v.root, p.Family, e)
+	case RouteProduction:
+		return decodeProduction(v.root, p.Tier, e)
+	default:
+		return decodeEnhancement(v.root, p.Enh, e)
+	}
+}
+
 // PeekModel returns the model alias of a request body so that the caller can look up the
 // product before decoding the rest. The body must be one strict JSON object (the same parse
 // rules as DecodeVideo) whose model is a non-empty string.
 func PeekModel(body []byte) (string, *Error) {
-	root, err := parseObject(body)
+	v, err := ParseVideo(body)
 	if err != nil {
 		return "", err
 	}
-	return readModel(root)
+	return v.Model()
 }
 
 // DecodeVideo decodes and validates a POST /v1/videos body for the product of its alias under
@@ -28,21 +61,11 @@ func PeekModel(body []byte) (string, *Error) {
 // otherwise valid; the one exception is a production alias without production access, which is
 // refused before the body is examined.
 func DecodeVideo(body []byte, p Product, e Entitlements) (*VideoRequest, *Error) {
-	root, err := parseObject(body)
+	v, err := ParseVideo(body)
 	if err != nil {
 		return nil, err
 	}
-	if p.Validate() != nil || p.Route == RouteSpeech {
-		return nil, invalidf("model", "This model alias cannot be used to create video tasks.")
-	}
-	switch p.Route {
-	case RouteNative:
-		return decodeNative(root, p.Family, e)
-	case RouteProduction:
-		return decodeProduction(root, p.Tier, e)
-	default:
-		return decodeEnhancement(root, p.Enh, e)
-	}
+	return v.Decode(p, e)
 }
 
 func parseObject(body []byte) (object, *Error) {

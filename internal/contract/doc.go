@@ -5,6 +5,8 @@
 //
 // # API
 //
+//	ParseVideo(body) (*Video, *Error)             one strict parse; Video.Model and Video.Decode
+//	                                              are PeekModel and DecodeVideo on it
 //	PeekModel(body) (string, *Error)              the alias, read strictly, to find the Product
 //	DecodeVideo(body, Product, Entitlements)      the whole body, decoded and validated
 //	    (*VideoRequest, *Error)
@@ -17,11 +19,11 @@
 // Enums: Route, Family, Tier, EnhRoute, Mode, ContentType, ContentRole. Limits are exported
 // constants (MaxBodyBytes, MaxDepth, MaxContentItems, …).
 //
-// The video service calls PeekModel, maps the alias to a Product through the catalog, then
-// calls DecodeVideo. What remains for the service: resolving asset:// ids (existence, tenant,
-// type, Active), fetching and probing https video inputs for production (and the 4–30 s
-// length of an edit reference video, see EditReferenceMinSeconds), pricing, reservation and
-// storage.
+// The video service parses the body once (ParseVideo), reads the alias (Video.Model), maps it
+// to a Product through the catalog, then decodes (Video.Decode). What remains for the
+// service: resolving asset:// ids (existence, tenant, type, Active), fetching and probing
+// https video inputs for production (and the 4–30 s length of an edit reference video, see
+// EditReferenceMinSeconds), pricing, reservation and storage.
 //
 // # Strict decoding
 //

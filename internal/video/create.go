@@ -37,7 +37,12 @@ type Stored struct {
 // Create accepts a POST /v1/videos body for the caller. It returns the task and whether it was
 // newly created (false for an identical replay).
 func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store.Task, bool, error) {
-	aliasName, perr := contract.PeekModel(body)
+	// One parse serves both steps: finding the alias, then decoding for its product.
+	parsed, perr := contract.ParseVideo(body)
+	if perr != nil {
+		return store.Task{}, false, fromContract(perr)
+	}
+	aliasName, perr := parsed.Model()
 	if perr != nil {
 		return store.Task{}, false, fromContract(perr)
 	}
@@ -46,7 +51,7 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store
 		return store.Task{}, false, apierr.Invalid("model",
 			fmt.Sprintf("The model %q is not a video model alias of this account. Use an alias supplied by the operator.", aliasName))
 	}
-	req, derr := contract.DecodeVideo(body, product(alias), entitlements(c.Tenant.Packages))
+	req, derr := parsed.Decode(product(alias), entitlements(c.Tenant.Packages))
 	if derr != nil {
 		return store.Task{}, false, fromContract(derr)
 	}

@@ -16,8 +16,9 @@ import (
 // reservation in one transaction marked by store.ShareCommit) through several store handles,
 // as several replicas would: two keys of one tenant, each funded for exactly funded creates,
 // offered twice as many distinct requests, each sent twice (a client retrying on another
-// replica). Every rule must hold as with unshared transactions: exactly funded creates of
-// each key accepted, never two tasks for one client_request_id, no overdraft, counters right.
+// replica), under an in-flight limit of funded tasks per key. Every rule must hold as with
+// unshared transactions: exactly funded creates of each key accepted, never two tasks for one
+// client_request_id, no overdraft, counters right, and the copy of an accepted request finds it.
 func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -50,6 +51,13 @@ func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded i
 						if err := tx.CreateTask(ctx, task); err != nil {
 							return err
 						}
+						// An in-flight limit of funded tasks per key, checked as the API checks
+						// it: its counts are read inside the batch (PostgreSQL sends for them).
+						if n, err := tx.TasksInFlight(ctx, k.ID, k.TenantID); err != nil {
+							return err
+						} else if n.Key > funded {
+							return errOverLimit
+						}
 						if err := tx.EnqueueJob(ctx, store.Job{ID: taskKind + ":" + task.ID, Kind: taskKind, Ref: task.ID,
 							TenantID: task.TenantID, RunAt: task.CreatedAt, CreatedAt: task.CreatedAt}); err != nil {
 							return err
@@ -74,7 +82,7 @@ func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded i
 			perRequest[o.crid]++
 		case errors.Is(o.err, store.ErrConflict):
 			conflicts[o.crid]++
-		case errors.Is(o.err, store.ErrInsufficientFunds):
+		case errors.Is(o.err, store.ErrInsufficientFunds), errors.Is(o.err, errOverLimit):
 		default:
 			t.Errorf("create %s: %v", o.crid, o.err)
 		}
@@ -83,9 +91,9 @@ func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded i
 		if n > 1 {
 			t.Errorf("%s was accepted %d times", crid, n)
 		}
-		// Funds only go down here, so the copy of an accepted request cannot have been refused
-		// for funds before it: it must find the original (the API answers a replay with it,
-		// even when the balance is spent by then).
+		// Funds only go down and tasks only get added here, so the copy of an accepted request
+		// cannot have been refused for funds or the limit before it: it must find the original
+		// (the API answers a replay with it, even when the balance is spent or the limit reached).
 		if conflicts[crid] != 1 {
 			t.Errorf("%s: accepted, and its copy got %d conflicts, want 1 (a replay is found before the funds check)", crid, conflicts[crid])
 		}
