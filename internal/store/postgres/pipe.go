@@ -43,13 +43,11 @@ type pipe struct {
 	conn     *pgx.Conn
 	batch    pgx.Batch
 	checkErr error
-	checked  bool // the queue holds a statement with a check
 }
 
 func (p *pipe) Queue(query string, args []any, check func(sqldb.Rows) error) {
 	qq := p.batch.Queue(query, args...)
 	if check != nil {
-		p.checked = true
 		qq.Query(func(rows pgx.Rows) error {
 			if err := check(rows); err != nil && p.checkErr == nil {
 				p.checkErr = err
@@ -63,7 +61,7 @@ func (p *pipe) Queue(query string, args []any, check func(sqldb.Rows) error) {
 func (p *pipe) send(ctx context.Context) error {
 	b := p.batch
 	p.batch = pgx.Batch{}
-	p.checkErr, p.checked = nil, false
+	p.checkErr = nil
 	if b.Len() == 0 {
 		return nil
 	}
@@ -102,45 +100,29 @@ func (p *pipe) Query(ctx context.Context, query string, args []any, read func(sq
 var errNotCommitted = errors.New("transaction was rolled back instead of committed")
 
 func (p *pipe) Commit(ctx context.Context) (queued, err error) {
-	if p.checked {
-		// A check runs here, not on the server, which would go on to the COMMIT sent with
-		// it whatever the check decides: the checked statements go first.
+	// The queue goes first, in a round trip of its own: the server runs whatever a pipeline
+	// holds, so a check refused here must not travel with a COMMIT; and once a COMMIT is sent,
+	// whether it took effect is known only from its own answer. An error before it is a
+	// queued statement's, and nothing was committed.
+	if p.batch.Len() > 0 {
 		if err := p.send(ctx); err != nil {
 			return err, nil
 		}
 	}
-	committed := false
-	p.batch.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error {
-		// COMMIT of a transaction that failed earlier answers ROLLBACK, not an error.
-		committed = ct.String() == "COMMIT"
-		return nil
-	})
-	n := p.batch.Len()
-	reached := false
-	p.batch.QueuedQueries[n-1].Fn = wrapReached(p.batch.QueuedQueries[n-1].Fn, &reached)
-	err = p.send(ctx)
-	switch {
-	case err != nil && !reached:
-		return err, nil
-	case err != nil:
+	ct, err := p.conn.Exec(ctx, "COMMIT")
+	if err != nil {
 		return nil, err
-	case !committed:
+	}
+	if ct.String() != "COMMIT" {
+		// COMMIT of a transaction that failed earlier answers ROLLBACK, not an error.
 		return nil, errNotCommitted
 	}
 	return nil, nil
 }
 
-// wrapReached records that the batch's answers got as far as fn's statement.
-func wrapReached(fn func(pgx.BatchResults) error, reached *bool) func(pgx.BatchResults) error {
-	return func(br pgx.BatchResults) error {
-		*reached = true
-		return fn(br)
-	}
-}
-
 func (p *pipe) Rollback(ctx context.Context) error {
 	p.batch = pgx.Batch{}
-	p.checkErr, p.checked = nil, false
+	p.checkErr = nil
 	_, err := p.conn.Exec(ctx, "ROLLBACK")
 	return err
 }

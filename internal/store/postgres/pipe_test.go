@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"testing"
 
@@ -12,8 +13,17 @@ import (
 	"mediagen/internal/store/sqldb"
 )
 
-// pipeOn runs fn with a Pipe on a fresh schema holding table t (id text primary key, n int).
+// pipeOn runs fn with a Pipe on a fresh schema holding table t (id text primary key, n int),
+// and fails the test if the connection is not handed back clean.
 func pipeOn(t *testing.T, fn func(ctx context.Context, db *sql.DB, p sqldb.Pipe)) {
+	t.Helper()
+	if err := pipeOnConn(t, fn); err != nil {
+		t.Fatalf("pipe: %v", err)
+	}
+}
+
+// pipeOnConn is pipeOn returning what Pipe returned.
+func pipeOnConn(t *testing.T, fn func(ctx context.Context, db *sql.DB, p sqldb.Pipe)) error {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := pgconnConfig(pgtest.URL(t))
@@ -30,13 +40,10 @@ func pipeOn(t *testing.T, fn func(ctx context.Context, db *sql.DB, p sqldb.Pipe)
 		t.Fatal(err)
 	}
 	defer c.Close()
-	err = dialect{}.Pipe(ctx, c, func(p sqldb.Pipe) error {
+	return dialect{}.Pipe(ctx, c, func(p sqldb.Pipe) error {
 		fn(ctx, db, p)
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("pipe: %v", err)
-	}
 }
 
 func rowCount(t *testing.T, db *sql.DB) int {
@@ -132,4 +139,25 @@ func TestPipeCommitOfAnAbortedTransactionIsAnError(t *testing.T) {
 			t.Fatalf("Commit = (%v, %v), want errNotCommitted", queued, err)
 		}
 	})
+}
+
+func TestPipeConnectionLostBeforeCommitIsQueuedAndCommitsNothing(t *testing.T) {
+	err := pipeOnConn(t, func(ctx context.Context, db *sql.DB, p sqldb.Pipe) {
+		p.Queue("BEGIN", nil, nil)
+		p.Queue(`INSERT INTO t VALUES ('b', 1)`, nil, nil)
+		// The server ends this connection while running the queue, before any COMMIT was sent:
+		// the caller may run the work again, since none of it was committed.
+		p.Queue(`SELECT pg_terminate_backend(pg_backend_pid())`, nil, nil)
+		queued, err := p.Commit(ctx)
+		if queued == nil || err != nil {
+			t.Fatalf("Commit = (%v, %v), want the lost connection as queued", queued, err)
+		}
+		if n := rowCount(t, db); n != 1 {
+			t.Fatalf("%d rows after a connection lost before COMMIT, want 1", n)
+		}
+	})
+	// The dead connection is handed back as bad, so the pool drops it.
+	if !errors.Is(err, driver.ErrBadConn) {
+		t.Errorf("Pipe = %v, want driver.ErrBadConn", err)
+	}
 }

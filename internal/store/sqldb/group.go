@@ -413,7 +413,7 @@ func (g *grouper) runIn(st sharedTxn, jobs []*groupJob, savepoints bool) (again 
 	queued, err := st.commit()
 	db.afterCommit(txs...)
 	if queued != nil {
-		// A statement some member queued failed (it went with the COMMIT, which then never
+		// A statement some member queued failed (it went just before the COMMIT, which then never
 		// ran): the batch runs again with savepoints, or, if the failure was the batch's (a
 		// deadlock), each member alone.
 		if db.d.IsRetryable(queued) {

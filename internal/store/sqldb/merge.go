@@ -11,7 +11,7 @@ import (
 // Queued statements cost no round trip, but each still costs the server a statement: parse
 // check, executor start and end. Those fixed costs, four inserts per create, were most of what
 // one create held its tenant's counter row for. So in an optimistic shared batch the inserts of
-// all members into one table go into one multi-row INSERT, sent with the COMMIT. That is safe
+// all members into one table go into one multi-row INSERT, sent just before the COMMIT. That is safe
 // because a transaction marked by store.ShareCommit reads none of the rows it inserts before
 // its commit; a failed merged insert (a duplicate client_request_id) fails the batch, whose run
 // with savepoints inserts row by row and tells the member that made the duplicate.

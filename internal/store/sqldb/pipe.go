@@ -14,7 +14,7 @@ import (
 // those statements answer nothing the transaction needs before its commit: the inserts succeed
 // or the batch fails, and the balance updates pass their guard or the batch fails. So in an
 // optimistic shared batch (group.go) such statements are queued (Tx.later) and sent in one
-// round trip with the next statement whose answer is needed, or with the commit. A queued
+// round trip with the next statement whose answer is needed, or just before the commit. A queued
 // statement that fails, or whose check refuses its answer, fails the batch; the batch then runs
 // again with savepoints, where every statement runs at once and each error reaches the member
 // that made it, exactly as before. The ShareCommit contract already allows that second run.
@@ -38,8 +38,9 @@ type Pipe interface {
 	Query(ctx context.Context, query string, args []any, read func(Rows) error) error
 	// Flush sends the queue.
 	Flush(ctx context.Context) error
-	// Commit sends the queue and COMMIT. queued is the error of a queued statement (then
-	// COMMIT did not run); err is COMMIT's, or a report that the transaction did not commit.
+	// Commit sends the queue, then COMMIT alone. queued is the error of a queued statement
+	// (COMMIT was not sent: nothing was committed); err is COMMIT's (whether it took effect is
+	// unknown), or a report that the transaction was rolled back instead.
 	Commit(ctx context.Context) (queued, err error)
 	// Rollback drops the queue and rolls back.
 	Rollback(ctx context.Context) error
@@ -134,7 +135,7 @@ func (s sqlTxn) rollback()                   { _ = s.tx.Rollback() }
 type pipeTxn struct {
 	db    *DB
 	p     Pipe
-	merge *inserts // the members' inserts, sent with the commit (merge.go)
+	merge *inserts // the members' inserts, sent just before the commit (merge.go)
 }
 
 func (s pipeTxn) member(queue bool) *Tx {
