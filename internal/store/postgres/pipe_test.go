@@ -57,41 +57,40 @@ func rowCount(t *testing.T, db *sql.DB) int {
 
 var errRefusedHere = errors.New("refused by check")
 
-func TestPipeCommitNeverFollowsARefusedCheck(t *testing.T) {
-	pipeOn(t, func(ctx context.Context, db *sql.DB, p sqldb.Pipe) {
-		p.Queue("BEGIN", nil, nil)
-		p.Queue(`INSERT INTO t VALUES ('b', 1)`, nil, nil)
+// TestPipeCommitOfAFailedQueueIsQueuedAndCommitsNothing: a queued statement that fails on the
+// server, or whose answer the client's check refuses, is reported as queued, and the COMMIT is
+// never sent with it (the server would run it whatever the check decides).
+func TestPipeCommitOfAFailedQueueIsQueuedAndCommitsNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		query string
+		check func(sqldb.Rows) error
+		want  error // nil: any error
+	}{
 		// The update succeeds on the server; only the client's check refuses its answer.
-		p.Queue(`UPDATE t SET n = n + 1 WHERE id = 'a' RETURNING n`, nil, func(sqldb.Rows) error { return errRefusedHere })
-		queued, err := p.Commit(ctx)
-		if !errors.Is(queued, errRefusedHere) || err != nil {
-			t.Fatalf("Commit = (%v, %v), want the check's error as queued", queued, err)
-		}
-		if err := p.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if n := rowCount(t, db); n != 1 {
-			t.Fatalf("%d rows after a refused check, want 1 (nothing committed)", n)
-		}
-	})
-}
-
-func TestPipeCommitReportsAFailedQueuedStatementAsQueued(t *testing.T) {
-	pipeOn(t, func(ctx context.Context, db *sql.DB, p sqldb.Pipe) {
-		p.Queue("BEGIN", nil, nil)
-		p.Queue(`INSERT INTO t VALUES ('b', 1)`, nil, nil)
-		p.Queue(`INSERT INTO t VALUES ('a', 1)`, nil, nil) // duplicate key
-		queued, err := p.Commit(ctx)
-		if queued == nil || err != nil {
-			t.Fatalf("Commit = (%v, %v), want the insert's error as queued", queued, err)
-		}
-		if err := p.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if n := rowCount(t, db); n != 1 {
-			t.Fatalf("%d rows after a failed insert, want 1", n)
-		}
-	})
+		{"a refused check", `UPDATE t SET n = n + 1 WHERE id = 'a' RETURNING n`,
+			func(sqldb.Rows) error { return errRefusedHere }, errRefusedHere},
+		{"a failed insert", `INSERT INTO t VALUES ('a', 1)`, nil, nil}, // duplicate key
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pipeOn(t, func(ctx context.Context, db *sql.DB, p sqldb.Pipe) {
+				p.Queue("BEGIN", nil, nil)
+				p.Queue(`INSERT INTO t VALUES ('b', 1)`, nil, nil)
+				p.Queue(tt.query, nil, tt.check)
+				queued, err := p.Commit(ctx)
+				if queued == nil || (tt.want != nil && !errors.Is(queued, tt.want)) || err != nil {
+					t.Fatalf("Commit = (%v, %v), want the statement's error as queued", queued, err)
+				}
+				if err := p.Rollback(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n := rowCount(t, db); n != 1 {
+					t.Fatalf("%d rows after %s, want 1 (nothing committed)", n, tt.name)
+				}
+			})
+		})
+	}
 }
 
 func TestPipeQuerySendsTheQueueFirstAndCommits(t *testing.T) {

@@ -64,6 +64,8 @@ type grouper struct {
 	// batch runs them in (tenant, key) order and, when it fails as a whole before its commit,
 	// runs each again alone (which the mark allows).
 	shared bool
+	// pipe: the shared mode on a driver that can queue statements (pipe.go); nil otherwise.
+	pipe Piper
 
 	// batches and grouped count commits and the transactions they carried (for tests and
 	// metrics: grouped/batches is the mean batch size).
@@ -91,6 +93,9 @@ func (db *DB) EnableSharedCommits(lanes int) {
 
 func startGrouper(db *DB, lanes int, shared bool) *grouper {
 	g := &grouper{db: db, closed: make(chan struct{}), shared: shared}
+	if p, ok := db.d.(Piper); ok && shared {
+		g.pipe = p
+	}
 	for range lanes {
 		ch := make(chan *groupJob)
 		g.lanes = append(g.lanes, ch)
@@ -240,7 +245,7 @@ func (g *grouper) run(l *lane, batch []*groupJob) {
 	case 0:
 		return
 	case 1:
-		if _, piped := g.db.d.(Piper); !g.shared || !piped || l.careful {
+		if g.pipe == nil || l.careful {
 			// Alone: exactly the plain transaction, with the caller's context.
 			j := live[0]
 			j.panicked, j.panicVal, j.err = callGuarded(func() error { return g.db.transactOnce(j.ctx, j.fn) })
@@ -317,11 +322,9 @@ func anyFailed(jobs []*groupJob) bool {
 // jobs are returned.
 func (g *grouper) runShared(jobs []*groupJob, savepoints bool) (again []*groupJob) {
 	db := g.db
-	if p, ok := db.d.(Piper); ok && g.shared {
-		ran, err := db.piped(p, func(st sharedTxn) { again = g.runIn(st, jobs, savepoints) })
-		if !ran {
+	if g.pipe != nil {
+		if !db.piped(g.pipe, func(st sharedTxn) { again = g.runIn(st, jobs, savepoints) }) {
 			// No connection: nothing ran, so each job runs again alone (and meets the error).
-			_ = err
 			return g.untold(jobs)
 		}
 		return again

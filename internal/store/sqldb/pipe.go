@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"fmt"
 )
 
 // Pipelined shared commits (PostgreSQL).
@@ -153,21 +152,23 @@ func (s pipeTxn) commit() (queued, err error) {
 func (s pipeTxn) rollback() { _ = s.p.Rollback(context.Background()) }
 
 // piped runs body in a transaction on a Pipe of the write pool. BEGIN is queued, so it costs no
-// round trip of its own. It reports whether body ran.
-func (db *DB) piped(p Piper, body func(sharedTxn)) (ran bool, err error) {
+// round trip of its own. It reports whether body ran: once it has, body has told its jobs or
+// handed them back, and what happens to the connection after (a broken one is dropped by the
+// pool) is nobody's outcome.
+func (db *DB) piped(p Piper, body func(sharedTxn)) (ran bool) {
 	bg := context.Background()
 	c, err := db.write.Conn(bg)
 	if err != nil {
-		return false, fmt.Errorf("connection: %w", err)
+		return false
 	}
 	defer c.Close()
-	err = p.Pipe(bg, c, func(pp Pipe) error {
+	_ = p.Pipe(bg, c, func(pp Pipe) error {
 		ran = true
 		pp.Queue("BEGIN", nil, nil)
 		body(pipeTxn{db: db, p: pp, merge: &inserts{}})
 		return nil
 	})
-	return ran, err
+	return ran
 }
 
 // execResult is sql.Result for a Pipe's Exec.
