@@ -31,6 +31,13 @@ import (
 //
 // A fill is stamped with the time its database read began, so an entry served before its ttl
 // ran out was at most ttl old.
+//
+// A refused fill still saw a version of the row, and its caller returns it. Another reader
+// whose read began earlier but whose token is newer (a late notification moved the shard
+// between the two misses) may hold an older version, and its fill would be accepted: the
+// first caller's next read would go back. So a refused fill leaves a marker with its version,
+// never served, that refuses fills older than it; the next invalidation removes it like any
+// entry, and a fill that is not older replaces it.
 
 const cacheShards = 64
 
@@ -50,6 +57,8 @@ type readCache[V any] struct {
 type cacheEntry[V any] struct {
 	v  V
 	at time.Time
+	// marker: left by a refused fill; never served, only refuses older fills.
+	marker bool
 }
 
 type cacheShard[V any] struct {
@@ -92,28 +101,26 @@ func (c *readCache[V]) get(id string) (V, fillToken, bool) {
 	e, ok := s.m[id]
 	tok.epoch = s.epoch
 	s.mu.RUnlock()
-	if ok && (c.off.Load() || (c.ttl > 0 && tok.at.Sub(e.at) >= c.ttl)) {
+	if ok && (e.marker || c.off.Load() || (c.ttl > 0 && tok.at.Sub(e.at) >= c.ttl)) {
 		ok = false
 	}
 	return e.v, tok, ok
 }
 
 // put stores v unless the cache was invalidated (in v's shard or as a whole) since get
-// returned tok.
+// returned tok, in which case it leaves a marker (see above).
 func (c *readCache[V]) put(id string, v V, tok fillToken) {
-	if c.off.Load() || c.gen.Load() != tok.gen {
+	if c.off.Load() {
 		return
 	}
 	s := c.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.epoch != tok.epoch || s.writers > 0 || c.gen.Load() != tok.gen {
-		return
-	}
 	prev, ok := s.m[id]
 	if ok && c.older(v, prev.v) {
 		return
 	}
+	refused := s.epoch != tok.epoch || s.writers > 0 || c.gen.Load() != tok.gen
 	if !ok && len(s.m) >= c.max {
 		// Drop an arbitrary entry (map order): bounded memory without LRU bookkeeping on the
 		// read path. A dropped row is read from the database next time.
@@ -122,7 +129,7 @@ func (c *readCache[V]) put(id string, v V, tok fillToken) {
 			break
 		}
 	}
-	s.m[id] = cacheEntry[V]{v: v, at: tok.at}
+	s.m[id] = cacheEntry[V]{v: v, at: tok.at, marker: refused}
 }
 
 // beginWrite forgets the given ids and keeps their shards from filling until endWrite. It is
@@ -164,12 +171,18 @@ func (c *readCache[V]) suspend(off bool) {
 	c.reset()
 }
 
+// len counts the entries served (not the markers of refused fills): metrics and tests read it
+// rarely, so it walks the maps rather than keep a count on every path that changes them.
 func (c *readCache[V]) len() int {
 	n := 0
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.RLock()
-		n += len(s.m)
+		for _, e := range s.m {
+			if !e.marker {
+				n++
+			}
+		}
 		s.mu.RUnlock()
 	}
 	return n

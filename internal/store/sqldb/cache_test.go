@@ -65,6 +65,29 @@ func TestCacheKeepsTheNewerOfTwoRacingFills(t *testing.T) {
 	}
 }
 
+// A refused fill still counts as a version seen. Reader 1 misses; a late notification moves the
+// shard; reader 2 misses; another replica commits version 2; reader 1 reads 2 from the
+// database (its caller sees 2) but its fill is refused for the notification; reader 2, which
+// read version 1 before that commit, fills last with a token the notification did not touch.
+// Serving version 1 now would take reader 1's caller back in time.
+func TestCacheNeverServesWhatIsOlderThanARefusedFill(t *testing.T) {
+	c := newTestCache(time.Minute)
+	_, tok1, _ := c.get("a")
+	c.invalidate("a")
+	_, tok2, _ := c.get("a")
+	c.put("a", version{2}, tok1)
+	c.put("a", version{1}, tok2)
+	if v, _, ok := c.get("a"); ok && v.n < 2 {
+		t.Errorf("cache serves version %d after version 2 was read", v.n)
+	}
+	// A later fill of the newer version is served again.
+	_, tok3, _ := c.get("a")
+	c.put("a", version{2}, tok3)
+	if v, _, ok := c.get("a"); !ok || v.n != 2 {
+		t.Errorf("after a quiet fill of version 2: %+v (%v), want version 2 served", v, ok)
+	}
+}
+
 func TestCacheEntriesExpireAfterTheirTTL(t *testing.T) {
 	c := newTestCache(50 * time.Millisecond)
 	_, tok, _ := c.get("a")
