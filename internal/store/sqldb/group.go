@@ -66,6 +66,8 @@ type grouper struct {
 	shared bool
 	// pipe: the shared mode on a driver that can queue statements (pipe.go); nil otherwise.
 	pipe Piper
+	// postGuarded is postQueued as the pipe's dialect refuses it, in its placeholder form.
+	postGuarded string
 
 	// batches and grouped count commits and the transactions they carried (for tests and
 	// metrics: grouped/batches is the mean batch size).
@@ -95,6 +97,7 @@ func startGrouper(db *DB, lanes int, shared bool) *grouper {
 	g := &grouper{db: db, closed: make(chan struct{}), shared: shared}
 	if p, ok := db.d.(Piper); ok && shared {
 		g.pipe = p
+		g.postGuarded = db.q(p.RequireOne(postQueued, "account update"))
 	}
 	for range lanes {
 		ch := make(chan *groupJob)
@@ -249,6 +252,9 @@ func (g *grouper) run(l *lane, batch []*groupJob) {
 			// Alone: exactly the plain transaction, with the caller's context.
 			j := live[0]
 			j.panicked, j.panicVal, j.err = callGuarded(func() error { return g.db.transactOnce(j.ctx, j.fn) })
+			// A lone transaction is a batch too: once one succeeds, the next is optimistic
+			// again (else a lane that met one refusal would stay slow until a crowd came).
+			l.careful = j.err != nil || j.panicked
 			close(j.done)
 			g.count(1)
 			return

@@ -26,7 +26,7 @@ func (t *Tx) addInFlight(ctx context.Context, kind, keyID, tenantID string) erro
 		RETURNING kind, n`
 	args := []any{kind + "_tenant", tenantID, kind + "_key", keyID}
 	t.counted = countedInFlight{}
-	err := t.later(ctx, q, args, func(rows Rows) error {
+	err := t.laterRead(ctx, q, args, func(rows Rows) error {
 		f := countedInFlight{kind: kind, keyID: keyID, tenantID: tenantID}
 		for rows.Next() {
 			var k string

@@ -15,6 +15,13 @@ import (
 // errRefused: an account's guarded update changed no row (funds, or no such account).
 var errRefused = errors.New("account update refused")
 
+// postQueued is Post's guarded update as queued in a shared batch: the server refuses it
+// (Piper.RequireOne) unless the guard passed and the account has the first account's currency.
+const postQueued = `UPDATE accounts SET balance = balance + ?, updated_at = ?
+	WHERE id = ? AND (allow_negative <> 0 OR balance + ? >= 0 OR (? <> 0 AND kind = 'available'))
+	AND currency = (SELECT currency FROM accounts WHERE id = ?)
+	RETURNING 1`
+
 // Post appends a balanced transaction. Balances move with a guarded UPDATE per account, so the
 // funds check and the debit are one atomic statement: two concurrent reservations cannot both
 // pass a check made before either wrote.
@@ -43,6 +50,13 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 	for _, e := range entries {
 		if k := accountKey(e.Account); k != "" {
 			t.touchKey(k)
+		}
+		if t.queue {
+			// Queued, the guard is the server's: a refusal aborts the batch, which runs again
+			// with savepoints and answers below with the reason (pipe.go). The currency is
+			// guarded against the first account's, as the check below does.
+			t.pipe.QueueRead(t.db.group.postGuarded, []any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft), entries[0].Account}, nil)
+			continue
 		}
 		err := t.later(ctx, `UPDATE accounts SET balance = balance + ?, updated_at = ?
 			WHERE id = ? AND (allow_negative <> 0 OR balance + ? >= 0 OR (? <> 0 AND kind = 'available'))

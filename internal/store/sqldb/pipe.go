@@ -13,10 +13,16 @@ import (
 // those statements answer nothing the transaction needs before its commit: the inserts succeed
 // or the batch fails, and the balance updates pass their guard or the batch fails. So in an
 // optimistic shared batch (group.go) such statements are queued (Tx.later) and sent in one
-// round trip with the next statement whose answer is needed, or just before the commit. A queued
-// statement that fails, or whose check refuses its answer, fails the batch; the batch then runs
-// again with savepoints, where every statement runs at once and each error reaches the member
-// that made it, exactly as before. The ShareCommit contract already allows that second run.
+// round trip with the next statement whose answer is needed, or with the COMMIT. A queued
+// statement that fails fails the batch; the batch then runs again with savepoints, where every
+// statement runs at once and each error reaches the member that made it, exactly as before. The
+// ShareCommit contract already allows that second run.
+//
+// A refusal must be the server's for the COMMIT to travel with the queue: the server runs
+// whatever a pipeline holds, so an answer the client refuses after the fact may already be
+// committed. Queued statements therefore refuse by raising an error on the server (the guarded
+// balance update calls mediagen_require, PostgreSQL migration 0010), and a statement queued
+// with a client-side check (Pipe.Queue) sends its COMMIT a round trip later.
 
 // Rows is what a statement's check reads: database/sql's rows or the driver's.
 type Rows interface {
@@ -29,16 +35,21 @@ type Rows interface {
 // Queries are in the dialect's placeholder form.
 type Pipe interface {
 	// Queue adds a statement to send with the next Exec, Query, Flush or Commit; check, if not nil,
-	// reads its rows then, and its error fails that call.
+	// reads its rows then, and its error fails that call. A Commit with a checked statement in
+	// its queue sends COMMIT only after the queue's answers.
 	Queue(query string, args []any, check func(Rows) error)
+	// QueueRead is Queue for a statement whose answer is read but never refused (its refusals
+	// are the server's errors): it may travel with a COMMIT. read's error still fails the call.
+	QueueRead(query string, args []any, read func(Rows) error)
 	// Exec sends the queue and query, returning query's affected rows.
 	Exec(ctx context.Context, query string, args ...any) (int64, error)
 	// Query sends the queue and query, handing query's rows to read.
 	Query(ctx context.Context, query string, args []any, read func(Rows) error) error
 	// Flush sends the queue.
 	Flush(ctx context.Context) error
-	// Commit sends the queue, then COMMIT alone. queued is the error of a queued statement
-	// (COMMIT was not sent: nothing was committed); err is COMMIT's (whether it took effect is
+	// Commit sends the queue and COMMIT, in one round trip unless a queued statement has a
+	// check. queued is the error the server or a check gave a queued statement (COMMIT did not
+	// run: nothing was committed); err is any other failure (whether COMMIT took effect is
 	// unknown), or a report that the transaction was rolled back instead.
 	Commit(ctx context.Context) (queued, err error)
 	// Rollback drops the queue and rolls back.
@@ -49,6 +60,9 @@ type Pipe interface {
 // runs fn with it and leaves the connection with no transaction open (or discards it).
 type Piper interface {
 	Pipe(ctx context.Context, c *sql.Conn, fn func(Pipe) error) error
+	// RequireOne wraps query, a data-modifying statement with a RETURNING clause, so that the
+	// server raises an error (aborting the transaction) unless it returned exactly one row.
+	RequireOne(query, what string) string
 }
 
 // later runs a statement whose answer the transaction needs only by its commit: at once, or,
@@ -64,6 +78,16 @@ func (t *Tx) later(ctx context.Context, query string, args []any, check func(Row
 		return err
 	}
 	return t.query(ctx, query, args, check)
+}
+
+// laterRead is later for a statement whose answer is read but never refused by the client
+// (a refusal is the server's error): queued, it may travel with the COMMIT.
+func (t *Tx) laterRead(ctx context.Context, query string, args []any, read func(Rows) error) error {
+	if t.queue {
+		t.pipe.QueueRead(t.db.q(query), args, read)
+		return nil
+	}
+	return t.later(ctx, query, args, read)
 }
 
 // query runs a statement and hands its rows to read.

@@ -16,17 +16,25 @@ import (
 // reservation in one transaction marked by store.ShareCommit) through several store handles,
 // as several replicas would: two keys of one tenant, each funded for exactly funded creates,
 // offered twice as many distinct requests, each sent twice (a client retrying on another
-// replica), under an in-flight limit of funded tasks per key. Every rule must hold as with
-// unshared transactions: exactly funded creates of each key accepted, never two tasks for one
-// client_request_id, no overdraft, counters right, and the copy of an accepted request finds it.
+// replica), once under an in-flight limit of funded tasks per key and once with funds the only
+// bound. Every rule must hold as with unshared transactions: exactly funded creates of each key
+// accepted, never two tasks for one client_request_id, no overdraft, counters right, and the
+// copy of an accepted request finds it.
 func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded int) {
 	t.Helper()
+	t.Run("under an in-flight limit", func(t *testing.T) { createsOfOneKey(t, handles, "acme", funded, true) })
+	// Without a limit nothing is read inside the batch: the funds guard alone refuses, in
+	// the same round trip as the batch's COMMIT on PostgreSQL.
+	t.Run("funds the only bound", func(t *testing.T) { createsOfOneKey(t, handles, "acme-funds", funded, false) })
+}
+
+func createsOfOneKey(t *testing.T, handles []store.Store, tenant string, funded int, limit bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const price = 1000
 	var keys []store.Key
 	for range 2 {
-		k := newKey(t, handles[0], "acme", false)
+		k := newKey(t, handles[0], tenant, false)
 		if err := credit(ctx, handles[0], k, money.Micros(funded*price)); err != nil {
 			t.Fatal(err)
 		}
@@ -53,10 +61,12 @@ func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded i
 						}
 						// An in-flight limit of funded tasks per key, checked as the API checks
 						// it: its counts are read inside the batch (PostgreSQL sends for them).
-						if n, err := tx.TasksInFlight(ctx, k.ID, k.TenantID); err != nil {
-							return err
-						} else if n.Key > funded {
-							return errOverLimit
+						if limit {
+							if n, err := tx.TasksInFlight(ctx, k.ID, k.TenantID); err != nil {
+								return err
+							} else if n.Key > funded {
+								return errOverLimit
+							}
 						}
 						if err := tx.EnqueueJob(ctx, store.Job{ID: taskKind + ":" + task.ID, Kind: taskKind, Ref: task.ID,
 							TenantID: task.TenantID, RunAt: task.CreatedAt, CreatedAt: task.CreatedAt}); err != nil {

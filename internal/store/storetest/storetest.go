@@ -210,22 +210,46 @@ func testCredit(t *testing.T, s store.Store) {
 func testUnbalanced(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
-	avail := store.AccountID(k.ID, store.AccountAvailable)
-	cases := map[string][]store.Entry{
-		"sum not zero": {{Account: store.FundingAccountID("USD"), Amount: -5}, {Account: avail, Amount: 4}},
-		"one entry":    {{Account: avail, Amount: 0}},
-		"same account": {{Account: avail, Amount: 5}, {Account: avail, Amount: -5}},
+	if err := credit(ctx, s, k, 10); err != nil {
+		t.Fatal(err)
 	}
-	for name, entries := range cases {
-		if err := post(ctx, s, "credit", entries...); !errors.Is(err, store.ErrUnbalanced) {
-			t.Errorf("%s: err = %v, want ErrUnbalanced", name, err)
+	avail := store.AccountID(k.ID, store.AccountAvailable)
+	reserved := store.AccountID(k.ID, store.AccountReserved)
+	euro := newKey(t, s, "acme", false)
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		return tx.CreateKey(ctx, store.Key{ID: euro.ID + "-eur", TenantID: "acme", Name: "k", Prefix: "eur",
+			Hash: []byte(euro.ID + "-eur"), CreatedAt: time.Now()}, "EUR")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		entries []store.Entry
+		want    error
+	}{
+		{"sum not zero", []store.Entry{{Account: store.FundingAccountID("USD"), Amount: -5}, {Account: avail, Amount: 4}}, store.ErrUnbalanced},
+		{"one entry", []store.Entry{{Account: avail, Amount: 0}}, store.ErrUnbalanced},
+		{"same account", []store.Entry{{Account: avail, Amount: 5}, {Account: avail, Amount: -5}}, store.ErrUnbalanced},
+		{"two currencies", []store.Entry{{Account: store.FundingAccountID("EUR"), Amount: -5}, {Account: avail, Amount: 5}}, store.ErrUnbalanced},
+		{"unknown account", []store.Entry{{Account: store.FundingAccountID("USD"), Amount: -5}, {Account: "nobody:available", Amount: 5}}, store.ErrNotFound},
+		{"overdraft", []store.Entry{{Account: avail, Amount: -11}, {Account: reserved, Amount: 11}}, store.ErrInsufficientFunds},
+	}
+	// Each is posted alone and as a create posts it (store.ShareCommit; on PostgreSQL its
+	// guarded updates are queued and refused by the server), after a shared post that succeeds
+	// so the shared one is not run the careful way.
+	for _, c := range cases {
+		if err := post(ctx, s, "credit", c.entries...); !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+		shared := store.ShareCommit(ctx, k.TenantID, k.ID)
+		if err := post(shared, s, "noop", store.Entry{Account: store.FundingAccountID("USD"), Amount: 0}, store.Entry{Account: avail, Amount: 0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := post(shared, s, "credit", c.entries...); !errors.Is(err, c.want) {
+			t.Errorf("%s, shared: err = %v, want %v", c.name, err, c.want)
 		}
 	}
-	err := post(ctx, s, "credit", store.Entry{Account: store.FundingAccountID("USD"), Amount: -5}, store.Entry{Account: "nobody:available", Amount: 5})
-	if !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("unknown account: %v", err)
-	}
-	if b := balance(t, s, k); b.Available != 0 {
+	if b := balance(t, s, k); b.Available != 10 || b.Reserved != 0 {
 		t.Errorf("rejected posts moved money: %+v", b)
 	}
 }
