@@ -13,8 +13,9 @@ import "context"
 // (tenant, key) order without deadlocking other replicas' batches. And fn may run more than
 // once: when a shared transaction fails as a whole before its commit (a deadlock the database
 // broke, a lost connection) the store runs each of its members again alone. Its effects outside
-// the transaction must therefore be repeatable. And fn reads none of the rows it inserts: the
-// store may hold its inserts back until the commit, merged with the other members' (PostgreSQL).
+// the transaction must therefore be repeatable. And fn reads none of the rows it inserts and no
+// balance it moves: the store may hold its inserts and balance moves back until the commit,
+// merged with the other members' (PostgreSQL).
 // Each member still gets exactly its own outcome: committed with the others, or rolled back alone.
 func ShareCommit(ctx context.Context, tenantID, keyID string) context.Context {
 	return context.WithValue(ctx, shareKey{}, Share{TenantID: tenantID, KeyID: keyID})

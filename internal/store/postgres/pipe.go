@@ -37,9 +37,9 @@ func (dialect) Pipe(ctx context.Context, c *sql.Conn, fn func(sqldb.Pipe) error)
 	})
 }
 
-// RequireOne makes the server refuse with mediagen_require (migration 0010).
-func (dialect) RequireOne(query, what string) string {
-	return "WITH u AS (" + query + ") SELECT mediagen_require((SELECT count(*) FROM u) = 1, '" +
+// RequireRows makes the server refuse with mediagen_require (migration 0010).
+func (dialect) RequireRows(query, what string) string {
+	return "WITH u AS (" + query + ") SELECT mediagen_require((SELECT count(*) FROM u) = ?, '" +
 		strings.ReplaceAll(what, "'", "''") + "')"
 }
 

@@ -131,7 +131,7 @@ func TestPipeCommitTravelsWithAQueueOfReads(t *testing.T) {
 		p.Queue("BEGIN", nil, nil)
 		p.Queue(`INSERT INTO t VALUES ('b', 1)`, nil, nil)
 		read := 0
-		p.QueueRead(dialect{}.RequireOne(`UPDATE t SET n = n + 1 WHERE id = 'a' RETURNING n`, "t"), nil, func(r sqldb.Rows) error {
+		p.QueueRead(sqldb.RebindDollar(dialect{}.RequireRows(`UPDATE t SET n = n + 1 WHERE id = 'a' RETURNING n`, "t")), []any{1}, func(r sqldb.Rows) error {
 			for r.Next() {
 				if err := r.Scan(new(bool)); err != nil {
 					return err
@@ -156,13 +156,13 @@ func TestPipeCommitTravelsWithAQueueOfReads(t *testing.T) {
 	}
 }
 
-// TestPipeServerRefusalWithCommitIsQueuedAndCommitsNothing: a RequireOne statement that
+// TestPipeServerRefusalWithCommitIsQueuedAndCommitsNothing: a RequireRows statement that
 // changes no row is refused by the server, so the COMMIT that travels with it never runs.
 func TestPipeServerRefusalWithCommitIsQueuedAndCommitsNothing(t *testing.T) {
 	pipeOn(t, func(ctx context.Context, db *sql.DB, p sqldb.Pipe) {
 		p.Queue("BEGIN", nil, nil)
 		p.Queue(`INSERT INTO t VALUES ('b', 1)`, nil, nil)
-		p.QueueRead(dialect{}.RequireOne(`UPDATE t SET n = n + 1 WHERE id = 'nobody' RETURNING n`, "t"), nil, nil)
+		p.QueueRead(sqldb.RebindDollar(dialect{}.RequireRows(`UPDATE t SET n = n + 1 WHERE id = 'nobody' RETURNING n`, "t")), []any{1}, nil)
 		queued, err := p.Commit(ctx)
 		var pgErr *pgconn.PgError
 		if !errors.As(queued, &pgErr) || pgErr.Code != "MG001" || err != nil {

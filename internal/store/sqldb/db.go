@@ -207,17 +207,15 @@ type Tx struct {
 	// pipe replaces tx in a pipelined shared batch (pipe.go); queue lets later queue there.
 	pipe  Pipe
 	queue bool
-	merge *inserts // with queue: inserts wait for the commit, merged (merge.go)
+	merge *merged // with queue: writes wait for the commit, merged (merge.go)
 	// detached: the transaction is shared (group commit), so statements must not be
 	// interrupted by one caller's context (see stmtCtx).
 	detached bool
 	// touched lists the tasks this transaction wrote, for the task cache; touchedKeys the keys
 	// whose money it moved, for the balance cache.
 	touched, touchedKeys []string
-	// counted is what the last in-flight increment of this transaction returned (inflight.go);
-	// countPending: that increment is queued, its counts not yet answered.
-	counted      countedInFlight
-	countPending bool
+	// counted is what the last in-flight increment of this transaction returned (inflight.go).
+	counted countedInFlight
 }
 
 // writeStmt returns the statement prepared on the write handle, or nil the first time a query

@@ -66,8 +66,9 @@ type grouper struct {
 	shared bool
 	// pipe: the shared mode on a driver that can queue statements (pipe.go); nil otherwise.
 	pipe Piper
-	// postGuarded is postQueued as the pipe's dialect refuses it, in its placeholder form.
-	postGuarded string
+	// postGuarded and moveBalances are postQueued and moveBalancesSQL as the pipe's dialect
+	// refuses them (Piper.RequireRows), in its placeholder form.
+	postGuarded, moveBalances string
 
 	// batches and grouped count commits and the transactions they carried (for tests and
 	// metrics: grouped/batches is the mean batch size).
@@ -97,7 +98,8 @@ func startGrouper(db *DB, lanes int, shared bool) *grouper {
 	g := &grouper{db: db, closed: make(chan struct{}), shared: shared}
 	if p, ok := db.d.(Piper); ok && shared {
 		g.pipe = p
-		g.postGuarded = db.q(p.RequireOne(postQueued, "account update"))
+		g.postGuarded = db.q(p.RequireRows(postQueued, "account update"))
+		g.moveBalances = db.q(p.RequireRows(moveBalancesSQL, "balance move"))
 	}
 	for range lanes {
 		ch := make(chan *groupJob)

@@ -17,16 +17,21 @@ import (
 // addInFlight counts one more unfinished record of the key and of the tenant. The upsert
 // locks both counter rows until the transaction ends, and returns the new counts, which the
 // transaction keeps: the in-flight check that follows on the hot create path then costs no
-// round trip while the rows are locked. In an optimistic shared batch the upsert is queued
-// (Tx.later) and its counts arrive when something needs them: a create with no in-flight limit
-// never waits for them.
+// round trip while the rows are locked. In an optimistic shared batch the increments are
+// merged with the other members' (merge.go) and sent with the commit, or when a member reads
+// the counts: a create with no in-flight limit never waits for them.
 func (t *Tx) addInFlight(ctx context.Context, kind, keyID, tenantID string) error {
+	t.counted = countedInFlight{}
+	if t.merge != nil {
+		t.merge.count(kind+"_tenant", tenantID, 1)
+		t.merge.count(kind+"_key", keyID, 1)
+		return nil
+	}
 	q := `INSERT INTO in_flight (kind, owner, n) VALUES (?, ?, 1), (?, ?, 1)
 		ON CONFLICT (kind, owner) DO UPDATE SET n = in_flight.n + 1
 		RETURNING kind, n`
 	args := []any{kind + "_tenant", tenantID, kind + "_key", keyID}
-	t.counted = countedInFlight{}
-	err := t.laterRead(ctx, q, args, func(rows Rows) error {
+	err := t.query(ctx, q, args, func(rows Rows) error {
 		f := countedInFlight{kind: kind, keyID: keyID, tenantID: tenantID}
 		for rows.Next() {
 			var k string
@@ -40,13 +45,12 @@ func (t *Tx) addInFlight(ctx context.Context, kind, keyID, tenantID string) erro
 				f.n.Tenant = n
 			}
 		}
-		t.counted, t.countPending = f, false
+		t.counted = f
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("count %s in flight: %w", kind, err)
 	}
-	t.countPending = t.queue
 	return nil
 }
 
@@ -59,7 +63,7 @@ type countedInFlight struct {
 // dropInFlight counts one fewer unfinished record of the key and of the tenant the record
 // names. A counter never goes below zero: a drift could only loosen a limit.
 func (t *Tx) dropInFlight(ctx context.Context, kind, table, id string) error {
-	t.counted, t.countPending = countedInFlight{}, false
+	t.counted = countedInFlight{}
 	for _, scope := range []struct{ suffix, column string }{{"_tenant", "tenant_id"}, {"_key", "key_id"}} {
 		_, err := t.exec(ctx, `UPDATE in_flight SET n = CASE WHEN n > 0 THEN n - 1 ELSE 0 END
 			WHERE kind = ? AND owner = (SELECT `+scope.column+` FROM `+table+` WHERE id = ?)`, kind+scope.suffix, id)
@@ -73,10 +77,18 @@ func (t *Tx) dropInFlight(ctx context.Context, kind, table, id string) error {
 // inFlight returns the key's and the tenant's counters: as this transaction's last create
 // counted them (its rows are still locked, so they cannot have moved), or read.
 func (t *Tx) inFlight(ctx context.Context, kind, keyID, tenantID string) (store.InFlight, error) {
-	if t.countPending {
-		// The counts are queued: send the queue for them.
-		if err := t.pipe.Flush(t.stmtCtx(ctx)); err != nil {
-			return store.InFlight{}, fmt.Errorf("count %s in flight: %w", kind, err)
+	if m := t.merge; m != nil {
+		// The batch's increments so far go first; their answer is the count.
+		if len(m.counts) > 0 {
+			m.queueCounts(t.pipe, t.db.q)
+			if err := t.pipe.Flush(t.stmtCtx(ctx)); err != nil {
+				return store.InFlight{}, fmt.Errorf("count %s in flight: %w", kind, err)
+			}
+		}
+		k, kok := m.answered[counterRow{kind + "_key", keyID}]
+		n, tok := m.answered[counterRow{kind + "_tenant", tenantID}]
+		if kok && tok {
+			return store.InFlight{Key: int(k), Tenant: int(n)}, nil
 		}
 	}
 	if c := t.counted; c.kind == kind && c.keyID == keyID && c.tenantID == tenantID {

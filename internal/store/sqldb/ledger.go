@@ -46,6 +46,15 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 	// lock them in the same order and cannot deadlock on PostgreSQL.
 	entries := append([]store.Entry(nil), txn.Entries...)
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Account < entries[j].Account })
+	if k := oneKey(entries); t.merge != nil && k != "" && !txn.AllowOverdraft {
+		// The accounts of one key share its currency; the moves wait for the commit,
+		// merged with the batch's others (merge.go), and a refusal is the server's.
+		t.touchKey(k)
+		for _, e := range entries {
+			t.merge.move(e.Account, int64(e.Amount), created)
+		}
+		return t.insertEntries(ctx, txn.ID, entries)
+	}
 	var currency string
 	for _, e := range entries {
 		if k := accountKey(e.Account); k != "" {
@@ -55,7 +64,7 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 			// Queued, the guard is the server's: a refusal aborts the batch, which runs again
 			// with savepoints and answers below with the reason (pipe.go). The currency is
 			// guarded against the first account's, as the check below does.
-			t.pipe.QueueRead(t.db.group.postGuarded, []any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft), entries[0].Account}, nil)
+			t.pipe.QueueRead(t.db.group.postGuarded, []any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft), entries[0].Account, int64(1)}, nil)
 			continue
 		}
 		err := t.later(ctx, `UPDATE accounts SET balance = balance + ?, updated_at = ?
@@ -91,15 +100,31 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 			return fmt.Errorf("post %s: account %s: %w", txn.ID, e.Account, err)
 		}
 	}
-	// All legs in one statement: one round trip fewer per leg on PostgreSQL.
+	return t.insertEntries(ctx, txn.ID, entries)
+}
+
+// insertEntries inserts a transaction's legs, all in one statement: one round trip fewer per
+// leg on PostgreSQL.
+func (t *Tx) insertEntries(ctx context.Context, txnID string, entries []store.Entry) error {
 	args := make([]any, 0, 3*len(entries))
 	for _, e := range entries {
-		args = append(args, txn.ID, e.Account, int64(e.Amount))
+		args = append(args, txnID, e.Account, int64(e.Amount))
 	}
 	if err := t.insert(ctx, `INSERT INTO ledger_entries (txn_id, account_id, amount)`, "", 3, args); err != nil {
-		return fmt.Errorf("post %s entries: %w", txn.ID, err)
+		return fmt.Errorf("post %s entries: %w", txnID, err)
 	}
 	return nil
+}
+
+// oneKey is the key every entry's account belongs to, or "" if they are not all one key's.
+func oneKey(entries []store.Entry) string {
+	k := accountKey(entries[0].Account)
+	for _, e := range entries[1:] {
+		if accountKey(e.Account) != k {
+			return ""
+		}
+	}
+	return k
 }
 
 func validTxn(txn store.Txn) error {

@@ -8,7 +8,7 @@ import (
 
 // Pipelined shared commits (PostgreSQL).
 //
-// A create makes seven statements, and on PostgreSQL each was a round trip while the batch held
+// A create made seven statements, and on PostgreSQL each was a round trip while the batch held
 // its tenant's counter row: the lane, not the server, was the limit (bench/README.md). Most of
 // those statements answer nothing the transaction needs before its commit: the inserts succeed
 // or the batch fails, and the balance updates pass their guard or the batch fails. So in an
@@ -60,9 +60,10 @@ type Pipe interface {
 // runs fn with it and leaves the connection with no transaction open (or discards it).
 type Piper interface {
 	Pipe(ctx context.Context, c *sql.Conn, fn func(Pipe) error) error
-	// RequireOne wraps query, a data-modifying statement with a RETURNING clause, so that the
-	// server raises an error (aborting the transaction) unless it returned exactly one row.
-	RequireOne(query, what string) string
+	// RequireRows wraps query, a data-modifying statement with a RETURNING clause, so that the
+	// server raises an error (aborting the transaction) unless it returned as many rows as the
+	// one more argument the wrapped statement takes, after query's own.
+	RequireRows(query, what string) string
 }
 
 // later runs a statement whose answer the transaction needs only by its commit: at once, or,
@@ -78,16 +79,6 @@ func (t *Tx) later(ctx context.Context, query string, args []any, check func(Row
 		return err
 	}
 	return t.query(ctx, query, args, check)
-}
-
-// laterRead is later for a statement whose answer is read but never refused by the client
-// (a refusal is the server's error): queued, it may travel with the COMMIT.
-func (t *Tx) laterRead(ctx context.Context, query string, args []any, read func(Rows) error) error {
-	if t.queue {
-		t.pipe.QueueRead(t.db.q(query), args, read)
-		return nil
-	}
-	return t.later(ctx, query, args, read)
 }
 
 // query runs a statement and hands its rows to read.
@@ -158,7 +149,7 @@ func (s sqlTxn) rollback()                   { _ = s.tx.Rollback() }
 type pipeTxn struct {
 	db    *DB
 	p     Pipe
-	merge *inserts // the members' inserts, sent just before the commit (merge.go)
+	merge *merged // the members' merged writes, sent with the commit (merge.go)
 }
 
 func (s pipeTxn) member(queue bool) *Tx {
@@ -170,7 +161,7 @@ func (s pipeTxn) member(queue bool) *Tx {
 }
 
 func (s pipeTxn) commit() (queued, err error) {
-	s.merge.queue(s.p, s.db.q)
+	s.merge.queue(s.p, s.db.q, s.db.group.moveBalances)
 	return s.p.Commit(context.Background())
 }
 func (s pipeTxn) rollback() { _ = s.p.Rollback(context.Background()) }
@@ -189,7 +180,7 @@ func (db *DB) piped(p Piper, body func(sharedTxn)) (ran bool) {
 	_ = p.Pipe(bg, c, func(pp Pipe) error {
 		ran = true
 		pp.Queue("BEGIN", nil, nil)
-		body(pipeTxn{db: db, p: pp, merge: &inserts{}})
+		body(pipeTxn{db: db, p: pp, merge: &merged{}})
 		return nil
 	})
 	return ran

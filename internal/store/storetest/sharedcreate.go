@@ -14,10 +14,11 @@ import (
 
 // CreatesOfOneKeyAcrossReplicas runs concurrent creates as the API makes them (task, job and
 // reservation in one transaction marked by store.ShareCommit) through several store handles,
-// as several replicas would: two keys of one tenant, each funded for exactly funded creates,
+// as several replicas would: two keys of one tenant, each admitting exactly funded creates,
 // offered twice as many distinct requests, each sent twice (a client retrying on another
-// replica), once under an in-flight limit of funded tasks per key and once with funds the only
-// bound. Every rule must hold as with unshared transactions: exactly funded creates of each key
+// replica), once under an in-flight limit of funded tasks per key (with funds for twice as
+// many: the limit, read inside the batch, is the bound) and once with funds for funded creates
+// the only bound. Every rule must hold as with unshared transactions: exactly funded creates of each key
 // accepted, never two tasks for one client_request_id, no overdraft, counters right, and the
 // copy of an accepted request finds it.
 func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded int) {
@@ -26,16 +27,73 @@ func CreatesOfOneKeyAcrossReplicas(t *testing.T, handles []store.Store, funded i
 	// Without a limit nothing is read inside the batch: the funds guard alone refuses, in
 	// the same round trip as the batch's COMMIT on PostgreSQL.
 	t.Run("funds the only bound", func(t *testing.T) { createsOfOneKey(t, handles, "acme-funds", funded, false) })
+	t.Run("counts read inside batches", func(t *testing.T) { countsInsideBatches(t, handles, funded) })
+}
+
+// countsInsideBatches creates tasks of two keys of one tenant concurrently through every
+// handle, nothing refused (so batches stay optimistic), each reading its in-flight counts as
+// the API does after its insert: in whatever order they commit, the counts seen must be those of
+// a serial order, each value from 1 to the final count seen exactly once.
+func countsInsideBatches(t *testing.T, handles []store.Store, perKey int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	keys := []store.Key{newKey(t, handles[0], "acme-counts", true), newKey(t, handles[0], "acme-counts", true)}
+	var mu sync.Mutex
+	seenKey := map[string]map[int]int{}
+	seenTenant := map[int]int{}
+	var wg sync.WaitGroup
+	for ki, k := range keys {
+		seenKey[k.ID] = map[int]int{}
+		for r := range perKey {
+			s := handles[r%len(handles)]
+			wg.Go(func() {
+				task := newTask(k, fmt.Sprintf("count-%d-%d", ki, r))
+				var n store.InFlight
+				err := s.Transact(store.ShareCommit(ctx, k.TenantID, k.ID), func(tx store.Tx) (err error) {
+					if err := tx.CreateTask(ctx, task); err != nil {
+						return err
+					}
+					n, err = tx.TasksInFlight(ctx, k.ID, k.TenantID)
+					return err
+				})
+				if err != nil {
+					t.Errorf("create: %v", err)
+					return
+				}
+				mu.Lock()
+				seenKey[k.ID][n.Key]++
+				seenTenant[n.Tenant]++
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	for ki, k := range keys {
+		for c := 1; c <= perKey; c++ {
+			if seenKey[k.ID][c] != 1 {
+				t.Errorf("key %d: count %d seen %d times, want once", ki, c, seenKey[k.ID][c])
+			}
+		}
+	}
+	for c := 1; c <= len(keys)*perKey; c++ {
+		if seenTenant[c] != 1 {
+			t.Errorf("tenant: count %d seen %d times, want once", c, seenTenant[c])
+		}
+	}
 }
 
 func createsOfOneKey(t *testing.T, handles []store.Store, tenant string, funded int, limit bool) {
+	funds := funded
+	if limit {
+		funds = 2 * funded
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const price = 1000
 	var keys []store.Key
 	for range 2 {
 		k := newKey(t, handles[0], tenant, false)
-		if err := credit(ctx, handles[0], k, money.Micros(funded*price)); err != nil {
+		if err := credit(ctx, handles[0], k, money.Micros(funds*price)); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, k)
@@ -110,12 +168,12 @@ func createsOfOneKey(t *testing.T, handles []store.Store, tenant string, funded 
 	}
 	for i, k := range keys {
 		if accepted[i] != funded {
-			t.Errorf("key %d: %d creates accepted, want exactly %d (funds for %d, %d distinct requests offered)", i, accepted[i], funded, funded, 2*funded)
+			t.Errorf("key %d: %d creates accepted, want exactly %d (funds for %d, limit %v, %d distinct requests offered)", i, accepted[i], funded, funds, limit, 2*funded)
 		}
 		for hi, s := range handles {
 			b := balance(t, s, k)
-			if b.Available != 0 || b.Reserved != money.Micros(funded*price) {
-				t.Errorf("key %d on handle %d: available %s reserved %s, want 0 and %d", i, hi, b.Available, b.Reserved, funded*price)
+			if b.Available != money.Micros((funds-funded)*price) || b.Reserved != money.Micros(funded*price) {
+				t.Errorf("key %d on handle %d: available %s reserved %s, want %d and %d", i, hi, b.Available, b.Reserved, (funds-funded)*price, funded*price)
 			}
 		}
 		wantInFlight(t, fmt.Sprintf("key %d", i), tasksInFlight(t, handles[0], k), funded, 2*funded)

@@ -232,6 +232,7 @@ func testUnbalanced(t *testing.T, s store.Store) {
 		{"same account", []store.Entry{{Account: avail, Amount: 5}, {Account: avail, Amount: -5}}, store.ErrUnbalanced},
 		{"two currencies", []store.Entry{{Account: store.FundingAccountID("EUR"), Amount: -5}, {Account: avail, Amount: 5}}, store.ErrUnbalanced},
 		{"unknown account", []store.Entry{{Account: store.FundingAccountID("USD"), Amount: -5}, {Account: "nobody:available", Amount: 5}}, store.ErrNotFound},
+		{"unknown key", []store.Entry{{Account: "nobody:available", Amount: -5}, {Account: "nobody:reserved", Amount: 5}}, store.ErrNotFound},
 		{"overdraft", []store.Entry{{Account: avail, Amount: -11}, {Account: reserved, Amount: 11}}, store.ErrInsufficientFunds},
 	}
 	// Each is posted alone and as a create posts it (store.ShareCommit; on PostgreSQL its
