@@ -171,6 +171,31 @@ func TestEnvironmentConfiguresServe(t *testing.T) {
 	}
 }
 
+func TestServeSetsGCTargetUnlessGOGCIsSet(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int // 0: serve leaves the collector alone
+	}{
+		{"default", nil, 400},
+		{"chosen by flag env", map[string]string{"MEDIAGEN_GC_PERCENT": "200"}, 200},
+		{"GOGC wins", map[string]string{"GOGC": "50", "MEDIAGEN_GC_PERCENT": "200"}, 0},
+		{"off", map[string]string{"MEDIAGEN_GC_PERCENT": "0"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMain(env(tt.env), io.Discard, io.Discard)
+			if err := m.ParseFlags(nil); err != nil {
+				t.Fatal(err)
+			}
+			pct, ok := m.Config.gcTarget()
+			if got := map[bool]int{true: pct}[ok]; got != tt.want {
+				t.Errorf("gc target = %d (set %v), want %d", pct, ok, tt.want)
+			}
+		})
+	}
+}
+
 // admin runs an admin command against the data directory and returns its output.
 func admin(t *testing.T, dataDir string, args ...string) string {
 	t.Helper()

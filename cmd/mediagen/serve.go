@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -159,6 +160,9 @@ func (m *Main) Run(ctx context.Context) error {
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
+	}
+	if pct, ok := m.Config.gcTarget(); ok {
+		debug.SetGCPercent(pct)
 	}
 	if m.Config.DebugListen != "" {
 		if err := m.startDebug(); err != nil {
