@@ -55,6 +55,11 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 		}
 		return t.insertEntries(ctx, txn.ID, entries)
 	}
+	if t.merge != nil {
+		// Accounts are locked after the in-flight counters (inflight.go): the batch's merged
+		// increments go ahead of these updates.
+		t.merge.queueCounts(t.pipe, t.db.q)
+	}
 	var currency string
 	for _, e := range entries {
 		if k := accountKey(e.Account); k != "" {
