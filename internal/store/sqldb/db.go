@@ -204,10 +204,10 @@ func (db *DB) transactOnce(ctx context.Context, fn func(store.Tx) error) (err er
 type Tx struct {
 	db *DB
 	tx *sql.Tx
-	// pipe replaces tx in a pipelined shared batch (pipe.go); queue lets later queue there.
+	// pipe replaces tx in a pipelined shared batch (pipe.go). merge, in its optimistic
+	// attempt, holds writes back for the commit, merged (merge.go), and lets later queue.
 	pipe  Pipe
-	queue bool
-	merge *merged // with queue: writes wait for the commit, merged (merge.go)
+	merge *merged
 	// detached: the transaction is shared (group commit), so statements must not be
 	// interrupted by one caller's context (see stmtCtx).
 	detached bool

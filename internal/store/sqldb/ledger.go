@@ -15,10 +15,14 @@ import (
 // errRefused: an account's guarded update changed no row (funds, or no such account).
 var errRefused = errors.New("account update refused")
 
-// postQueued is Post's guarded update as queued in a shared batch: the server refuses it
-// (Piper.RequireOne) unless the guard passed and the account has the first account's currency.
-const postQueued = `UPDATE accounts SET balance = balance + ?, updated_at = ?
-	WHERE id = ? AND (allow_negative <> 0 OR balance + ? >= 0 OR (? <> 0 AND kind = 'available'))
+// postUpdate is Post's guarded update of one account (args: amount, time, account, amount,
+// overdraft): the funds check and the move are one statement.
+const postUpdate = `UPDATE accounts SET balance = balance + ?, updated_at = ?
+	WHERE id = ? AND (allow_negative <> 0 OR balance + ? >= 0 OR (? <> 0 AND kind = 'available'))`
+
+// postQueued is postUpdate as queued in a shared batch: the server refuses it
+// (Piper.RequireRows) unless the guard passed and the account has the first account's currency.
+const postQueued = postUpdate + `
 	AND currency = (SELECT currency FROM accounts WHERE id = ?)
 	RETURNING 1`
 
@@ -65,16 +69,14 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 		if k := accountKey(e.Account); k != "" {
 			t.touchKey(k)
 		}
-		if t.queue {
+		if t.merge != nil {
 			// Queued, the guard is the server's: a refusal aborts the batch, which runs again
 			// with savepoints and answers below with the reason (pipe.go). The currency is
 			// guarded against the first account's, as the check below does.
 			t.pipe.QueueRead(t.db.group.postGuarded, []any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft), entries[0].Account, int64(1)}, nil)
 			continue
 		}
-		err := t.later(ctx, `UPDATE accounts SET balance = balance + ?, updated_at = ?
-			WHERE id = ? AND (allow_negative <> 0 OR balance + ? >= 0 OR (? <> 0 AND kind = 'available'))
-			RETURNING currency`,
+		err := t.later(ctx, postUpdate+` RETURNING currency`,
 			[]any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft)},
 			func(rows Rows) error {
 				if !rows.Next() {

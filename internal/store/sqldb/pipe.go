@@ -70,7 +70,7 @@ type Piper interface {
 // in an optimistic shared batch, queued (see above). check, if not nil, gets its rows; its
 // error is later's, or the batch's.
 func (t *Tx) later(ctx context.Context, query string, args []any, check func(Rows) error) error {
-	if t.queue {
+	if t.merge != nil {
 		t.pipe.Queue(t.db.q(query), args, check)
 		return nil
 	}
@@ -153,7 +153,7 @@ type pipeTxn struct {
 }
 
 func (s pipeTxn) member(queue bool) *Tx {
-	t := &Tx{db: s.db, pipe: s.p, queue: queue, detached: true}
+	t := &Tx{db: s.db, pipe: s.p, detached: true}
 	if queue {
 		t.merge = s.merge
 	}
