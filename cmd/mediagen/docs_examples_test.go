@@ -198,12 +198,18 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 			vars := map[string]string{"MEDIAGEN_API_KEY": m.DemoKey, "MEDIAGEN_BASE_URL": m.URL(), "MEDIAGEN_POLL_INTERVAL": "100ms"}
 			var stdout, stderr bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			// Files the command makes go to a scratch directory.
+			// Files the command makes go to a scratch directory, also those the tour saves to
+			// its default directory (relative: it would land in this package's source tree).
 			args := append([]string(nil), ex.cli...)
+			hasOutDir := false
 			for i := range args {
 				if i > 0 && (args[i-1] == "--out" || args[i-1] == "--out-dir") {
 					args[i] = filepath.Join(scratch, args[i])
+					hasOutDir = hasOutDir || args[i-1] == "--out-dir"
 				}
+			}
+			if args[0] == "tour" && !hasOutDir {
+				args = append(args, "--out-dir", filepath.Join(scratch, "mediagen-tour"))
 			}
 			err := run(ctx, args, env(vars), &stdout, &stderr)
 			cancel()
