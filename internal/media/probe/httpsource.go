@@ -60,6 +60,11 @@ func openHTTP(ctx context.Context, c *safefetch.Client, url string, opt Options)
 		if start != 0 || total <= 0 {
 			return nil, 0, nil, 0, fmt.Errorf("%w: first range starts at %d of %d", ErrUnstable, start, total)
 		}
+		// The answer's own range sizes the buffer below: more than was asked for is the
+		// server's word against our memory. Less is allowed (the probe reads on from there).
+		if end >= firstFetch {
+			return nil, 0, nil, 0, fmt.Errorf("%w: asked for %d bytes, got a range of %d", ErrUnstable, int64(firstFetch), end-start+1)
+		}
 		if total > opt.MaxFileSize {
 			return nil, 0, nil, 0, fmt.Errorf("%w: %d bytes", ErrTooLarge, total)
 		}

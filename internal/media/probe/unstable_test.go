@@ -3,9 +3,11 @@ package probe
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,5 +111,73 @@ func TestPublicMessage_CoversProbeKinds(t *testing.T) {
 	}
 	if PublicMessage(safefetch.ErrForbiddenAddress) != safefetch.PublicMessage(safefetch.ErrForbiddenAddress) {
 		t.Error("safefetch kinds are not passed through")
+	}
+}
+
+// The first answer sets the size of the buffer it is read into: a server that answers the
+// opening 64 KiB request with a far larger range must be refused before anything is
+// allocated for it or read from it, or one request could hold gigabytes of the process.
+func TestProbeURL_FirstRangeLargerThanAskedIsUnstable(t *testing.T) {
+	// Not parallel: the test reads the process's allocation counter.
+	const claimed = 100 << 20
+	cases := []struct {
+		name         string
+		contentRange string
+	}{
+		{"100 MiB of a 100 MiB file", fmt.Sprintf("bytes 0-%d/%d", claimed-1, claimed)},
+		{"one byte more than asked", fmt.Sprintf("bytes 0-%d/%d", firstFetch, claimed)},
+		{"16 GiB claimed", fmt.Sprintf("bytes 0-%d/%d", int64(16<<30)-2, int64(16<<30)-1)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Range", tc.contentRange)
+				w.WriteHeader(http.StatusPartialContent)
+				chunk := make([]byte, 32<<10)
+				for range claimed / len(chunk) {
+					if _, err := w.Write(chunk); err != nil {
+						return
+					}
+				}
+			}))
+			defer srv.Close()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			res, err := ProbeURL(context.Background(), loopbackClient(t), srv.URL, Options{AllowHTTP: true})
+			runtime.ReadMemStats(&after)
+			assertIs(t, err, ErrUnstable)
+			if res.BytesRead > 2*firstFetch {
+				t.Errorf("read %d bytes of a range it never asked for", res.BytesRead)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+				t.Errorf("allocated %d bytes for a %d-byte request", grew, firstFetch)
+			}
+			srv.CloseClientConnections()
+		})
+	}
+}
+
+// A server may answer the opening request with less than was asked for (RFC 9110 lets it);
+// the probe goes on from the bytes it has.
+func TestProbeURL_ShorterFirstRangeIsMeasured(t *testing.T) {
+	t.Parallel()
+	orig, err := os.ReadFile(fixture(t, "moov-at-end"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			r.Header.Set("Range", "bytes=0-4095")
+		}
+		http.ServeContent(w, r, "m", time.Time{}, bytes.NewReader(orig))
+	}))
+	defer srv.Close()
+	res, err := ProbeURL(context.Background(), loopbackClient(t), srv.URL, Options{AllowHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(res.Duration > 0) {
+		t.Fatalf("duration %v", res.Duration)
 	}
 }
