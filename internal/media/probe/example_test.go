@@ -34,6 +34,6 @@ func Example() {
 		fmt.Println(err)
 	}
 	// res.Duration (s), Width, Height, FPS, HasVideo, HasAudio, Brand, Fragmented,
-	// DurationSource ("mvhd" | "mehd" | "fragments"), Requests, BytesRead
+	// DurationSource ("mvhd" | "mehd" | "tracks" | "fragments"), Requests, BytesRead
 	fmt.Println(res.Duration, res.Width, res.Height, res.FPS, res.DurationSource)
 }

@@ -26,6 +26,10 @@ type track struct {
 	// track (movie timescale), a media_time skips into it (track timescale).
 	emptyEdit uint64
 	mediaTime int64
+	// editSpan is the sum of the non-empty edits' durations (movie timescale) and edits
+	// their number: what a player (and ffmpeg) presents of the media.
+	editSpan uint64
+	edits    int
 
 	moovSamples sampleTotals // from stts
 	// Fragments: end is the largest tfdt+run duration seen, running the
@@ -156,11 +160,16 @@ func readEdits(b *mp4.Elst, t *track) {
 	for i := range b.Entries {
 		mt := b.GetMediaTime(i)
 		if mt == -1 {
-			t.emptyEdit += b.GetSegmentDuration(i)
+			if t.edits == 0 {
+				t.emptyEdit += b.GetSegmentDuration(i)
+			}
 			continue
 		}
-		t.mediaTime = mt
-		return
+		if t.edits == 0 {
+			t.mediaTime = mt
+		}
+		t.edits++
+		t.editSpan += b.GetSegmentDuration(i)
 	}
 }
 

@@ -56,8 +56,9 @@ type Result struct {
 	HasAudio   bool
 	Brand      string // ftyp major brand, e.g. "isom", "qt"
 	Fragmented bool
-	// DurationSource says where Duration came from: "mvhd", "mehd" or
-	// "fragments" (the sum of every fragment's runs).
+	// DurationSource says where Duration came from: "mvhd", "mehd",
+	// "tracks" (the samples of an unfragmented file, longer than its mvhd
+	// says) or "fragments" (the sum of every fragment's runs).
 	DurationSource string
 
 	Requests  int   // range requests (ProbeURL) or reads (ProbeReaderAt)

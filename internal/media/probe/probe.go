@@ -57,7 +57,7 @@ func ProbeReaderAt(ctx context.Context, r io.ReaderAt, size int64, opt Options) 
 // region.
 func probe(ctx context.Context, r *cachedReader, size int64, opt Options) (res Result, err error) {
 	var m *movie
-	boxes, moofs := 0, 0
+	boxes := 0
 	for off := int64(0); off < size; {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -99,15 +99,9 @@ func probe(ctx context.Context, r *cachedReader, size int64, opt Options) (res R
 				return res, fmt.Errorf("%w: fragment without a fragmented moov", ErrNotMP4)
 			}
 			_, err = withBox(r, h, func(br boxReader) (struct{}, error) { return struct{}{}, parseMoof(br, m) })
-			moofs++
 		}
 		if err != nil {
 			return res, err
-		}
-		// mehd declares the total: only the first fragment is read (it is
-		// usually in the first block already) for the frame rate.
-		if m != nil && m.fragmented && m.hasMehd && m.mehd > 0 && moofs > 0 {
-			break
 		}
 		off = h.end()
 	}
@@ -161,10 +155,16 @@ func compose(res Result, m *movie, opt Options) (Result, error) {
 	switch {
 	case m.fragmented && m.hasMehd && m.mehd > 0:
 		secs, res.DurationSource = ratio(m.mehd, m.timescale), "mehd"
+		if frags := fragmentedDuration(m); secs > 0 && frags > secs+headerSlack {
+			secs, res.DurationSource = frags, "fragments"
+		}
 	case m.fragmented:
 		secs, res.DurationSource = fragmentedDuration(m), "fragments"
 	default:
 		secs, res.DurationSource = movieDuration(m), "mvhd"
+		if tracks := trackSpan(m); secs > 0 && tracks > secs+headerSlack {
+			secs, res.DurationSource = tracks, "tracks"
+		}
 	}
 	if !(secs > 0) || math.IsInf(secs, 0) {
 		return res, fmt.Errorf("%w: %v s", ErrBadDuration, secs)
@@ -185,6 +185,37 @@ func movieDuration(m *movie) float64 {
 	var best float64
 	for _, t := range m.tracks {
 		best = max(best, ratio(t.moovSamples.duration, t.timescale))
+	}
+	return best
+}
+
+// headerSlack is how much longer than a header's declared duration (mvhd, mehd) the samples
+// may run before the samples' length is taken instead. The header is what ffprobe reports and
+// what an honest file agrees with to the millisecond; but it is one field anyone can rewrite,
+// while a decoder plays the samples: a 600 s file whose mvhd says 1 s would otherwise be
+// reserved, checked and billed as 1 s.
+const headerSlack = 0.5
+
+// trackSpan is the longest a track of an unfragmented file plays: its samples (stts) from
+// its edit list's media_time on, or the edit list's own span where that is shorter (a
+// trimmed track), after any initial empty edit.
+func trackSpan(m *movie) float64 {
+	var best float64
+	for _, t := range m.tracks {
+		if t.timescale == 0 || t.moovSamples.duration == 0 {
+			continue
+		}
+		media := ratio(t.moovSamples.duration-min(uint64(max(t.mediaTime, 0)), t.moovSamples.duration), t.timescale)
+		if t.edits > 0 && m.timescale > 0 {
+			edited := ratio(t.editSpan, m.timescale)
+			if t.edits > 1 {
+				// Several edits may show the same media more than once.
+				media = edited
+			} else {
+				media = min(media, edited)
+			}
+		}
+		best = max(best, ratio(t.emptyEdit, max(m.timescale, 1))+media)
 	}
 	return best
 }

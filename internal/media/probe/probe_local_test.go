@@ -3,6 +3,7 @@ package probe
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -185,4 +186,45 @@ func TestProbeReaderAt_CancelledContextStops(t *testing.T) {
 	b := simpleMP4(1000, 2000)
 	_, err := ProbeReaderAt(ctx, bytes.NewReader(b), int64(len(b)), Options{})
 	assertIs(t, err, context.Canceled)
+}
+
+// The duration a header declares is one field anyone can rewrite; the samples are what gets
+// decoded, enhanced and billed. A header shorter than its samples by more than headerSlack
+// gives way to them; an honest file, or one whose edit list trims its media, keeps the
+// header's exact value (what ffprobe reports).
+func TestProbeReaderAt_HeaderShorterThanItsSamplesIsNotBelieved(t *testing.T) {
+	t.Parallel()
+	withEdits := func(mvhd uint64, trak []byte) []byte {
+		out := ftypBox("isom")
+		out = append(out, mkBox("moov", mvhdBox(1000, mvhd), trak)...)
+		return append(out, mkBox("mdat", make([]byte, 64))...)
+	}
+	cases := []struct {
+		name   string
+		file   []byte
+		want   float64
+		source string
+	}{
+		{"mvhd rewritten from 600 s to 1 s", mp4WithTrack(1000, 1000, 600*25), 600, "tracks"},
+		{"mvhd 0.4 s short of its samples", mp4WithTrack(1000, 2000, 60), 2, "mvhd"},
+		{"mvhd longer than its samples", mp4WithTrack(1000, 9000, 50), 9, "mvhd"},
+		{"edit list trims 10 s of media to 2 s", withEdits(2000, editedTrak(1, 250, [2]int64{2000, 0})), 2, "mvhd"},
+		{"edit list skips 8 s of 10 s", withEdits(2000, editedTrak(1, 250, [2]int64{2000, 8 * 12800})), 2, "mvhd"},
+		{"edit list and mvhd both rewritten to 1 s", withEdits(1000, editedTrak(1, 250, [2]int64{1000, 0})), 1, "mvhd"},
+		{"empty edit then 10 s, mvhd says 1 s", withEdits(1000, editedTrak(1, 250, [2]int64{3000, -1}, [2]int64{10000, 0})), 13, "tracks"},
+		{"two edits show the media twice", withEdits(1000, editedTrak(1, 50, [2]int64{2000, 0}, [2]int64{2000, 0})), 4, "tracks"},
+		{"fragments under a mehd of 2 s", fragmentedMP4Mehd(2000), 2, "mehd"},
+		{"fragments under a mehd rewritten to 1 s", fragmentedMP4Mehd(1000), 2, "fragments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := probeBytes(tc.file, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(res.Duration-tc.want) > 1e-9 || res.DurationSource != tc.source {
+				t.Fatalf("duration %v from %s, want %v from %s", res.Duration, res.DurationSource, tc.want, tc.source)
+			}
+		})
+	}
 }

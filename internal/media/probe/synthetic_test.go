@@ -82,10 +82,20 @@ func videoTrak(id uint32, frames uint32, stts bool) []byte {
 		mkBox("minf", mkBox("stbl", stbl...))))
 }
 
-// simpleMP4 is ftyp + moov(mvhd + one video track) + a small mdat.
+// simpleMP4 is ftyp + moov(mvhd + one 25 fps video track as long as mvhd says, in whole
+// frames; 50 frames when the timescale is 0) + a small mdat.
 func simpleMP4(timescale uint32, duration uint64) []byte {
+	frames := uint32(50)
+	if timescale > 0 {
+		frames = uint32(duration * 25 / uint64(timescale))
+	}
+	return mp4WithTrack(timescale, duration, frames)
+}
+
+// mp4WithTrack is simpleMP4 with a track of any number of frames, whatever mvhd says.
+func mp4WithTrack(timescale uint32, duration uint64, frames uint32) []byte {
 	out := ftypBox("isom")
-	out = append(out, mkBox("moov", mvhdBox(timescale, duration), videoTrak(1, 50, true))...)
+	out = append(out, mkBox("moov", mvhdBox(timescale, duration), videoTrak(1, frames, true))...)
 	return append(out, mkBox("mdat", make([]byte, 64))...)
 }
 
@@ -93,10 +103,19 @@ func simpleMP4(timescale uint32, duration uint64) []byte {
 // fragments of 25 frames: one using the default, one with explicit
 // durations, so 50 frames of 512/12800 s = 2 s.
 func fragmentedMP4(withMehd bool) []byte {
+	if withMehd {
+		return fragmentedMP4Mehd(2000)
+	}
+	return fragmentedMP4Mehd(0)
+}
+
+// fragmentedMP4Mehd is fragmentedMP4 whose mehd declares mehd ms (none when 0), whatever the
+// fragments hold.
+func fragmentedMP4Mehd(mehd uint32) []byte {
 	trex := mkFull("trex", 0, 0, be32(1), be32(1), be32(512), be32(0), be32(0))
 	mvex := [][]byte{trex}
-	if withMehd {
-		mvex = append([][]byte{mkFull("mehd", 0, 0, be32(2000))}, mvex...)
+	if mehd > 0 {
+		mvex = append([][]byte{mkFull("mehd", 0, 0, be32(mehd))}, mvex...)
 	}
 	out := ftypBox("iso5")
 	out = append(out, mkBox("moov", mvhdBox(1000, 0), videoTrak(1, 0, false), mkBox("mvex", mvex...))...)
@@ -118,4 +137,16 @@ func fragmentedMP4(withMehd bool) []byte {
 	out = append(out, mdat...)
 	out = append(out, frag2...)
 	return append(out, mdat...)
+}
+
+// editedTrak is videoTrak with an edit list of the given (segment duration in the movie
+// timescale, media time in the track's 12800) entries.
+func editedTrak(id uint32, frames uint32, edits ...[2]int64) []byte {
+	parts := [][]byte{be32(uint32(len(edits)))}
+	for _, e := range edits {
+		parts = append(parts, be32(uint32(e[0])), be32(uint32(int32(e[1]))), be32(0x00010000))
+	}
+	edts := mkBox("edts", mkFull("elst", 0, 0, parts...))
+	return mkBox("trak", tkhdBox(id, 320, 240), edts, mkBox("mdia", mdhdBox(12800, frames*512), hdlrBox("vide"),
+		mkBox("minf", mkBox("stbl", stsdVisual(320, 240), sttsBox([2]uint32{frames, 512})))))
 }
