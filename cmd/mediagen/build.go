@@ -61,7 +61,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.bgStop = stop
 
-	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch}, Accounts: m.catalog.Upstream}
+	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch, Slots: video.NewProbeSlots(c.MaxProbes)}, Accounts: m.catalog.Upstream}
 	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg)
 	if err != nil {
 		return nil, err

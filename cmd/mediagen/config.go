@@ -66,6 +66,7 @@ type Config struct {
 	BalanceCacheTTL time.Duration
 	VerifyTTL       time.Duration // lifetime of a real-human verification token
 	AssetMaxMB      int           // largest accepted asset source, in MiB
+	MaxProbes       int           // remote videos this process measures at once (submission)
 	// SpeechTimeout is the bounded wait of POST /v1/audio/speech: the engine must deliver the
 	// audio within it, and a retry waits at most this long for a running original.
 	SpeechTimeout time.Duration
@@ -73,6 +74,7 @@ type Config struct {
 	// of a replica is small, so the default of 100 collects several times a second under load.
 	GCPercent int
 	gogcSet   bool // GOGC is in the environment: it wins
+	serving   bool // the HTTP flags were registered (serve)
 
 	envErrs []string
 }
@@ -117,6 +119,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 	str(&c.Catalog, "catalog", "", "operator catalog file (YAML); empty uses the embedded demo catalog")
 	str(&c.LogFormat, "log-format", "text", "log format: text or json")
 	str(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	c.serving = withHTTP
 	if withHTTP {
 		str(&c.Listen, "listen", "127.0.0.1:8080", "HTTP listen address")
 		str(&c.PublicURL, "public-url", "", "public base URL of the service, used in signed links (required by a worker with a remote upstream account unless --blob is an S3 bucket); default http://<listen>")
@@ -132,6 +135,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.SpeechTimeout, "speech-timeout", 60*time.Second, "bounded wait of a speech request: no audio within it fails the request with speech_timeout and refunds it")
 		dur(&c.VerifyTTL, "verify-ttl", 15*time.Minute, "lifetime of a real-human verification token")
 		num(&c.AssetMaxMB, "asset-max-mb", 1024, "largest accepted asset source, in MiB (images are capped at 32 MiB)")
+		num(&c.MaxProbes, "max-probes", 32, "remote videos this process measures at once for submissions (each holds at most 8 MiB, from a server without range support); a request that finds none free within its 20 s measuring window gets a 503")
 		num(&c.TaskCache, "task-cache", 20000, "tasks kept in memory for polling; 0 disables. SQLite: exact (every task write goes through this process). PostgreSQL: other replicas' writes arrive by LISTEN/NOTIFY, bounded by --task-cache-ttl")
 		dur(&c.TaskCacheTTL, "task-cache-ttl", time.Second, "PostgreSQL: longest a cached task is served after the read that filled it, the bound on staleness if another replica's notification is late or lost (at most 1s)")
 		dur(&c.BalanceCacheTTL, "balance-cache-ttl", time.Second, "longest a cached balance is served; this process's own charges and credits invalidate at once, other replicas' and `admin credit` show within it (at most 1s; 0 disables)")
@@ -170,6 +174,9 @@ func (c *Config) validate() error {
 	}
 	if c.BalanceCacheTTL < 0 || c.BalanceCacheTTL > time.Second {
 		return errors.New("--balance-cache-ttl must be between 0 (off) and 1s")
+	}
+	if c.serving && c.MaxProbes < 1 {
+		return errors.New("--max-probes must be at least 1")
 	}
 	if c.TaskCache < 0 {
 		return errors.New("--task-cache must not be negative")

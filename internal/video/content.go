@@ -111,6 +111,9 @@ func (s *Service) resolveContent(ctx context.Context, c keys.Caller, req *contra
 		wg.Wait()
 		// The first failure in request order is reported, whatever finished first.
 		for j, err := range errs {
+			if errors.Is(err, ErrProbesBusy) {
+				return m, &apierr.Error{Kind: apierr.KindUnavailable, Err: err, Message: "Input videos cannot be measured right now. Retry later."}
+			}
 			if err != nil {
 				what := "The input video"
 				if jobItem[j] < 0 {

@@ -2,20 +2,41 @@ package video
 
 import (
 	"context"
+	"errors"
 
 	"mediagen/internal/media/probe"
 	"mediagen/internal/media/safefetch"
 )
 
+// ErrProbesBusy is returned when no probe slot freed up before the measurement's deadline.
+var ErrProbesBusy = errors.New("video: every probe slot stayed busy")
+
 // URLProber measures remote videos with the SSRF-safe client and the byte-range probe.
 type URLProber struct {
 	Client  *safefetch.Client
 	Options probe.Options
+	// Slots bounds the probes this process runs at once (NewProbeSlots); nil: no bound. A
+	// probe holds up to probe.Options.FullReadMax bytes (a server without range support) and
+	// its block cache, and one request can start ten: without a bound, the memory of a
+	// replica would follow the number of requests in flight.
+	Slots chan struct{}
 }
 
+// NewProbeSlots makes the shared bound of URLProber.Slots: n probes at once.
+func NewProbeSlots(n int) chan struct{} { return make(chan struct{}, n) }
+
 // MeasureVideo returns the measured duration of the MP4/MOV video at url; a file that is not
-// an MP4/MOV or has no video track is an error.
+// an MP4/MOV or has no video track is an error. It waits for a probe slot as long as ctx
+// allows, then gives up with ErrProbesBusy.
 func (p URLProber) MeasureVideo(ctx context.Context, url string, allowHTTP bool) (float64, error) {
+	if p.Slots != nil {
+		select {
+		case p.Slots <- struct{}{}:
+			defer func() { <-p.Slots }()
+		case <-ctx.Done():
+			return 0, ErrProbesBusy
+		}
+	}
 	opt := p.Options
 	opt.AllowHTTP = opt.AllowHTTP || allowHTTP
 	r, err := probe.ProbeURL(ctx, p.Client, url, opt)
