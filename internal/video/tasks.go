@@ -86,9 +86,15 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 	case store.Terminal(c.Status):
 		return jobs.Outcome{Done: true}, nil
 	}
+	// latest is the task as this run last wrote it: c, then each committed checkpoint. The
+	// step's outcome applies on top of it, not on c: a checkpoint may have taken an upstream
+	// slot (recorded in its state), and an outcome without a state of its own, such as a
+	// create refused right after that checkpoint, must neither write c's older state over it
+	// nor settle without releasing the slot it records.
+	latest := c
 	save := func(o Outcome) error {
-		a := advance(c, o)
-		return cp(ctx, func(ctx context.Context, tx store.Tx) error {
+		a := advance(latest, o)
+		err := cp(ctx, func(ctx context.Context, tx store.Tx) error {
 			if o.TakeSlot != "" {
 				ok, err := tx.TakeSlot(ctx, o.TakeSlot, o.SlotLimit)
 				if err != nil {
@@ -100,6 +106,10 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 			}
 			return tx.AdvanceTask(ctx, a)
 		})
+		if err == nil {
+			latest = advanced(latest, a)
+		}
+		return err
 	}
 	start := time.Now()
 	out, err := h.Steps.Step(ctx, c, save)
@@ -111,9 +121,9 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 		return jobs.Outcome{}, err
 	}
 	if out.Final != nil {
-		return h.final(c, out), nil
+		return h.final(latest, out), nil
 	}
-	a := advance(c, out)
+	a := advance(latest, out)
 	return jobs.Outcome{RunIn: out.RunIn, Apply: func(ctx context.Context, tx store.Tx) error { return tx.AdvanceTask(ctx, a) }}, nil
 }
 
@@ -152,6 +162,12 @@ func advance(c store.TaskRun, o Outcome) store.Advance {
 		state = c.State
 	}
 	return store.Advance{ID: c.ID, Status: status, Progress: progress, Step: step, State: state}
+}
+
+// advanced is c once the update a committed.
+func advanced(c store.TaskRun, a store.Advance) store.TaskRun {
+	c.Status, c.Progress, c.Step, c.State = a.Status, a.Progress, a.Step, a.State
+	return c
 }
 
 // final is the terminal update and the settlement, in one transaction with the job's end.

@@ -299,3 +299,46 @@ func TestHeartbeatKeepsALiveStepsTask(t *testing.T) {
 		t.Fatalf("the step started %d times; the heartbeat should have kept the lease", starts)
 	}
 }
+
+// refusedAfterCheckpoint takes its account's slot with a checkpoint, as a submit does, then
+// fails for good without a state of its own, as a create the upstream refuses does.
+type refusedAfterCheckpoint struct{ state []byte }
+
+func (h refusedAfterCheckpoint) Step(ctx context.Context, c store.TaskRun, save func(Outcome) error) (Outcome, error) {
+	if err := save(Outcome{Status: store.StatusInProgress, Step: phaseGenSubmit, State: h.state, TakeSlot: slotAccount, SlotLimit: 1}); err != nil {
+		return Outcome{}, err
+	}
+	return permanent("video_generation_failed", "refused"), nil
+}
+
+func (refusedAfterCheckpoint) Expired(store.TaskRun) Final { return Final{Status: store.StatusExpired} }
+
+// The final outcome of a first run applies on top of the run's checkpoint, not of the task as
+// the run read it: the checkpoint's state stays, and the slot it records is released with the
+// refund.
+func TestFinalAfterACheckpointReleasesTheSlotItTook(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := refusedAfterCheckpoint{state: []byte(`{"submitting":true,"submit_at":1,"slot_held":true}`)}
+	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond})
+	defer r.Stop()
+	ctx := context.Background()
+	task := nativeTask("p", 1)
+	id := e.storedTask(task.req, task.quote, 1_000_000)
+	if got := e.waitTerminal(id); got.Status != store.StatusFailed || got.Charged != 0 {
+		t.Fatalf("task %+v", got)
+	}
+	run, err := e.db.TaskRun(ctx, id)
+	if err != nil || string(run.State) != string(h.state) {
+		t.Errorf("final state %s %v; want the checkpoint's %s", run.State, err, h.state)
+	}
+	if slots, err := e.db.UpstreamSlots(ctx); err != nil || slots[slotAccount] != 0 {
+		t.Errorf("slots %v %v; want %s's released", slots, err, slotAccount)
+	}
+	if b, err := e.db.Balance(ctx, e.key.ID); err != nil || b.Available != 10_000_000 || b.Reserved != 0 || b.Used != 0 {
+		t.Errorf("balance %+v %v; want the reservation refunded", b, err)
+	}
+	if err := e.db.CheckLedger(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
