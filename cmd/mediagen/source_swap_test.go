@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
 )
 
 // A source that serves a 2 s clip when it is measured at submission and a 20 s clip when the
@@ -61,4 +64,67 @@ func TestEnhancementSourceSwappedAfterSubmissionIsRefused(t *testing.T) {
 	if after, used := e.balance(); after != before || used != "0" {
 		t.Fatalf("balance %s (used %s), want %s with nothing used", after, used, before)
 	}
+}
+
+// A source whose movie header was rewritten to claim 1 s while its streams play 10 s is
+// measured, reserved and billed as 10 s: the reservation made at acceptance covers the final
+// charge (no overage), so a key cannot be overdrawn by lying in the file's header. Before the
+// probe read the samples, this reserved 2 s and charged 10 s past the key's balance.
+func TestEnhancementSourceWithRewrittenHeaderIsReservedForItsStreams(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 64, Height: 36, FPS: 12, Duration: 10, Container: "mp4"}, src); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte("mvhd"))
+	if i < 0 || b[i+4] != 0 {
+		t.Fatal("no version 0 mvhd")
+	}
+	binary.BigEndian.PutUint32(b[i+20:], binary.BigEndian.Uint32(b[i+16:])) // duration: 1 s
+	if err := os.WriteFile(src, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	media := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, src) }))
+	t.Cleanup(media.Close)
+	var out bytes.Buffer
+	m := NewMain(env(nil), &out, io.Discard)
+	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "0",
+		"--fetch-allow", "loopback", "--log-level", "error"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, key: m.DemoKey}
+	// The slow marker holds the job so the balance can be read while the reservation stands.
+	id := e.create(`{"model":"demo-enhance-lite","metadata":{"video_url":"` + media.URL + `/clip.mp4?sandbox=slow:1s","duration":1,"fps":24,"resolution":"1080p"}}`)
+	reserved, _ := e.balance()
+	task := e.wait(id)
+	if task.Status != "completed" {
+		t.Fatalf("task = %+v, want completed", task)
+	}
+	settled, used := e.balance()
+	if parseMicros(t, settled) < parseMicros(t, reserved) {
+		t.Fatalf("available %s after settlement, below the %s left by the reservation: the charge ran past what was reserved (used %s)", settled, reserved, used)
+	}
+	if d := task.Metadata.Duration; d == nil || *d < 9.9 {
+		t.Fatalf("output %v s, want the source's 10 s", d)
+	}
+}
+
+func parseMicros(t *testing.T, s string) money.Micros {
+	t.Helper()
+	m, err := money.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -33,6 +34,9 @@ type EnhanceSpec struct {
 	// BitDepth is 8 (default when 0), 10, 12 or 16; see the package
 	// documentation for what each becomes.
 	BitDepth int
+	// MaxSeconds, when > 0, ends the output there (ffmpeg -t): the length the task was
+	// priced for. Whatever a source's headers claim, the output cannot run longer.
+	MaxSeconds float64
 }
 
 func (s EnhanceSpec) validate() error {
@@ -139,6 +143,9 @@ func (t Tools) enhanceArgs(in string, s EnhanceSpec, enc VideoEncoding, info Inf
 		"-map_metadata", "-1", "-map_chapters", "-1", "-fflags", "+bitexact",
 	)
 	args = append(args, t.threadArgs()...)
+	if s.MaxSeconds > 0 {
+		args = append(args, "-t", strconv.FormatFloat(s.MaxSeconds, 'f', 3, 64))
+	}
 	return append(args, "-f", "mp4"), nil
 }
 

@@ -1,8 +1,11 @@
 package ffmpeg
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -179,4 +182,56 @@ func TestEnhanceInPlaceReplacesInput(t *testing.T) {
 		t.Errorf("size = %dx%d, want 320x180", info.Width, info.Height)
 	}
 	assertOnlyFiles(t, filepath.Dir(in), "src.mp4")
+}
+
+// rewriteMvhd sets the movie header's duration of the MP4 at path to secs, leaving the
+// streams as they are: what a hostile source does to be measured shorter than it plays.
+func rewriteMvhd(t *testing.T, path string, secs float64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte("mvhd"))
+	if i < 0 || b[i+4] != 0 {
+		t.Fatalf("no version 0 mvhd in %s", path)
+	}
+	// type(4) version/flags(4) creation(4) modification(4) timescale(4) duration(4)
+	scale := binary.BigEndian.Uint32(b[i+16:])
+	binary.BigEndian.PutUint32(b[i+20:], uint32(secs*float64(scale)))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The enhancement's output ends at MaxSeconds, the length the task was priced for, whatever
+// the source's header says: a source whose mvhd was rewritten to claim less is still cut
+// there, and the probe's Longest sees through the header.
+func TestEnhanceStopsAtMaxSeconds(t *testing.T) {
+	t.Parallel()
+	tools := testTools(t)
+	honest := source(t, tools, 320, 180, true)
+	lying := source(t, tools, 320, 180, true)
+	rewriteMvhd(t, lying, 0.5)
+
+	if info := probe(t, tools, lying); !near(info.Longest, 2, 0.1) {
+		t.Errorf("rewritten header: duration %v, longest stream %v; want the longest near 2", info.Duration, info.Longest)
+	}
+	for _, tc := range []struct {
+		name string
+		in   string
+		max  float64
+		want float64
+	}{
+		{"honest source longer than priced", honest, 1, 1},
+		{"rewritten header, streams longer than priced", lying, 1, 1},
+		{"bound above the source changes nothing", honest, 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := enhance(t, tools, tc.in, EnhanceSpec{ShortSide: 180, MaxSeconds: tc.max})
+			if !near(info.Duration, tc.want, 0.1) || info.Longest > tc.max+0.1 {
+				t.Errorf("output %v s (longest stream %v), want %v", info.Duration, info.Longest, tc.want)
+			}
+		})
+	}
 }

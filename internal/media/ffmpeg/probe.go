@@ -14,6 +14,9 @@ import (
 // audio stream; they are zero when the stream is absent.
 type Info struct {
 	Duration float64 // seconds, from the container (longest stream if it has none)
+	// Longest is the longest stream's own duration: a container's header can be rewritten
+	// to say less than its streams hold, and what is decoded is the streams.
+	Longest float64
 
 	FormatName string // ffprobe's demuxer names, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
 	// Container tells MP4 from MOV, which share one demuxer: "mp4", "mov",
@@ -137,6 +140,7 @@ func parseProbe(data []byte) (Info, error) {
 	if info.Duration == 0 {
 		info.Duration = longest
 	}
+	info.Longest = longest
 	return info, nil
 }
 

@@ -35,7 +35,7 @@ func TestParseProbe(t *testing.T) {
 			json: `{"format":{"format_name":"mp3","duration":"N/A","bit_rate":"N/A"},
 				"streams":[{"codec_type":"audio","codec_name":"mp3","sample_rate":"24000","channels":1,"duration":"3.5"},
 				{"codec_type":"video","codec_name":"mjpeg","width":500,"height":500,"disposition":{"attached_pic":1}}]}`,
-			want: Info{Duration: 3.5, FormatName: "mp3", Container: "mp3",
+			want: Info{Duration: 3.5, Longest: 3.5, FormatName: "mp3", Container: "mp3",
 				HasAudio: true, AudioCodec: "mp3", AudioSampleRate: 24000, AudioChannels: 1},
 		},
 	}

@@ -3,6 +3,7 @@ package probe
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"math"
 	"os"
 	"testing"
@@ -226,5 +227,28 @@ func TestProbeReaderAt_HeaderShorterThanItsSamplesIsNotBelieved(t *testing.T) {
 				t.Fatalf("duration %v from %s, want %v from %s", res.Duration, res.DurationSource, tc.want, tc.source)
 			}
 		})
+	}
+}
+
+// The same on a file ffmpeg made (video and AAC audio): ffprobe reports the rewritten mvhd
+// (1 s) while ffmpeg decodes all 3.2 s; the probe measures the 3.2 s.
+func TestProbeReaderAt_RewrittenMvhdOfARealFileMeasuresItsStreams(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(fixture(t, "faststart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte("mvhd"))
+	if i < 0 || b[i+4] != 0 {
+		t.Fatal("no version 0 mvhd")
+	}
+	scale := binary.BigEndian.Uint32(b[i+16:])
+	binary.BigEndian.PutUint32(b[i+20:], scale) // 1 s
+	res, err := probeBytes(b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(res.Duration-3.2) > 0.05 || res.DurationSource != "tracks" {
+		t.Fatalf("duration %v from %s, want 3.2 from tracks", res.Duration, res.DurationSource)
 	}
 }

@@ -92,7 +92,7 @@ func enhanceShortSide(r provider.EnhanceRequest) (int, error) {
 }
 
 func enhanceSpec(r provider.EnhanceRequest, short int) ffmpeg.EnhanceSpec {
-	es := ffmpeg.EnhanceSpec{ShortSide: short, BitrateLevel: r.BitrateLevel}
+	es := ffmpeg.EnhanceSpec{ShortSide: short, BitrateLevel: r.BitrateLevel, MaxSeconds: r.MaxSourceSeconds}
 	if r.FPS != nil {
 		es.FPS = *r.FPS
 	}
@@ -147,10 +147,12 @@ func (e *Engine) checkSourceLength(ctx context.Context, src string, maxSeconds f
 	if err != nil {
 		return failJob("The source is not a readable video.", err)
 	}
-	if info.Duration > maxSeconds {
+	// The longest stream counts too: a rewritten container header can say less than the
+	// streams hold (the enhancement's -t cap stops the output there anyway).
+	if length := max(info.Duration, info.Longest); length > maxSeconds {
 		return &jobError{code: CodeSourceChanged, message: fmt.Sprintf(
 			"The source video measures %.3f s now, longer than the %.3f s it measured when the task was accepted; a source must not change after submission. Nothing was charged.",
-			info.Duration, maxSeconds)}
+			length, maxSeconds)}
 	}
 	return nil
 }
