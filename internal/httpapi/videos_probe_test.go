@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
@@ -72,5 +73,48 @@ func TestProductionMeasuresRealInputVideo(t *testing.T) {
 	r = ve.post(secret, bad)
 	if r.status != 400 {
 		t.Fatalf("missing input: %d %s", r.status, r.body)
+	}
+}
+
+// Probes are bounded per process: a request that finds every probe slot taken for its whole
+// measuring window gets a 503 with nothing written, and goes through once one is free.
+func TestCreateWaitsForAProbeSlotThenAnswers503(t *testing.T) {
+	t.Parallel()
+	tools := ffmpeg.Tools{}
+	if err := tools.Check(context.Background()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("ffmpeg required under CI=true: %v", err)
+		}
+		t.Skip(err)
+	}
+	clip := filepath.Join(t.TempDir(), "in.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 24, Duration: 2, Container: "mp4"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	media := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, clip) }))
+	t.Cleanup(media.Close)
+	fetch := loopbackFetch(t, media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs, mapResolver{})
+	slots := video.NewProbeSlots(1)
+	svc := &video.Service{Prober: video.URLProber{Client: fetch, Slots: slots}, MeasureTimeout: 200 * time.Millisecond}
+	e := newTestEnvWith(t, testCatalog(t), svc, DefaultMaxBodyBytes)
+	secret, k := e.newKey("acme", startCredit, false)
+	ve := &videoEnv{testEnv: e, key: secret, keyRec: k}
+	body := `{"model":"acme-production-standard","prompt":"x","metadata":{"resolution":"1080p","duration":4,"content":[
+		{"type":"video_url","role":"reference_video","video_url":{"url":"` + media.URL + `/in.mp4"}}]}}`
+
+	slots <- struct{}{} // another request's probe holds the only slot
+	r := ve.post(secret, body)
+	if r.status != http.StatusServiceUnavailable {
+		t.Fatalf("every slot taken: %d %s, want 503", r.status, r.body)
+	}
+	if got := ve.balance(k); got.Available != startCredit || got.Reserved != 0 {
+		t.Fatalf("balance %+v after a refused create, want %v available and nothing reserved", got, startCredit)
+	}
+	<-slots
+	if r := ve.post(secret, body); r.status != http.StatusAccepted {
+		t.Fatalf("slot free again: %d %s, want 202", r.status, r.body)
+	}
+	if len(slots) != 0 {
+		t.Fatalf("%d probe slots still held after the request", len(slots))
 	}
 }

@@ -100,7 +100,11 @@ func (s *Service) resolveContent(ctx context.Context, c keys.Caller, req *contra
 		if s.Prober == nil {
 			return m, &apierr.Error{Kind: apierr.KindUnavailable, Message: "Input videos cannot be measured right now. Retry later."}
 		}
-		mctx, cancel := context.WithTimeout(ctx, measureTimeout)
+		timeout := s.MeasureTimeout
+		if timeout <= 0 {
+			timeout = measureTimeout
+		}
+		mctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		got := make([]float64, len(jobs))
 		errs := make([]error, len(jobs))

@@ -68,6 +68,9 @@ type Service struct {
 	// Accounts finds the upstream account an alias is bound to, so that a request its engine
 	// cannot serve is refused at submission (nil: every request is servable).
 	Accounts func(name string) (catalog.UpstreamAccount, bool)
+	// MeasureTimeout bounds the measuring of a request's input videos, all of them together,
+	// including any wait for a probe slot (0: 20 s).
+	MeasureTimeout time.Duration
 }
 
 func (s *Service) now() time.Time {
