@@ -134,7 +134,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	return httpapi.New(httpapi.Config{
 		Store: m.db, Catalog: m.catalog, Logger: m.log, Registry: reg, Videos: videos,
-		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.resultFiles()}, Assets: assets, OpsOnly: c.Role == "worker",
+		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.resultFiles()}, Assets: assets, OpsOnly: c.Role == "worker", MetricsElsewhere: c.MetricsListen != "",
 		KeyCacheTTL: c.KeyCacheTTL,
 		Speech:      speechSvc,
 		Limiter:     limits.New(time.Now, c.LimitReplicas),

@@ -42,6 +42,8 @@ type Config struct {
 	SandboxSamples string
 	// DebugListen, when set, serves net/http/pprof on its own listener (never on the API's).
 	DebugListen string
+	// MetricsListen, when set, serves /metrics on its own listener and not on the API's.
+	MetricsListen string
 
 	Role         string        // all, api or worker
 	SigningKey   string        // hex HMAC key for file links; default: <data-dir>/signing.key
@@ -144,6 +146,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		num(&c.GCPercent, "gc-percent", 400, "Go garbage collection target of serve: the heap grows this many percent over the live heap before a collection (GOGC); higher trades memory for CPU, and 400 took a third off the CPU of a create (bench/README.md). The GOGC environment variable, when set, wins; 0 or less leaves Go's default")
 		c.gogcSet = getenv("GOGC") != ""
+		str(&c.MetricsListen, "metrics-listen", "", "serve /metrics on this separate address (e.g. 127.0.0.1:9090) instead of the API's; empty: /metrics is on the API address, where anyone who reaches it can read it (upstream account names, volumes, overage)")
 		str(&c.DebugListen, "debug-listen", "", "serve Go profiling (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly")
 		str(&c.SandboxSamples, "sandbox-samples", "auto", "serve the sandbox's sample media at https://"+samples.Host+"/… to the service's own fetches, with no network I/O: auto (only with the embedded demo catalog), on or off")
 		str(&c.FetchAllow, "fetch-allow", "", "let media fetches reach these non-public addresses: 'loopback' and/or CIDRs, comma-separated (development only)")

@@ -27,3 +27,19 @@ func (m *Main) startDebug() error {
 	m.log.Info("profiling enabled", "addr", ln.Addr().String())
 	return nil
 }
+
+// startMetrics serves /metrics on its own listener (--metrics-listen); the API's handler then
+// leaves the route out, so the series are not readable through the public address.
+func (m *Main) startMetrics(h http.Handler) error {
+	ln, err := net.Listen("tcp", m.Config.MetricsListen)
+	if err != nil {
+		return fmt.Errorf("metrics listen on %s: %w", m.Config.MetricsListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	m.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	m.metricsAddr = ln.Addr().String()
+	go func() { _ = m.metrics.Serve(ln) }()
+	m.log.Info("metrics on their own listener", "addr", m.metricsAddr)
+	return nil
+}

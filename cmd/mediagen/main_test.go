@@ -333,3 +333,25 @@ func TestSecondServeOnOneSQLiteDatabaseIsRefused(t *testing.T) {
 		t.Error("admin tenant list printed nothing while serve runs")
 	}
 }
+
+// /metrics names upstream accounts and shows volumes: with --metrics-listen it is served only
+// on that address, and the public API address answers it like any unknown path.
+func TestMetricsListenTakesMetricsOffTheAPIAddress(t *testing.T) {
+	t.Parallel()
+	m, _ := startMain(t, t.TempDir(), "--role", "api", "--metrics-listen", "127.0.0.1:0")
+	if code, body := get(t, m.URL()+"/metrics", ""); code != http.StatusNotFound || strings.Contains(body, "mediagen_") {
+		t.Fatalf("API address /metrics: %d %.80s, want a 404 without series", code, body)
+	}
+	code, body := get(t, "http://"+m.metricsAddr+"/metrics", "")
+	if code != http.StatusOK || !strings.Contains(body, "mediagen_http_requests_total") {
+		t.Fatalf("metrics address: %d %.200s, want the series", code, body)
+	}
+	if code, _ := get(t, m.URL()+"/healthz", ""); code != http.StatusOK {
+		t.Fatalf("healthz on the API address: %d", code)
+	}
+
+	plain, _ := startMain(t, t.TempDir(), "--role", "api")
+	if code, body := get(t, plain.URL()+"/metrics", ""); code != http.StatusOK || !strings.Contains(body, "mediagen_") {
+		t.Fatalf("without --metrics-listen: %d %.80s, want the series on the API address", code, body)
+	}
+}

@@ -44,6 +44,9 @@ type Main struct {
 	ln      net.Listener
 	srv     *http.Server
 	debug   *http.Server
+	metrics *http.Server // --metrics-listen
+	// metricsAddr is where metrics listens (its port, when --metrics-listen asked for :0).
+	metricsAddr string
 	// serveLock marks the SQLite database as served by this process (sqlite.LockServe).
 	serveLock *os.File
 	blobs     blob.Store // results and speech audio: blobFS, or an S3 bucket
@@ -169,6 +172,11 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if m.Config.MetricsListen != "" {
+		if err := m.startMetrics(api.MetricsHandler()); err != nil {
+			return err
+		}
+	}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.Serve(ln) }()
 	m.log.Info("mediagen serving", "addr", ln.Addr().String(), "public_url", m.Config.PublicURL,
@@ -234,6 +242,9 @@ func (m *Main) close() error {
 	}
 	if m.debug != nil {
 		_ = m.debug.Close()
+	}
+	if m.metrics != nil {
+		_ = m.metrics.Close()
 	}
 	if m.jobs != nil {
 		m.jobs.Stop()

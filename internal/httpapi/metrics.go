@@ -65,6 +65,10 @@ func statusLabel(code int) string {
 	return strconv.Itoa(code)
 }
 
+// MetricsHandler serves the Prometheus exposition, for a listener of its own
+// (Config.MetricsElsewhere).
+func (s *Server) MetricsHandler() http.Handler { return s.metricsHandler() }
+
 func (s *Server) metricsHandler() http.Handler {
 	// One failing collector (tasks_active with the database down) must not blank the whole
 	// scrape: the other series are what an operator needs then.

@@ -46,6 +46,9 @@ type Config struct {
 	}
 	// OpsOnly serves only /healthz, /readyz and /metrics (a worker-only process).
 	OpsOnly bool
+	// MetricsElsewhere leaves /metrics off this handler: the process serves it on a listener
+	// of its own (MetricsHandler), so the public address does not show it.
+	MetricsElsewhere bool
 	// KeyCacheTTL keeps authenticated keys in memory this long (0: look up every request).
 	// A revocation takes effect within it.
 	KeyCacheTTL time.Duration
@@ -74,10 +77,12 @@ type Server struct {
 		ServeFile(w http.ResponseWriter, r *http.Request) error
 	}
 	opsOnly bool
-	keys    *keyCache
-	speech  *speech.Service
-	assets  *asset.Service
-	limiter *limits.Limiter
+	// metricsElsewhere: /metrics is not a route of this handler (Config.MetricsElsewhere).
+	metricsElsewhere bool
+	keys             *keyCache
+	speech           *speech.Service
+	assets           *asset.Service
+	limiter          *limits.Limiter
 	// rateLimited counts 429s by scope and limit (limits.go).
 	rateLimited *prometheus.CounterVec
 }
@@ -87,7 +92,7 @@ func New(c Config) *Server {
 	s := &Server{
 		store: c.Store, catalog: c.Catalog, log: c.Logger, reg: c.Registry,
 		maxBody: c.MaxBodyBytes, now: c.Now, mux: http.NewServeMux(),
-		videos: c.Videos, links: c.Links, files: c.Files, opsOnly: c.OpsOnly,
+		videos: c.Videos, links: c.Links, files: c.Files, opsOnly: c.OpsOnly, metricsElsewhere: c.MetricsElsewhere,
 		keys: newKeyCache(c.KeyCacheTTL), speech: c.Speech,
 	}
 	if vs, ok := c.Store.(video.Store); ok && s.videos == nil {
@@ -122,7 +127,9 @@ func New(c Config) *Server {
 func (s *Server) routes() {
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
-	s.mux.Handle("GET /metrics", route{s.metricsHandler()})
+	if !s.metricsElsewhere {
+		s.mux.Handle("GET /metrics", route{s.metricsHandler()})
+	}
 	if s.opsOnly {
 		return
 	}
