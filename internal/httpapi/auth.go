@@ -39,6 +39,9 @@ func (s *Server) auth(next handlerFunc) handlerFunc {
 		if token == "" {
 			return authErr("missing_api_key", "The Bearer token is empty. Send Authorization: Bearer <API key>.")
 		}
+		if !keys.WellFormed(token) {
+			return authErr("invalid_api_key", "The API key is not valid.")
+		}
 		hash := keys.Hash(token)
 		now := s.now()
 		key, cached := s.keys.get(hash, now)

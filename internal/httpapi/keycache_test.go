@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,4 +46,41 @@ func TestKeyCacheHonoursRevocationAfterTTL(t *testing.T) {
 	checkEnvelope(t, e.do("GET", "/v1/billing/balance", auth, ""), 401, "authentication_error", "revoked_api_key")
 	// Unknown keys are never cached as valid.
 	checkEnvelope(t, e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer mg_nope"}, ""), 401, "authentication_error", "invalid_api_key")
+}
+
+// countingStore counts key lookups.
+type countingStore struct {
+	Store
+	lookups atomic.Int64
+}
+
+func (c *countingStore) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
+	c.lookups.Add(1)
+	return c.Store.KeyByHash(ctx, hash)
+}
+
+// A token that cannot be a key is refused without a database read; a well-formed unknown
+// one costs one.
+func TestMalformedKeysAreRefusedWithoutALookup(t *testing.T) {
+	t.Parallel()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	cs := &countingStore{Store: db}
+	s := New(Config{Store: cs, Catalog: catalog.Demo(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	e := &testEnv{t: t, srv: s, ts: ts, store: db}
+	for _, tok := range []string{"mg_nope", "sk-proj-abc", strings.Repeat("a", 500), "mg_" + strings.Repeat("A", 40)} {
+		checkEnvelope(t, e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer " + tok}, ""), 401, "authentication_error", "invalid_api_key")
+	}
+	if n := cs.lookups.Load(); n != 0 {
+		t.Fatalf("%d key lookups for malformed tokens, want 0", n)
+	}
+	checkEnvelope(t, e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer mg_" + strings.Repeat("a", 40)}, ""), 401, "authentication_error", "invalid_api_key")
+	if n := cs.lookups.Load(); n != 1 {
+		t.Fatalf("%d key lookups for one well-formed unknown key, want 1", n)
+	}
 }

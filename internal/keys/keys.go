@@ -19,6 +19,24 @@ func Generate() (secret, display string, hash []byte) {
 	return secret, secret[:10], Hash(secret)
 }
 
+// secretLen is the length of a key Generate makes: the prefix and 25 bytes in base32.
+const secretLen = len(Prefix) + 40
+
+// WellFormed reports whether s has the shape of a key Generate makes. Anything else cannot
+// be a key, and is refused without a database read: an unauthenticated client sending
+// garbage tokens costs the service no query.
+func WellFormed(s string) bool {
+	if len(s) != secretLen || s[:len(Prefix)] != Prefix {
+		return false
+	}
+	for i := len(Prefix); i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
+}
+
 // Hash is how a presented key is looked up.
 func Hash(secret string) []byte {
 	h := sha256.Sum256([]byte(secret))
