@@ -368,20 +368,44 @@ func selfFileLink(publicURL, src string) bool {
 	return strings.Contains(p, blob.FilesPath)
 }
 
-// nameFromURL is the default Name: the last path segment of the URL.
+// defaultName stands in for a Name when the URL's path has no segment to take it from.
+const defaultName = "asset"
+
+// nameFromURL is the default Name: the last segment of the URL's path, percent-decoded, cut
+// to MaxNameChars and held to the rules of a Name the client sends (checkText). Decoding can
+// yield what those rules refuse — invalid UTF-8 (%ff), control characters (%00, %0A), only
+// white space — and such a name would be stored as is: on SQLite every later read of the
+// asset fails to encode as JSON, on PostgreSQL the insert fails. The segment as it is written
+// in the URL is then used instead (always printable ASCII, since url.URL.EscapedPath escapes
+// everything else); defaultName when neither gives a valid Name.
 func nameFromURL(src string) string {
 	u, err := url.Parse(src)
 	if err != nil {
-		return "asset"
+		return defaultName
 	}
-	base := path.Base(u.Path)
-	if base == "/" || base == "." || base == "" {
-		return "asset"
+	for _, p := range []string{u.Path, u.EscapedPath()} {
+		base := path.Base(p)
+		if base == "/" || base == "." || base == "" {
+			continue
+		}
+		if name, aerr := checkText("Name", cutRunes(base, MaxNameChars), MaxNameChars, true, false); aerr == nil {
+			return name
+		}
 	}
-	if r := []rune(base); len(r) > MaxNameChars {
-		base = string(r[:MaxNameChars])
+	return defaultName
+}
+
+// cutRunes returns the first n characters of s without touching its bytes: an invalid byte
+// stays invalid (and is refused by checkText) rather than turning into U+FFFD.
+func cutRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
 	}
-	return base
+	return s
 }
 
 func (s *Service) listAssets(library string) func(context.Context, keys.Caller, []byte) (any, error) {
