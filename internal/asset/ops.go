@@ -63,8 +63,14 @@ func (s *Service) Operations() []Operation {
 // ---------------------------------------------------------------------------------------------
 
 // group reads a group of the caller in the library; anything else is not found, so ids of
-// another tenant or of the other library cannot be told apart from unknown ones.
+// another tenant or of the other library cannot be told apart from unknown ones. Neither can
+// an id that cannot be one of ours (idgen.Plausible), which is not looked up at all: on
+// PostgreSQL a NUL or invalid UTF-8 in it would be an error rather than no row. The handlers
+// that read a group under a lock (update, delete) make the same check first.
 func (s *Service) group(ctx context.Context, c keys.Caller, library, id, param string) (store.AssetGroup, error) {
+	if !idgen.Plausible(id) {
+		return store.AssetGroup{}, notFoundGroup(param)
+	}
 	g, err := s.cfg.Store.AssetGroup(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.Tenant.ID || g.Library != library)) {
 		return store.AssetGroup{}, notFoundGroup(param)
@@ -172,6 +178,9 @@ func (s *Service) updateGroup(library string) func(context.Context, keys.Caller,
 		if !hasName && !hasDesc {
 			return nil, invalid("", "Send Name, Description or both with the new values.")
 		}
+		if !idgen.Plausible(id) {
+			return nil, notFoundGroup("Id")
+		}
 		var out store.AssetGroup
 		err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 			g, err := tx.AssetGroupForUpdate(ctx, id)
@@ -207,6 +216,9 @@ func (s *Service) deleteGroup(library string) func(context.Context, keys.Caller,
 		if aerr != nil {
 			return nil, aerr
 		}
+		if !idgen.Plausible(id) {
+			return nil, notFoundGroup("Id")
+		}
 		err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 			g, err := tx.AssetGroupForUpdate(ctx, id)
 			if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.Tenant.ID || g.Library != library)) {
@@ -236,8 +248,12 @@ func (s *Service) deleteGroup(library string) func(context.Context, keys.Caller,
 // Assets
 // ---------------------------------------------------------------------------------------------
 
-// asset reads an asset of the caller in the library; anything else is not found.
+// asset reads an asset of the caller in the library; anything else, an id that cannot be one
+// of ours included (see group), is not found.
 func (s *Service) asset(ctx context.Context, c keys.Caller, library, id string) (store.Asset, error) {
+	if !idgen.Plausible(id) {
+		return store.Asset{}, notFoundAsset()
+	}
 	a, err := s.cfg.Store.Asset(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.TenantID != c.Tenant.ID || a.Library != library)) {
 		return store.Asset{}, notFoundAsset()

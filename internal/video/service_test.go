@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/billing"
@@ -304,6 +306,33 @@ func TestGetShowsATaskOnlyToItsKey(t *testing.T) {
 		var ae *apierr.Error
 		if _, err := s.Get(t.Context(), other, id); !errors.As(err, &ae) || ae.Kind != apierr.KindNotFound {
 			t.Errorf("another key's read of %s: %v, want not found", id, err)
+		}
+	}
+}
+
+// pgTextStore answers Task as PostgreSQL does for a text parameter it cannot hold: with an
+// error that is not store.ErrNotFound.
+type pgTextStore struct{ *fakeStore }
+
+func (p pgTextStore) Task(ctx context.Context, id string) (store.Task, error) {
+	if !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
+		return store.Task{}, errors.New(`ERROR: invalid byte sequence for encoding "UTF8" (SQLSTATE 22021)`)
+	}
+	return p.fakeStore.Task(ctx, id)
+}
+
+func TestGetOfAnIdThatCannotBeOursIsNotFoundWithoutALookup(t *testing.T) {
+	t.Parallel()
+	c := demoCaller(t)
+	st := newFakeStore(c.Key.ID, 0)
+	s := newService(st, 0)
+	s.Store = pgTextStore{st}
+	_, want := s.Get(t.Context(), c, "video_unknown")
+	for _, id := range []string{"\x00", "video_\x00", "\xff", "caf\xe9", "a b", ""} {
+		_, err := s.Get(t.Context(), c, id)
+		var ae *apierr.Error
+		if !errors.As(err, &ae) || ae.Kind != apierr.KindNotFound || err.Error() != want.Error() {
+			t.Errorf("Get(%q): %v, want the unknown id's %v", id, err, want)
 		}
 	}
 }
