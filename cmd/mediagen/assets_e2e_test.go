@@ -303,7 +303,7 @@ func TestEndToEndAssetsInVideoRequests(t *testing.T) {
 		t.Fatalf("revoke: %v %s", err, out.String())
 	}
 	status, b = e.call("POST", "/v1/videos", `{"model":"demo-video-2.5","prompt":"@Image1","metadata":{"resolution":"480p","content":[{"type":"image_url","role":"reference_image","image_url":{"url":"asset://`+ownImg+`"}}]}}`)
-	if status != 403 || !strings.Contains(string(b), "asset_group_not_authorized") {
+	if status != 403 || !strings.Contains(string(b), "asset_group_not_authorized") || !strings.Contains(string(b), `"param":"metadata.content[0].image_url.url"`) {
 		t.Errorf("revoked group's asset: %d %s", status, b)
 	}
 	e.post(e.key, "/v1/vidgen/virtual/assets/create", `{"GroupId":"`+own+`","URL":"`+e.media.URL+`/own.png","AssetType":"Image"}`, 403)

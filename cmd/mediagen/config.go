@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"mediagen/internal/catalog"
+	"mediagen/internal/limits"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/media/samples"
 	"mediagen/internal/store/postgres"
@@ -141,7 +142,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		num(&c.TaskCache, "task-cache", 20000, "tasks kept in memory for polling; 0 disables. SQLite: exact (every task write goes through this process). PostgreSQL: other replicas' writes arrive by LISTEN/NOTIFY, bounded by --task-cache-ttl")
 		dur(&c.TaskCacheTTL, "task-cache-ttl", time.Second, "PostgreSQL: longest a cached task is served after the read that filled it, the bound on staleness if another replica's notification is late or lost (at most 1s)")
 		dur(&c.BalanceCacheTTL, "balance-cache-ttl", time.Second, "longest a cached balance is served; this process's own charges and credits invalidate at once, other replicas' and `admin credit` show within it (at most 1s; 0 disables)")
-		num(&c.LimitReplicas, "limit-replicas", 1, "request-rate limits: each replica enforces 1/N of the catalog's rates and bursts; set N to the number of API replicas for a cluster-wide rate, 1 to enforce the full rate in every replica (docs/limits.md)")
+		num(&c.LimitReplicas, "limit-replicas", 1, "request-rate limits: each replica enforces 1/N of the catalog's rates and bursts; set N (at most 1000) to the number of API replicas for a cluster-wide rate, 1 to enforce the full rate in every replica (docs/limits.md)")
 		dur(&c.DBWait, "db-wait", 30*time.Second, "PostgreSQL: at start, keep trying an unreachable server this long before giving up (a replica restarted while the database restarts); 0 gives up at once")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		num(&c.GCPercent, "gc-percent", 400, "Go garbage collection target of serve: the heap grows this many percent over the live heap before a collection (GOGC); higher trades memory for CPU, and 400 took a third off the CPU of a create (bench/README.md). The GOGC environment variable, when set, wins; 0 or less leaves Go's default")
@@ -184,8 +185,10 @@ func (c *Config) validate() error {
 	if c.TaskCache < 0 {
 		return errors.New("--task-cache must not be negative")
 	}
-	if c.LimitReplicas < 0 {
-		return errors.New("--limit-replicas must not be negative (0 and 1 both enforce the full rates)")
+	if c.LimitReplicas < 0 || c.LimitReplicas > limits.MaxReplicas {
+		// The rates are divided by it: a huge N would make every bucket's wait longer than
+		// a time.Duration holds.
+		return fmt.Errorf("--limit-replicas must be from 0 to %d (0 and 1 both enforce the full rates), not %d", limits.MaxReplicas, c.LimitReplicas)
 	}
 	if c.Workers < 0 || c.LinkTTL < 0 || c.Retention < 0 || c.TaskDeadline < 0 || c.JobLease < 0 {
 		return errors.New("--workers, --link-ttl, --retention, --task-deadline and --job-lease must not be negative")

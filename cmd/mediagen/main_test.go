@@ -111,6 +111,7 @@ func TestBrokenConfigurationStopsServe(t *testing.T) {
 	}
 	unknownKey := write("unknown-key.yaml", strings.Replace(string(demo), "    currency: USD\n", "    currency: USD\n    colour: blue\n", 1))
 	unknownFamily := write("unknown-family.yaml", strings.Replace(string(demo), "family: fast-2.0", "family: turbo-9", 1))
+	tinyRate := write("tiny-rate.yaml", strings.Replace(string(demo), "requests_per_second: 100\n", "requests_per_second: 1e-11\n", 1))
 	tests := []struct {
 		name string
 		args []string
@@ -122,6 +123,9 @@ func TestBrokenConfigurationStopsServe(t *testing.T) {
 		{"missing catalog", []string{"--catalog", filepath.Join(dir, "nope.yaml")}, "nope.yaml: no such file"},
 		{"unknown key in catalog", []string{"--catalog", unknownKey}, `unknown key "colour"`},
 		{"unknown family", []string{"--catalog", unknownFamily}, `unknown family "turbo-9"`},
+		{"rate below one request a day", []string{"--catalog", tinyRate}, "line 8: requests_per_second must be from 0.00001 (about one request a day) to 1000000000, or unlimited, not 1e-11"},
+		{"negative --limit-replicas", []string{"--limit-replicas", "-1"}, "--limit-replicas must be from 0 to 1000"},
+		{"huge --limit-replicas", []string{"--limit-replicas", "1001"}, "--limit-replicas must be from 0 to 1000 (0 and 1 both enforce the full rates), not 1001"},
 		{"bad log format", []string{"--log-format", "xml"}, "--log-format"},
 		{"busy listen address", nil, "listen on"},
 	}

@@ -225,19 +225,32 @@ func (b *body) text(name string, max int, required, multiline bool) (string, boo
 	if !ok {
 		return "", false, nil
 	}
+	s, err := checkText(name, s, max, required, multiline)
+	return s, true, err
+}
+
+// checkText applies the free-text rules of body.text to s, a value of the field name, and
+// returns it trimmed. It is the one place these rules live: a value the service makes up in
+// place of one the client left out (the default Name of an asset) must pass them too.
+func checkText(name, s string, max int, required, multiline bool) (string, *apierr.Error) {
+	// A JSON body is valid UTF-8 already; a value made from a URL (percent-decoded) may not
+	// be, and would then fail every JSON answer that carries it.
+	if !utf8.ValidString(s) {
+		return "", invalid(name, "%s must be valid UTF-8.", name)
+	}
 	s = strings.TrimSpace(s)
 	if required && s == "" {
-		return "", true, invalid(name, "%s must not be empty or only white space.", name)
+		return "", invalid(name, "%s must not be empty or only white space.", name)
 	}
 	if utf8.RuneCountInString(s) > max {
-		return "", true, invalid(name, "%s is longer than %d characters.", name, max)
+		return "", invalid(name, "%s is longer than %d characters.", name, max)
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t' || r == '\r')) {
-			return "", true, invalid(name, "%s must not contain control characters.", name)
+			return "", invalid(name, "%s must not contain control characters.", name)
 		}
 	}
-	return s, true, nil
+	return s, nil
 }
 
 // enum reads an optional string that must be one of values (case-sensitive).

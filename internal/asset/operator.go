@@ -20,7 +20,8 @@ import (
 // revoke`. Assets cannot be added to a revoked group and its assets cannot be used in video
 // requests; a grant authorizes it again.
 
-// ReGroupID is the form of operator-chosen group ids (catalog and admin --id).
+// ReGroupID is the form of operator-chosen group ids (catalog and admin --id). Every id it
+// accepts is idgen.Plausible, which the API's lookups rely on.
 var ReGroupID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // Grant authorizes a virtual group of tenantID for the operator. With an empty id a new group

@@ -63,8 +63,14 @@ func (s *Service) Operations() []Operation {
 // ---------------------------------------------------------------------------------------------
 
 // group reads a group of the caller in the library; anything else is not found, so ids of
-// another tenant or of the other library cannot be told apart from unknown ones.
+// another tenant or of the other library cannot be told apart from unknown ones. Neither can
+// an id that cannot be one of ours (idgen.Plausible), which is not looked up at all: on
+// PostgreSQL a NUL or invalid UTF-8 in it would be an error rather than no row. The handlers
+// that read a group under a lock (update, delete) make the same check first.
 func (s *Service) group(ctx context.Context, c keys.Caller, library, id, param string) (store.AssetGroup, error) {
+	if !idgen.Plausible(id) {
+		return store.AssetGroup{}, notFoundGroup(param)
+	}
 	g, err := s.cfg.Store.AssetGroup(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.Tenant.ID || g.Library != library)) {
 		return store.AssetGroup{}, notFoundGroup(param)
@@ -172,6 +178,9 @@ func (s *Service) updateGroup(library string) func(context.Context, keys.Caller,
 		if !hasName && !hasDesc {
 			return nil, invalid("", "Send Name, Description or both with the new values.")
 		}
+		if !idgen.Plausible(id) {
+			return nil, notFoundGroup("Id")
+		}
 		var out store.AssetGroup
 		err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 			g, err := tx.AssetGroupForUpdate(ctx, id)
@@ -207,6 +216,9 @@ func (s *Service) deleteGroup(library string) func(context.Context, keys.Caller,
 		if aerr != nil {
 			return nil, aerr
 		}
+		if !idgen.Plausible(id) {
+			return nil, notFoundGroup("Id")
+		}
 		err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 			g, err := tx.AssetGroupForUpdate(ctx, id)
 			if errors.Is(err, store.ErrNotFound) || (err == nil && (g.TenantID != c.Tenant.ID || g.Library != library)) {
@@ -236,8 +248,12 @@ func (s *Service) deleteGroup(library string) func(context.Context, keys.Caller,
 // Assets
 // ---------------------------------------------------------------------------------------------
 
-// asset reads an asset of the caller in the library; anything else is not found.
+// asset reads an asset of the caller in the library; anything else, an id that cannot be one
+// of ours included (see group), is not found.
 func (s *Service) asset(ctx context.Context, c keys.Caller, library, id string) (store.Asset, error) {
+	if !idgen.Plausible(id) {
+		return store.Asset{}, notFoundAsset()
+	}
 	a, err := s.cfg.Store.Asset(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.TenantID != c.Tenant.ID || a.Library != library)) {
 		return store.Asset{}, notFoundAsset()
@@ -368,20 +384,44 @@ func selfFileLink(publicURL, src string) bool {
 	return strings.Contains(p, blob.FilesPath)
 }
 
-// nameFromURL is the default Name: the last path segment of the URL.
+// defaultName stands in for a Name when the URL's path has no segment to take it from.
+const defaultName = "asset"
+
+// nameFromURL is the default Name: the last segment of the URL's path, percent-decoded, cut
+// to MaxNameChars and held to the rules of a Name the client sends (checkText). Decoding can
+// yield what those rules refuse — invalid UTF-8 (%ff), control characters (%00, %0A), only
+// white space — and such a name would be stored as is: on SQLite every later read of the
+// asset fails to encode as JSON, on PostgreSQL the insert fails. The segment as it is written
+// in the URL is then used instead (always printable ASCII, since url.URL.EscapedPath escapes
+// everything else); defaultName when neither gives a valid Name.
 func nameFromURL(src string) string {
 	u, err := url.Parse(src)
 	if err != nil {
-		return "asset"
+		return defaultName
 	}
-	base := path.Base(u.Path)
-	if base == "/" || base == "." || base == "" {
-		return "asset"
+	for _, p := range []string{u.Path, u.EscapedPath()} {
+		base := path.Base(p)
+		if base == "/" || base == "." || base == "" {
+			continue
+		}
+		if name, aerr := checkText("Name", cutRunes(base, MaxNameChars), MaxNameChars, true, false); aerr == nil {
+			return name
+		}
 	}
-	if r := []rune(base); len(r) > MaxNameChars {
-		base = string(r[:MaxNameChars])
+	return defaultName
+}
+
+// cutRunes returns the first n characters of s without touching its bytes: an invalid byte
+// stays invalid (and is refused by checkText) rather than turning into U+FFFD.
+func cutRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
 	}
-	return base
+	return s
 }
 
 func (s *Service) listAssets(library string) func(context.Context, keys.Caller, []byte) (any, error) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"mediagen/internal/apierr"
 	"mediagen/internal/catalog"
 	"mediagen/internal/keys"
@@ -414,5 +416,62 @@ func TestCatalogVirtualGroupsChecked(t *testing.T) {
 	}
 	if _, err := catalog.Parse("c.yaml", []byte(head+"      - {id: brand.assets-1, name: Brand, description: x}\n")); err != nil {
 		t.Error(err)
+	}
+}
+
+// Without Name, assets/create names the asset after the last segment of the URL's path,
+// percent-decoded. That name obeys the rules of a Name the client sends: a decoded segment
+// that does not (invalid UTF-8, control characters, only white space) is used as it is
+// written in the URL (percent-encoded, so printable ASCII), and "asset" stands in when the
+// path has no segment. assets/get and assets/list keep answering.
+func TestDefaultNameFromURLObeysTheNameRules(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{noRun: true})
+	ctx := t.Context()
+	V := VirtualPrefix
+	g := e.virtualGroup(acme)
+	long := strings.Repeat("é", 200)
+	cases := []struct{ name, path, want string }{
+		{"plain segment", "/clips/intro.mp4", "intro.mp4"},
+		{"decoded UTF-8", "/caf%C3%A9.png", "café.png"},
+		{"trimmed like a Name", "/%20logo.png%20", "logo.png"},
+		{"cut to 128 characters", "/" + long, strings.Repeat("é", MaxNameChars)},
+		{"invalid UTF-8 as written", "/%ff", "%ff"},
+		{"Latin-1 byte as written", "/caf%E9.png", "caf%E9.png"},
+		{"invalid UTF-8 past the cut as written", "/%ff" + strings.Repeat("a", 200), "%ff" + strings.Repeat("a", MaxNameChars-3)},
+		{"NUL as written", "/%00", "%00"},
+		{"newline as written", "/a%0Ab.png", "a%0Ab.png"},
+		{"DEL as written", "/%7F", "%7F"},
+		{"C1 control percent-encoded", "/%C2%85", "%C2%85"},
+		{"C1 control sent raw", "/\u0085", "%C2%85"},
+		{"only white space as written", "/%20%20", "%20%20"},
+		{"no segment gets the default", "/", "asset"},
+		{"no path gets the default", "", "asset"},
+	}
+	for _, c := range cases {
+		body, _ := json.Marshal(map[string]string{"GroupId": g, "URL": "https://media.example.com" + c.path, "AssetType": "Image"})
+		m, err := e.op(acme, V+"/assets/create", string(body))
+		if err != nil {
+			t.Errorf("%s: create: %v", c.name, err)
+			continue
+		}
+		id := m["Id"].(string)
+		a, err := e.db.Asset(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Name != c.want {
+			t.Errorf("%s: name %q, want %q", c.name, a.Name, c.want)
+		}
+		// The stored name passes the rules of a client's Name, so it could have been sent.
+		if _, aerr := checkText("Name", a.Name, MaxNameChars, true, false); aerr != nil || strings.TrimSpace(a.Name) != a.Name {
+			t.Errorf("%s: stored name %q breaks the Name rules: %v", c.name, a.Name, aerr)
+		}
+		if got := e.must(acme, V+"/assets/get", `{"Id":"`+id+`"}`); got["Name"] != c.want {
+			t.Errorf("%s: assets/get name %v", c.name, got["Name"])
+		}
+	}
+	if l := e.must(acme, V+"/assets/list", `{"PageSize":100}`); l["TotalCount"] != float64(len(cases)) {
+		t.Errorf("assets/list %v", l)
 	}
 }

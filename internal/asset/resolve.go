@@ -10,6 +10,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"
+	"mediagen/internal/idgen"
 	"mediagen/internal/store"
 	"mediagen/internal/video"
 )
@@ -27,6 +28,11 @@ var _ video.Assets = (*Service)(nil)
 // access to the stored copy: a signed link minted now, and its local path for an engine that
 // runs on the same storage, or its key in the shared object store.
 func (s *Service) Resolve(ctx context.Context, tenantID, assetID string) (video.Asset, error) {
+	// The contract already limits asset:// ids to this alphabet; the check keeps any other
+	// caller from sending the store an id PostgreSQL would answer with an error.
+	if !idgen.Plausible(assetID) {
+		return video.Asset{}, video.ErrAssetNotFound
+	}
 	a, err := s.cfg.Store.Asset(ctx, assetID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.TenantID != tenantID) {
 		return video.Asset{}, video.ErrAssetNotFound

@@ -184,6 +184,16 @@ func (r PerSecond) String() string {
 	return strconv.FormatFloat(float64(r), 'f', -1, 64)
 }
 
+// The range of requests_per_second. The upper bound is maxCount, like every count. The lower
+// bound is about one request a day (one every 100 000 s, 27.8 h): a slower limit is a
+// revoked key in all but name, and the token bucket must be able to time a wait of
+// 1/rate as a time.Duration (at most 292 years) even when --limit-replicas divides the
+// rate by limits.MaxReplicas: 1000/0.00001 s is 3.2 years.
+const (
+	MinRequestsPerSecond PerSecond = 0.00001
+	MaxRequestsPerSecond PerSecond = maxCount
+)
+
 // maxCount keeps counts far inside every integer type they meet (database integers, float
 // arithmetic of the buckets).
 const maxCount = 1_000_000_000
@@ -219,11 +229,13 @@ func (r *PerSecond) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
-		return fmt.Errorf("line %d: requests_per_second must be a positive number or unlimited, not %s", n.Line, shown(n))
+		return fmt.Errorf("line %d: requests_per_second must be a number or unlimited, not %s", n.Line, shown(n))
 	}
 	v, err := strconv.ParseFloat(n.Value, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > maxCount {
-		return fmt.Errorf("line %d: requests_per_second must be a positive number up to %d or unlimited, not %s", n.Line, maxCount, n.Value)
+	// NaN fails both comparisons, so it is refused too.
+	if err != nil || !(v >= float64(MinRequestsPerSecond) && v <= float64(MaxRequestsPerSecond)) {
+		return fmt.Errorf("line %d: requests_per_second must be from %s (about one request a day) to %s, or unlimited, not %s",
+			n.Line, MinRequestsPerSecond, MaxRequestsPerSecond, n.Value)
 	}
 	*r = PerSecond(v)
 	return nil

@@ -122,9 +122,13 @@ func TestLimitsRejectBadValuesWithTheirLine(t *testing.T) {
 		{"quoted count", "video_tasks_in_flight: 10", `video_tasks_in_flight: "10"`, `line 4: a limit must be a whole number of at least 1 or unlimited, not "10"`},
 		{"misspelt unlimited", "speech_in_flight: unlimited", "speech_in_flight: infinite", "line 6: a limit must be a whole number of at least 1 or unlimited, not infinite"},
 		{"count list", "video_tasks_in_flight: 10", "video_tasks_in_flight: [1]", "line 4: a limit must be a whole number of at least 1 or unlimited, not a list"},
-		{"zero rate", "requests_per_second: 5", "requests_per_second: 0", "line 3: requests_per_second must be a positive number up to 1000000000 or unlimited, not 0"},
-		{"rate text", "requests_per_second: 5", "requests_per_second: fast", "line 3: requests_per_second must be a positive number or unlimited, not fast"},
-		{"rate infinity", "requests_per_second: 5", "requests_per_second: .inf", "line 3: requests_per_second must be a positive number up to"},
+		{"zero rate", "requests_per_second: 5", "requests_per_second: 0", "line 3: requests_per_second must be from 0.00001 (about one request a day) to 1000000000, or unlimited, not 0"},
+		{"rate text", "requests_per_second: 5", "requests_per_second: fast", "line 3: requests_per_second must be a number or unlimited, not fast"},
+		{"rate infinity", "requests_per_second: 5", "requests_per_second: .inf", "line 3: requests_per_second must be from 0.00001 (about one request a day) to 1000000000, or unlimited, not .inf"},
+		{"rate below one a day", "requests_per_second: 5", "requests_per_second: 0.000001", "line 3: requests_per_second must be from 0.00001 (about one request a day) to 1000000000, or unlimited, not 0.000001"},
+		{"rate too small for a wait to be timed", "requests_per_second: 5", "requests_per_second: 1e-11", "line 3: requests_per_second must be from 0.00001"},
+		{"smallest float rate", "requests_per_second: 0.5", "requests_per_second: 5e-324", "line 25: requests_per_second must be from 0.00001"},
+		{"rate above the maximum", "requests_per_second: 5", "requests_per_second: 1000000001", "line 3: requests_per_second must be from 0.00001 (about one request a day) to 1000000000, or unlimited, not 1000000001"},
 		{"unlimited burst", "burst: 3", "burst: unlimited", "line 26: burst must be a whole number of at least 1 (an unlimited rate needs no burst)"},
 		{"zero burst", "burst: 3", "burst: 0", "line 26: burst must be a whole number from 1 to 1000000000, not 0"},
 		{"unknown limit", "video_tasks_in_flight: 7", "video_tasks_in_flight: 7\n        tasks: 3", `line 31: unknown key "tasks"`},
@@ -137,6 +141,21 @@ func TestLimitsRejectBadValuesWithTheirLine(t *testing.T) {
 				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestLimitsAcceptTheRateBounds(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"0.00001", "1e-5", "1000000000"} {
+		c, err := Parse("c.yaml", []byte(strings.Replace(withLimits, "requests_per_second: 5", "requests_per_second: "+v, 1)))
+		if err != nil {
+			t.Errorf("requests_per_second %s: %v", v, err)
+			continue
+		}
+		acme, _ := c.Tenant("acme")
+		if r := acme.Limits().Key.RequestsPerSecond; r < MinRequestsPerSecond || r > MaxRequestsPerSecond {
+			t.Errorf("requests_per_second %s read as %v", v, r)
+		}
 	}
 }
 

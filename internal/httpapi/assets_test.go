@@ -22,7 +22,6 @@ import (
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
 	"mediagen/internal/jobs"
-	"mediagen/internal/store/sqlite"
 )
 
 // assetEnv is the API with the asset library on a fresh SQLite store, keys of two tenants
@@ -40,12 +39,14 @@ const testPublicURL = "http://mediagen.test"
 
 func newAssetEnv(t *testing.T) *assetEnv {
 	t.Helper()
+	return newAssetEnvOn(t, "sqlite")
+}
+
+// newAssetEnvOn is newAssetEnv on a fresh store of the driver (see openTestStore).
+func newAssetEnvOn(t *testing.T, driver string) *assetEnv {
+	t.Helper()
 	root := t.TempDir()
-	db, err := sqlite.Open(context.Background(), filepath.Join(root, "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openTestStore(t, driver)
 	key := bytes.Repeat([]byte("s"), 32)
 	assetBlobs, err := blob.NewFS(filepath.Join(root, "assets"), key, testPublicURL)
 	if err != nil {
@@ -318,5 +319,37 @@ func TestAssetErrorsOverHTTP(t *testing.T) {
 	}
 	if l := e.ok(e.limited, vPrefix+"/assets/list", `{}`, 200); l["TotalCount"] != 0.0 {
 		t.Errorf("limited sees %v", l)
+	}
+}
+
+// An asset created without Name is named after its URL, and that name is always one the
+// API can store and answer with: on SQLite a percent-decoded %ff used to be stored and then
+// made every assets/get and assets/list of the tenant a 500; on PostgreSQL the create itself
+// was a 500.
+func TestAssetDefaultNameFromAnyURLIsReadableOnEveryStore(t *testing.T) {
+	t.Parallel()
+	for _, driver := range testDrivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newAssetEnvOn(t, driver)
+			gid := e.ok(e.acme, vPrefix+"/asset-groups/create", `{"Name":"g"}`, 200)["Id"].(string)
+			want := map[string]string{}
+			for _, p := range []string{"/%ff", "/%00", "/a%0Ab.png", "/%C2%85", "/"} {
+				id := e.ok(e.acme, vPrefix+"/assets/create", `{"GroupId":"`+gid+`","URL":"https://cdn.example.com`+p+`","AssetType":"Image"}`, 202)["Id"].(string)
+				want[id] = strings.TrimPrefix(p, "/")
+				if p == "/" {
+					want[id] = "asset"
+				}
+			}
+			for id, name := range want {
+				if got := e.ok(e.acme, vPrefix+"/assets/get", `{"Id":"`+id+`"}`, 200)["Name"]; got != name {
+					t.Errorf("assets/get %s: Name %v, want %q", id, got, name)
+				}
+			}
+			l := e.ok(e.acme, vPrefix+"/assets/list", `{}`, 200)
+			if l["TotalCount"] != float64(len(want)) {
+				t.Errorf("assets/list %v", l)
+			}
+		})
 	}
 }

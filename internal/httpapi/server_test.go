@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
 	"mediagen/internal/video"
 )
 
@@ -40,11 +38,13 @@ func newTestEnv(t *testing.T) *testEnv {
 // service settings (the store is filled in).
 func newTestEnvWith(t testing.TB, cat *catalog.Catalog, videos *video.Service, maxBody int64) *testEnv {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	return newTestEnvOn(t, "sqlite", cat, videos, maxBody)
+}
+
+// newTestEnvOn is newTestEnvWith on a fresh store of the driver (see openTestStore).
+func newTestEnvOn(t testing.TB, driver string, cat *catalog.Catalog, videos *video.Service, maxBody int64) *testEnv {
+	t.Helper()
+	db := openTestStore(t, driver)
 	if videos == nil {
 		videos = &video.Service{}
 	}

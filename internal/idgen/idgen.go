@@ -45,3 +45,27 @@ func Secret(n int) string {
 	_, _ = rand.Read(b)
 	return strings.ToLower(enc.EncodeToString(b))
 }
+
+// MaxLen is the longest id Plausible accepts. Ours are far shorter; operator-chosen ids
+// (asset group ids of the catalog and of `admin asset-group grant --id`) go up to it.
+const MaxLen = 128
+
+// Plausible reports whether s could be an id the service handed out: 1 to MaxLen ASCII
+// letters, digits, '.', '_' or '-'. Every id New makes fits (a lower-case prefix, '_' and
+// the base32 alphabet), and so does every id the operator may choose. A string that does not
+// fit names nothing, so a lookup answers "not found" without asking the store. That is more
+// than a shortcut: PostgreSQL refuses a text parameter holding NUL or invalid UTF-8 with an
+// error (SQLSTATE 22021), not with "no rows", so without this check such an id in a path or
+// body became a 500 there while SQLite answered 404.
+func Plausible(s string) bool {
+	if s == "" || len(s) > MaxLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

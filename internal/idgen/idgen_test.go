@@ -3,6 +3,7 @@ package idgen
 import (
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,5 +39,18 @@ func TestNewUsesTheClock(t *testing.T) {
 	before := newAt("x", time.Now().Add(-time.Second))
 	if now := New("x"); now <= before {
 		t.Fatalf("New() = %q sorts before an id from a second ago (%q)", now, before)
+	}
+}
+
+func TestPlausibleAcceptsEveryIdWeMakeAndRefusesWhatNoIdIs(t *testing.T) {
+	for _, s := range []string{New("video"), New("asset"), New("grp"), "vt_" + Secret(20), "brand.assets-1", "Stock_2", strings.Repeat("a", MaxLen)} {
+		if !Plausible(s) {
+			t.Errorf("Plausible(%q) = false, want true", s)
+		}
+	}
+	for _, s := range []string{"", "\x00", "video_\x00", "\xff", "caf\xe9", "café", "a b", "a/b", "a\nb", "a%00", "\u200b", strings.Repeat("a", MaxLen+1)} {
+		if Plausible(s) {
+			t.Errorf("Plausible(%q) = true, want false", s)
+		}
 	}
 }

@@ -25,16 +25,33 @@ func (b *bucket) refill(now time.Time, rate, burst float64) {
 	}
 }
 
-// wait is how long until the bucket has a token: zero when it has one now.
+// wait is how long until the bucket has a token: zero when it has one now, and never zero
+// when it has none.
 func (b *bucket) wait(rate float64) time.Duration {
 	if b.tokens >= 1 {
 		return 0
 	}
-	return time.Duration((1 - b.tokens) / rate * float64(time.Second))
+	return span((1 - b.tokens) / rate)
 }
 
 // take removes one token; the caller checked wait first.
 func (b *bucket) take(now time.Time, rate, burst float64) {
 	b.tokens--
-	b.full = now.Add(time.Duration((burst - b.tokens) / rate * float64(time.Second)))
+	b.full = now.Add(span((burst - b.tokens) / rate))
+}
+
+// span turns a positive number of seconds into a Duration of at least 1 ns, saturating at the
+// longest Duration. A plain conversion is not safe here: Go leaves the conversion of a float
+// outside int64's range to the platform (amd64 gives math.MinInt64), so a rate slow enough
+// made wait negative, and a negative wait admits. NaN and negative seconds (a rate of 0 or
+// below, which never refills) count as forever too. The catalog keeps rates in a range where
+// none of this happens (catalog.MinRequestsPerSecond, MaxReplicas); this is the bucket's own
+// guarantee that an out-of-range rate refuses rather than admits.
+func span(seconds float64) time.Duration {
+	ns := seconds * float64(time.Second)
+	// float64(math.MaxInt64) rounds up to 2^63, so every ns below it converts exactly.
+	if !(ns >= 0) || ns >= float64(math.MaxInt64) {
+		return time.Duration(math.MaxInt64)
+	}
+	return max(time.Nanosecond, time.Duration(ns))
 }

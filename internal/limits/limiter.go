@@ -26,12 +26,18 @@ type Limiter struct {
 	active  map[string]int64 // requests being processed, by key id
 }
 
-// New makes a limiter. now nil is time.Now; replicas below 1 is 1.
+// MaxReplicas bounds --limit-replicas: far above the API replicas one database serves, and
+// low enough that the smallest catalog rate divided by it (catalog.MinRequestsPerSecond /
+// 1000: a token every 3.2 years) still gives waits a time.Duration holds.
+const MaxReplicas = 1000
+
+// New makes a limiter. now nil is time.Now; replicas below 1 is 1, above MaxReplicas is
+// MaxReplicas (the serve flag refuses such values; this keeps any other caller in range).
 func New(now func() time.Time, replicas int) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Limiter{now: now, replicas: float64(max(1, replicas)), maxEntries: 10_000,
+	return &Limiter{now: now, replicas: float64(min(MaxReplicas, max(1, replicas))), maxEntries: 10_000,
 		keys: map[string]*bucket{}, tenants: map[string]*bucket{}, active: map[string]int64{}}
 }
 

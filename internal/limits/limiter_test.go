@@ -249,3 +249,71 @@ func TestConcurrentCallersGetExactlyTheBurst(t *testing.T) {
 		t.Errorf("admitted %d of 200 concurrent requests, want the burst of 50", admitted)
 	}
 }
+
+// A rate too small for a wait to fit in a time.Duration once made the wait overflow to a
+// negative number, which the limiter read as "a token is there": every request was admitted.
+// However small or broken the rate, the bucket refuses until it has a token.
+func TestBucketWithAnExtremeRateRefusesRatherThanAdmits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		rate     catalog.PerSecond
+		replicas int
+	}{
+		{"one request in about 300 years", 1e-10, 1},
+		{"one request in 30 000 years", 1e-12, 1},
+		{"the smallest float", 5e-324, 1},
+		{"zero, which no catalog gives", 0, 1},
+		{"negative, which no catalog gives", -2, 1},
+		{"the smallest catalog rate shared by a huge replica count", catalog.MinRequestsPerSecond, 1 << 62},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newClock()
+			l := New(c.now, tt.replicas)
+			lim := limitsOf(tt.rate, 1, catalog.Unlimited, 1)
+			if err := l.Allow("k", "t", lim); err != nil {
+				t.Fatalf("the burst's request refused: %v", err)
+			}
+			c.add(time.Hour)
+			for i := range 3 {
+				r := refusal(t, l.Allow("k", "t", lim))
+				if r.Scope != ScopeKey || r.Limit != LimitRate || r.RetryAfter < 1 {
+					t.Errorf("refusal %d = %+v, want key/rate with a Retry-After", i+1, r)
+				}
+			}
+		})
+	}
+}
+
+// A bucket whose rate is too slow for the time until it is full to fit in a time.Duration
+// is still refilling: it is kept when the map is trimmed, since dropping it would hand its
+// key a fresh burst.
+func TestABucketThatTakesForeverToFillIsKept(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	l := New(c.now, 1)
+	l.maxEntries = 1
+	slow := limitsOf(1e-12, 1, catalog.Unlimited, 1)
+	if err := l.Allow("slow", "t", slow); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	_ = l.Allow("other", "t", limitsOf(1, 1, catalog.Unlimited, 1))
+	if _, ok := l.keys["slow"]; !ok {
+		t.Error("a bucket still refilling was dropped")
+	}
+	if err := l.Allow("slow", "t", slow); err == nil {
+		t.Error("the slow key got a second request through")
+	}
+}
+
+func TestReplicaCountIsBounded(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{MaxReplicas + 1, 1 << 62} {
+		if got := New(nil, n).replicas; got != MaxReplicas {
+			t.Errorf("New(nil, %d).replicas = %v, want MaxReplicas (%d)", n, got, MaxReplicas)
+		}
+	}
+}

@@ -175,6 +175,16 @@ func (s *Service) resolveAsset(ctx context.Context, c keys.Caller, it contract.C
 	if errors.Is(err, ErrAssetNotFound) || errors.Is(err, store.ErrNotFound) {
 		return Asset{}, apierr.Invalid(param, fmt.Sprintf("Asset %q was not found in this account's asset library.", it.AssetID))
 	}
+	var refused *apierr.Error
+	if errors.As(err, &refused) && refused.Param == "" {
+		// The library words some refusals itself (403 asset_group_not_authorized for a group
+		// the operator revoked) but cannot know where the reference sits in the request. Like
+		// every other refusal of an asset, it names the content item. A copy: the library's
+		// error is not ours to change.
+		named := *refused
+		named.Param = param
+		return Asset{}, &named
+	}
 	if err != nil {
 		return Asset{}, err
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/billing"
@@ -305,5 +307,95 @@ func TestGetShowsATaskOnlyToItsKey(t *testing.T) {
 		if _, err := s.Get(t.Context(), other, id); !errors.As(err, &ae) || ae.Kind != apierr.KindNotFound {
 			t.Errorf("another key's read of %s: %v, want not found", id, err)
 		}
+	}
+}
+
+// pgTextStore answers Task as PostgreSQL does for a text parameter it cannot hold: with an
+// error that is not store.ErrNotFound.
+type pgTextStore struct{ *fakeStore }
+
+func (p pgTextStore) Task(ctx context.Context, id string) (store.Task, error) {
+	if !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
+		return store.Task{}, errors.New(`ERROR: invalid byte sequence for encoding "UTF8" (SQLSTATE 22021)`)
+	}
+	return p.fakeStore.Task(ctx, id)
+}
+
+func TestGetOfAnIdThatCannotBeOursIsNotFoundWithoutALookup(t *testing.T) {
+	t.Parallel()
+	c := demoCaller(t)
+	st := newFakeStore(c.Key.ID, 0)
+	s := newService(st, 0)
+	s.Store = pgTextStore{st}
+	_, want := s.Get(t.Context(), c, "video_unknown")
+	for _, id := range []string{"\x00", "video_\x00", "\xff", "caf\xe9", "a b", ""} {
+		_, err := s.Get(t.Context(), c, id)
+		var ae *apierr.Error
+		if !errors.As(err, &ae) || ae.Kind != apierr.KindNotFound || err.Error() != want.Error() {
+			t.Errorf("Get(%q): %v, want the unknown id's %v", id, err, want)
+		}
+	}
+}
+
+// fakeAssets is an asset library that answers each id as the real one would.
+type fakeAssets map[string]struct {
+	a   Asset
+	err error
+}
+
+func (f fakeAssets) Resolve(_ context.Context, _ string, id string) (Asset, error) {
+	r, ok := f[id]
+	if !ok {
+		return Asset{}, ErrAssetNotFound
+	}
+	return r.a, r.err
+}
+
+// Every refusal of an asset:// reference names the content item's url in param, whether the
+// video service words it (unknown, not Active, wrong type) or the library does (a group the
+// operator revoked, 403 asset_group_not_authorized); and nothing is written.
+func TestAssetRefusalsNameTheContentItem(t *testing.T) {
+	t.Parallel()
+	revoked := &apierr.Error{Kind: apierr.KindPermission, Code: "asset_group_not_authorized",
+		Message: `Asset "asset_revoked" is in an asset group that is no longer authorized for this account; it cannot be used. Contact the operator.`}
+	lib := fakeAssets{
+		"asset_ok":         {a: Asset{ID: "asset_ok", Type: AssetImage, Status: AssetActive}},
+		"asset_processing": {a: Asset{ID: "asset_processing", Type: AssetImage, Status: "Processing"}},
+		"asset_clip":       {a: Asset{ID: "asset_clip", Type: AssetVideo, Status: AssetActive, Duration: 5}},
+		"asset_revoked":    {err: revoked},
+	}
+	tests := []struct {
+		name     string
+		id       string
+		wantKind apierr.Kind
+		wantCode string
+	}{
+		{"an unknown asset is 400", "asset_nope", apierr.KindInvalid, ""},
+		{"an asset still processing is 400", "asset_processing", apierr.KindInvalid, ""},
+		{"an asset of the wrong type is 400", "asset_clip", apierr.KindInvalid, ""},
+		{"an asset in a revoked group is 403", "asset_revoked", apierr.KindPermission, "asset_group_not_authorized"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := demoCaller(t)
+			st := newFakeStore(c.Key.ID, 100*money.Scale)
+			s := newService(st, 0)
+			s.Assets = lib
+			body := `{"model":"demo-video-2.5","prompt":"@Image1 @Image2","metadata":{"resolution":"480p","content":[` +
+				`{"type":"image_url","role":"reference_image","image_url":{"url":"asset://asset_ok"}},` +
+				`{"type":"image_url","role":"reference_image","image_url":{"url":"asset://` + tt.id + `"}}]}}`
+			_, _, err := s.Create(t.Context(), c, []byte(body))
+			var ae *apierr.Error
+			if !errors.As(err, &ae) || ae.Kind != tt.wantKind || ae.Param != "metadata.content[1].image_url.url" || (tt.wantCode != "" && ae.Code != tt.wantCode) {
+				t.Fatalf("error %#v, want kind %v code %q on metadata.content[1].image_url.url", err, tt.wantKind, tt.wantCode)
+			}
+			if len(st.tasks) != 0 || len(st.jobs) != 0 || st.postings != 0 {
+				t.Errorf("a refused create wrote: %d tasks, %d jobs, %d postings", len(st.tasks), len(st.jobs), st.postings)
+			}
+		})
+	}
+	if revoked.Param != "" {
+		t.Errorf("the library's error was changed in place: param %q", revoked.Param)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"
+	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
@@ -116,11 +117,16 @@ func fillResult(md *Metadata, v *TaskView, route string, r Result, links Linker)
 }
 
 // Get reads a task for its owner key. Any other key, or an unknown id, is not found: the
-// answer must not reveal that a task exists.
+// answer must not reveal that a task exists. An id that cannot be one of ours is not found
+// before any query (see idgen.Plausible: PostgreSQL errors on NUL and invalid UTF-8).
 func (s *Service) Get(ctx context.Context, c keys.Caller, id string) (store.Task, error) {
+	notFound := apierr.New(apierr.KindNotFound, "No video task with this id exists for this API key.")
+	if !idgen.Plausible(id) {
+		return store.Task{}, notFound
+	}
 	t, err := s.Store.Task(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && t.KeyID != c.Key.ID) {
-		return store.Task{}, apierr.New(apierr.KindNotFound, "No video task with this id exists for this API key.")
+		return store.Task{}, notFound
 	}
 	return t, err
 }

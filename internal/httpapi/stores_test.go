@@ -1,0 +1,40 @@
+package httpapi
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"mediagen/internal/store"
+	"mediagen/internal/store/postgres"
+	"mediagen/internal/store/postgres/pgtest"
+	"mediagen/internal/store/sqlite"
+)
+
+// testDrivers are the store drivers a test runs the API on when the answer may depend on the
+// database: PostgreSQL refuses text that SQLite stores (NUL, invalid UTF-8), for one.
+var testDrivers = []string{"sqlite", "postgres"}
+
+// openTestStore opens a fresh, migrated store of the driver, closed when the test ends:
+// SQLite in a temporary directory, PostgreSQL in a schema of its own on the test server
+// (skipped when that server is unreachable, except under CI=true; see pgtest).
+func openTestStore(t testing.TB, driver string) store.Store {
+	t.Helper()
+	var (
+		db  store.Store
+		err error
+	)
+	switch driver {
+	case "sqlite":
+		db, err = sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	case "postgres":
+		db, err = postgres.Open(context.Background(), pgtest.URL(t))
+	default:
+		t.Fatalf("unknown store driver %q", driver)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
