@@ -120,15 +120,19 @@ func fillResult(md *Metadata, v *TaskView, route string, r Result, links Linker)
 // answer must not reveal that a task exists. An id that cannot be one of ours is not found
 // before any query (see idgen.Plausible: PostgreSQL errors on NUL and invalid UTF-8).
 func (s *Service) Get(ctx context.Context, c keys.Caller, id string) (store.Task, error) {
-	notFound := apierr.New(apierr.KindNotFound, "No video task with this id exists for this API key.")
 	if !idgen.Plausible(id) {
-		return store.Task{}, notFound
+		return store.Task{}, taskNotFound()
 	}
 	t, err := s.Store.Task(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && t.KeyID != c.Key.ID) {
-		return store.Task{}, notFound
+		return store.Task{}, taskNotFound()
 	}
 	return t, err
+}
+
+// taskNotFound is made only when needed: Get is the hottest path.
+func taskNotFound() error {
+	return apierr.New(apierr.KindNotFound, "No video task with this id exists for this API key.")
 }
 
 // BlobLinker mints links to stored results with a fixed lifetime.
