@@ -40,18 +40,7 @@ func TestEnhancementSourceSwappedAfterSubmissionIsRefused(t *testing.T) {
 		http.ServeFile(w, r, f)
 	}))
 	t.Cleanup(media.Close)
-	var out bytes.Buffer
-	m := NewMain(env(nil), &out, io.Discard)
-	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "0",
-		"--fetch-allow", "loopback", "--log-level", "error"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	e := &e2e{t: t, m: m, key: m.DemoKey}
+	e := serveFetchingFrom(t, dir, media)
 	before, _ := e.balance()
 	// The service is fast to claim; the swap must happen between measuring and fetching, so
 	// the sandbox's slow marker holds the job a moment first.
@@ -92,18 +81,7 @@ func TestEnhancementSourceWithRewrittenHeaderIsReservedForItsStreams(t *testing.
 	}
 	media := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, src) }))
 	t.Cleanup(media.Close)
-	var out bytes.Buffer
-	m := NewMain(env(nil), &out, io.Discard)
-	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "0",
-		"--fetch-allow", "loopback", "--log-level", "error"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	e := &e2e{t: t, m: m, key: m.DemoKey}
+	e := serveFetchingFrom(t, dir, media)
 	// The slow marker holds the job so the balance can be read while the reservation stands.
 	id := e.create(`{"model":"demo-enhance-lite","metadata":{"video_url":"` + media.URL + `/clip.mp4?sandbox=slow:1s","duration":1,"fps":24,"resolution":"1080p"}}`)
 	reserved, _ := e.balance()
@@ -127,4 +105,22 @@ func parseMicros(t *testing.T, s string) money.Micros {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// serveFetchingFrom starts serve (sandbox, no pace) allowed to fetch from the TLS test server
+// media on loopback, and returns a client of it with the demo key.
+func serveFetchingFrom(t *testing.T, dir string, media *httptest.Server) *e2e {
+	t.Helper()
+	var out bytes.Buffer
+	m := NewMain(env(nil), &out, io.Discard)
+	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "0",
+		"--fetch-allow", "loopback", "--log-level", "error"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return &e2e{t: t, m: m, key: m.DemoKey}
 }

@@ -21,13 +21,7 @@ import (
 // reservation uses the measured seconds.
 func TestProductionMeasuresRealInputVideo(t *testing.T) {
 	t.Parallel()
-	tools := ffmpeg.Tools{}
-	if err := tools.Check(context.Background()); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("ffmpeg required under CI=true: %v", err)
-		}
-		t.Skip(err)
-	}
+	tools := requireFFmpeg(t)
 	dir := t.TempDir()
 	clip := filepath.Join(dir, "in.mp4")
 	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 24, Duration: 2.5, Container: "mp4", Text: "input"}, clip); err != nil {
@@ -80,13 +74,7 @@ func TestProductionMeasuresRealInputVideo(t *testing.T) {
 // measuring window gets a 503 with nothing written, and goes through once one is free.
 func TestCreateWaitsForAProbeSlotThenAnswers503(t *testing.T) {
 	t.Parallel()
-	tools := ffmpeg.Tools{}
-	if err := tools.Check(context.Background()); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("ffmpeg required under CI=true: %v", err)
-		}
-		t.Skip(err)
-	}
+	tools := requireFFmpeg(t)
 	clip := filepath.Join(t.TempDir(), "in.mp4")
 	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 24, Duration: 2, Container: "mp4"}, clip); err != nil {
 		t.Fatal(err)
@@ -117,4 +105,17 @@ func TestCreateWaitsForAProbeSlotThenAnswers503(t *testing.T) {
 	if len(slots) != 0 {
 		t.Fatalf("%d probe slots still held after the request", len(slots))
 	}
+}
+
+// requireFFmpeg skips the test without the media tools, and fails it under CI=true.
+func requireFFmpeg(t *testing.T) ffmpeg.Tools {
+	t.Helper()
+	tools := ffmpeg.Tools{}
+	if err := tools.Check(context.Background()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("ffmpeg required under CI=true: %v", err)
+		}
+		t.Skip(err)
+	}
+	return tools
 }
