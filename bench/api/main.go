@@ -45,8 +45,10 @@ const benchCatalogName = "catalog.yaml"
 
 // unlimitedDemo is the demo tenant's own limits block that lifts every limit.
 const unlimitedDemo = `    limits:
-      key: {requests_per_second: unlimited, concurrent_requests: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited}
-      tenant: {requests_per_second: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited}
+      key: {requests_per_second: unlimited, concurrent_requests: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
+        asset_ingests_in_flight: unlimited}
+      tenant: {requests_per_second: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
+        asset_ingests_in_flight: unlimited}
 `
 
 // benchCatalog writes the demo catalog with the demo tenant's limits lifted into dir, checks

@@ -112,7 +112,7 @@ func TestBenchCatalogLiftsTheDemoLimits(t *testing.T) {
 	l := demo.Limits()
 	if !l.Key.RequestsPerSecond.Unlimited() || !l.Key.ConcurrentRequests.Unlimited() || !l.Key.VideoTasksInFlight.Unlimited() ||
 		!l.Key.SpeechInFlight.Unlimited() || !l.Tenant.RequestsPerSecond.Unlimited() || !l.Tenant.VideoTasksInFlight.Unlimited() ||
-		!l.Tenant.SpeechInFlight.Unlimited() {
+		!l.Tenant.SpeechInFlight.Unlimited() || !l.Key.AssetIngestsInFlight.Unlimited() || !l.Tenant.AssetIngestsInFlight.Unlimited() {
 		t.Errorf("bench limits %+v are not all unlimited", l)
 	}
 }

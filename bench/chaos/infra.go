@@ -182,8 +182,10 @@ func chaosCatalog(path, arkBase string) error {
 	}
 	demo = demo[:i+j] + "upstream: ark-main" + demo[i+j+len("upstream: sandbox"):]
 	demo = strings.Replace(demo, at, at+`    limits:
-      key: {requests_per_second: unlimited, concurrent_requests: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited}
-      tenant: {requests_per_second: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited}
+      key: {requests_per_second: unlimited, concurrent_requests: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
+        asset_ingests_in_flight: unlimited}
+      tenant: {requests_per_second: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
+        asset_ingests_in_flight: unlimited}
 `, 1)
 	text := "upstreams:\n  - name: ark-main\n    kind: ark\n    base_url: " + arkBase + "\n    api_key_env: CHAOS_ARK_KEY\n    max_in_flight: 20\n    timeout_seconds: 5\n" + demo
 	if _, err := catalog.Parse(path, []byte(text)); err != nil {

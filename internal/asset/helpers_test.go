@@ -83,7 +83,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		fo = *o.fetch
 	}
 	cl := &clock{}
-	cat, err := catalog.Parse("test", []byte("tenants:\n  - id: acme\n    name: Acme Films\n    currency: USD\n  - id: rival\n    name: Rival\n    currency: USD\n"))
+	cat, err := catalog.Parse("test", []byte(testCatalog))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +148,36 @@ func (e *env) write(name string, b []byte) string {
 	return e.url(name)
 }
 
-var acme = keys.Caller{Tenant: &catalog.Tenant{ID: "acme"}, Key: store.Key{ID: "key_acme", TenantID: "acme"}}
-var rival = keys.Caller{Tenant: &catalog.Tenant{ID: "rival"}, Key: store.Key{ID: "key_rival", TenantID: "rival"}}
+// testCatalog's tenants are those of the callers below. Their asset ingestions are unlimited,
+// so tests that create many assets at once behave as they did before the limit existed; the
+// limit's own tests make callers with limits (caller).
+const testCatalog = `limits:
+  key: {asset_ingests_in_flight: unlimited}
+  tenant: {asset_ingests_in_flight: unlimited}
+tenants:
+  - id: acme
+    name: Acme Films
+    currency: USD
+  - id: rival
+    name: Rival
+    currency: USD
+`
+
+var acme = caller(testCatalog, "acme", "key_acme")
+var rival = caller(testCatalog, "rival", "key_rival")
+
+// caller is the key keyID of tenant as the catalog text describes the tenant (its limits).
+func caller(catalogText, tenant, keyID string) keys.Caller {
+	cat, err := catalog.Parse("test", []byte(catalogText))
+	if err != nil {
+		panic(err)
+	}
+	t, ok := cat.Tenant(tenant)
+	if !ok {
+		panic("no tenant " + tenant)
+	}
+	return keys.Caller{Tenant: t, Key: store.Key{ID: keyID, TenantID: tenant}}
+}
 
 // op runs the operation at path for c with body; it returns the JSON answer or the error.
 func (e *env) op(c keys.Caller, path, body string) (map[string]any, error) {

@@ -108,7 +108,15 @@ func (h ingest) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs.Ou
 // interruption when its runs kept dying.
 func (h ingest) GiveUp(ctx context.Context, j jobs.Job, cause error) jobs.Outcome {
 	a, err := h.s.cfg.Store.Asset(ctx, j.Ref)
-	if err != nil || a.Status != store.AssetProcessing {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return jobs.Outcome{Done: true}
+	case err != nil:
+		// The job ends here whatever happens, so the failure is recorded unread rather than
+		// skipped: skipped, the asset would stay Processing, and count against its key's
+		// asset_ingests_in_flight, forever. FinishAsset changes only a Processing asset.
+		a = store.Asset{ID: j.Ref, Status: store.AssetProcessing}
+	case a.Status != store.AssetProcessing:
 		return jobs.Outcome{Done: true}
 	}
 	out := failed(FailInterrupted, "Processing was interrupted repeatedly. Create the asset again.")

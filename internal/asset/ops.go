@@ -12,6 +12,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
+	"mediagen/internal/limits"
 	"mediagen/internal/store"
 )
 
@@ -296,13 +297,18 @@ func (s *Service) createAsset(library string) func(context.Context, keys.Caller,
 			return nil, notAuthorized()
 		}
 		now := s.now()
-		a := store.Asset{ID: idgen.New("asset"), TenantID: c.Tenant.ID, GroupID: g.ID, Library: library, Name: name,
-			Type: typ, SourceURL: src, Status: store.AssetProcessing, CreatedAt: now, UpdatedAt: now}
+		a := store.Asset{ID: idgen.New("asset"), TenantID: c.Tenant.ID, KeyID: c.Key.ID, GroupID: g.ID, Library: library,
+			Name: name, Type: typ, SourceURL: src, Status: store.AssetProcessing, CreatedAt: now, UpdatedAt: now}
 		err = s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 			if err := tx.CreateAsset(ctx, a); err != nil {
 				return err
 			}
-			return tx.EnqueueJob(ctx, IngestJob(a))
+			if err := tx.EnqueueJob(ctx, IngestJob(a)); err != nil {
+				return err
+			}
+			// Checked last, on the count that includes this asset: a refusal rolls back the
+			// asset and its job together, so a refused create leaves nothing behind.
+			return limits.AdmitAsset(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID)
 		})
 		if err != nil {
 			return nil, err

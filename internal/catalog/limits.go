@@ -37,19 +37,21 @@ type LimitSettings struct {
 
 // KeyLimitSettings apply to each API key on its own.
 type KeyLimitSettings struct {
-	RequestsPerSecond  PerSecond `yaml:"requests_per_second"`
-	Burst              Burst     `yaml:"burst"`
-	ConcurrentRequests Count     `yaml:"concurrent_requests"`
-	VideoTasksInFlight Count     `yaml:"video_tasks_in_flight"`
-	SpeechInFlight     Count     `yaml:"speech_in_flight"`
+	RequestsPerSecond    PerSecond `yaml:"requests_per_second"`
+	Burst                Burst     `yaml:"burst"`
+	ConcurrentRequests   Count     `yaml:"concurrent_requests"`
+	VideoTasksInFlight   Count     `yaml:"video_tasks_in_flight"`
+	SpeechInFlight       Count     `yaml:"speech_in_flight"`
+	AssetIngestsInFlight Count     `yaml:"asset_ingests_in_flight"`
 }
 
 // TenantLimitSettings apply to all keys of a tenant together.
 type TenantLimitSettings struct {
-	RequestsPerSecond  PerSecond `yaml:"requests_per_second"`
-	Burst              Burst     `yaml:"burst"`
-	VideoTasksInFlight Count     `yaml:"video_tasks_in_flight"`
-	SpeechInFlight     Count     `yaml:"speech_in_flight"`
+	RequestsPerSecond    PerSecond `yaml:"requests_per_second"`
+	Burst                Burst     `yaml:"burst"`
+	VideoTasksInFlight   Count     `yaml:"video_tasks_in_flight"`
+	SpeechInFlight       Count     `yaml:"speech_in_flight"`
+	AssetIngestsInFlight Count     `yaml:"asset_ingests_in_flight"`
 }
 
 // Limits are a tenant's effective limits: every field set, Unlimited where nothing is limited.
@@ -70,14 +72,18 @@ type KeyLimits struct {
 	VideoTasksInFlight Count
 	// SpeechInFlight bounds the key's speech generations that have not finished.
 	SpeechInFlight Count
+	// AssetIngestsInFlight bounds the key's assets still Processing (queued for ingestion or
+	// being fetched): the asset workers are few and shared by every tenant.
+	AssetIngestsInFlight Count
 }
 
 // TenantLimits are the effective limits of a tenant's keys together.
 type TenantLimits struct {
-	RequestsPerSecond  PerSecond
-	Burst              Burst
-	VideoTasksInFlight Count
-	SpeechInFlight     Count
+	RequestsPerSecond    PerSecond
+	Burst                Burst
+	VideoTasksInFlight   Count
+	SpeechInFlight       Count
+	AssetIngestsInFlight Count
 }
 
 // DefaultLimits apply where the catalog says nothing. Each is a number someone chose:
@@ -93,16 +99,24 @@ type TenantLimits struct {
 //     upstreams' capacity from other keys.
 //   - key speech in flight 8: a speech generation holds an engine for seconds; 8 at once per
 //     key is far above an interactive user and keeps one key from taking the whole engine.
+//   - key asset ingestions in flight 10: a batch of ten reference images or clips is admitted at
+//     once, and a larger upload that honours Retry-After keeps ten going (an image ingests in
+//     seconds). It is far below what starves the ingestion workers (2 per replica, each fetch up
+//     to 10 minutes): ten sources as slow as allowed hold one replica's workers for about 50
+//     minutes at worst, where an unbounded key could queue thousands and hold them for days.
 //   - tenant: five times the key limits (rate 500/s, 1000 tasks, 32 speech): a tenant's keys
 //     together are bounded, so one organisation with many keys cannot crowd out the others.
+//     Asset ingestions are the exception at three times (30): every tenant shares the same two
+//     workers per replica, so one tenant's keys together may fill the queue less far.
 //
 // Benchmarks that drive thousands of requests per second on one key set their own catalog
 // with unlimited limits (bench/api).
 func DefaultLimits() Limits {
 	return Limits{
 		Key: KeyLimits{RequestsPerSecond: 100, Burst: 200, ConcurrentRequests: 32,
-			VideoTasksInFlight: 200, SpeechInFlight: 8},
-		Tenant: TenantLimits{RequestsPerSecond: 500, Burst: 1000, VideoTasksInFlight: 1000, SpeechInFlight: 32},
+			VideoTasksInFlight: 200, SpeechInFlight: 8, AssetIngestsInFlight: 10},
+		Tenant: TenantLimits{RequestsPerSecond: 500, Burst: 1000, VideoTasksInFlight: 1000, SpeechInFlight: 32,
+			AssetIngestsInFlight: 30},
 	}
 }
 
@@ -118,13 +132,15 @@ func resolveLimits(catalogWide, own LimitSettings) Limits {
 	ct, ot := catalogWide.Tenant, own.Tenant
 	l := Limits{
 		Key: KeyLimits{
-			ConcurrentRequests: first(ok.ConcurrentRequests, ck.ConcurrentRequests, d.Key.ConcurrentRequests),
-			VideoTasksInFlight: first(ok.VideoTasksInFlight, ck.VideoTasksInFlight, d.Key.VideoTasksInFlight),
-			SpeechInFlight:     first(ok.SpeechInFlight, ck.SpeechInFlight, d.Key.SpeechInFlight),
+			ConcurrentRequests:   first(ok.ConcurrentRequests, ck.ConcurrentRequests, d.Key.ConcurrentRequests),
+			VideoTasksInFlight:   first(ok.VideoTasksInFlight, ck.VideoTasksInFlight, d.Key.VideoTasksInFlight),
+			SpeechInFlight:       first(ok.SpeechInFlight, ck.SpeechInFlight, d.Key.SpeechInFlight),
+			AssetIngestsInFlight: first(ok.AssetIngestsInFlight, ck.AssetIngestsInFlight, d.Key.AssetIngestsInFlight),
 		},
 		Tenant: TenantLimits{
-			VideoTasksInFlight: first(ot.VideoTasksInFlight, ct.VideoTasksInFlight, d.Tenant.VideoTasksInFlight),
-			SpeechInFlight:     first(ot.SpeechInFlight, ct.SpeechInFlight, d.Tenant.SpeechInFlight),
+			VideoTasksInFlight:   first(ot.VideoTasksInFlight, ct.VideoTasksInFlight, d.Tenant.VideoTasksInFlight),
+			SpeechInFlight:       first(ot.SpeechInFlight, ct.SpeechInFlight, d.Tenant.SpeechInFlight),
+			AssetIngestsInFlight: first(ot.AssetIngestsInFlight, ct.AssetIngestsInFlight, d.Tenant.AssetIngestsInFlight),
 		},
 	}
 	l.Key.RequestsPerSecond, l.Key.Burst = bucket(ok.RequestsPerSecond, ok.Burst, ck.RequestsPerSecond, ck.Burst, d.Key.RequestsPerSecond)

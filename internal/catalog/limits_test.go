@@ -33,9 +33,11 @@ tenants:
         requests_per_second: 0.5
         burst: 3
         concurrent_requests: unlimited
+        asset_ingests_in_flight: 3
       tenant:
         requests_per_second: unlimited
         video_tasks_in_flight: 7
+        asset_ingests_in_flight: unlimited
     aliases:
       - alias: bulk-fast
         product: native
@@ -66,6 +68,7 @@ func TestLimitsResolveTenantThenCatalogThenDefaults(t *testing.T) {
 	// bulk's own rates come with their own bursts (given, or twice the rate), not acme's 10.
 	want.Key.RequestsPerSecond, want.Key.Burst, want.Key.ConcurrentRequests, want.Key.VideoTasksInFlight = 0.5, 3, Unlimited, 10
 	want.Tenant.RequestsPerSecond, want.Tenant.Burst, want.Tenant.VideoTasksInFlight, want.Tenant.SpeechInFlight = Unlimited, 1, 7, Unlimited
+	want.Key.AssetIngestsInFlight, want.Tenant.AssetIngestsInFlight = 3, Unlimited
 	if got := bulk.Limits(); got != want {
 		t.Errorf("bulk limits\n got %+v\nwant %+v", got, want)
 	}
@@ -131,8 +134,8 @@ func TestLimitsRejectBadValuesWithTheirLine(t *testing.T) {
 		{"rate above the maximum", "requests_per_second: 5", "requests_per_second: 1000000001", "line 3: requests_per_second must be from 0.00001 (about one request a day) to 1000000000, or unlimited, not 1000000001"},
 		{"unlimited burst", "burst: 3", "burst: unlimited", "line 26: burst must be a whole number of at least 1 (an unlimited rate needs no burst)"},
 		{"zero burst", "burst: 3", "burst: 0", "line 26: burst must be a whole number from 1 to 1000000000, not 0"},
-		{"unknown limit", "video_tasks_in_flight: 7", "video_tasks_in_flight: 7\n        tasks: 3", `line 31: unknown key "tasks"`},
-		{"concurrent requests per tenant", "video_tasks_in_flight: 7", "video_tasks_in_flight: 7\n        concurrent_requests: 3", `line 31: unknown key "concurrent_requests"`},
+		{"unknown limit", "video_tasks_in_flight: 7", "video_tasks_in_flight: 7\n        tasks: 3", `line 32: unknown key "tasks"`},
+		{"concurrent requests per tenant", "video_tasks_in_flight: 7", "video_tasks_in_flight: 7\n        concurrent_requests: 3", `line 32: unknown key "concurrent_requests"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,8 +40,10 @@ func limitedCatalog(t testing.TB, key, tenant map[string]string) *catalog.Catalo
 		return s
 	}
 	src := "limits:\n" +
-		block("key", []string{"requests_per_second", "burst", "concurrent_requests", "video_tasks_in_flight", "speech_in_flight"}, key) +
-		block("tenant", []string{"requests_per_second", "burst", "video_tasks_in_flight", "speech_in_flight"}, tenant) +
+		block("key", []string{"requests_per_second", "burst", "concurrent_requests", "video_tasks_in_flight", "speech_in_flight",
+			"asset_ingests_in_flight"}, key) +
+		block("tenant", []string{"requests_per_second", "burst", "video_tasks_in_flight", "speech_in_flight",
+			"asset_ingests_in_flight"}, tenant) +
 		string(base)
 	c, err := catalog.Parse("limited.yaml", []byte(src))
 	if err != nil {
@@ -93,7 +95,7 @@ func wantRetryAfter(t *testing.T, r response, want string) {
 	}
 }
 
-func (e *videoEnv) metric(t *testing.T, series string) string {
+func (e *testEnv) metric(t *testing.T, series string) string {
 	t.Helper()
 	r := e.do("GET", "/metrics", nil, "")
 	for _, line := range strings.Split(string(r.body), "\n") {

@@ -38,6 +38,20 @@ func AdmitSpeech(ctx context.Context, tx store.Tx, lim catalog.Limits, keyID, te
 	return over(n, k, t, CodeSpeechInFlight, retrySpeech, "speech generations running")
 }
 
+// AdmitAsset is AdmitTask for an asset ingestion: it runs after CreateAsset and the
+// enqueueing of its ingestion job, so a refusal leaves neither.
+func AdmitAsset(ctx context.Context, tx store.Tx, lim catalog.Limits, keyID, tenantID string) error {
+	k, t := lim.Key.AssetIngestsInFlight, lim.Tenant.AssetIngestsInFlight
+	if k.Unlimited() && t.Unlimited() {
+		return nil
+	}
+	n, err := tx.AssetsInFlight(ctx, keyID, tenantID)
+	if err != nil {
+		return err
+	}
+	return over(n, k, t, CodeAssetsInFlight, retryAssets, "assets processing")
+}
+
 // over refuses when a count, which includes the new record, exceeds its limit.
 func over(n store.InFlight, k, t catalog.Count, code string, retry int, what string) error {
 	if !k.Unlimited() && n.Key > int(k) {

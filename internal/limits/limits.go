@@ -1,7 +1,7 @@
 // Package limits enforces the catalog's limits per API key and per tenant: request rates
 // (token buckets kept in this process), requests being processed at once (also in this
-// process), and unfinished video tasks and speech generations (counted in the database, so
-// exact across replicas). A refused request is answered 429 rate_limit_error with Retry-After,
+// process), and unfinished video tasks, speech generations and asset ingestions (counted in
+// the database, so exact across replicas). A refused request is answered 429 rate_limit_error with Retry-After,
 // and nothing is written or reserved for it. docs/limits.md describes the whole.
 package limits
 
@@ -28,16 +28,19 @@ const (
 	CodeConcurrent     = "too_many_concurrent_requests"
 	CodeTasksInFlight  = "too_many_tasks_in_flight"
 	CodeSpeechInFlight = "too_many_speech_in_flight"
+	CodeAssetsInFlight = "too_many_assets_in_flight"
 )
 
 // Retry-After hints for in-flight refusals, in seconds. Nothing says when a slot frees up, so
 // these are small fixed numbers in the order of how long each kind of work takes: a request
 // ends within seconds, a speech generation within seconds to a minute, a video in minutes (a
-// client retrying every 5 s costs one cheap refused request each time).
+// client retrying every 5 s costs one cheap refused request each time). An asset ingests in
+// seconds (an image) to minutes (a large video from a slow source): 5 s, like a video.
 const (
 	retryConcurrent = 1
 	retrySpeech     = 2
 	retryTasks      = 5
+	retryAssets     = 5
 )
 
 // Refusal is a request refused by a limit. It wraps the client-facing error, so

@@ -75,6 +75,7 @@ type AssetGroupQuery struct {
 type Asset struct {
 	ID            string
 	TenantID      string
+	KeyID         string // the key that created it: its ingestion counts against that key's limit
 	GroupID       string
 	Library       string
 	Name          string
@@ -164,10 +165,16 @@ type AssetTx interface {
 	// DeleteAssetGroup removes an empty group; a group that holds assets fails with
 	// ErrConflict.
 	DeleteAssetGroup(ctx context.Context, id string) error
-	// CreateAsset inserts an asset into an existing group.
+	// CreateAsset inserts an asset into an existing group. A Processing asset counts as one
+	// ingestion in flight of its key and tenant until FinishAsset or DeleteAsset ends it.
 	CreateAsset(ctx context.Context, a Asset) error
+	// AssetsInFlight counts the Processing assets of a key and of a tenant, as TasksInFlight
+	// counts tasks: moved by CreateAsset, FinishAsset and DeleteAsset, exact after a
+	// CreateAsset (whose counter rows stay locked until the transaction ends).
+	AssetsInFlight(ctx context.Context, keyID, tenantID string) (InFlight, error)
 	RenameAsset(ctx context.Context, id, name string, at time.Time) error
-	// DeleteAsset removes an asset and returns the key of its stored copy ("" when none).
+	// DeleteAsset removes an asset and returns the key of its stored copy ("" when none). A
+	// Processing asset's ingestion stops counting in flight.
 	DeleteAsset(ctx context.Context, id string) (blobKey string, err error)
 
 	CreateVerifySession(ctx context.Context, v VerifySession) error
@@ -183,7 +190,8 @@ type AssetTx interface {
 
 	// FinishAsset ends processing of an asset that is still Processing; otherwise (deleted,
 	// or finished by a run that took over) it fails with ErrLeaseLost and changes nothing.
-	// The caller's job lease, checked in the same transaction, fences runs.
+	// The caller's job lease, checked in the same transaction, fences runs. The asset's
+	// ingestion stops counting in flight.
 	FinishAsset(ctx context.Context, o AssetOutcome) error
 	// FinishCallback records a delivery attempt of a pending callback: the new state and the
 	// attempts made. ErrLeaseLost when the callback is no longer pending.

@@ -132,20 +132,20 @@ func affectedOne(res sql.Result, err error, what string, none error) error {
 // ---------------------------------------------------------------------------------------------
 
 const assetColumns = `id, tenant_id, group_id, library, name, asset_type, source_url, status, failure_code,
-	failure_reason, blob_key, content_type, size_bytes, duration, width, height, attempts, created_at, updated_at`
+	failure_reason, blob_key, content_type, size_bytes, duration, width, height, attempts, created_at, updated_at, key_id`
 
 // assetSelect reads assetColumns; a Processing asset's attempts are those of its ingestion job
 // (internal/asset's job kind "asset.ingest"), which counts them as runs start.
 const assetSelect = `id, tenant_id, group_id, library, name, asset_type, source_url, status, failure_code,
 	failure_reason, blob_key, content_type, size_bytes, duration, width, height,
-	COALESCE((SELECT j.attempts FROM jobs j WHERE j.id = 'asset.ingest:' || assets.id), attempts), created_at, updated_at`
+	COALESCE((SELECT j.attempts FROM jobs j WHERE j.id = 'asset.ingest:' || assets.id), attempts), created_at, updated_at, key_id`
 
 func scanAsset(row scanner, extra ...any) (store.Asset, error) {
 	var a store.Asset
 	var created, updated int64
 	dest := []any{&a.ID, &a.TenantID, &a.GroupID, &a.Library, &a.Name, &a.Type, &a.SourceURL, &a.Status,
 		&a.FailureCode, &a.FailureReason, &a.BlobKey, &a.ContentType, &a.Bytes, &a.Duration, &a.Width, &a.Height,
-		&a.Attempts, &created, &updated}
+		&a.Attempts, &created, &updated, &a.KeyID}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return store.Asset{}, noRows(err)
 	}
@@ -193,17 +193,21 @@ func (db *DB) Assets(ctx context.Context, q store.AssetQuery) ([]store.Asset, in
 	return out, total, rows.Err()
 }
 
-// CreateAsset inserts an asset; its caller enqueues the job that processes it.
+// CreateAsset inserts an asset; its caller enqueues the job that processes it. A Processing
+// asset is counted in flight (and its counter rows locked) in the same transaction.
 func (t *Tx) CreateAsset(ctx context.Context, a store.Asset) error {
-	_, err := t.exec(ctx, `INSERT INTO assets (`+assetColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, `INSERT INTO assets (`+assetColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.TenantID, a.GroupID, a.Library, a.Name, a.Type, a.SourceURL, a.Status, a.FailureCode,
 		a.FailureReason, a.BlobKey, a.ContentType, a.Bytes, a.Duration, a.Width, a.Height, a.Attempts,
-		micros(a.CreatedAt), micros(a.UpdatedAt))
+		micros(a.CreatedAt), micros(a.UpdatedAt), a.KeyID)
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create asset %s: %w", a.ID, store.ErrConflict)
 		}
 		return fmt.Errorf("create asset %s: %w", a.ID, err)
+	}
+	if a.Status == store.AssetProcessing {
+		return t.addInFlight(ctx, "asset", a.KeyID, a.TenantID)
 	}
 	return nil
 }
@@ -215,12 +219,21 @@ func (t *Tx) RenameAsset(ctx context.Context, id, name string, at time.Time) err
 }
 
 // DeleteAsset removes an asset row and returns its blob key; a run processing it finds it
-// gone and discards its copy.
+// gone and discards its copy. Deleting a Processing asset ends its ingestion, so it stops
+// counting in flight. The status comes from the DELETE itself, which holds the row: a
+// FinishAsset committed first is seen (no second decrement), and one not yet run will find
+// the row gone (ErrLeaseLost, no decrement).
 func (t *Tx) DeleteAsset(ctx context.Context, id string) (string, error) {
-	var key string
-	err := t.queryRow(ctx, `DELETE FROM assets WHERE id = ? RETURNING blob_key`, id).Scan(&key)
+	var key, status, keyID, tenantID string
+	err := t.queryRow(ctx, `DELETE FROM assets WHERE id = ? RETURNING blob_key, status, key_id, tenant_id`, id).
+		Scan(&key, &status, &keyID, &tenantID)
 	if err != nil {
 		return "", fmt.Errorf("delete asset %s: %w", id, noRows(err))
+	}
+	if status == store.AssetProcessing {
+		if err := t.uncount(ctx, "asset", keyID, tenantID); err != nil {
+			return "", fmt.Errorf("delete asset %s: %w", id, err)
+		}
 	}
 	return key, nil
 }
@@ -232,7 +245,11 @@ func (t *Tx) FinishAsset(ctx context.Context, o store.AssetOutcome) error {
 		WHERE id = ? AND status = 'Processing'`,
 		o.Status, o.FailureCode, o.FailureReason, o.BlobKey, o.ContentType, o.Bytes, o.Duration, o.Width, o.Height,
 		o.Attempts, micros(o.At), o.ID)
-	return affectedOne(res, err, "finish asset "+o.ID, store.ErrLeaseLost)
+	if err := affectedOne(res, err, "finish asset "+o.ID, store.ErrLeaseLost); err != nil {
+		return err
+	}
+	// The update applied only to a Processing asset, so this runs once per ingestion.
+	return t.dropInFlight(ctx, "asset", "assets", o.ID)
 }
 
 // ---------------------------------------------------------------------------------------------

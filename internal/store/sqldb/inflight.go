@@ -74,6 +74,20 @@ func (t *Tx) dropInFlight(ctx context.Context, kind, table, id string) error {
 	return nil
 }
 
+// uncount is dropInFlight for a record already gone (a deleted asset): the caller names its
+// key and tenant. Tenant first, then key, like every other move of the counters.
+func (t *Tx) uncount(ctx context.Context, kind, keyID, tenantID string) error {
+	t.counted = countedInFlight{}
+	for _, row := range []struct{ suffix, owner string }{{"_tenant", tenantID}, {"_key", keyID}} {
+		_, err := t.exec(ctx, `UPDATE in_flight SET n = CASE WHEN n > 0 THEN n - 1 ELSE 0 END
+			WHERE kind = ? AND owner = ?`, kind+row.suffix, row.owner)
+		if err != nil {
+			return fmt.Errorf("uncount %s in flight of %s: %w", kind, row.owner, err)
+		}
+	}
+	return nil
+}
+
 // inFlight returns the key's and the tenant's counters: as this transaction's last create
 // counted them (its rows are still locked, so they cannot have moved), or read.
 func (t *Tx) inFlight(ctx context.Context, kind, keyID, tenantID string) (store.InFlight, error) {
@@ -113,6 +127,11 @@ func (t *Tx) TasksInFlight(ctx context.Context, keyID, tenantID string) (store.I
 // SpeechesInFlight counts the pending speech records of a key and of its tenant.
 func (t *Tx) SpeechesInFlight(ctx context.Context, keyID, tenantID string) (store.InFlight, error) {
 	return t.inFlight(ctx, "speech", keyID, tenantID)
+}
+
+// AssetsInFlight counts the Processing assets of a key and of its tenant.
+func (t *Tx) AssetsInFlight(ctx context.Context, keyID, tenantID string) (store.InFlight, error) {
+	return t.inFlight(ctx, "asset", keyID, tenantID)
 }
 
 // TakeSlot counts one more upstream job of an account if fewer than limit are counted: the

@@ -64,6 +64,8 @@ func Run(t *testing.T, open Opener) {
 		{"InFlightTasksFollowCreateAndFinish", testInFlightTasksFollowCreateAndFinish},
 		{"InFlightSpeechesFollowCreateAndFinish", testInFlightSpeechesFollowCreateAndFinish},
 		{"InFlightLimitHoldsUnderConcurrentCreates", testInFlightLimitHoldsUnderConcurrentCreates},
+		{"InFlightAssetsFollowCreateFinishAndDelete", testInFlightAssetsFollowCreateFinishAndDelete},
+		{"InFlightAssetLimitHoldsUnderConcurrentCreates", testInFlightAssetLimitHoldsUnderConcurrentCreates},
 		{"SharedCreatesOfOneKeyKeepEveryRule", testSharedCreatesOfOneKey},
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 	}
