@@ -42,8 +42,7 @@ func fetchFailure(err error) store.AssetOutcome {
 	switch {
 	case errors.Is(err, safefetch.ErrTooLarge):
 		code = FailSourceTooLarge
-	case errors.Is(err, safefetch.ErrForbiddenAddress), errors.Is(err, safefetch.ErrForbiddenScheme),
-		errors.Is(err, safefetch.ErrRedirect), errors.Is(err, safefetch.ErrBadURL):
+	case safefetch.Refused(err):
 		code = FailSourceForbidden
 	}
 	return failed(code, publicFetchMessage(err))

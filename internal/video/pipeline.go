@@ -518,14 +518,20 @@ func extOf(contentType string) string {
 // maxOutputBytes bounds an upstream's output file (64 GiB: a long 8K video).
 const maxOutputBytes = 64 << 30
 
-// outputError answers a failed copy of an upstream's output: a link to a host outside the
-// account's result_hosts fails the task (refunded; the upstream handed out a link this
-// service must not read), anything else is retried.
+// outputError answers a failed copy of an upstream's output. A link the fetch policy refuses
+// — a host outside the account's result_hosts, a private, loopback or metadata address,
+// another scheme, credentials in the URL, a redirect to any of them — is refused the same
+// way on every try, so the task fails at once (refunded by its terminal state; the upstream
+// handed out a link this service must not read) instead of re-polling the upstream through
+// every attempt. Anything else (a timeout, a 5xx, an expired link) is retried.
 func (s *stepCtx) outputError(err error) (Outcome, string, error) {
-	if errors.Is(err, safefetch.ErrForbiddenHost) {
+	if safefetch.Refused(err) {
 		s.upstreamErr("poll", "result_host")
-		s.p.logger().Error("the upstream's result link is outside the account's result_hosts; failing the task", "task_id", s.c.ID,
-			"upstream", s.account(), "err", err)
+		msg := "the upstream's result link is refused by the fetch policy; failing the task"
+		if errors.Is(err, safefetch.ErrForbiddenHost) {
+			msg = "the upstream's result link is outside the account's result_hosts; failing the task"
+		}
+		s.p.logger().Error(msg, "task_id", s.c.ID, "upstream", s.account(), "err", err)
 		return permanent("video_generation_failed", "The video could not be generated."), "", nil
 	}
 	return Outcome{}, "", err

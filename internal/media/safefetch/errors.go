@@ -24,6 +24,19 @@ var (
 	ErrUnsupportedMedia = errors.New("safefetch: unsupported media")
 )
 
+// Refused reports an error of the fetch policy itself: a destination, scheme, host or URL
+// form the policy does not accept, or a redirect it does not follow. Such a fetch fails the
+// same way however often it is tried, so a caller fails at once instead of retrying; a
+// timeout, an unreachable server or an error status may go away and are not refusals.
+func Refused(err error) bool {
+	for _, k := range []error{ErrForbiddenAddress, ErrForbiddenScheme, ErrForbiddenHost, ErrBadURL, ErrRedirect} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
 // StatusError carries the status code of a non-2xx answer. It matches
 // ErrHTTPStatus with errors.Is; use errors.As to read Code.
 type StatusError struct {
