@@ -72,7 +72,7 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	tools := ffmpeg.Tools{}
-	dir, err := os.MkdirTemp("", "mediagen-upstream-check-")
+	dir, err := os.MkdirTemp("", ffmpeg.ScratchPrefix+"upstream-check-") // swept at start if a kill leaves it
 	if err != nil {
 		return err
 	}

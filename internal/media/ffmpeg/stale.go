@@ -12,7 +12,8 @@ import (
 
 // ScratchPrefix starts the name of every scratch directory the tools make in os.TempDir
 // (caption text, intermediate WAV, last-frame JPEG); callers making their own scratch
-// directories for tool output use it too, so RemoveStaleTemp finds them.
+// directories or files for tool input or output use it too (blob.LocalFile's copy of an
+// object-store result is a file), so RemoveStaleTemp finds them.
 const ScratchPrefix = "mediagen-scratch-"
 
 // minStale is the least age at which a temporary file or scratch directory is taken for a
@@ -20,7 +21,7 @@ const ScratchPrefix = "mediagen-scratch-"
 const minStale = time.Hour
 
 // RemoveStaleTemp removes, directly inside dir, the temporary outputs (TempPrefix) and
-// scratch directories (ScratchPrefix) last modified before now minus the larger of one hour
+// scratch directories and files (ScratchPrefix) last modified before now minus the larger of one hour
 // and twice Tools.Timeout. A live run removes its own when it ends, however it ends, and no
 // run outlives Tools.Timeout; what is older was left by a process killed mid-run (SIGKILL,
 // power loss), which no deferred cleanup survived. It is safe beside live processes that
@@ -38,7 +39,9 @@ func (t Tools) RemoveStaleTemp(dir string, now time.Time) (int, error) {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
-		ours := (strings.HasPrefix(name, TempPrefix) && e.Type().IsRegular()) || (strings.HasPrefix(name, ScratchPrefix) && e.IsDir())
+		// Symbolic links and other special files are never ours, whatever their name.
+		ours := (strings.HasPrefix(name, TempPrefix) && e.Type().IsRegular()) ||
+			(strings.HasPrefix(name, ScratchPrefix) && (e.IsDir() || e.Type().IsRegular()))
 		if !ours {
 			continue
 		}

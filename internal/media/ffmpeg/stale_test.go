@@ -39,10 +39,12 @@ func TestRemoveStaleTempRemovesOnlyOldLeftovers(t *testing.T) {
 	gone := []string{
 		mk(ScratchPrefix+"speak-123", true, old),
 		mk(TempPrefix+"456.tmp.mp3", false, old),
+		mk(ScratchPrefix+"blob-123.mp4", false, old), // blob.LocalFile's copy of an S3 result
 	}
 	kept := []string{
 		mk(ScratchPrefix+"speak-789", true, now), // a live process's
 		mk(TempPrefix+"999.tmp.mp4", false, now),
+		mk(ScratchPrefix+"blob-456.mp4", false, now),
 		mk("mediagen-other", true, old), // not ours
 		mk("out.mp3", false, old),
 	}
