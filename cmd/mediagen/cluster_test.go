@@ -124,3 +124,27 @@ func TestServeWaitsForPostgreSQLThatComesUpLate(t *testing.T) {
 		t.Errorf("no log line about the wait:\n%s", logs.String())
 	}
 }
+
+// A server that answers "no such database" is not an outage: serve stops at once with what to
+// do, however long --db-wait is (it used to retry for all of it).
+func TestServeStopsAtOnceOnAMissingDatabase(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/mediagen_no_such_db"
+	u.RawQuery = "sslmode=disable"
+	m := NewMain(env(nil), io.Discard, io.Discard)
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--db", u.String(), "--role", "api", "--db-wait", "1h"}); err != nil {
+		t.Fatal(err)
+	}
+	// The bound only keeps a regression from hanging the suite for the hour of --db-wait.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = m.Run(ctx)
+	t.Cleanup(func() { _ = m.Close() })
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), `database "mediagen_no_such_db" does not exist`) || !strings.Contains(err.Error(), "CREATE DATABASE") {
+		t.Fatalf("serve: %v (waiting: %v); want it to stop at once saying the database does not exist and how to create it", err, ctx.Err())
+	}
+}

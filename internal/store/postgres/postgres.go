@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -25,8 +26,38 @@ func Migrations() fs.FS {
 }
 
 // ErrUnreachable marks an Open that could not reach the server (down, restarting, not yet
-// listening): a caller may try again, unlike a bad URL or a failed migration.
+// listening, starting up, out of connections): a caller may try again, unlike a bad URL, a
+// database or role the server says does not exist, or a failed migration.
 var ErrUnreachable = errors.New("server unreachable")
+
+// SQLSTATEs of a connection the server refused (https://www.postgresql.org/docs/current/errcodes-appendix.html).
+const (
+	sqlstateNoDatabase   = "3D000" // invalid_catalog_name: the database does not exist
+	sqlstateNoRole       = "28000" // invalid_authorization_specification: unknown role, no pg_hba entry
+	sqlstateBadPassword  = "28P01" // invalid_password
+	sqlstateStarting     = "57P03" // cannot_connect_now: starting up, shutting down, in recovery
+	sqlstateTooManyConns = "53300" // too_many_connections
+)
+
+// connectError says why a first connection failed. A server that answered with a refusal
+// (no such database, no such role, a wrong password) will answer the same a second later, so
+// it is not ErrUnreachable and the message says what to fix; a server that did not answer, or
+// said "not now" (starting up, out of connections), is ErrUnreachable and worth waiting for.
+func connectError(dsn string, cfg *pgx.ConnConfig, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code == sqlstateStarting || pe.Code == sqlstateTooManyConns {
+		return fmt.Errorf("postgres: connect to %s: %w: %w", redact(dsn), ErrUnreachable, err)
+	}
+	switch pe.Code {
+	case sqlstateNoDatabase:
+		return fmt.Errorf("postgres: database %q does not exist on %s:%d: create it (as the postgres user: createdb -O %s %s, or in psql: CREATE DATABASE %s OWNER %s;) or correct the database name in --db %s: %w",
+			cfg.Database, cfg.Host, cfg.Port, cfg.User, cfg.Database, pgx.Identifier{cfg.Database}.Sanitize(), pgx.Identifier{cfg.User}.Sanitize(), redact(dsn), err)
+	case sqlstateNoRole, sqlstateBadPassword:
+		return fmt.Errorf("postgres: the server at %s:%d refused user %q: check the user and password in --db %s, that the role exists (CREATE ROLE %s LOGIN PASSWORD '…';) and that pg_hba.conf lets it connect: %w",
+			cfg.Host, cfg.Port, cfg.User, redact(dsn), pgx.Identifier{cfg.User}.Sanitize(), err)
+	}
+	return fmt.Errorf("postgres: the server at %s refused the connection: %w", redact(dsn), err)
+}
 
 // Open connects to the database at url (postgres://…) and applies migrations.
 func Open(ctx context.Context, url string) (*sqldb.DB, error) {
@@ -39,7 +70,7 @@ func Open(ctx context.Context, url string) (*sqldb.DB, error) {
 	pool.SetMaxIdleConns(16)
 	if err := pool.PingContext(ctx); err != nil {
 		_ = pool.Close()
-		return nil, fmt.Errorf("postgres: connect to %s: %w: %w", redact(url), ErrUnreachable, err)
+		return nil, connectError(url, cfg, err)
 	}
 	db := sqldb.New(pool, pool, dialect{})
 	db.EnableSharedCommits(sharedCommitLanes)
