@@ -64,6 +64,38 @@ func (e *e2e) task(id string) store.Task {
 	return rec
 }
 
+// expectExcess checks the upstream excess recorded for ref: exactly the kinds of want, each on
+// its account, with a positive amount (a cut may be worth nothing when it does not cross a
+// whole second: then 0), and the metric counting them by account and kind.
+func (e *e2e) expectExcess(ref string, want map[string]string) []store.UpstreamExcess {
+	e.t.Helper()
+	recs, err := e.m.db.UpstreamExcess(context.Background(), store.ExcessFilter{Ref: ref})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range recs {
+		got[r.Kind] = r.Upstream
+		e.t.Logf("excess %s on %s: claimed %s, charged %s, amount %s (%s)", r.Kind, r.Upstream, r.Claimed, r.Charged, r.Amount, r.Detail)
+		if r.Amount < 0 || r.Claimed < 0 || r.Currency != "USD" || r.Detail == "" {
+			e.t.Errorf("record %+v", r)
+		}
+	}
+	if len(got) != len(want) || len(recs) != len(want) {
+		e.t.Errorf("excess kinds %v, want %v", got, want)
+	}
+	metrics := e.metrics()
+	for kind, upstream := range want {
+		if got[kind] != upstream {
+			e.t.Errorf("excess %s on %q, want on %q", kind, got[kind], upstream)
+		}
+		if n := sumSeries(metrics, "mediagen_upstream_excess_total", `kind="`+kind+`"`); n < 1 {
+			e.t.Errorf("mediagen_upstream_excess_total{kind=%q} = %v", kind, n)
+		}
+	}
+	return recs
+}
+
 // Native 480p 5 s; the upstream returns a 60 s 720p video and reports its 1,296,000 tokens.
 // Before: charged 1.5552 against a 0.060527 reservation (25.7×). Now the stored result is cut
 // to the request's bound (5 s + 0.25 s slack) and the charge stays within the reservation.
@@ -85,6 +117,8 @@ func TestUpstreamVideoLongerThanTheRequestIsTrimmedAndChargedWithinTheReservatio
 	if info.Length() > 5.25 {
 		t.Errorf("the stored result measures %v s, want it cut to at most 5.25 s", info.Length())
 	}
+	// Cut from 60 s, a 720p frame for a 480p request, and usage reported for all 60 s.
+	e.expectExcess(id, map[string]string{billing.ExcessDuration: "ark-main", billing.ExcessOverRequest: "ark-main", billing.ExcessUsageOver: "ark-main"})
 }
 
 // Production standard 1080p 5 s; the generation upstream returns 60 s. Before: the
@@ -109,6 +143,8 @@ func TestProductionGenerationLongerThanTheRequestIsTrimmedBeforeEnhancement(t *t
 	if info.Length() > 5.25 {
 		t.Errorf("the final video measures %v s, want at most 5.25 s", info.Length())
 	}
+	// The generation account's excess; the local enhancement stayed within its source.
+	e.expectExcess(id, map[string]string{billing.ExcessDuration: "ark-main"})
 }
 
 // Native 1080p 15 s; the upstream returns a 15 s 1080p video at 60 fps and reports 5 tokens.
@@ -136,6 +172,8 @@ func TestUpstreamUsageBelowTheMeasuredVideoIsBilledTheMeasuredTokens(t *testing.
 	if rec.Charged > rec.Reserved {
 		t.Errorf("charged %s against a reservation of %s", rec.Charged, rec.Reserved)
 	}
+	// 5 tokens for a video that implies 729,000; and 60 fps for a request priced at 24.
+	e.expectExcess(id, map[string]string{billing.ExcessUsageUnder: "ark-main", billing.ExcessOverRequest: "ark-main"})
 }
 
 // Speech "Hi." on an OpenAI-compatible upstream that answers with a 600 s MP3. Before:
@@ -153,7 +191,13 @@ func TestSpeechLongerThanItsBoundIsTrimmedAndChargedWithinTheReservation(t *test
 	clip := colorClip(t, dir, "clip.mp4", 320, 180, 24, 2)
 	fake := openaifake.Start(openaifake.Config{Key: openaiTestKey, Clip: clip, Speech: mp3})
 	t.Cleanup(fake.Close)
-	m := NewMain(env(map[string]string{"OPENAI_TEST_KEY": openaiTestKey}), &syncBuffer{}, &syncBuffer{})
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	})
+	m := NewMain(env(map[string]string{"OPENAI_TEST_KEY": openaiTestKey}), &syncBuffer{}, logs)
 	m.FetchTLS = fake.TLS()
 	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base()))
 	s := e.speech(`{"model":"demo-speech","input":"Hi."}`)
@@ -172,4 +216,5 @@ func TestSpeechLongerThanItsBoundIsTrimmedAndChargedWithinTheReservation(t *test
 	if info.Length() > 2.695 {
 		t.Errorf("the stored audio measures %v s", info.Length())
 	}
+	e.expectExcess(s.ID, map[string]string{billing.ExcessDuration: "openai-main"})
 }
