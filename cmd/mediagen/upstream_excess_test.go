@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"mediagen/internal/billing"
@@ -37,7 +38,7 @@ func colorClip(t *testing.T, dir, name string, w, h, fps int, secs float64) stri
 // arkRig serves the demo catalog with demo-video-fast, demo-video-standard and
 // demo-production-standard generated on a fake Ark whose every job returns clip and reports
 // tokens of usage, the production's enhancement on the local ffmpeg engine.
-func arkRig(t *testing.T, clip string, tokens int64) *e2e {
+func arkRig(t *testing.T, clip string, tokens int64) (*e2e, string) {
 	t.Helper()
 	tools := requireTools(t)
 	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens})
@@ -51,7 +52,8 @@ func arkRig(t *testing.T, clip string, tokens int64) *e2e {
 	})
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), &syncBuffer{}, &syncBuffer{})
 	m.FetchTLS = fake.TLS()
-	return startRemote(t, m, t.TempDir(), tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--catalog", cat)
+	dir := t.TempDir()
+	return startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--catalog", cat), filepath.Join(dir, "data")
 }
 
 // task reads a finished task's reservation and charge from the store.
@@ -102,7 +104,7 @@ func (e *e2e) expectExcess(ref string, want map[string]string) []store.UpstreamE
 func TestUpstreamVideoLongerThanTheRequestIsTrimmedAndChargedWithinTheReservation(t *testing.T) {
 	t.Parallel()
 	clip := colorClip(t, t.TempDir(), "long.mp4", 1280, 720, 24, 60)
-	e := arkRig(t, clip, billing.NativeTokens(1280, 720, 24, 60))
+	e, data := arkRig(t, clip, billing.NativeTokens(1280, 720, 24, 60))
 	id := e.create(`{"model":"demo-video-fast","prompt":"a kite","metadata":{"duration":5,"resolution":"480p","ratio":"16:9"}}`)
 	task := e.wait(id)
 	if task.Status != "completed" {
@@ -119,6 +121,13 @@ func TestUpstreamVideoLongerThanTheRequestIsTrimmedAndChargedWithinTheReservatio
 	}
 	// Cut from 60 s, a 720p frame for a 480p request, and usage reported for all 60 s.
 	e.expectExcess(id, map[string]string{billing.ExcessDuration: "ark-main", billing.ExcessOverRequest: "ark-main", billing.ExcessUsageOver: "ark-main"})
+	// The operator sees it, per account and per task.
+	out := admin(t, data, "upstream", "excess", "--upstream", "ark-main", "--catalog", e.m.Config.Catalog)
+	for _, want := range []string{"ark-main", "usage_over", "duration", "over_request", id, "1.421272 USD"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("admin upstream excess does not show %q:\n%s", want, out)
+		}
+	}
 }
 
 // Production standard 1080p 5 s; the generation upstream returns 60 s. Before: the
@@ -128,7 +137,7 @@ func TestUpstreamVideoLongerThanTheRequestIsTrimmedAndChargedWithinTheReservatio
 func TestProductionGenerationLongerThanTheRequestIsTrimmedBeforeEnhancement(t *testing.T) {
 	t.Parallel()
 	clip := colorClip(t, t.TempDir(), "long.mp4", 1280, 720, 24, 60)
-	e := arkRig(t, clip, 0)
+	e, _ := arkRig(t, clip, 0)
 	id := e.create(`{"model":"demo-production-standard","prompt":"a city","metadata":{"duration":5,"resolution":"1080p","ratio":"16:9"}}`)
 	task := e.wait(id)
 	if task.Status != "completed" {
@@ -154,7 +163,7 @@ func TestProductionGenerationLongerThanTheRequestIsTrimmedBeforeEnhancement(t *t
 func TestUpstreamUsageBelowTheMeasuredVideoIsBilledTheMeasuredTokens(t *testing.T) {
 	t.Parallel()
 	clip := colorClip(t, t.TempDir(), "hd60.mp4", 1920, 1080, 60, 15)
-	e := arkRig(t, clip, 5)
+	e, _ := arkRig(t, clip, 5)
 	id := e.create(`{"model":"demo-video-standard","prompt":"a field","metadata":{"duration":15,"resolution":"1080p","ratio":"16:9"}}`)
 	task := e.wait(id)
 	if task.Status != "completed" {
