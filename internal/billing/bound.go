@@ -27,8 +27,9 @@ const (
 	// reservation's tokens, or 125% of the measured ones). Amount is the report above the
 	// charge.
 	ExcessUsageOver = "usage_over"
-	// ExcessUsageUnder: the upstream reported less usage than its stored result implies;
-	// the measured tokens are billed. Amount is the charge above the report.
+	// ExcessUsageUnder: the upstream reported less usage than its stored result implies (by
+	// more than UnderReportTolerancePercent); the measured tokens are billed. Amount is the
+	// charge above the report.
 	ExcessUsageUnder = "usage_under"
 )
 
@@ -172,12 +173,18 @@ func finalNative(q Quote, d Delivered) (Settlement, error) {
 	case r > ceiling:
 		s.Excess = append(s.Excess, Excess{Kind: ExcessUsageOver, Claimed: cost(r), Amount: cost(r) - s.Charge,
 			Detail: fmt.Sprintf("reported %d tokens, billed %d (the stored video implies %d)", r, billed, floor)})
-	case r > 0 && r < floor:
+	case r > 0 && r < floor-floor*UnderReportTolerancePercent/100:
 		s.Excess = append(s.Excess, Excess{Kind: ExcessUsageUnder, Claimed: cost(r), Amount: s.Charge - cost(r),
 			Detail: fmt.Sprintf("reported %d tokens, billed the %d the stored video implies", r, billed)})
 	}
 	return s, nil
 }
+
+// UnderReportTolerancePercent is how far below the measured tokens a reported usage may be
+// before it is recorded as usage_under: 1%, the difference an honest upstream's own count
+// makes (a container rounded to the millisecond, a last frame counted or not). The measured
+// tokens are billed either way; this only keeps such rounding out of the operator's records.
+const UnderReportTolerancePercent = 1
 
 // nativeTokensPx is NativeTokens of a frame of px pixels.
 func nativeTokensPx(px int64, fps, seconds float64) int64 {
