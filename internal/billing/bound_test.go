@@ -120,4 +120,3 @@ func TestSpeechFinalIsBoundedByTheReservation(t *testing.T) {
 		}
 	}
 }
-
