@@ -92,9 +92,17 @@ func (t Tools) Trim(ctx context.Context, in, out string, maxSeconds float64) err
 	if !info.HasVideo && !info.HasAudio {
 		return fmt.Errorf("trim: %w", ErrNoVideo)
 	}
+	// The cut keeps its container: an MP4 or MOV stays one (an upstream's MOV result is stored
+	// and served as video/quicktime), and speech audio stays MP3 or WAV (its key's extension
+	// and content type say so).
 	format, audioCodec := "mp4", "aac"
-	if !info.HasVideo && info.Container == "mp3" {
+	switch {
+	case info.Container == "mov":
+		format = "mov"
+	case !info.HasVideo && info.Container == "mp3":
 		format, audioCodec = "mp3", "libmp3lame"
+	case !info.HasVideo && info.Container == "wav":
+		format, audioCodec = "wav", "pcm_s16le"
 	}
 	cut := capArgsMargin(maxSeconds, frameMargin(info.FPS))
 	base := append(ffmpegArgs(), "-i", fileURL(in), "-map", "0:v:0?", "-map", "0:a:0?", "-sn", "-dn",
@@ -114,7 +122,7 @@ func (t Tools) Trim(ctx context.Context, in, out string, maxSeconds float64) err
 		enc = append(enc, "-c:v", "libx264", "-preset", t.preset(), "-pix_fmt", "yuv420p", "-crf", renderCRF)
 	}
 	enc = append(append(enc, t.threadArgs()...), cut...)
-	if format == "mp4" {
+	if format == "mp4" || format == "mov" {
 		enc = append(enc, "-movflags", "+faststart")
 	}
 	return wrapTrim(writeAtomic(out, func(tmp string) error {

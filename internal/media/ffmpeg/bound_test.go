@@ -17,8 +17,11 @@ func TestTrimCutsToMeasureWithinTheBound(t *testing.T) {
 	dir := t.TempDir()
 	withAudio := render(t, tools, RenderSpec{Width: 64, Height: 36, FPS: 24, Duration: 3, Audio: true}, filepath.Join(dir, "a.mp4"))
 	slow := render(t, tools, RenderSpec{Width: 64, Height: 36, FPS: 2, Duration: 3}, filepath.Join(dir, "slow.mp4"))
+	mov := render(t, tools, RenderSpec{Width: 64, Height: 36, FPS: 24, Duration: 3, Audio: true, Container: "mov"}, filepath.Join(dir, "a.mov"))
 	speech := filepath.Join(dir, "speech.mp3")
 	ffmpegT(t, "-f", "lavfi", "-i", "sine=d=5:r=24000", "-c:a", "libmp3lame", "-b:a", "32k", speech)
+	wav := filepath.Join(dir, "speech.wav")
+	ffmpegT(t, "-f", "lavfi", "-i", "sine=d=5:r=24000", "-c:a", "pcm_s16le", wav)
 	for _, tc := range []struct {
 		name  string
 		in    string
@@ -27,6 +30,8 @@ func TestTrimCutsToMeasureWithinTheBound(t *testing.T) {
 		{"video with audio", withAudio, 2},
 		{"2 fps video", slow, 1.7},
 		{"mp3 speech", speech, 2.5},
+		{"mov stays mov", mov, 2},
+		{"wav speech stays wav", wav, 2.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out"+filepath.Ext(tc.in))
@@ -38,8 +43,8 @@ func TestTrimCutsToMeasureWithinTheBound(t *testing.T) {
 				t.Fatalf("trimmed to %v s (longest stream %v s), want at most %v and not far below", info.Duration, info.Longest, tc.bound)
 			}
 			before := probe(t, tools, tc.in)
-			if info.HasVideo != before.HasVideo || info.HasAudio != before.HasAudio {
-				t.Errorf("streams changed: %+v from %+v", info, before)
+			if info.HasVideo != before.HasVideo || info.HasAudio != before.HasAudio || info.Container != before.Container {
+				t.Errorf("streams or container changed: %+v from %+v", info, before)
 			}
 		})
 	}
