@@ -272,7 +272,7 @@ func floorOf(t *testing.T, base string, secrets []string, run store.TaskRun) mon
 	if err := json.Unmarshal(run.Pricing, &q); err != nil {
 		t.Fatal(err)
 	}
-	s, err := billing.Final(q, billing.Delivered{Micros: billing.SecondsToMicros(info.Length()), FPS: info.FPS, Width: info.Width, Height: info.Height})
+	s, err := billing.Final(q, billing.Delivered{Micros: billing.SecondsToMicros(info.Billable()), FPS: info.FPS, Width: info.Width, Height: info.Height})
 	if err != nil {
 		t.Fatal(err)
 	}

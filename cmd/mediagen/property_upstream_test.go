@@ -139,7 +139,7 @@ func (u *randomUpstream) tokensOf(ctx context.Context, path string) int64 {
 		u.t.Errorf("probe %s: %v", path, err)
 		return 0
 	}
-	return billing.NativeTokens(info.Width, info.Height, info.FPS, info.Length())
+	return billing.NativeTokens(info.Width, info.Height, info.FPS, info.Billable())
 }
 
 func (u *randomUpstream) SubmitGeneration(ctx context.Context, r provider.GenerateRequest) (string, error) {

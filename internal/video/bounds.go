@@ -13,28 +13,24 @@ import (
 	"mediagen/internal/media/probe"
 )
 
-// headerTolerance is how far the samples of a stored result may run past what ffprobe reports
-// before their length is taken instead: ffprobe reads the container's headers, which an
-// honest muxer rounds to its timescale (ffmpeg's is a millisecond), while a hostile upstream
-// can rewrite them to be measured, cut and billed shorter than its result plays.
-const headerTolerance = 0.001
-
 // measuredResult is a stored result and its length.
 type measuredResult struct {
 	info   ffmpeg.Info
 	length float64 // seconds: the longer of ffprobe's container and streams, and the samples
 }
 
-// measure reads a stored result's length as it plays: ffprobe's container and longest
-// stream, and for an MP4/MOV the samples themselves (the probe), when they run past the
-// headers.
+// measure reads a stored result's length as it plays: ffprobe's container duration, or its
+// longest stream's or (for an MP4/MOV) its samples' when they run past the container's by
+// more than its rounding (ffmpeg.HeaderRounding). ffprobe reads headers, which a hostile
+// upstream can rewrite to be measured, cut and billed shorter than its result plays; an
+// honest file is billed its container's duration, as before.
 func (p *Pipeline) measure(ctx context.Context, path string) (measuredResult, error) {
 	info, err := p.Tools.Probe(ctx, path)
 	if err != nil {
 		return measuredResult{}, err
 	}
-	m := measuredResult{info: info, length: info.Length()}
-	if samples, err := sampleLength(ctx, path); err == nil && samples > m.length+headerTolerance {
+	m := measuredResult{info: info, length: info.Billable()}
+	if samples, err := sampleLength(ctx, path); err == nil && samples > m.length+ffmpeg.HeaderRounding {
 		m.length = samples
 	}
 	return m, nil

@@ -52,9 +52,24 @@ func frameMargin(fps float64) float64 {
 	return max(OutputCapMargin, 1/fps+0.002)
 }
 
-// Length is what a media file plays: the longer of its container's duration (what billing
-// measures) and its longest stream's.
+// Length is what a media file plays at most: the longer of its container's duration and its
+// longest stream's. Bounds are checked against it.
 func (i Info) Length() float64 { return max(i.Duration, i.Longest) }
+
+// HeaderRounding is how far a stream may run past its container's duration in an honest
+// file: the container's header is rounded to its timescale (a millisecond in ffmpeg's MP4s).
+const HeaderRounding = 0.001
+
+// Billable is the length a result is billed for: the container's duration (what ffprobe
+// reports and the contract's examples use), or the longest stream's when that runs more
+// than HeaderRounding past it — a container header rewritten to say less than the streams
+// hold.
+func (i Info) Billable() float64 {
+	if i.Longest > i.Duration+HeaderRounding {
+		return i.Longest
+	}
+	return i.Duration
+}
 
 // checkLength refuses an output at path that measures longer than maxSeconds (0: no bound).
 func (t Tools) checkLength(ctx context.Context, path string, maxSeconds float64) error {
