@@ -35,6 +35,7 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin asset-group list [--tenant T]
   mediagen admin upstream list
   mediagen admin upstream check NAME
+  mediagen admin upstream excess [--upstream NAME] [--ref ID] [--limit N]
 
 Every command also takes --db, --data-dir and --catalog (and their MEDIAGEN_* variables).`
 
@@ -207,8 +208,8 @@ func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 		if err != nil {
 			return err
 		}
-		// Charged above reservations (docs/billing.md): non-zero only when an upstream
-		// reported more than the reservation bounded.
+		// Charged above reservations (docs/billing.md): every charge is bounded by its
+		// reservation, so non-zero only after a bug (logged as an error when it happened).
 		over, err := e.db.Overage(ctx, k.ID)
 		if err != nil {
 			return err

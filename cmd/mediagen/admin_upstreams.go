@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"text/tabwriter"
 	"time"
 
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/store"
 )
 
 // adminUpstreamCommands are the operator commands about upstream accounts.
@@ -18,6 +20,14 @@ func adminUpstreamCommands() []adminCmd {
 	return []adminCmd{
 		{path: "upstream list", nodb: true, flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			return func(e *adminEnv, _ []string) error { return e.upstreamList() }
+		}},
+		{path: "upstream excess", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			upstream := fs.String("upstream", "", "only this account's records")
+			ref := fs.String("ref", "", "only this task's or speech's records")
+			limit := fs.Int("limit", 20, "list at most this many of the latest records (the totals cover all)")
+			return func(e *adminEnv, _ []string) error {
+				return e.upstreamExcess(context.Background(), store.ExcessFilter{Upstream: *upstream, Ref: *ref, Limit: *limit})
+			}
 		}},
 		{path: "upstream check", nodb: true, flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			return func(e *adminEnv, args []string) error {
@@ -56,6 +66,50 @@ func (e *adminEnv) upstreamList() error {
 	}
 	return nil
 }
+
+// upstreamExcess shows what upstream accounts did beyond requests, or below their measured
+// results (docs/billing.md): the operator's, never charged to a tenant. First the totals per
+// account, kind and currency, then the latest records.
+func (e *adminEnv) upstreamExcess(ctx context.Context, f store.ExcessFilter) error {
+	if f.Limit < 1 || f.Limit > maxExcessListed {
+		return usageError{fmt.Sprintf("upstream excess: --limit must be within 1..%d", maxExcessListed)}
+	}
+	sums, err := e.db.UpstreamExcessSummary(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "UPSTREAM\tKIND\tRECORDS\tAMOUNT")
+	for _, s := range sums {
+		if f.Upstream != "" && s.Upstream != f.Upstream {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s %s\n", s.Upstream, s.Kind, s.Count, s.Amount, s.Currency)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	list, err := e.db.UpstreamExcess(ctx, f)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(e.stdout, "no upstream excess recorded")
+		return nil
+	}
+	fmt.Fprintln(e.stdout)
+	tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WHEN\tUPSTREAM\tROUTE\tREF\tKEY\tKIND\tCLAIMED\tCHARGED\tAMOUNT\tDETAIL")
+	for _, r := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s %s\t%s\n", r.CreatedAt.Format(time.RFC3339), r.Upstream, r.Route, r.Ref,
+			r.KeyID, r.Kind, r.Claimed, r.Charged, r.Amount, r.Currency, r.Detail)
+	}
+	return tw.Flush()
+}
+
+// maxExcessListed bounds one listing: a terminal's worth many times over; the totals above
+// it cover every record.
+const maxExcessListed = 10_000
 
 // upstreamCheck makes one cheap real call through the account's engine and says whether it
 // works. For the local kinds that is the engine's own work, small: the sandbox and ffmpeg

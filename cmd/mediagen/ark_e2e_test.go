@@ -131,7 +131,11 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 	}
 	id := e.create(`{"model":"demo-video-fast","prompt":"a red kite","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
 	task := e.wait(id)
-	if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != 2690 {
+	// The upstream reports 2690 tokens, a little under the 2700 its 2 s 320x180 video implies:
+	// the charge never falls below what the stored result implies (docs/billing.md), and a
+	// shortfall within 1% is an honest count's rounding, not recorded as excess.
+	const measured = 2700
+	if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != measured {
 		t.Fatalf("task on the ark account: %+v %+v", task, task.Error)
 	}
 	_, info := e.download(task.Metadata.URL, "ark.mp4")
@@ -139,9 +143,9 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 		t.Errorf("the copied result measures %+v", info)
 	}
 	tenant, _ := m.catalog.Tenant("demo")
-	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), 2690)
+	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), measured)
 	if got := e.used(); got != want {
-		t.Errorf("charged %s, want %s for the upstream's 2690 tokens", got, want)
+		t.Errorf("charged %s, want %s for the %d tokens the video implies", got, want, measured)
 	}
 	if n := creates.Load(); n != 1 {
 		t.Errorf("%d upstream jobs for one task", n)
@@ -223,10 +227,11 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(media, "frame.png"), pngOf(t, 64, 36), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The clip measures 320×180×24×5/1024 = 6750 tokens; the upstream reports a little less,
-	// except for one task whose usage is ten times the video (a fault of its accounting).
-	const tokens, inflated = 6700, 67500
-	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, TokensFor: func(prompt string) int64 {
+	// The clip measures 320×180×24×5/1024 = 6750 tokens; the upstream reports a little less
+	// (billed the 6750 the stored video implies: the floor, docs/billing.md), except for one
+	// task whose usage is ten times the video (a fault of its accounting).
+	const reported, tokens, inflated = 6700, 6750, 67500
+	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: reported, TokensFor: func(prompt string) int64 {
 		if prompt == "inflated usage" {
 			return inflated
 		}
@@ -296,7 +301,7 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	pq := billing.Quote{Route: "production", Rate: rate(tenant.Rates.ProductionRate("pro", "1080p", false))}
 	pcharge, _ := billing.SettleAmount(pq, billing.Measured{OutputSeconds: pinfo.Duration})
 	if got, want := e.used(), perToken*money.Micros(len(ids))+boundCost+pcharge; got != want {
-		t.Errorf("charged %s, want %s (3 native tasks at the upstream's %d tokens + one at the bound + production %s)", got, want, tokens, pcharge)
+		t.Errorf("charged %s, want %s (3 native tasks at the video's %d tokens + one at the bound + production %s)", got, want, tokens, pcharge)
 	}
 	for _, id := range append(slices.Collect(maps.Values(ids)), production, inflatedID) {
 		if n := fake.JobsFor(ark.Tag(id + ":gen")); n != 1 {

@@ -19,6 +19,7 @@ import (
 	"mediagen/internal/money"
 	"mediagen/internal/provider/ark"
 	"mediagen/internal/provider/ark/arkfake"
+	"mediagen/internal/store"
 )
 
 // TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney runs 200 tasks, at most 25 upstream
@@ -30,8 +31,9 @@ import (
 // handed out already expired or answering 404. One task in ten is refused by the upstream's
 // content check. Every task must end with at most one upstream job — exactly one for a
 // completed task, although lost answers made the service submit again — a completed task
-// charged exactly the tokens the upstream reported, every other task refunded, and the
-// ledger must balance.
+// charged exactly the tokens its stored video implies (the upstream reports fewer: each such
+// report is recorded as its usage_under excess), every other task refunded, and the ledger
+// must balance.
 func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -43,9 +45,10 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 1, Container: "mp4", Text: "f"}, clip); err != nil {
 		t.Fatal(err)
 	}
-	// The clip measures 160×90×12×1/1024 ≈ 169 tokens; the upstream reports a little less.
-	const tasks, tokens, maxInFlight = 200, 160, 25
-	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, FaultPercent: 30, Seed: 1, Stall: 1500 * time.Millisecond,
+	// The clip measures 160×90×12×1/1024 ≈ 169 tokens; the upstream reports 160, 5% less: the
+	// floor (what the stored video implies) is billed, and the report recorded as usage_under.
+	const tasks, reported, tokens, maxInFlight = 200, 160, 169, 25
+	fake := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: reported, FaultPercent: 30, Seed: 1, Stall: 1500 * time.Millisecond,
 		End: func(prompt string) string {
 			if strings.HasSuffix(prompt, "0") { // tasks 0, 10, 20, …
 				return arkfake.EndRefuse
@@ -114,6 +117,18 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	}
 	if err := m.db.CheckLedger(context.Background()); err != nil {
 		t.Error(err)
+	}
+	under, err := m.db.UpstreamExcess(context.Background(), store.ExcessFilter{Upstream: "ark-main", Limit: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(under) != completed {
+		t.Errorf("%d upstream excess records for %d completed tasks that each reported %d of %d tokens", len(under), completed, reported, tokens)
+	}
+	for _, r := range under {
+		if r.Kind != billing.ExcessUsageUnder {
+			t.Errorf("excess %+v, want usage_under", r)
+		}
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"mediagen/internal/billing"
+	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
 	"mediagen/internal/store/postgres"
@@ -31,12 +33,14 @@ import (
 // The property of DESIGN rule 11, driven through the whole service: random requests on every
 // route (native, enhancement, production, speech) from keys with small credits, against an
 // engine whose outcomes are random — success within what the request allows, failure,
-// expiry, and now and then an upstream that reports more than it could have. Whatever
-// happens, no key that is not unlimited ends below zero except by recorded overage, every
-// overage comes from a misbehaving upstream, nothing stays reserved, and the ledger checks
-// out, on SQLite and on PostgreSQL. MEDIAGEN_PROPERTY_SEED replays a run;
-// MEDIAGEN_PROPERTY_REQUESTS sets its size.
-func TestPropertyNoKeyOverdrawnExceptByRecordedOverage(t *testing.T) {
+// expiry, and now and then an upstream that misbehaves: a result longer or shorter than
+// asked, usage inflated or deflated, a higher frame rate than the request's. Whatever
+// happens, no key with a credit ends below zero (there is no overage at all), every charge is
+// at most its reservation and at least what the stored result implies, every misbehaviour is
+// recorded as upstream excess on its account (and nothing else is), the excess metric agrees
+// with the records, nothing stays reserved, and the ledger checks out, on SQLite and on
+// PostgreSQL. MEDIAGEN_PROPERTY_SEED replays a run; MEDIAGEN_PROPERTY_REQUESTS sets its size.
+func TestPropertyEveryChargeIsBoundedByItsRequestAndItsResult(t *testing.T) {
 	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { propertyRun(t, "") })
 	t.Run("postgres", func(t *testing.T) { propertyRun(t, pgtest.URL(t)) })
@@ -147,41 +151,132 @@ func propertyRun(t *testing.T, pgURL string) {
 	if err := db.CheckLedger(ctx); err != nil {
 		t.Fatalf("ledger: %v", err)
 	}
-	var overages int
-	var overageTotal money.Micros
 	for _, k := range keys {
 		b, err := db.Balance(ctx, k.id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		over, err := db.Overage(ctx, k.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		overageTotal += over
 		if b.Reserved != 0 {
 			t.Errorf("key %s still has %s reserved after every task ended", k.id, b.Reserved)
 		}
-		if !k.unlimited && b.Available+over < 0 {
-			t.Errorf("key %s ends at %s with only %s of recorded overage", k.id, b.Available, over)
+		if !k.unlimited && b.Available < 0 {
+			t.Errorf("key %s ends at %s", k.id, b.Available)
 		}
 	}
-	for _, ref := range refs {
-		overages++
-		if !up.misbehaved(ref) {
-			t.Errorf("overage on %s, whose upstream stayed within its request", ref)
+	if len(refs) > 0 {
+		t.Errorf("overage on %v: every charge must stay within its reservation", refs)
+	}
+	records, err := db.UpstreamExcess(ctx, store.ExcessFilter{Limit: 100_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]map[string]bool{}
+	kinds := map[string]int{}
+	for _, r := range records {
+		if recorded[r.Ref] == nil {
+			recorded[r.Ref] = map[string]bool{}
 		}
+		recorded[r.Ref][r.Kind] = true
+		kinds[r.Kind]++
+		if r.Upstream != "sandbox" || r.Amount < 0 || r.Charged < 0 {
+			t.Errorf("excess record %+v", r)
+		}
+	}
+	var checked int
+	for _, id := range tasks {
+		run, err := db.TaskRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Charged > run.Reserved {
+			t.Errorf("task %s (%s) charged %s against a reservation of %s", id, run.Route, run.Charged, run.Reserved)
+		}
+		if run.Status != store.StatusCompleted {
+			if len(recorded[id]) > 0 {
+				t.Errorf("task %s ended %s with upstream excess %v recorded", id, run.Status, recorded[id])
+			}
+			continue
+		}
+		for kind := range up.expected(id) {
+			if !recorded[id][kind] {
+				t.Errorf("task %s (%s): the upstream's %s was not recorded (recorded %v)", id, run.Route, kind, recorded[id])
+			}
+		}
+		if len(up.expected(id)) == 0 && len(recorded[id]) > 0 {
+			t.Errorf("task %s (%s): upstream excess %v recorded for an upstream that stayed within the request", id, run.Route, recorded[id])
+		}
+		// The floor, from the stored result as a client downloads it.
+		if floor := floorOf(t, m.URL(), keysOf(keys, func(k key) string { return k.secret }), run); run.Charged < floor {
+			t.Errorf("task %s (%s) charged %s, below the %s its stored result implies", id, run.Route, run.Charged, floor)
+		}
+		checked++
 	}
 	t.Logf("%d requests: %v", n, counts)
-	t.Logf("%d tasks ended: %v; misbehaving upstream outcomes %d; overages recorded %d, %s in all",
-		len(tasks), outcomes, up.misbehaviours(), overages, overageTotal)
-	if got := metricSum(t, m.URL(), "mediagen_settlement_overage_total"); got != float64(overages) {
-		t.Errorf("mediagen_settlement_overage_total = %v, want %d", got, overages)
+	t.Logf("%d tasks ended: %v; misbehaving upstream jobs %v; upstream excess records %v; %d charges checked against their floor; overages %d",
+		len(tasks), outcomes, up.misbehaviours(), kinds, checked, len(refs))
+	if got := metricSum(t, m.URL(), "mediagen_upstream_excess_total"); got != float64(len(records)) {
+		t.Errorf("mediagen_upstream_excess_total = %v, want the %d records", got, len(records))
+	}
+	if got := metricSum(t, m.URL(), "mediagen_settlement_overage_total"); got != 0 {
+		t.Errorf("mediagen_settlement_overage_total = %v, want 0", got)
 	}
 	list := admin(t, data, append([]string{"key", "list", "--tenant", "demo"}, dbArgs...)...)
 	if !strings.Contains(list, "OVERAGE") {
 		t.Errorf("admin key list shows no overage column:\n%s", list)
 	}
+}
+
+// floorOf is the least a completed task may be charged: its stored result, downloaded and
+// measured here, priced with every factor capped at what the request allows (billing.Final
+// without reported usage).
+func floorOf(t *testing.T, base string, secrets []string, run store.TaskRun) money.Micros {
+	t.Helper()
+	var url string
+	for _, s := range secrets {
+		status, body := get(t, base+"/v1/videos/"+run.ID, s)
+		if status != 200 {
+			continue
+		}
+		var task apiTask
+		if err := json.Unmarshal([]byte(body), &task); err != nil {
+			t.Fatal(err)
+		}
+		url = task.Metadata.URL
+		if url == "" {
+			url = task.Metadata.VideoURL
+		}
+		break
+	}
+	if url == "" {
+		t.Fatalf("task %s: no result link", run.ID)
+	}
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	path := filepath.Join(t.TempDir(), "result.mp4")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	info, err := (ffmpeg.Tools{}).Probe(context.Background(), path)
+	if err != nil {
+		t.Fatalf("task %s: the stored result: %v", run.ID, err)
+	}
+	var q billing.Quote
+	if err := json.Unmarshal(run.Pricing, &q); err != nil {
+		t.Fatal(err)
+	}
+	s, err := billing.Final(q, billing.Delivered{Micros: billing.SecondsToMicros(info.Billable()), FPS: info.FPS, Width: info.Width, Height: info.Height})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Charge
 }
 
 func keysOf[K any](ks []K, f func(K) string) []string {
@@ -221,7 +316,7 @@ func randomRequest(rng *rand.Rand, mediaURL string, fx *fixtures, sources []floa
 	case 2:
 		alias := pick("demo-production-lite", "demo-production-standard", "demo-production-pro")
 		dur := pick("4", "5", "-1")
-		return "production", fmt.Sprintf(`{"model":%q,"prompt":"a cat","metadata":{"resolution":%q,"duration":%s,%s}}`,
+		return "production", fmt.Sprintf(`{"model":%q,"prompt":"a cat (production)","metadata":{"resolution":%q,"duration":%s,%s}}`,
 			alias, pick("1080p", "2k"), dur, crid)
 	}
 	text := pick("Hello there, this is a short sentence.", "Call 1,234,567,890 or 555-0100 at 10:45 on 2026-11-23.",

@@ -58,6 +58,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	registerStoreMetrics(reg, m.db)
 	m.jobs = jobs.New(jobs.Config{Store: m.db, Logger: m.log, Registry: reg})
 	overages := billing.NewOverages(reg)
+	excess := billing.NewExcessMetrics(reg)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.bgStop = stop
 
@@ -116,12 +117,12 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 				return acc.ResultHostAllowed()
 			},
 		}
-		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages}
+		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages, Excess: excess}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }
 	}
 	speechSvc, err := m.buildSpeech(ctx, tools, fetch, reg)
 	if speechSvc != nil {
-		speechSvc.Overages = overages
+		speechSvc.Overages, speechSvc.Excess = overages, excess
 	}
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safefetch.Client, reg prometheus.Registerer) (*speech.Service, error) {
 	c := &m.Config
 	svc := &speech.Service{Store: m.db, Engines: map[string]provider.Synthesizer{}, Fetch: fetch, Blobs: m.blobs,
-		Probe: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout, Metrics: speech.NewMetrics(reg)}
+		Probe: tools, Trim: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout, Metrics: speech.NewMetrics(reg)}
 	if m.engine == nil && c.Role == "api" {
 		if err := tools.Check(ctx); err != nil {
 			m.log.Warn("speech is unavailable in this process: ffmpeg, ffprobe and espeak-ng are missing", "err", err)

@@ -11,8 +11,10 @@ import (
 // OverageRoutes are the values of the route label of the overage metrics: a closed set.
 var OverageRoutes = []string{"native", "production", "enhancement", "speech"}
 
-// Overages counts settlements whose final amount exceeded the reservation. A nil *Overages
-// only logs.
+// Overages counts settlements whose final amount exceeded the reservation. Since charges are
+// bounded by their reservation (Final, SpeechFinal), none should ever be counted: the
+// overage transaction of Settle is a defence in depth, and each one is logged as a bug. A nil
+// *Overages only logs.
 type Overages struct {
 	count  *prometheus.CounterVec
 	amount *prometheus.CounterVec
@@ -46,7 +48,9 @@ func (o *Overages) Record(log *slog.Logger, route, currency, keyID, ref string, 
 		return
 	}
 	if log != nil {
-		log.Warn("settlement above its reservation; the overage was collected and recorded",
+		// Final bounds every charge by its reservation, so an overage is a bug of ours: the
+		// defence in depth collected it, and someone must look.
+		log.Error("BUG: settlement above its reservation, although every charge is bounded by it; the overage was collected and recorded",
 			"route", route, "ref", ref, "key", keyID, "reserved", reserved.String(), "charged", final.String(), "overage", over.String())
 	}
 	if o == nil {

@@ -43,6 +43,12 @@ type Quote struct {
 
 	// native
 	EstimatedTokens int64 `json:"estimated_tokens,omitempty"`
+	// MaxPixels is the largest frame the ratio allows (w × h) and BoundMicros the longest
+	// output (the requested or the family's longest length + OutputSlackMicros): with
+	// NativeFPS, what EstimatedTokens was computed from, and what a result's tokens are
+	// capped at before billing (Final).
+	MaxPixels   int64 `json:"max_pixels,omitempty"`
+	BoundMicros int64 `json:"bound_micros,omitempty"`
 
 	// production
 	VideoInput     bool    `json:"video_input,omitempty"`
@@ -112,12 +118,14 @@ func EstimateNative(t *catalog.Tenant, a *catalog.Alias, p *contract.NativeParam
 	if secs <= 0 {
 		secs = contract.NativeMaxSeconds(contract.Family(a.Family))
 	}
-	tokens := NativeTokens(w, h, NativeFPS, float64(int64(secs)*microsPerSecond+OutputSlackMicros)/microsPerSecond)
+	bound := int64(secs)*microsPerSecond + OutputSlackMicros
+	tokens := NativeTokens(w, h, NativeFPS, float64(bound)/microsPerSecond)
 	amount, err := TokenCost(rate, tokens)
 	if err != nil {
 		return Quote{}, err
 	}
-	return Quote{Route: string(contract.RouteNative), Currency: t.Currency, Rate: rate, Amount: amount, EstimatedTokens: tokens}, nil
+	return Quote{Route: string(contract.RouteNative), Currency: t.Currency, Rate: rate, Amount: amount, EstimatedTokens: tokens,
+		MaxPixels: int64(w) * int64(h), BoundMicros: bound}, nil
 }
 
 // SecondsToMicros turns measured seconds into integer microseconds, rounding to the nearest:
@@ -224,14 +232,16 @@ func enhancementCost(rate money.Micros, durationMicros int64, mult int) (money.M
 	return v, nil
 }
 
-// Settle computes the final amount of a completed task from measured values only.
+// Measured is what a completed task's result measures, for SettleAmount.
 type Measured struct {
 	OutputSeconds    float64 // ffprobe of the final output
 	OutputFPS        float64 // ffprobe of the final output (enhancement band)
 	CompletionTokens int64   // native usage
 }
 
-// SettleAmount is the final charge of a completed task under its frozen quote.
+// SettleAmount prices measured values under a frozen quote with no bound: what the result
+// would cost if the request had asked for exactly it. A task's charge is Final, which bounds
+// this by the request both ways.
 func SettleAmount(q Quote, m Measured) (money.Micros, error) {
 	switch q.Route {
 	case string(contract.RouteNative):

@@ -10,11 +10,12 @@ import (
 	"mediagen/internal/store"
 )
 
-// TxnOverage is the ledger kind of the part of a final charge above its reservation. The
-// reservation bounds the charge by construction (DESIGN rule 11), so an overage only comes
-// from an upstream that reports more than it could have: the contract bills actuals, and the
-// overage is posted as its own transaction so that it is counted, shown per key (`admin key
-// list`) and never confused with ordinary spending.
+// TxnOverage is the ledger kind of the part of a final charge above its reservation. Every
+// charge is bounded by its reservation (Final, SpeechFinal; DESIGN rule 11) — what an upstream
+// does beyond the request is upstream excess, the operator's — so no overage should ever be
+// posted. Settle still collects one if a bug computes a charge above the reservation: posted
+// as its own transaction, counted, logged as an error and shown per key (`admin key list`),
+// never confused with ordinary spending.
 const TxnOverage = store.TxnKindOverage
 
 // Settle posts a task's one settlement: the reservation leaves the reserved account, the final

@@ -15,6 +15,10 @@ type SpeechQuote struct {
 	Characters       int          `json:"characters"`
 	EstimatedSeconds int64        `json:"estimated_seconds"`
 	Amount           money.Micros `json:"amount"` // the reservation
+	// BoundMicros is the engine's measured bound of the audio for the text: what the
+	// reservation was rounded up from, and the longest the stored audio may measure (longer
+	// audio is cut to it).
+	BoundMicros int64 `json:"bound_micros,omitempty"`
 }
 
 // SpeechSeconds is the reservation length of a text whose audio is at most boundMicros long:
@@ -32,7 +36,7 @@ func EstimateSpeech(currency string, rate money.Micros, boundMicros int64, chara
 	if err != nil {
 		return SpeechQuote{}, fmt.Errorf("speech estimate: %w", err)
 	}
-	return SpeechQuote{Currency: currency, Rate: rate, Characters: characters, EstimatedSeconds: secs, Amount: amount}, nil
+	return SpeechQuote{Currency: currency, Rate: rate, Characters: characters, EstimatedSeconds: secs, Amount: amount, BoundMicros: boundMicros}, nil
 }
 
 // SpeechCharge is the final amount: the measured duration in integer microseconds (fractions

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,7 +15,10 @@ import (
 	"mediagen/internal/apierr"
 	"mediagen/internal/billing"
 	"mediagen/internal/blob"
+	"mediagen/internal/idgen"
+	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
+	"mediagen/internal/money"
 	"mediagen/internal/provider"
 	"mediagen/internal/store"
 )
@@ -91,6 +95,12 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	sctx, cancel := context.WithTimeout(live.ctx, s.grace())
 	defer cancel()
 	res, err := s.keep(sctx, rec.ID, out)
+	var cut *billing.Excess
+	var cutErr error
+	if err == nil {
+		// Audio longer than the text can take is cut to its bound while the lease is live.
+		res, cut, cutErr = s.bounded(sctx, res, q, st.Upstream)
+	}
 	// Settlement is fenced by the attempt token anyway; stopping here also saves the finish
 	// of an attempt that already knows it lost the record.
 	if live.stop() {
@@ -99,29 +109,55 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	if err != nil {
 		return s.fail(ctx, rec, kindInternal, CodeGenerationFailed, "", "The generated audio could not be stored or measured; nothing was charged. Retry with a new client_request_id.", err)
 	}
-	charge, err := Charge(q, res.DurationMicros)
+	if cutErr != nil {
+		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "The speech engine's audio could not be used; no audio was kept and the pre-charge was refunded.", cutErr)
+	}
+	// The charge is bounded both ways: the stored audio's measured duration, never above
+	// the reservation (docs/billing.md).
+	charge, over, err := billing.SpeechFinal(q, res.DurationMicros)
 	if err != nil {
 		return s.fail(ctx, rec, kindInternal, CodeGenerationFailed, "", "The generated audio could not be priced; nothing was charged.", err)
+	}
+	var excess []billing.Excess
+	if cut != nil {
+		excess = append(excess, *cut)
+	}
+	for _, e := range over {
+		e.Upstream = st.Upstream
+		excess = append(excess, e)
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now().UTC()
+	var overage money.Micros
 	err = s.Store.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechCompleted,
 			Charged: charge, Result: body, FinishedAt: now}); err != nil {
 			return err
 		}
-		_, err := billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, charge, now)
-		return err
+		var err error
+		if overage, err = billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, charge, now); err != nil {
+			return err
+		}
+		for _, e := range excess {
+			err := tx.RecordUpstreamExcess(ctx, store.UpstreamExcess{ID: idgen.New("uex"), Upstream: e.Upstream, Route: "speech",
+				Ref: rec.ID, KeyID: rec.KeyID, TenantID: rec.TenantID, Kind: e.Kind, Claimed: e.Claimed, Charged: charge,
+				Amount: e.Amount, Currency: q.Currency, Detail: e.Detail, CreatedAt: now})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return s.lost(ctx, rec, err)
 	}
-	if charge > rec.Reserved {
+	if overage > 0 || charge > rec.Reserved {
 		s.Overages.Record(s.log(), "speech", q.Currency, rec.KeyID, rec.ID, rec.Reserved, charge)
 	}
+	s.Excess.Record(s.log(), "speech", q.Currency, rec.ID, rec.KeyID, charge, excess)
 	s.Metrics.completed(res.DurationMicros)
 	s.log().Info("speech completed", "speech_id", rec.ID, "duration_us", res.DurationMicros,
 		"reserved", rec.Reserved.String(), "charged", charge.String())
@@ -279,6 +315,62 @@ func (s *Service) keep(ctx context.Context, id string, out provider.Speech) (Res
 		return Result{}, fmt.Errorf("engine output has no audio (duration %v s)", info.Duration)
 	}
 	return Result{AudioKey: key, ContentType: ct, Bytes: n, DurationMicros: us, OriginalDurationMicros: us}, nil
+}
+
+// bounded holds stored audio within its bound (billing.SpeechQuote.SpeechBound): audio that
+// measures longer — an engine that spoke far past what the text can take — is cut to the
+// bound, stored again and measured again; the cut is the upstream's excess, priced by what
+// the whole audio would have charged. Without a Trimmer the audio is kept whole (and billed
+// only up to its bound by billing.SpeechFinal). Audio that cannot be cut is an error: the
+// record fails, refunded.
+func (s *Service) bounded(ctx context.Context, res Result, q Quote, upstream string) (Result, *billing.Excess, error) {
+	bound := q.SpeechBound()
+	if bound <= 0 || res.DurationMicros <= bound || s.Trim == nil {
+		return res, nil, nil
+	}
+	path, release, err := blob.LocalFile(ctx, s.Blobs, res.AudioKey)
+	if err != nil {
+		return res, nil, fmt.Errorf("read the stored audio: %w", err)
+	}
+	defer release()
+	dir, err := os.MkdirTemp("", ffmpeg.ScratchPrefix+"trim-*") // swept at start if a crash leaves it
+	if err != nil {
+		return res, nil, err
+	}
+	defer os.RemoveAll(dir)
+	cut := filepath.Join(dir, "cut"+filepath.Ext(res.AudioKey))
+	if err := s.Trim.Trim(ctx, path, cut, float64(bound)/1e6); err != nil {
+		return res, nil, fmt.Errorf("cut the audio to its bound: %w", err)
+	}
+	f, err := os.Open(cut)
+	if err != nil {
+		return res, nil, err
+	}
+	n, err := s.Blobs.Put(ctx, res.AudioKey, f)
+	f.Close()
+	if err != nil {
+		return res, nil, fmt.Errorf("store the cut audio: %w", err)
+	}
+	info, err := s.Probe.Probe(ctx, cut)
+	if err != nil {
+		return res, nil, fmt.Errorf("measure the cut audio: %w", err)
+	}
+	kept := res
+	kept.Bytes, kept.DurationMicros = n, billing.SecondsToMicros(info.Duration)
+	kept.OriginalDurationMicros = kept.DurationMicros
+	whole, err := billing.SpeechCharge(q, res.DurationMicros)
+	if err != nil {
+		return res, nil, err
+	}
+	part, err := billing.SpeechCharge(q, kept.DurationMicros)
+	if err != nil {
+		return res, nil, err
+	}
+	s.log().Warn("speech audio longer than its bound; cut to it", "audio_key", res.AudioKey, "upstream", upstream,
+		"measured_us", res.DurationMicros, "kept_us", kept.DurationMicros, "bound_us", bound)
+	return kept, &billing.Excess{Kind: billing.ExcessDuration, Upstream: upstream, Claimed: whole, Amount: max(whole-part, 0),
+		Detail: fmt.Sprintf("audio %.3f s, cut to %.3f s (the text allows %.3f s)", float64(res.DurationMicros)/1e6,
+			float64(kept.DurationMicros)/1e6, float64(bound)/1e6)}, nil
 }
 
 func audioExt(contentType string) string {

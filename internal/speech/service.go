@@ -55,6 +55,11 @@ type Prober interface {
 	Probe(ctx context.Context, path string) (ffmpeg.Info, error)
 }
 
+// Trimmer cuts a stored media file to measure at most maxSeconds (ffmpeg.Tools.Trim).
+type Trimmer interface {
+	Trim(ctx context.Context, in, out string, maxSeconds float64) error
+}
+
 // Store is what the speech service needs of the database; the SQL store satisfies it.
 type Store interface {
 	Transact(ctx context.Context, fn func(store.Tx) error) error
@@ -76,6 +81,11 @@ type Service struct {
 	Metrics *Metrics // optional
 	// Overages counts settlements above their reservation (optional; they are logged always).
 	Overages *billing.Overages
+	// Trim cuts audio longer than its bound (optional: without it, such audio is kept whole
+	// and billed only up to its bound).
+	Trim Trimmer
+	// Excess counts the upstream excess settled (optional; it is logged always).
+	Excess *billing.ExcessMetrics
 	// Accounts looks up an alias's upstream account (optional): a request its kind cannot
 	// serve is refused at submission (catalog.UpstreamKind.RefuseSpeech).
 	Accounts func(name string) (catalog.UpstreamAccount, bool)

@@ -112,6 +112,7 @@ type Store interface {
 	SpeechStore
 	AssetStore
 	JobStore
+	ExcessStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
 	// account's balance equals the sum of its entries, and no reserved or spent account is
@@ -138,4 +139,5 @@ type Tx interface {
 	SpeechTx
 	AssetTx
 	JobTx
+	ExcessTx
 }

@@ -127,7 +127,7 @@ func NewUpstreamWaits(reg prometheus.Registerer) *prometheus.CounterVec {
 func NewUpstreamErrors(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagen_upstream_errors_total",
-		Help: "Upstream errors of video tasks, by route, upstream, call (submit, poll) and kind (transient, rejected, account, job_failed, job_expired).",
+		Help: "Upstream errors of video tasks, by route, upstream, call (submit, poll) and kind (transient, rejected, account, job_failed, job_expired, result_host, result_unusable).",
 	}, []string{"route", "upstream", "call", "kind"})
 	reg.MustRegister(c)
 	return c
@@ -170,6 +170,9 @@ type pipeState struct {
 	PollErrors   int    `json:"poll_errors,omitempty"`
 	Intermediate string `json:"intermediate,omitempty"` // blob key of the generation output (production)
 	Tokens       int64  `json:"tokens,omitempty"`
+	// Excess is what the generation half of a production task did beyond the request (its
+	// result cut to the request's bound), kept until the settlement records it.
+	Excess []billing.Excess `json:"excess,omitempty"`
 	// SlotHeld: the task counts in its account's upstream jobs in flight (released at its end).
 	SlotHeld bool `json:"slot_held,omitempty"`
 }
@@ -471,11 +474,29 @@ func (s *stepCtx) pollAgain(err error) (Outcome, string, error) {
 }
 
 // keepIntermediate stores the generation output of a production task where the enhancement
-// half can read it. It is never shown to the client.
+// half can read it, cut to the request's bound when the upstream returned more: the
+// enhancement half then never processes (nor bills) more than the request allows. It is
+// never shown to the client.
 func (s *stepCtx) keepIntermediate(ctx context.Context, out *provider.Output) (Outcome, string, error) {
 	key := KeyPrefix + s.c.ID + "/intermediate" + extOf(out.ContentType)
 	if err := s.copyOutput(ctx, key, out.Source); err != nil {
 		return s.outputError(err)
+	}
+	path, release, err := s.blobFile(ctx, key)
+	if err != nil {
+		return Outcome{}, "", fmt.Errorf("read the stored intermediate: %w", err)
+	}
+	defer release()
+	_, _, cut, releaseCut, err := s.bounded(ctx, key, path, s.req.Upstream)
+	defer releaseCut()
+	if errors.Is(err, errUnusable) {
+		return s.unusable(err)
+	}
+	if err != nil {
+		return Outcome{}, "", err
+	}
+	if cut != nil {
+		s.st.Excess = append(s.st.Excess, *cut)
 	}
 	s.st.Intermediate = key
 	return Outcome{}, phaseEnhSubmit, nil

@@ -11,7 +11,6 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"mediagen/internal/billing"
-	"mediagen/internal/blob"
 	"mediagen/internal/contract"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider"
@@ -91,30 +90,42 @@ func (s *stepCtx) enhanceRequest(key string) (provider.EnhanceRequest, error) {
 		ttl = 24 * time.Hour
 	}
 	src.URL, _ = s.p.Blobs.SignedURL(s.st.Intermediate, ttl)
+	// The intermediate is bounded like a standalone source: the request's length plus the
+	// slack, what the reservation priced (keepIntermediate cut it to that already). An engine
+	// refuses a longer source and never makes a longer output.
 	return provider.EnhanceRequest{IdempotencyKey: key, Model: s.req.EnhanceModel, ToolVersion: productionTool(p.Tier),
 		Source: src, Resolution: p.Resolution, FPS: p.FPS, Bitrate: p.Bitrate, BitrateLevel: p.BitrateLevel,
-		BitDepth: p.BitDepth, Scene: p.Scene, EnhanceStyle: p.EnhanceStyle, Prompt: r.Prompt}, nil
+		BitDepth: p.BitDepth, Scene: p.Scene, EnhanceStyle: p.EnhanceStyle, Prompt: r.Prompt,
+		MaxSourceSeconds: float64(s.quote.LengthBound()) / 1e6}, nil
 }
 
-// finish stores the final output, measures it, takes the last frame from the stored final
-// video when requested, and prices the task from the measured values. Keys are fixed per
-// task, so a retried finish rewrites the same objects.
+// finish stores the final output, holds it within the request (cut to the request's bound
+// when the upstream returned more), measures it, takes the last frame from the stored final
+// video when requested, and prices the task: billing.Final bounds the charge by the
+// reservation above and by what the stored result implies below; what the upstream did
+// beyond the request is returned as excess, recorded at settlement. Keys are fixed per task,
+// so a retried finish rewrites the same objects.
 func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, string, error) {
 	id := s.c.ID
 	videoKey := KeyPrefix + id + "/result" + extOf(out.ContentType)
 	if err := s.copyOutput(ctx, videoKey, out.Source); err != nil {
 		return s.outputError(err)
 	}
-	path, release, err := blob.LocalFile(ctx, s.p.Blobs, videoKey)
+	path, release, err := s.blobFile(ctx, videoKey)
 	if err != nil {
 		return Outcome{}, "", fmt.Errorf("read the stored result: %w", err)
 	}
 	defer release()
-	info, err := s.p.Tools.Probe(ctx, path)
-	if err != nil {
-		return Outcome{}, "", fmt.Errorf("measure result: %w", err)
+	m, path, cut, releaseCut, err := s.bounded(ctx, videoKey, path, s.account())
+	defer releaseCut()
+	if errors.Is(err, errUnusable) {
+		return s.unusable(err)
 	}
-	res := Result{VideoKey: videoKey, Duration: info.Duration, FPS: info.FPS, Width: info.Width, Height: info.Height}
+	if err != nil {
+		return Outcome{}, "", err
+	}
+	info := m.info
+	res := Result{VideoKey: videoKey, Duration: m.length, FPS: info.FPS, Width: info.Width, Height: info.Height}
 	r := s.req.Request
 	if (r.Native != nil && r.Native.ReturnLastFrame) || (r.Production != nil && r.Production.ReturnLastFrame) {
 		key, err := s.lastFrame(ctx, path)
@@ -127,36 +138,30 @@ func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, st
 		res.Resolution = fmt.Sprintf("%dx%d", info.Width, info.Height)
 		res.ToolVersion = billing.EnhancementTier(contract.EnhRoute(enhRouteOf(e)), e.ToolVersion)
 	}
+	var reported int64
 	if r.Native != nil {
-		res.CompletionTokens = s.usage(billing.NativeTokens(info.Width, info.Height, info.FPS, info.Duration))
+		reported = s.st.Tokens
 	}
-	charge, err := billing.SettleAmount(s.quote, billing.Measured{OutputSeconds: info.Duration, OutputFPS: info.FPS, CompletionTokens: res.CompletionTokens})
+	settled, err := billing.Final(s.quote, m.delivered(reported))
 	if err != nil {
 		return Outcome{}, "", err
+	}
+	if r.Native != nil {
+		res.CompletionTokens = settled.Tokens
+	}
+	excess := append([]billing.Excess(nil), s.st.Excess...)
+	if cut != nil {
+		excess = append(excess, *cut)
+	}
+	for _, e := range settled.Excess {
+		e.Upstream = s.account()
+		excess = append(excess, e)
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
 		return Outcome{}, "", err
 	}
-	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: body, Charge: charge}}, "", nil
-}
-
-// usage is the completion tokens a native task is billed: the upstream's reported usage, up
-// to billing.MaxUsageRatio of what the measured video implies (an upstream's usage above
-// that is a fault of its accounting, not what the client bought: it is logged and counted),
-// or the measured tokens when the upstream reports none.
-func (s *stepCtx) usage(measured int64) int64 {
-	reported := s.st.Tokens
-	if reported <= 0 {
-		return measured
-	}
-	if limit := billing.UsageLimit(measured); measured > 0 && reported > limit {
-		s.p.logger().Warn("upstream usage is beyond what the measured video implies; billing the bound",
-			"task_id", s.c.ID, "upstream", s.req.Upstream, "reported_tokens", reported, "measured_tokens", measured, "billed_tokens", limit)
-		s.upstreamErr("poll", "usage_capped")
-		return limit
-	}
-	return reported
+	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: body, Charge: settled.Charge, Excess: excess}}, "", nil
 }
 
 func enhRouteOf(e *contract.EnhancementParams) string {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mediagen/internal/billing"
+	"mediagen/internal/idgen"
 	"mediagen/internal/jobs"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
@@ -43,6 +44,9 @@ type Final struct {
 	ErrorCode    string
 	ErrorMessage string
 	Charge       money.Micros // the settled amount; 0 releases the whole reservation
+	// Excess is what the task's upstreams did beyond its request, recorded with the
+	// settlement (store.UpstreamExcess); only a completed task has any.
+	Excess []billing.Excess
 }
 
 // Stepper runs the steps of tasks (the Pipeline; a script in tests). Step returns an error
@@ -69,7 +73,9 @@ type Tasks struct {
 	Logger   *slog.Logger
 	Metrics  *TaskMetrics      // may be nil
 	Overages *billing.Overages // counts settlements above their reservation (may be nil)
-	Now      func() time.Time  // nil: time.Now
+	// Excess counts the upstream excess settled (may be nil: logged only).
+	Excess *billing.ExcessMetrics
+	Now    func() time.Time // nil: time.Now
 }
 
 // gaveUpMessage is the failure of a task whose step kept failing.
@@ -179,10 +185,11 @@ func (h *Tasks) final(c store.TaskRun, o Outcome) jobs.Outcome {
 	if f.Status == store.StatusCompleted {
 		progress = 100
 	}
-	charge := f.Charge
+	charge, excess := f.Charge, f.Excess
 	if f.Status != store.StatusCompleted {
-		charge = 0
+		charge, excess = 0, nil
 	}
+	currency := billing.QuoteCurrency(c.Pricing)
 	state := o.State
 	if state == nil {
 		state = c.State
@@ -203,15 +210,27 @@ func (h *Tasks) final(c store.TaskRun, o Outcome) jobs.Outcome {
 				}
 			}
 			over, err := billing.Settle(ctx, tx, c.KeyID, c.ID, c.Reserved, charge, now)
+			if err != nil {
+				return err
+			}
 			overage = over > 0
-			return err
+			for _, e := range excess {
+				err := tx.RecordUpstreamExcess(ctx, store.UpstreamExcess{ID: idgen.New("uex"), Upstream: e.Upstream, Route: c.Route,
+					Ref: c.ID, KeyID: c.KeyID, TenantID: c.TenantID, Kind: e.Kind, Claimed: e.Claimed, Charged: charge, Amount: e.Amount,
+					Currency: currency, Detail: e.Detail, CreatedAt: now})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		After: func() {
 			log := h.log().With("task", c.ID, "route", c.Route)
 			h.Metrics.finished(c.Route, f.Status, c.Reserved, charge)
 			if overage || charge > c.Reserved {
-				h.Overages.Record(log, c.Route, billing.QuoteCurrency(c.Pricing), c.KeyID, c.ID, c.Reserved, charge)
+				h.Overages.Record(log, c.Route, currency, c.KeyID, c.ID, c.Reserved, charge)
 			}
+			h.Excess.Record(log, c.Route, currency, c.ID, c.KeyID, charge, excess)
 			log.Info("task finished", "status", f.Status, "code", f.ErrorCode, "reserved", c.Reserved.String(), "charged", charge.String())
 		},
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -34,8 +33,10 @@ type EnhanceSpec struct {
 	// BitDepth is 8 (default when 0), 10, 12 or 16; see the package
 	// documentation for what each becomes.
 	BitDepth int
-	// MaxSeconds, when > 0, ends the output there (ffmpeg -t): the length the task was
-	// priced for. Whatever a source's headers claim, the output cannot run longer.
+	// MaxSeconds, when > 0, is the longest the output may measure: the length the task was
+	// priced for. ffmpeg is told to stop OutputCapMargin before it (a container runs a little
+	// past -t), and an output that still measures longer is refused with ErrOverLength, so
+	// whatever a source's headers claim, the output never measures past MaxSeconds.
 	MaxSeconds float64
 }
 
@@ -48,6 +49,9 @@ func (s EnhanceSpec) validate() error {
 	}
 	if s.FPS < 0 || s.FPS > MaxRenderFPS {
 		return bad("fps %d outside 0..%d", s.FPS, MaxRenderFPS)
+	}
+	if s.MaxSeconds < 0 || (s.MaxSeconds > 0 && s.MaxSeconds <= OutputCapMargin) {
+		return bad("max seconds %v: must be 0 (none) or above the %v s cap margin", s.MaxSeconds, OutputCapMargin)
 	}
 	if s.BitrateKbps < 0 || s.BitrateKbps > MaxBitrateKbps {
 		return bad("bitrate %d kbit/s outside 0..%d", s.BitrateKbps, MaxBitrateKbps)
@@ -87,6 +91,9 @@ func (t Tools) Enhance(ctx context.Context, in, out string, spec EnhanceSpec) er
 	}
 	return writeAtomic(out, func(tmp string) error {
 		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: append(args, fileURL(tmp))}); err != nil {
+			return fmt.Errorf("enhance: %w", err)
+		}
+		if err := t.checkLength(ctx, tmp, spec.MaxSeconds); err != nil {
 			return fmt.Errorf("enhance: %w", err)
 		}
 		return nil
@@ -143,9 +150,7 @@ func (t Tools) enhanceArgs(in string, s EnhanceSpec, enc VideoEncoding, info Inf
 		"-map_metadata", "-1", "-map_chapters", "-1", "-fflags", "+bitexact",
 	)
 	args = append(args, t.threadArgs()...)
-	if s.MaxSeconds > 0 {
-		args = append(args, "-t", strconv.FormatFloat(s.MaxSeconds, 'f', 3, 64))
-	}
+	args = append(args, capArgs(s.MaxSeconds)...)
 	return append(args, "-f", "mp4"), nil
 }
 

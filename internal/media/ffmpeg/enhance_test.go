@@ -235,3 +235,34 @@ func TestEnhanceStopsAtMaxSeconds(t *testing.T) {
 		})
 	}
 }
+
+// MaxSeconds bounds what the output measures, not where ffmpeg is told to stop: a container
+// runs past -t by up to a video frame and an audio packet (a 2 s source cut at -t 1.000 used
+// to measure 1.003 s, billed as 2 s). Every output here measures at most MaxSeconds, with
+// and without audio, resampled or keeping the source timing.
+func TestEnhanceOutputNeverMeasuresPastMaxSeconds(t *testing.T) {
+	t.Parallel()
+	tools := testTools(t)
+	withAudio := source(t, tools, 320, 180, true)
+	silent := source(t, tools, 320, 180, false)
+	for _, tc := range []struct {
+		name string
+		in   string
+		spec EnhanceSpec
+	}{
+		{"audio copied, source timing kept", withAudio, EnhanceSpec{ShortSide: 90, MaxSeconds: 1}},
+		{"audio copied, resampled to 24 fps", withAudio, EnhanceSpec{ShortSide: 90, FPS: 24, MaxSeconds: 1}},
+		{"audio copied, resampled to 15 fps (the contract's lowest)", withAudio, EnhanceSpec{ShortSide: 90, FPS: 15, MaxSeconds: 1.01}},
+		{"no audio, 60 fps", silent, EnhanceSpec{ShortSide: 90, FPS: 60, MaxSeconds: 1.5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := enhance(t, tools, tc.in, tc.spec)
+			if info.Duration > tc.spec.MaxSeconds || info.Longest > tc.spec.MaxSeconds {
+				t.Fatalf("output measures %v s (longest stream %v s), past MaxSeconds %v", info.Duration, info.Longest, tc.spec.MaxSeconds)
+			}
+			if info.Duration < tc.spec.MaxSeconds-0.2 {
+				t.Errorf("output measures %v s: cut far more than the margin below %v", info.Duration, tc.spec.MaxSeconds)
+			}
+		})
+	}
+}

@@ -136,7 +136,13 @@ func readBrand(r io.ReaderAt, h boxHeader) (string, error) {
 	return strings.TrimRight(string(b[:]), " \x00"), nil
 }
 
-// compose turns the parsed movie into a Result.
+// compose turns the parsed movie into a Result. The duration is the longer of the header's
+// (mvhd, mehd) and the samples' own length. The header is what ffprobe reports and what an
+// honest file agrees with to the millisecond, but it is one field anyone can rewrite, while a
+// decoder plays the samples: a reservation computed from a header shorter than the samples by
+// any amount is one the engine's output can run past (a 1.2 s file whose headers said 0.75 s
+// was reserved for 1 s and charged 2 s). A header longer than its samples is kept: a
+// reservation may be larger than its charge, never smaller.
 func compose(res Result, m *movie, opt Options) (Result, error) {
 	res.Fragmented = m.fragmented
 	for _, t := range m.tracks {
@@ -155,14 +161,14 @@ func compose(res Result, m *movie, opt Options) (Result, error) {
 	switch {
 	case m.fragmented && m.hasMehd && m.mehd > 0:
 		secs, res.DurationSource = ratio(m.mehd, m.timescale), "mehd"
-		if frags := fragmentedDuration(m); secs > 0 && frags > secs+headerSlack {
+		if frags := fragmentedDuration(m); secs > 0 && frags > secs {
 			secs, res.DurationSource = frags, "fragments"
 		}
 	case m.fragmented:
 		secs, res.DurationSource = fragmentedDuration(m), "fragments"
 	default:
 		secs, res.DurationSource = movieDuration(m), "mvhd"
-		if tracks := trackSpan(m); secs > 0 && tracks > secs+headerSlack {
+		if tracks := trackSpan(m); secs > 0 && tracks > secs {
 			secs, res.DurationSource = tracks, "tracks"
 		}
 	}
@@ -188,13 +194,6 @@ func movieDuration(m *movie) float64 {
 	}
 	return best
 }
-
-// headerSlack is how much longer than a header's declared duration (mvhd, mehd) the samples
-// may run before the samples' length is taken instead. The header is what ffprobe reports and
-// what an honest file agrees with to the millisecond; but it is one field anyone can rewrite,
-// while a decoder plays the samples: a 600 s file whose mvhd says 1 s would otherwise be
-// reserved, checked and billed as 1 s.
-const headerSlack = 0.5
 
 // trackSpan is the longest a track of an unfragmented file plays: its samples (stts) from
 // its edit list's media_time on, or the edit list's own span where that is shorter (a

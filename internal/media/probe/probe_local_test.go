@@ -190,9 +190,9 @@ func TestProbeReaderAt_CancelledContextStops(t *testing.T) {
 }
 
 // The duration a header declares is one field anyone can rewrite; the samples are what gets
-// decoded, enhanced and billed. A header shorter than its samples by more than headerSlack
-// gives way to them; an honest file, or one whose edit list trims its media, keeps the
-// header's exact value (what ffprobe reports).
+// decoded, enhanced and billed. A header shorter than its samples, by any amount, gives way
+// to them; an honest file, or one whose edit list trims its media, keeps the header's exact
+// value (what ffprobe reports).
 func TestProbeReaderAt_HeaderShorterThanItsSamplesIsNotBelieved(t *testing.T) {
 	t.Parallel()
 	withEdits := func(mvhd uint64, trak []byte) []byte {
@@ -207,7 +207,10 @@ func TestProbeReaderAt_HeaderShorterThanItsSamplesIsNotBelieved(t *testing.T) {
 		source string
 	}{
 		{"mvhd rewritten from 600 s to 1 s", mp4WithTrack(1000, 1000, 600*25), 600, "tracks"},
-		{"mvhd 0.4 s short of its samples", mp4WithTrack(1000, 2000, 60), 2, "mvhd"},
+		{"mvhd 0.4 s short of its samples", mp4WithTrack(1000, 2000, 60), 2.4, "tracks"},
+		{"mvhd 0.75 s over 1.2 s of samples (the issue's source)", mp4WithTrack(1000, 750, 30), 1.2, "tracks"},
+		{"mvhd 1 ms short of its samples", mp4WithTrack(1000, 1999, 50), 2, "tracks"},
+		{"mvhd agrees with its samples", mp4WithTrack(1000, 2000, 50), 2, "mvhd"},
 		{"mvhd longer than its samples", mp4WithTrack(1000, 9000, 50), 9, "mvhd"},
 		{"edit list trims 10 s of media to 2 s", withEdits(2000, editedTrak(1, 250, [2]int64{2000, 0})), 2, "mvhd"},
 		{"edit list skips 8 s of 10 s", withEdits(2000, editedTrak(1, 250, [2]int64{2000, 8 * 12800})), 2, "mvhd"},

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"mediagen/internal/media/ffmpeg"
+	mediaprobe "mediagen/internal/media/probe"
 	"mediagen/internal/provider"
 )
 
@@ -147,19 +149,50 @@ func (e *Engine) checkSourceLength(ctx context.Context, src string, maxSeconds f
 	if err != nil {
 		return failJob("The source is not a readable video.", err)
 	}
-	// The longest stream counts too: a rewritten container header can say less than the
-	// streams hold (the enhancement's -t cap stops the output there anyway).
-	if length := max(info.Duration, info.Longest); length > maxSeconds {
-		return &jobError{code: CodeSourceChanged, message: fmt.Sprintf(
-			"The source video measures %.3f s now, longer than the %.3f s it measured when the task was accepted; a source must not change after submission. Nothing was charged.",
-			length, maxSeconds)}
+	// The longest stream counts too, and so do the samples as the submission's probe reads
+	// them: rewritten mvhd, tkhd and mdhd headers make ffprobe report less than the streams
+	// hold, while the submission measured (and priced) the samples. A file the probe cannot
+	// read leaves ffprobe's answer, and the output's own bound (Enhance measures its output
+	// against MaxSeconds) still holds.
+	length := info.Length()
+	if samples, err := sampleLength(ctx, src); err == nil {
+		length = max(length, samples)
+	}
+	if length > maxSeconds {
+		return sourceChanged(length, maxSeconds)
 	}
 	return nil
+}
+
+func sourceChanged(length, maxSeconds float64) error {
+	return &jobError{code: CodeSourceChanged, message: fmt.Sprintf(
+		"The source video measures %.3f s now, longer than the %.3f s it measured when the task was accepted; a source must not change after submission. Nothing was charged.",
+		length, maxSeconds)}
+}
+
+// sampleLength measures the MP4/MOV at path the way the submission did (probe: the longer of
+// its header and its samples).
+func sampleLength(ctx context.Context, path string) (float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	res, err := mediaprobe.ProbeReaderAt(ctx, f, st.Size(), mediaprobe.Options{})
+	return res.Duration, err
 }
 
 func enhanceError(err error) error {
 	var te *ffmpeg.ToolError
 	switch {
+	case errors.Is(err, ffmpeg.ErrOverLength):
+		// The source decodes longer than any measure of it said: what it plays is not what
+		// was priced, as with a source swapped after submission.
+		return &jobError{code: CodeSourceChanged, message: "The source video plays longer than it measured when the task was accepted; a source must not change after submission. Nothing was charged.", cause: err}
 	case errors.Is(err, ffmpeg.ErrNoVideo):
 		return failJob("The source has no video stream.", err)
 	case errors.Is(err, ffmpeg.ErrUnsupportedBitDepth):

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/media/probe/probetest"
 	"mediagen/internal/provider"
 )
 
@@ -219,5 +220,45 @@ func TestEnhancementRefusesASourceLongerThanPricedFor(t *testing.T) {
 				t.Errorf("error %s %q", j.ErrorCode, j.ErrorMessage)
 			}
 		})
+	}
+}
+
+// The numbers through the engine: a source whose mvhd, tkhd and mdhd say 9.75 s over
+// 10.2 s of samples is priced for 9.75 + 0.25 = 10 s (MaxSourceSeconds). ffprobe believes the
+// headers, so the engine used to enhance all of it up to -t 10.000, and the output measured
+// 10.02 s: charged 11 s against a 10 s reservation. Whatever the engine does with such a
+// source, the output it hands back is never billed above the whole seconds it was priced for.
+func TestEnhancementOfASourceWhoseHeadersUnderstateItsSamplesStaysWithinItsPrice(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	src := filepath.Join(t.TempDir(), "lying.mp4")
+	spec := ffmpeg.RenderSpec{Width: 64, Height: 36, FPS: 24, Duration: 10.2, Audio: true}
+	if err := testTools().Render(context.Background(), spec, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := probetest.RewriteDurations(src, 9.75); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, "")
+	const priced = 10.0 // 9.75 s measured + 0.25 s slack, rounded up
+	id, err := e.SubmitEnhancement(context.Background(), provider.EnhanceRequest{IdempotencyKey: "lying",
+		Source: provider.Source{Path: src}, ShortSide: 36, FPS: intp(24), MaxSourceSeconds: 9.75 + 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := wait(t, e.PollEnhancement, id, 60*time.Second)
+	switch j.Status {
+	case provider.StatusFailed:
+		// Refused as longer than priced: nothing is charged.
+		if j.ErrorCode != CodeSourceChanged {
+			t.Fatalf("job failed with %s %q, want %s", j.ErrorCode, j.ErrorMessage, CodeSourceChanged)
+		}
+	case provider.StatusSucceeded:
+		info := probe(t, j.Output.Source.Path)
+		if billed := math.Ceil(info.Duration); billed > priced {
+			t.Fatalf("output measures %.3f s: billed %v s for a task priced for %v s", info.Duration, billed, priced)
+		}
+	default:
+		t.Fatalf("job = %+v", j)
 	}
 }

@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		{"InFlightAssetLimitHoldsUnderConcurrentCreates", testInFlightAssetLimitHoldsUnderConcurrentCreates},
 		{"SharedCreatesOfOneKeyKeepEveryRule", testSharedCreatesOfOneKey},
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
+		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

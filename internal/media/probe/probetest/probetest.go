@@ -6,6 +6,7 @@ package probetest
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,8 +102,10 @@ func Generate(ctx context.Context, dir string, s Shape) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		// ffmpeg's fragmented moov uses a 1000 Hz movie timescale.
-		if err := InsertMehd(out, uint64(d*1000+0.5)); err != nil {
+		// ffmpeg's fragmented moov uses a 1000 Hz movie timescale. Rounded up, as an honest
+		// muxer's header says at least what its samples play (the probe takes the samples'
+		// length whenever they run past the header).
+		if err := InsertMehd(out, uint64(math.Ceil(d*1000))); err != nil {
 			return "", err
 		}
 	}
