@@ -18,7 +18,7 @@ const TaskKind = "video.task"
 
 // TaskJob is the job that runs a task, enqueued in the task's own transaction.
 func TaskJob(t store.Task) store.Job {
-	return store.Job{ID: jobs.ID(TaskKind, t.ID), Kind: TaskKind, Ref: t.ID, TenantID: t.TenantID,
+	return store.Job{ID: jobs.ID(TaskKind, t.ID), Kind: TaskKind, Ref: t.ID, TenantID: t.TenantID, KeyID: t.KeyID,
 		RunAt: t.CreatedAt, CreatedAt: t.CreatedAt}
 }
 

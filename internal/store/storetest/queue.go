@@ -26,7 +26,7 @@ func createTasks(t *testing.T, s store.Store, k store.Key, n int, due time.Time)
 			if err := tx.CreateTask(ctx, task); err != nil {
 				return err
 			}
-			return tx.EnqueueJob(ctx, store.Job{ID: taskKind + ":" + task.ID, Kind: taskKind, Ref: task.ID, TenantID: task.TenantID,
+			return tx.EnqueueJob(ctx, store.Job{ID: taskKind + ":" + task.ID, Kind: taskKind, Ref: task.ID, TenantID: task.TenantID, KeyID: task.KeyID,
 				RunAt: due, CreatedAt: task.CreatedAt})
 		})
 		if err != nil {
@@ -39,7 +39,7 @@ func createTasks(t *testing.T, s store.Store, k store.Key, n int, due time.Time)
 
 func claimTasks(t *testing.T, s store.Store, now time.Time, limit int) []store.Job {
 	t.Helper()
-	got, err := s.ClaimJobs(context.Background(), taskKind, "", now, time.Minute, limit)
+	got, err := s.ClaimJobs(context.Background(), taskKind, "", now, time.Minute, limit, nil)
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
@@ -159,7 +159,7 @@ func testQueueConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 20; i++ {
-				got, err := s.ClaimJobs(ctx, taskKind, "", now, time.Minute, 3)
+				got, err := s.ClaimJobs(ctx, taskKind, "", now, time.Minute, 3, nil)
 				if err != nil {
 					t.Error(err)
 					return
