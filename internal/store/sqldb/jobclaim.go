@@ -37,18 +37,23 @@ const pickJobsQuery = `WITH RECURSIVE
 		SELECT tenant_id, key_id, priority FROM (SELECT tenant_id, key_id, priority FROM jobs
 			WHERE kind = ? AND queue = ? ORDER BY tenant_id, key_id, priority LIMIT 1) first_group
 		UNION ALL
-		SELECT n.tenant_id, n.key_id, n.priority FROM grp JOIN jobs n ON n.id = (SELECT id FROM jobs
-			WHERE kind = ? AND queue = ? AND (tenant_id, key_id, priority) > (grp.t, grp.k, grp.p)
-			ORDER BY tenant_id, key_id, priority LIMIT 1)),
+		SELECT n.tenant_id, n.key_id, n.priority FROM grp JOIN jobs n ON n.id = COALESCE(
+			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = grp.t AND key_id = grp.k AND priority > grp.p
+				ORDER BY priority LIMIT 1),
+			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = grp.t AND key_id > grp.k
+				ORDER BY key_id, priority LIMIT 1),
+			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id > grp.t
+				ORDER BY tenant_id, key_id, priority LIMIT 1))),
 	cand(id, t, k, p, r, n) AS (
 		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at, 1 FROM grp JOIN jobs c ON c.id = (SELECT id FROM jobs
 			WHERE kind = ? AND queue = ? AND tenant_id = grp.t AND key_id = grp.k AND priority = grp.p AND run_at <= ?
 			ORDER BY run_at, id LIMIT 1)
 		UNION ALL
-		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at, cand.n + 1 FROM cand JOIN jobs c ON c.id = (SELECT id FROM jobs
-			WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k AND priority = cand.p
-				AND (run_at, id) > (cand.r, cand.id) AND run_at <= ?
-			ORDER BY run_at, id LIMIT 1)
+		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at, cand.n + 1 FROM cand JOIN jobs c ON c.id = COALESCE(
+			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k AND priority = cand.p
+				AND run_at = cand.r AND id > cand.id ORDER BY id LIMIT 1),
+			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k AND priority = cand.p
+				AND run_at > cand.r AND run_at <= ? ORDER BY run_at, id LIMIT 1))
 		WHERE cand.n < ?),
 	busy(bt, bk, bn) AS (SELECT tenant_id, key_id, COUNT(*) FROM jobs
 		WHERE kind = ? AND queue = ? AND lease_until > 0 AND lease_until > ? GROUP BY tenant_id, key_id),
@@ -134,8 +139,8 @@ func (db *DB) ClaimJobs(ctx context.Context, kind, queue string, now time.Time, 
 	n := micros(now)
 	wbody, wargs := weightsCTE(weights)
 	pickQuery := fmt.Sprintf(pickJobsQuery, wbody, db.d.ClaimLock())
-	args := append(wargs, kind, queue, kind, queue, kind, queue, n, kind, queue, n, limit,
-		kind, queue, n, kind, queue, kind, queue, limit, n)
+	args := append(wargs, kind, queue, kind, queue, kind, queue, kind, queue, kind, queue, n,
+		kind, queue, kind, queue, n, limit, kind, queue, n, kind, queue, kind, queue, limit, n)
 	var out []store.Job
 	err := db.transactOnce(ctx, func(stx store.Tx) error {
 		t := stx.(*Tx)

@@ -71,6 +71,7 @@ func Run(t *testing.T, open Opener) {
 		{"InFlightAssetLimitHoldsUnderConcurrentCreates", testInFlightAssetLimitHoldsUnderConcurrentCreates},
 		{"SharedCreatesOfOneKeyKeepEveryRule", testSharedCreatesOfOneKey},
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
+		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

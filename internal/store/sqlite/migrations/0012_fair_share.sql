@@ -41,3 +41,28 @@ CREATE TABLE job_key_turns (
     pass      REAL NOT NULL,
     PRIMARY KEY (kind, queue, tenant_id, key_id)
 ) STRICT;
+
+-- An upstream account's slots (max_in_flight, counted in in_flight) go to the tasks waiting for
+-- them fairly too: a freed slot goes to the waiting task whose tenant holds the fewest of the
+-- account's slots, then whose key holds the fewest, then the one waiting longest.
+-- upstream_holds counts the slots each tenant's key holds; slots taken before this migration
+-- are counted in in_flight only, so they weigh on no tenant's place in line (they end within a
+-- task's life).
+CREATE TABLE upstream_holds (
+    account   TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    key_id    TEXT NOT NULL,
+    n         INTEGER NOT NULL,
+    PRIMARY KEY (account, tenant_id, key_id)
+) STRICT;
+-- The line: tasks refused a slot, each until seen_until (its last ask plus its wait): a task
+-- that stops asking (it ended, or its process died) leaves the line by itself.
+CREATE TABLE upstream_waits (
+    task_id    TEXT PRIMARY KEY,
+    account    TEXT NOT NULL,
+    tenant_id  TEXT NOT NULL,
+    key_id     TEXT NOT NULL,
+    since      INTEGER NOT NULL,
+    seen_until INTEGER NOT NULL
+) STRICT;
+CREATE INDEX upstream_waits_line ON upstream_waits (account, seen_until);
