@@ -12,10 +12,9 @@ UPDATE jobs SET key_id = COALESCE((SELECT key_id FROM verify_sessions WHERE veri
 -- The claim walks the distinct (tenant, key, priority) of a kind and queue (a skip scan) and
 -- takes each one's oldest due jobs from this index, so its cost follows the number of keys with
 -- work and the batch, not the backlog. run_at is the lease's end for leased jobs, so expired
--- leases are due here too. It replaces jobs_due (kind, queue, run_at), whose one range of the
--- oldest due jobs a single tenant's backlog could fill.
+-- leases are due here too. jobs_due (kind, queue, run_at) stays for the claim's first look, one
+-- seek that finds whether anything is due at all: an idle poll costs no more than that.
 CREATE INDEX jobs_fair ON jobs (kind, queue, tenant_id, key_id, priority, run_at, id);
-DROP INDEX jobs_due;
 -- The leased jobs of a kind, counted per tenant and key at each claim: few (the workers of
 -- every replica), so a partial index keeps the count off the backlog.
 CREATE INDEX jobs_leased ON jobs (kind, queue, lease_until, tenant_id, key_id) WHERE lease_until > 0;
