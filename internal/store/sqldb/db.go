@@ -31,6 +31,10 @@ type Dialect interface {
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// ClaimLock is appended to the claim's inner SELECT (" FOR UPDATE SKIP LOCKED" or "").
 	ClaimLock() string
+	// ClaimSetup is a statement the claim's transaction runs before choosing its jobs ("" for
+	// none): PostgreSQL's planner takes 5 to 20 ms to plan the fair-share pick for each set of
+	// arguments, where its generic plan, the same for every claim, runs in under 1 ms.
+	ClaimSetup() string
 	// DriverCachesStatements reports that the driver already keeps prepared statements per
 	// connection (pgx does), so DB should not prepare its own.
 	DriverCachesStatements() bool

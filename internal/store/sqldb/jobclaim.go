@@ -18,8 +18,11 @@ import (
 // backlog (docs/architecture.md#priority-and-fair-share). It runs in one transaction:
 //
 //  1. pickJobsQuery chooses the jobs: it walks the distinct (tenant, key, priority) of the kind
-//     and queue with a skip scan of jobs_fair, takes up to limit of the oldest due jobs of each
-//     (an index range that stops at the first job not yet due), counts the leased jobs of each
+//     and queue with a skip scan of jobs_fair, takes the oldest due jobs of each (an index range
+//     that stops at the first job not yet due) up to the group's share of the batch — the
+//     tenant's weight's share of limit among the tenants with due jobs, split between its
+//     groups, at least one — so that the candidates number about limit plus the groups, not
+//     limit times the groups; counts the leased jobs of each
 //     tenant and key (jobs_leased), and orders the candidates: the tenant with the fewest
 //     leased jobs relative to its weight first, ties to the lowest pass (job_tenant_turns);
 //     within a tenant the key with the fewest leased jobs, ties to its lowest pass; within a
@@ -32,7 +35,9 @@ import (
 //
 // The cost follows the number of (tenant, key, priority) with jobs of the kind and the batch,
 // never the backlog: one tenant's 100,000 due jobs are one group of which a claim reads at
-// most limit rows.
+// most limit rows. The share bounds how far one claim of many jobs can make up for a tenant's
+// fewer leased jobs (at most its share of the batch); the next claims make up the rest, and a
+// claim of one, the usual claim of a freed slot, is exact.
 const pickJobsQuery = `WITH RECURSIVE
 	weights(w_tenant, w) AS (%s),
 	grp(t, k, p) AS (
@@ -46,17 +51,23 @@ const pickJobsQuery = `WITH RECURSIVE
 				ORDER BY key_id, priority LIMIT 1),
 			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id > grp.t
 				ORDER BY tenant_id, key_id, priority LIMIT 1))),
-	cand(id, t, k, p, r, n) AS (
-		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at, 1 FROM grp JOIN jobs c ON c.id = (SELECT id FROM jobs
+	head(id, t, k, p, r) AS (
+		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at FROM grp JOIN jobs c ON c.id = (SELECT id FROM jobs
 			WHERE kind = ? AND queue = ? AND tenant_id = grp.t AND key_id = grp.k AND priority = grp.p AND run_at <= ?
-			ORDER BY run_at, id LIMIT 1)
+			ORDER BY run_at, id LIMIT 1)),
+	heads AS (SELECT head.*, COALESCE(weights.w, 1) AS hw, COUNT(*) OVER (PARTITION BY head.t) AS gt
+		FROM head LEFT JOIN weights ON weights.w_tenant = head.t),
+	total(tw) AS (SELECT SUM(hw) FROM (SELECT DISTINCT t, hw FROM heads) due_tenants),
+	cand(id, t, k, p, r, n, cap) AS (
+		SELECT heads.id, heads.t, heads.k, heads.p, heads.r, 1, ((? * heads.hw + total.tw - 1) / total.tw + heads.gt - 1) / heads.gt
+			FROM heads, total
 		UNION ALL
-		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at, cand.n + 1 FROM cand JOIN jobs c ON c.id = COALESCE(
+		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at, cand.n + 1, cand.cap FROM cand JOIN jobs c ON c.id = COALESCE(
 			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k AND priority = cand.p
 				AND run_at = cand.r AND id > cand.id ORDER BY id LIMIT 1),
 			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k AND priority = cand.p
 				AND run_at > cand.r AND run_at <= ? ORDER BY run_at, id LIMIT 1))
-		WHERE cand.n < ?),
+		WHERE cand.n < cand.cap),
 	busy(bt, bk, bn) AS (SELECT tenant_id, key_id, COUNT(*) FROM jobs
 		WHERE kind = ? AND queue = ? AND lease_until > 0 AND lease_until > ? GROUP BY tenant_id, key_id),
 	tbusy(tt, tn) AS (SELECT bt, SUM(bn) FROM busy GROUP BY bt),
@@ -154,10 +165,15 @@ func (db *DB) ClaimJobs(ctx context.Context, kind, queue string, now time.Time, 
 	wbody, wargs := weightsCTE(weights)
 	pickQuery := fmt.Sprintf(pickJobsQuery, wbody, db.d.ClaimLock())
 	args := append(wargs, kind, queue, kind, queue, kind, queue, kind, queue, kind, queue, n,
-		kind, queue, kind, queue, n, limit, kind, queue, n, kind, queue, kind, queue, limit, n)
+		limit, kind, queue, kind, queue, n, kind, queue, n, kind, queue, kind, queue, limit, n)
 	var out []store.Job
 	err := db.transactOnce(ctx, func(stx store.Tx) error {
 		t := stx.(*Tx)
+		if setup := db.d.ClaimSetup(); setup != "" {
+			if _, err := t.exec(ctx, setup); err != nil {
+				return err
+			}
+		}
 		var picks []picked
 		err := t.query(ctx, pickQuery, args, func(rows Rows) error {
 			for rows.Next() {
