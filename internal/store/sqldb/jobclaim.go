@@ -38,6 +38,9 @@ import (
 // most limit rows. The share bounds how far one claim of many jobs can make up for a tenant's
 // fewer leased jobs (at most its share of the batch); the next claims make up the rest, and a
 // claim of one, the usual claim of a freed slot, is exact.
+//
+// Every lookup orders by all of jobs_fair's leading columns, even those its WHERE fixes, so
+// that no planner mistakes another index for one that gives the order.
 const pickJobsQuery = `WITH RECURSIVE
 	weights(w_tenant, w) AS (%s),
 	grp(t, k, p) AS (
@@ -46,15 +49,15 @@ const pickJobsQuery = `WITH RECURSIVE
 		UNION ALL
 		SELECT n.tenant_id, n.key_id, n.priority FROM grp JOIN jobs n ON n.id = COALESCE(
 			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = grp.t AND key_id = grp.k AND priority > grp.p
-				ORDER BY priority LIMIT 1),
+				ORDER BY tenant_id, key_id, priority LIMIT 1),
 			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = grp.t AND key_id > grp.k
-				ORDER BY key_id, priority LIMIT 1),
+				ORDER BY tenant_id, key_id, priority LIMIT 1),
 			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id > grp.t
 				ORDER BY tenant_id, key_id, priority LIMIT 1))),
 	head(id, t, k, p, r) AS (
 		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at FROM grp JOIN jobs c ON c.id = (SELECT id FROM jobs
 			WHERE kind = ? AND queue = ? AND tenant_id = grp.t AND key_id = grp.k AND priority = grp.p AND run_at <= ?
-			ORDER BY run_at, id LIMIT 1)),
+			ORDER BY tenant_id, key_id, priority, run_at, id LIMIT 1)),
 	heads AS (SELECT head.*, COALESCE(weights.w, 1) AS hw, COUNT(*) OVER (PARTITION BY head.t) AS gt
 		FROM head LEFT JOIN weights ON weights.w_tenant = head.t),
 	total(tw) AS (SELECT SUM(hw) FROM (SELECT DISTINCT t, hw FROM heads) due_tenants),
@@ -62,11 +65,7 @@ const pickJobsQuery = `WITH RECURSIVE
 		SELECT heads.id, heads.t, heads.k, heads.p, heads.r, 1, ((? * heads.hw + total.tw - 1) / total.tw + heads.gt - 1) / heads.gt
 			FROM heads, total
 		UNION ALL
-		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at, cand.n + 1, cand.cap FROM cand JOIN jobs c ON c.id = COALESCE(
-			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k AND priority = cand.p
-				AND run_at = cand.r AND id > cand.id ORDER BY id LIMIT 1),
-			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k AND priority = cand.p
-				AND run_at > cand.r AND run_at <= ? ORDER BY run_at, id LIMIT 1))
+		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at, cand.n + 1, cand.cap FROM cand JOIN jobs c ON c.id = %s
 		WHERE cand.n < cand.cap),
 	busy(bt, bk, bn) AS (SELECT tenant_id, key_id, COUNT(*) FROM jobs
 		WHERE kind = ? AND queue = ? AND lease_until > 0 AND lease_until > ? GROUP BY tenant_id, key_id),
@@ -92,6 +91,23 @@ const pickJobsQuery = `WITH RECURSIVE
 		ORDER BY CAST(tn + tr - 1 AS DOUBLE PRECISION) / w, tpe + CAST(tr AS DOUBLE PRECISION) / w, p, r, id LIMIT ?),
 	locked AS (SELECT id AS locked_id FROM jobs WHERE id IN (SELECT id FROM pick) AND run_at <= ?%s)
 	SELECT id, t, k, tpe, kpe, w FROM pick JOIN locked ON locked.locked_id = pick.id`
+
+// nextInGroup is the job after cand in its group's order, as each dialect's planner seeks it
+// in jobs_fair. PostgreSQL takes the row comparison as one index condition; with the pair
+// spelled out (the SQLite form) its generic plan walked the primary key from cand.id instead
+// and sorted what it found: 18 s for a claim of 64 on a backlog of 100,000. SQLite uses only
+// the row comparison's first column to seek and filters the rest, which reads every job of
+// the group due at the same instant; the pair seeks exactly.
+const (
+	nextInGroupRow = `(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k
+			AND priority = cand.p AND (run_at, id) > (cand.r, cand.id) AND run_at <= ?
+			ORDER BY tenant_id, key_id, priority, run_at, id LIMIT 1)`
+	nextInGroupPair = `COALESCE(
+			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k AND priority = cand.p
+				AND run_at = cand.r AND id > cand.id ORDER BY tenant_id, key_id, priority, run_at, id LIMIT 1),
+			(SELECT id FROM jobs WHERE kind = ? AND queue = ? AND tenant_id = cand.t AND key_id = cand.k AND priority = cand.p
+				AND run_at > cand.r AND run_at <= ? ORDER BY tenant_id, key_id, priority, run_at, id LIMIT 1))`
+)
 
 // anyDueQuery finds whether anything of the kind and queue is due (jobs_due).
 const anyDueQuery = `SELECT 1 FROM jobs WHERE kind = ? AND queue = ? AND run_at <= ? LIMIT 1`
@@ -163,14 +179,19 @@ func (db *DB) ClaimJobs(ctx context.Context, kind, queue string, now time.Time, 
 	token := idgen.New("lease")
 	until := micros(now.Add(lease))
 	wbody, wargs := weightsCTE(weights)
-	pickQuery := fmt.Sprintf(pickJobsQuery, wbody, db.d.ClaimLock())
-	args := append(wargs, kind, queue, kind, queue, kind, queue, kind, queue, kind, queue, n,
-		limit, kind, queue, kind, queue, n, kind, queue, n, kind, queue, kind, queue, limit, n)
+	next, nextArgs := nextInGroupPair, []any{kind, queue, kind, queue, n}
+	if db.d.Name() == "postgres" {
+		next, nextArgs = nextInGroupRow, []any{kind, queue, n}
+	}
+	pickQuery := fmt.Sprintf(pickJobsQuery, wbody, next, db.d.ClaimLock())
+	args := append(wargs, kind, queue, kind, queue, kind, queue, kind, queue, kind, queue, n, limit)
+	args = append(args, nextArgs...)
+	args = append(args, kind, queue, n, kind, queue, kind, queue, limit, n)
 	var out []store.Job
 	err := db.transactOnce(ctx, func(stx store.Tx) error {
 		t := stx.(*Tx)
 		if setup := db.d.ClaimSetup(); setup != "" {
-			if _, err := t.exec(ctx, setup); err != nil {
+			if err := t.query(ctx, setup, nil, func(Rows) error { return nil }); err != nil {
 				return err
 			}
 		}
