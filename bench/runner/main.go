@@ -2,7 +2,11 @@
 // tasks per second go from queued to a settled terminal state, and how memory behaves with many
 // queued tasks.
 //
-//	go run ./bench/runner [-tasks 100000] [-workers 8] [-store sqlite|postgres] [-submitters 64]
+//	go run ./bench/runner [-tasks 100000] [-workers 8] [-store sqlite|postgres] [-submitters 64] [-keys 1]
+//
+// With every task queued it times claims on the backlog (one job, and a batch), each handed
+// back at once: the cost of the fair-share claim (docs/architecture.md#priority-and-fair-share)
+// as the backlog grows, and as it spreads over more keys, one tenant each (-keys).
 //
 // Memory is reported as Go heap (after a GC) and as the process's resident set (VmRSS), before
 // queueing, with every task queued, at the peak while running, and after.
@@ -20,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,8 +62,9 @@ func main() {
 	kind := flag.String("store", "sqlite", "sqlite or postgres")
 	drain := flag.Int("drain", 20_000, "tasks to run through the runner for the throughput figure (0: all)")
 	submitters := flag.Int("submitters", 64, "goroutines queueing tasks at once, as concurrent API requests do (their transactions share commits)")
+	keys := flag.Int("keys", 1, "keys the tasks are spread over, each of its own tenant (the groups a fair claim walks)")
 	flag.Parse()
-	if err := run(*kind, *tasks, *workers, *batch, *drain, *submitters); err != nil {
+	if err := run(*kind, *tasks, *workers, *batch, *drain, *submitters, max(1, *keys)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/runner:", err)
 		os.Exit(1)
 	}
@@ -121,7 +127,7 @@ func open(ctx context.Context, kind string) (*sqldb.DB, func(), error) {
 	return db, func() { os.RemoveAll(dir) }, err
 }
 
-func run(kind string, n, workers, batch, drain, submitters int) error {
+func run(kind string, n, workers, batch, drain, submitters, nkeys int) error {
 	ctx := context.Background()
 	db, cleanup, err := open(ctx, kind)
 	if err != nil {
@@ -129,14 +135,18 @@ func run(kind string, n, workers, batch, drain, submitters int) error {
 	}
 	defer cleanup()
 	defer db.Close()
-	key := store.Key{ID: idgen.New("key"), TenantID: "bench", Prefix: "mg_bench", Hash: []byte(idgen.Secret(8)), Unlimited: true, CreatedAt: time.Now()}
-	if err := db.Transact(ctx, func(tx store.Tx) error { return tx.CreateKey(ctx, key, "USD") }); err != nil {
-		return err
+	keys := make([]store.Key, nkeys)
+	for i := range keys {
+		keys[i] = store.Key{ID: idgen.New("key"), TenantID: fmt.Sprintf("bench-%d", i), Prefix: "mg_bench", Hash: []byte(idgen.Secret(8)), Unlimited: true, CreatedAt: time.Now()}
+		if err := db.Transact(ctx, func(tx store.Tx) error { return tx.CreateKey(ctx, keys[i], "USD") }); err != nil {
+			return err
+		}
 	}
+	key := keys[0]
 	// The caches a serve process enables, at their default sizes: they must stay bounded
 	// however many tasks are stored.
 	db.EnableBalanceCache(10_000, time.Second)
-	fmt.Printf("store=%s tasks=%d workers=%d batch=%d submitters=%d GOMAXPROCS=%d\n", kind, n, workers, batch, submitters, runtime.GOMAXPROCS(0))
+	fmt.Printf("store=%s tasks=%d workers=%d batch=%d submitters=%d keys=%d GOMAXPROCS=%d\n", kind, n, workers, batch, submitters, nkeys, runtime.GOMAXPROCS(0))
 	fmt.Printf("memory:  %s before queueing\n", memText())
 
 	// Queue the tasks: each is the same transaction as an accepted request (task, job,
@@ -156,7 +166,8 @@ func run(kind string, n, workers, batch, drain, submitters int) error {
 				if i > int64(n) {
 					return
 				}
-				t := store.Task{ID: idgen.New("video"), KeyID: key.ID, TenantID: "bench", Route: "native", Model: "bench",
+				key := keys[int(i)%len(keys)]
+				t := store.Task{ID: idgen.New("video"), KeyID: key.ID, TenantID: key.TenantID, Route: "native", Model: "bench",
 					Status: store.StatusQueued, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: 10,
 					CreatedAt: now, UpdatedAt: now}
 				err := db.Transact(store.ShareCommit(ctx, key.TenantID, key.ID), func(tx store.Tx) error {
@@ -206,6 +217,12 @@ func run(kind string, n, workers, batch, drain, submitters int) error {
 	}
 	fmt.Printf("memory:  %s after reading %d tasks three times (task cache of %d entries: %d held)\n", memText(), len(ids), taskCacheEntries, db.CachedTasks())
 
+	for _, limit := range []int{1, batch} {
+		if err := claimCost(ctx, db, claimSamples, limit); err != nil {
+			return err
+		}
+	}
+
 	if drain <= 0 || drain > n {
 		drain = n
 	}
@@ -244,5 +261,39 @@ func run(kind string, n, workers, batch, drain, submitters int) error {
 		return fmt.Errorf("ledger after run: %w", err)
 	}
 	fmt.Println("ledger:  invariants hold")
+	return nil
+}
+
+// claimSamples is how many claims claimCost times: enough for a p99 of one in a hundred.
+const claimSamples = 200
+
+// claimCost times claims of limit jobs on the queued backlog, handing each claim's jobs back
+// (due at once, attempt uncounted) untimed, so every claim sees the same backlog.
+func claimCost(ctx context.Context, db store.Store, samples, limit int) error {
+	took := make([]time.Duration, 0, samples)
+	for range samples {
+		now := time.Now()
+		start := time.Now()
+		got, err := db.ClaimJobs(ctx, video.TaskKind, "", now, time.Minute, limit, nil)
+		took = append(took, time.Since(start))
+		if err != nil {
+			return err
+		}
+		err = db.Transact(ctx, func(tx store.Tx) error {
+			for _, j := range got {
+				if err := tx.UpdateJob(ctx, store.JobUpdate{ID: j.ID, Token: j.Token, RunAt: now, Attempts: j.Attempt - 1}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	slices.Sort(took)
+	at := func(q float64) time.Duration { return took[min(len(took)-1, int(q*float64(len(took))))] }
+	fmt.Printf("claim:   %d claims of %d on the backlog: p50 %v, p99 %v, max %v\n", samples, limit,
+		at(0.5).Round(time.Microsecond), at(0.99).Round(time.Microsecond), took[len(took)-1].Round(time.Microsecond))
 	return nil
 }

@@ -56,7 +56,8 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	reg := prometheus.NewRegistry()
 	m.reg = reg
 	registerStoreMetrics(reg, m.db)
-	m.jobs = jobs.New(jobs.Config{Store: m.db, Logger: m.log, Registry: reg})
+	weights := m.catalog.Weights()
+	m.jobs = jobs.New(jobs.Config{Store: m.db, Logger: m.log, Registry: reg, Weights: func() map[string]int { return weights }})
 	overages := billing.NewOverages(reg)
 	excess := billing.NewExcessMetrics(reg)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))

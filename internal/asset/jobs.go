@@ -17,13 +17,13 @@ const (
 
 // IngestJob is the job that processes an asset, enqueued with it.
 func IngestJob(a store.Asset) store.Job {
-	return store.Job{ID: jobs.ID(IngestKind, a.ID), Kind: IngestKind, Ref: a.ID, TenantID: a.TenantID,
+	return store.Job{ID: jobs.ID(IngestKind, a.ID), Kind: IngestKind, Ref: a.ID, TenantID: a.TenantID, KeyID: a.KeyID,
 		RunAt: a.CreatedAt, CreatedAt: a.CreatedAt}
 }
 
 // CallbackJob is the job that delivers a session's callback, enqueued when it finishes.
 func CallbackJob(v store.VerifySession, at time.Time) store.Job {
-	return store.Job{ID: jobs.ID(CallbackKind, v.ID), Kind: CallbackKind, Ref: v.ID, TenantID: v.TenantID,
+	return store.Job{ID: jobs.ID(CallbackKind, v.ID), Kind: CallbackKind, Ref: v.ID, TenantID: v.TenantID, KeyID: v.KeyID,
 		RunAt: at, CreatedAt: at}
 }
 

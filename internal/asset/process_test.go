@@ -196,7 +196,7 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 	doomed := e.createAsset(acme, g, url, "Image")
 	// Dead processors: two claims whose short leases ran out ...
 	for i := 0; i < 2; i++ {
-		if c, err := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Millisecond, 10); err != nil || len(c) != 1 {
+		if c, err := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Millisecond, 10, nil); err != nil || len(c) != 1 {
 			t.Fatalf("dead claim %d: %v %v", i, c, err)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -204,7 +204,7 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 	// ... and one more, holding both assets for a minute. It dies after storing its copy of
 	// the recovered asset and before recording it: the copy must not outlive the takeover.
 	recovered := e.createAsset(acme, g, url, "Image")
-	if c, _ := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Minute, 10); len(c) != 2 {
+	if c, _ := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Minute, 10, nil); len(c) != 2 {
 		t.Fatalf("third dead claim: %v", c)
 	}
 	orphan := KeyPrefix + recovered + "/dead.png"
@@ -262,7 +262,7 @@ func TestStopReleasesAssetInFlight(t *testing.T) {
 	if a.Status != store.AssetProcessing || a.Attempts != 0 {
 		t.Fatalf("after stop: %+v", a)
 	}
-	if c, _ := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Minute, 10); len(c) != 1 {
+	if c, _ := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Minute, 10, nil); len(c) != 1 {
 		t.Fatalf("released asset not claimable: %v", c)
 	}
 }

@@ -89,6 +89,9 @@ func TestParseRejectsBrokenCatalogs(t *testing.T) {
 		{"family on speech", "product: native", "product: speech", "family does not apply"},
 		{"alias equal to upstream name", "alias: acme-fast", "alias: up-fast", "also an upstream model name"},
 		{"missing family", "        family: fast-2.0\n", "", "family is required"},
+		{"zero weight", "    currency: EUR\n", "    currency: EUR\n    weight: 0\n", "weight 0 must be 1 to 100"},
+		{"weight above the bound", "    currency: EUR\n", "    currency: EUR\n    weight: 101\n", "weight 101 must be 1 to 100"},
+		{"weight not a number", "    currency: EUR\n", "    currency: EUR\n    weight: heavy\n", "line 5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -359,4 +362,24 @@ func parseEdited(t *testing.T, base, old, new string) error {
 		t.Fatal("accepted")
 	}
 	return err
+}
+
+// A tenant's weight is 1 unless the catalog says otherwise; Weights lists the others, which is
+// what the job engine's claims read.
+func TestTenantWeightDefaultsToOne(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("c.yaml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tn, _ := c.Tenant("acme"); tn.Weight() != 1 || len(c.Weights()) != 0 {
+		t.Fatalf("weight %d, weights %v; want 1 and none listed", tn.Weight(), c.Weights())
+	}
+	c, err = Parse("c.yaml", []byte(strings.Replace(minimal, "    currency: EUR\n", "    currency: EUR\n    weight: 3\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Weights(); len(got) != 1 || got["acme"] != 3 {
+		t.Fatalf("weights %v; want acme: 3", got)
+	}
 }

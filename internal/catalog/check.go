@@ -111,6 +111,9 @@ func (t *Tenant) check(upstreamModels map[string]bool) []error {
 	if !reCurrency.MatchString(t.Currency) {
 		add("currency %q must be a three-letter ISO 4217 code such as USD", t.Currency)
 	}
+	if w := t.WeightSetting; w != nil && (*w < 1 || *w > MaxWeight) {
+		add("weight %d must be 1 to %d", *w, MaxWeight)
+	}
 	p := t.Packages.Production
 	for _, r := range p.Resolutions {
 		if r != Res1080p && r != Res2K && r != Res4K {

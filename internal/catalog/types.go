@@ -75,6 +75,10 @@ type Tenant struct {
 	VirtualGroups []*VirtualGroup `yaml:"virtual_groups"`
 	// LimitSettings are the tenant's own limits (limits.go); Limits() resolves them.
 	LimitSettings LimitSettings `yaml:"limits"`
+	// WeightSetting is the tenant's share of the job engine's workers against other tenants
+	// with work waiting (optional, 1 to MaxWeight; absent: 1): with weight 3 against 1 it gets
+	// three workers for the other's one. Weight() reads it.
+	WeightSetting *int `yaml:"weight"`
 
 	byAlias map[string]*Alias
 	limits  Limits
@@ -183,4 +187,28 @@ type FullBands struct {
 	R2K      *Rate `yaml:"2k"`
 	R4K      *Rate `yaml:"4k"`
 	R8K      *Rate `yaml:"8k"`
+}
+
+// MaxWeight is the largest tenant weight: a weight is a share of the workers, and a share
+// above 100 to 1 starves the other tenant in all but name (the job claim clamps to it too).
+const MaxWeight = 100
+
+// Weight is the tenant's share of the job engine's workers (1 when the catalog says nothing).
+func (t *Tenant) Weight() int {
+	if t.WeightSetting == nil {
+		return 1
+	}
+	return *t.WeightSetting
+}
+
+// Weights gives the weight of every tenant whose weight is not 1, by tenant id: what the job
+// engine's claims need (jobs.Config.Weights).
+func (c *Catalog) Weights() map[string]int {
+	out := map[string]int{}
+	for _, t := range c.Tenants {
+		if t != nil && t.Weight() != 1 {
+			out[t.ID] = t.Weight()
+		}
+	}
+	return out
 }

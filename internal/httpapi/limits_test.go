@@ -173,7 +173,7 @@ func TestTenantRateLimitIsSharedByItsKeys(t *testing.T) {
 func (e *videoEnv) finishTask(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
-	claimed, err := e.store.ClaimJobs(ctx, video.TaskKind, "", time.Now().Add(time.Hour), time.Minute, 1)
+	claimed, err := e.store.ClaimJobs(ctx, video.TaskKind, "", time.Now().Add(time.Hour), time.Minute, 1, nil)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d %v", len(claimed), err)
 	}

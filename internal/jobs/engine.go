@@ -25,7 +25,7 @@ type Job = store.Job
 // Store is what the engine needs of the database.
 type Store interface {
 	Transact(ctx context.Context, fn func(store.Tx) error) error
-	ClaimJobs(ctx context.Context, kind, queue string, now time.Time, lease time.Duration, limit int) ([]store.Job, error)
+	ClaimJobs(ctx context.Context, kind, queue string, now time.Time, lease time.Duration, limit int, weights map[string]int) ([]store.Job, error)
 	RenewJob(ctx context.Context, id, token string, until time.Time) error
 	EnsureJob(ctx context.Context, j store.Job) error
 	CountJobs(ctx context.Context, now time.Time) ([]store.JobCount, error)
@@ -102,6 +102,10 @@ type Config struct {
 	Logger   *slog.Logger
 	Registry prometheus.Registerer // nil: no metrics
 	Now      func() time.Time
+	// Weights gives each tenant's share of the workers of every kind, by tenant id (the
+	// catalog's tenant weight); a tenant it omits weighs 1. It is asked at each claim, so a
+	// catalog reload applies at once. nil: every tenant weighs 1.
+	Weights func() map[string]int
 }
 
 // Engine runs registered kinds until stopped.

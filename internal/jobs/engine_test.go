@@ -232,7 +232,7 @@ func TestJobWhoseRunsKeepDyingIsGivenUp(t *testing.T) {
 	clk := &clock{}
 	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
 	for range 2 { // two dead processes: claims whose leases run out
-		if c, err := db.ClaimJobs(t.Context(), "k", "", clk.now(), time.Minute, 10); err != nil || len(c) != 1 {
+		if c, err := db.ClaimJobs(t.Context(), "k", "", clk.now(), time.Minute, 10, nil); err != nil || len(c) != 1 {
 			t.Fatalf("dead claim: %v %v", c, err)
 		}
 		clk.advance(2 * time.Minute)
@@ -269,7 +269,7 @@ func TestLostLeaseCommitsNothingAndDiscards(t *testing.T) {
 	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
 	<-started
 	clk.advance(2 * time.Hour)
-	taken, err := db.ClaimJobs(t.Context(), "k", "", clk.now(), time.Hour, 10)
+	taken, err := db.ClaimJobs(t.Context(), "k", "", clk.now(), time.Hour, 10, nil)
 	if err != nil || len(taken) != 1 {
 		t.Fatalf("takeover: %v %v", taken, err)
 	}
@@ -303,7 +303,7 @@ func TestCheckpointAfterTakeoverIsRefused(t *testing.T) {
 	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
 	waitFor(t, "first checkpoint", func() bool { _, ok := meta(t, db, "first"); return ok })
 	clk.advance(2 * time.Hour)
-	if c, err := db.ClaimJobs(t.Context(), "k", "", clk.now(), time.Hour, 10); err != nil || len(c) != 1 {
+	if c, err := db.ClaimJobs(t.Context(), "k", "", clk.now(), time.Hour, 10, nil); err != nil || len(c) != 1 {
 		t.Fatalf("takeover: %v %v", c, err)
 	}
 	close(taken)
@@ -337,7 +337,7 @@ func TestStopHandsBackRunsCutShort(t *testing.T) {
 	<-started
 	e.Stop()
 	e.Stop() // idempotent
-	c, err := db.ClaimJobs(t.Context(), "k", "", time.Now(), time.Minute, 10)
+	c, err := db.ClaimJobs(t.Context(), "k", "", time.Now(), time.Minute, 10, nil)
 	if err != nil || len(c) != 1 {
 		t.Fatalf("not claimable right after Stop: %v %v", c, err)
 	}
@@ -479,7 +479,7 @@ func TestPeriodicJobOfADeadProcessRunsAgain(t *testing.T) {
 	if err := db.EnsureJob(t.Context(), store.Job{ID: "sweep", Kind: "sweep", RunAt: clk.now(), CreatedAt: clk.now()}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := db.ClaimJobs(t.Context(), "sweep", "", clk.now(), time.Minute, 1); err != nil || len(c) != 1 {
+	if c, err := db.ClaimJobs(t.Context(), "sweep", "", clk.now(), time.Minute, 1, nil); err != nil || len(c) != 1 {
 		t.Fatalf("the dead process's claim: %v %v", c, err)
 	}
 	var runs atomic.Int64

@@ -59,7 +59,11 @@ func (p *producer) loop(ctx context.Context) {
 		want := min(free, p.k.Batch)
 		n := 0
 		if want > 0 {
-			claimed, err := p.e.cfg.Store.ClaimJobs(ctx, p.k.Name, p.k.Queue, p.e.cfg.Now(), p.k.Lease, want)
+			var weights map[string]int
+			if p.e.cfg.Weights != nil {
+				weights = p.e.cfg.Weights()
+			}
+			claimed, err := p.e.cfg.Store.ClaimJobs(ctx, p.k.Name, p.k.Queue, p.e.cfg.Now(), p.k.Lease, want, weights)
 			if err != nil && ctx.Err() == nil {
 				p.log.Error("claim failed", "err", err)
 			}

@@ -108,23 +108,27 @@ type GenerateRequest struct {
 	// IdempotencyKey identifies this step of this task; an upstream that supports
 	// idempotency tokens gets it, so a retried submit cannot start a second paid job.
 	IdempotencyKey string
-	Model          string // upstream model name
-	Prompt         string
-	Resolution     string
-	Ratio          string
-	Width, Height  int // pixel size for the resolution and ratio
-	Duration       int // seconds; -1 = model default
-	GenerateAudio  *bool
-	Watermark      *bool
-	Seed           *int64
-	OutputFormat   string // mp4 or mov
-	TaskType       string // omni task type: auto, reference, edit, extend
-	Inputs         []Input
+	// Tenant and Key say whose task the job is for: an engine with a queue of its own (the
+	// sandbox's render slots) serves them fairly. No upstream API receives them.
+	Tenant, Key   string
+	Model         string // upstream model name
+	Prompt        string
+	Resolution    string
+	Ratio         string
+	Width, Height int // pixel size for the resolution and ratio
+	Duration      int // seconds; -1 = model default
+	GenerateAudio *bool
+	Watermark     *bool
+	Seed          *int64
+	OutputFormat  string // mp4 or mov
+	TaskType      string // omni task type: auto, reference, edit, extend
+	Inputs        []Input
 }
 
 // EnhanceRequest is an enhancement job.
 type EnhanceRequest struct {
 	IdempotencyKey string
+	Tenant, Key    string // whose task, as in GenerateRequest
 	Model          string
 	ToolVersion    string // "" (lite), standard, professional
 	Source         Source

@@ -14,6 +14,7 @@ type Job struct {
 	Queue    string // "" for shared work; a process-local scope (one disk's retention) otherwise
 	Ref      string // the record it is about (task, asset, session id); "" for periodic work
 	TenantID string // for fair share between tenants ("" for operator work)
+	KeyID    string // the key whose request made it, for fair share between a tenant's keys
 	Priority int    // lower runs first
 	Payload  []byte // kind-specific, fixed at enqueue
 	RunAt    time.Time
@@ -51,10 +52,14 @@ type JobCount struct {
 
 // JobStore is the engine's side of the jobs table.
 type JobStore interface {
-	// ClaimJobs leases up to limit due jobs of the kind and queue whose lease has expired,
-	// counting an attempt on each. Priority goes first; within it, jobs of tenants with
-	// fewer jobs ahead in the batch go first (fair share), then the oldest due.
-	ClaimJobs(ctx context.Context, kind, queue string, now time.Time, lease time.Duration, limit int) ([]Job, error)
+	// ClaimJobs leases up to limit due jobs of the kind and queue (a job whose lease has
+	// expired is due), counting an attempt on each. Each job taken goes to the tenant with
+	// the fewest leased jobs of the kind relative to its weight (weights: tenant → weight,
+	// absent ones weigh 1), ties to the tenant served least lately; within the tenant to the
+	// key with the fewest leased jobs, ties likewise; within the key by priority (lower
+	// first), then the oldest due. However long one tenant's backlog, another's due job is
+	// taken at the next claim. See docs/architecture.md#priority-and-fair-share.
+	ClaimJobs(ctx context.Context, kind, queue string, now time.Time, lease time.Duration, limit int, weights map[string]int) ([]Job, error)
 	// RenewJob extends a held lease; ErrLeaseLost when it is no longer ours.
 	RenewJob(ctx context.Context, id, token string, until time.Time) error
 	// EnsureJob inserts the job unless its id exists (periodic work: one row per kind and

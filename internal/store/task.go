@@ -115,11 +115,32 @@ type QueueStore interface {
 type QueueTx interface {
 	// AdvanceTask writes a run's outcome; ErrLeaseLost when the task is already terminal.
 	AdvanceTask(ctx context.Context, a Advance) error
-	// TakeSlot counts one more upstream job of an account when fewer than limit are counted,
-	// and reports whether it did; ReleaseSlot counts one fewer. They move in the transaction
-	// of the task state that records the slot, so a slot is released exactly once.
-	TakeSlot(ctx context.Context, account string, limit int) (bool, error)
-	ReleaseSlot(ctx context.Context, account string) error
+	// TakeSlot counts one more upstream job of an account when fewer than its limit are
+	// counted and no task waiting in line for the account comes first, and reports whether
+	// it did. A task refused is put in line (or keeps its place) until WaitFor after Now.
+	// Among the tasks in line, the first is the one whose tenant holds the fewest of the
+	// account's slots, then whose key holds the fewest, then the one waiting longest: a freed
+	// slot goes to whoever holds least, not to the oldest. ReleaseSlot counts one fewer.
+	// They move in the transaction of the task state that records the slot, so a slot is
+	// released exactly once.
+	TakeSlot(ctx context.Context, t SlotTaker) (bool, error)
+	ReleaseSlot(ctx context.Context, h SlotHolder) error
+}
+
+// SlotHolder is a task holding (or asking for) one of its upstream account's slots.
+type SlotHolder struct {
+	Account                 string
+	TaskID, TenantID, KeyID string
+}
+
+// SlotTaker asks for a slot.
+type SlotTaker struct {
+	SlotHolder
+	Limit int // the account's max_in_flight
+	Now   time.Time
+	// WaitFor is how long a refused task keeps its place in line without asking again: one
+	// that stops asking (it ended, or its process died) stops holding others back then.
+	WaitFor time.Duration
 }
 
 type TaskCount struct {

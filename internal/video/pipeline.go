@@ -110,6 +110,13 @@ func (s *stepCtx) timed(call string, start time.Time, err error) {
 	s.p.UpstreamCalls.WithLabelValues(s.account(), call, outcome).Observe(time.Since(start).Seconds())
 }
 
+// slotLineWaits is how many of its SlotWait periods a task refused a slot keeps its place in
+// its account's line without asking again. It asks every SlotWait (when the job engine's
+// workers are busy, a little later), so ten leaves room for slow rounds; a task that stopped
+// asking (it ended, its process died) holds a freed slot back from the next in line for at
+// most this long (10 s by default).
+const slotLineWaits = 10
+
 // ErrSlotsFull is a submit's checkpoint refused because its account's upstream jobs are at
 // the account's max_in_flight: the task waits for a slot.
 var ErrSlotsFull = errors.New("upstream account at its in-flight limit")
@@ -290,16 +297,16 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 		if err != nil {
 			return o, "", err
 		}
+		wait := s.p.SlotWait
+		if wait <= 0 {
+			wait = time.Second
+		}
 		if limit > 0 {
-			o.TakeSlot, o.SlotLimit = s.req.Upstream, limit
+			o.TakeSlot, o.SlotLimit, o.SlotLine = s.req.Upstream, limit, slotLineWaits*wait
 		}
 		if err := s.save(o); errors.Is(err, ErrSlotsFull) {
 			if s.p.UpstreamWaits != nil {
 				s.p.UpstreamWaits.WithLabelValues(s.req.Upstream).Inc()
-			}
-			wait := s.p.SlotWait
-			if wait <= 0 {
-				wait = time.Second
 			}
 			return Outcome{Status: s.c.Status, Progress: s.c.Progress, RunIn: wait}, "", nil
 		} else if err != nil {

@@ -19,7 +19,7 @@ const TaskKind = "video.task"
 
 // TaskJob is the job that runs a task, enqueued in the task's own transaction.
 func TaskJob(t store.Task) store.Job {
-	return store.Job{ID: jobs.ID(TaskKind, t.ID), Kind: TaskKind, Ref: t.ID, TenantID: t.TenantID,
+	return store.Job{ID: jobs.ID(TaskKind, t.ID), Kind: TaskKind, Ref: t.ID, TenantID: t.TenantID, KeyID: t.KeyID,
 		RunAt: t.CreatedAt, CreatedAt: t.CreatedAt}
 }
 
@@ -32,9 +32,12 @@ type Outcome struct {
 	RunIn    time.Duration // when the task is due again
 	Final    *Final        // set when the task reaches a terminal state
 	// TakeSlot, on a checkpoint, takes a slot of this upstream account (at most SlotLimit
-	// in flight) with the write; ErrSlotsFull when none is free.
+	// in flight) with the write; ErrSlotsFull when none is free for this task, which then
+	// waits in the account's line (store.QueueTx.TakeSlot) for up to SlotLine without
+	// asking again.
 	TakeSlot  string
 	SlotLimit int
+	SlotLine  time.Duration
 }
 
 // Final is a terminal outcome.
@@ -100,22 +103,32 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 	latest := c
 	save := func(o Outcome) error {
 		a := advance(latest, o)
+		full := false
 		err := cp(ctx, func(ctx context.Context, tx store.Tx) error {
+			full = false
 			if o.TakeSlot != "" {
-				ok, err := tx.TakeSlot(ctx, o.TakeSlot, o.SlotLimit)
+				ok, err := tx.TakeSlot(ctx, store.SlotTaker{
+					SlotHolder: store.SlotHolder{Account: o.TakeSlot, TaskID: latest.ID, TenantID: latest.TenantID, KeyID: latest.KeyID},
+					Limit:      o.SlotLimit, Now: h.now(), WaitFor: o.SlotLine})
 				if err != nil {
 					return err
 				}
 				if !ok {
-					return ErrSlotsFull
+					// The task's place in line commits; its state does not change.
+					full = true
+					return nil
 				}
 			}
 			return tx.AdvanceTask(ctx, a)
 		})
-		if err == nil {
-			latest = advanced(latest, a)
+		switch {
+		case err != nil:
+			return err
+		case full:
+			return ErrSlotsFull
 		}
-		return err
+		latest = advanced(latest, a)
+		return nil
 	}
 	start := time.Now()
 	out, err := h.Steps.Step(ctx, c, save)
@@ -205,7 +218,7 @@ func (h *Tasks) final(c store.TaskRun, o Outcome) jobs.Outcome {
 				return err
 			}
 			if account := heldSlot(c.Request, state); account != "" {
-				if err := tx.ReleaseSlot(ctx, account); err != nil {
+				if err := tx.ReleaseSlot(ctx, store.SlotHolder{Account: account, TaskID: c.ID, TenantID: c.TenantID, KeyID: c.KeyID}); err != nil {
 					return err
 				}
 			}

@@ -250,7 +250,7 @@ func TestStopHandsLeasesBack(t *testing.T) {
 	id := e.task(100, time.Now())
 	<-h.started
 	r.Stop() // the running step ends with an error while stopping: its lease goes back, no attempt counted
-	claimed, err := e.db.ClaimJobs(context.Background(), TaskKind, "", time.Now().Add(time.Second), time.Minute, 10)
+	claimed, err := e.db.ClaimJobs(context.Background(), TaskKind, "", time.Now().Add(time.Second), time.Minute, 10, nil)
 	if err != nil || len(claimed) != 1 || claimed[0].Ref != id {
 		t.Fatalf("task not claimable right after Stop (lease not handed back): %+v %v", claimed, err)
 	}

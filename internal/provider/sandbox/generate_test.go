@@ -309,7 +309,10 @@ func TestRestartWithSpecOnly(t *testing.T) {
 	// A process that died right after writing the spec: no started mark, no output.
 	dir := t.TempDir()
 	e1 := newEngine(t, dir)
-	e1.sem <- struct{}{} // hold the only slot, so the job stays queued
+	hold, err := e1.slots.acquire(context.Background(), "", "") // the only slot: the job stays queued
+	if err != nil {
+		t.Fatal(err)
+	}
 	id, err := e1.SubmitGeneration(context.Background(), provider.GenerateRequest{
 		IdempotencyKey: "queued", Width: 160, Height: 90, Duration: 1})
 	if err != nil {
@@ -319,7 +322,7 @@ func TestRestartWithSpecOnly(t *testing.T) {
 		t.Fatalf("job = %+v, want queued 0", j)
 	}
 	e1.Close()
-	<-e1.sem
+	hold()
 
 	e2 := newEngine(t, dir)
 	j := wait(t, e2.PollGeneration, id, 30*time.Second)

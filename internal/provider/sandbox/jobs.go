@@ -224,12 +224,12 @@ func (e *Engine) run(id string, j *jobState) {
 		e.mu.Unlock()
 	}()
 	ctx := e.ctx
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
+	tenant, key := j.spec.owner()
+	release, waitErr := e.slots.acquire(ctx, tenant, key)
+	if waitErr != nil {
 		return
 	}
-	defer func() { <-e.sem }()
+	defer release()
 
 	unlock, ok := e.takeOver(id)
 	if !ok {

@@ -98,7 +98,7 @@ type Engine struct {
 	ctx    context.Context // cancelled by Close; parent of every background render
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	sem    chan struct{} // render slots
+	slots  *renderSlots  // render slots, shared fairly
 	speech chan struct{} // speech slots
 
 	mu       sync.Mutex
@@ -159,7 +159,7 @@ func New(cfg Config) (*Engine, error) {
 		jobsDir:     filepath.Join(dir, "jobs"),
 		speechDir:   filepath.Join(dir, "speech"),
 		attemptsDir: filepath.Join(dir, "attempts"),
-		sem:         make(chan struct{}, cfg.MaxConcurrent),
+		slots:       newRenderSlots(cfg.MaxConcurrent),
 		speech:      make(chan struct{}, cfg.MaxConcurrent),
 		jobs:        map[string]*jobState{},
 		keyLocks:    map[string]*keyLock{},

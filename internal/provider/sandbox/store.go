@@ -54,6 +54,18 @@ type jobSpec struct {
 	ShortSide int                      `json:"short_side,omitempty"` // enhancement: target short side
 }
 
+// owner is whose task the job is for, for the render slots' fair share ("" for a job whose
+// request did not say).
+func (s *jobSpec) owner() (tenant, key string) {
+	switch {
+	case s.Generate != nil:
+		return s.Generate.Tenant, s.Generate.Key
+	case s.Enhance != nil:
+		return s.Enhance.Tenant, s.Enhance.Key
+	}
+	return "", ""
+}
+
 // outcome is a terminal failure or expiry.
 type outcome struct {
 	Status  provider.Status `json:"status"` // failed or expired

@@ -31,6 +31,10 @@ type Dialect interface {
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// ClaimLock is appended to the claim's inner SELECT (" FOR UPDATE SKIP LOCKED" or "").
 	ClaimLock() string
+	// ClaimSetup is a statement the claim's transaction runs before choosing its jobs ("" for
+	// none): on PostgreSQL, the planner settings that keep the fair-share pick to its index
+	// seeks (postgres.dialect.ClaimSetup says why each).
+	ClaimSetup() string
 	// DriverCachesStatements reports that the driver already keeps prepared statements per
 	// connection (pgx does), so DB should not prepare its own.
 	DriverCachesStatements() bool
@@ -115,17 +119,9 @@ func (db *DB) readRows(ctx context.Context, query string, args ...any) (*sql.Row
 	return st.QueryContext(ctx, args...)
 }
 
-// writeQuery and writeExec run a statement outside any transaction on the write handle,
-// through a statement prepared once: the claim is the engine's most frequent statement, and
-// parsing it again on every call was a fifth of a busy worker's CPU.
-func (db *DB) writeQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := db.prepared(ctx, db.write, &db.wstmts, query)
-	if err != nil {
-		return db.write.QueryContext(ctx, db.q(query), args...)
-	}
-	return st.QueryContext(ctx, args...)
-}
-
+// writeExec runs a statement outside any transaction on the write handle, through a
+// statement prepared once: parsing it again on every call cost a busy worker real CPU (the
+// claim's statements, inside their transaction, are prepared the same way: Tx.writeStmt).
 func (db *DB) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	st, err := db.prepared(ctx, db.write, &db.wstmts, query)
 	if err != nil {

@@ -134,28 +134,6 @@ func (t *Tx) AssetsInFlight(ctx context.Context, keyID, tenantID string) (store.
 	return t.inFlight(ctx, "asset", keyID, tenantID)
 }
 
-// TakeSlot counts one more upstream job of an account if fewer than limit are counted: the
-// row's update is a compare-and-set, so replicas never overshoot the limit together.
-func (t *Tx) TakeSlot(ctx context.Context, account string, limit int) (bool, error) {
-	if _, err := t.exec(ctx, `INSERT INTO in_flight (kind, owner, n) VALUES ('upstream', ?, 0) ON CONFLICT (kind, owner) DO NOTHING`, account); err != nil {
-		return false, fmt.Errorf("upstream slot of %s: %w", account, err)
-	}
-	res, err := t.exec(ctx, `UPDATE in_flight SET n = n + 1 WHERE kind = 'upstream' AND owner = ? AND n < ?`, account, limit)
-	if err != nil {
-		return false, fmt.Errorf("upstream slot of %s: %w", account, err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
-}
-
-// ReleaseSlot counts one fewer upstream job of an account (never below zero).
-func (t *Tx) ReleaseSlot(ctx context.Context, account string) error {
-	if _, err := t.exec(ctx, `UPDATE in_flight SET n = CASE WHEN n > 0 THEN n - 1 ELSE 0 END WHERE kind = 'upstream' AND owner = ?`, account); err != nil {
-		return fmt.Errorf("release upstream slot of %s: %w", account, err)
-	}
-	return nil
-}
-
 // UpstreamSlots returns the upstream jobs counted per account.
 func (db *DB) UpstreamSlots(ctx context.Context) (map[string]int, error) {
 	rows, err := db.read.QueryContext(ctx, `SELECT owner, n FROM in_flight WHERE kind = 'upstream'`)

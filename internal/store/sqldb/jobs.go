@@ -5,59 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"mediagen/internal/idgen"
 	"mediagen/internal/store"
 )
-
-// claimWindow is how many of the oldest due jobs a claim considers per job it takes: priority
-// and fair share order the jobs within that window. A wider window is fairer and costs a
-// longer scan; 8 keeps a claim of 16 to one index range of at most 128 rows.
-const claimWindow = 8
-
-// claimJobsQuery leases due jobs of one kind and queue. The due CTE is one range scan of
-// jobs_due (run_at is the lease's end for leased jobs, so expired leases are due too); on
-// PostgreSQL it locks its rows with FOR UPDATE SKIP LOCKED, so concurrent claimers take
-// disjoint jobs without waiting. pick then orders the window by priority, by how many jobs of
-// the same tenant come before in the window (round robin between tenants), and by age.
-const claimJobsQuery = `WITH due AS (SELECT id AS due_id, tenant_id AS due_tenant, priority AS due_priority,
-		run_at AS due_run_at FROM jobs
-		WHERE kind = ? AND queue = ? AND run_at <= ?
-		ORDER BY run_at LIMIT ?%s),
-	pick AS (SELECT due_id FROM (SELECT due_id, due_priority, due_run_at,
-			ROW_NUMBER() OVER (PARTITION BY due_tenant ORDER BY due_priority, due_run_at) AS turn FROM due) ranked
-		ORDER BY due_priority, turn, due_run_at LIMIT ?)
-	UPDATE jobs SET lease_token = ?, lease_until = ?, run_at = ?, attempts = attempts + 1
-	FROM pick WHERE jobs.id = pick.due_id
-	RETURNING id, kind, queue, ref, tenant_id, priority, payload, deadline, created_at, attempts`
-
-// ClaimJobs leases up to limit due jobs. Every job of one claim gets the same fresh token.
-func (db *DB) ClaimJobs(ctx context.Context, kind, queue string, now time.Time, lease time.Duration, limit int) ([]store.Job, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	token := idgen.New("lease")
-	until := micros(now.Add(lease))
-	rows, err := db.writeQuery(ctx, fmt.Sprintf(claimJobsQuery, db.d.ClaimLock()), kind, queue, micros(now), limit*claimWindow, limit, token, until, until)
-	if err != nil {
-		return nil, fmt.Errorf("claim %s jobs: %w", kind, err)
-	}
-	defer rows.Close()
-	var out []store.Job
-	for rows.Next() {
-		j := store.Job{Token: token, RunAt: fromMicros(until)}
-		var payload string
-		var deadline, created int64
-		if err := rows.Scan(&j.ID, &j.Kind, &j.Queue, &j.Ref, &j.TenantID, &j.Priority, &payload, &deadline, &created, &j.Attempt); err != nil {
-			return nil, fmt.Errorf("claim %s jobs: %w", kind, err)
-		}
-		if payload != "" {
-			j.Payload = []byte(payload)
-		}
-		j.Deadline, j.CreatedAt = fromMicros(deadline), fromMicros(created)
-		out = append(out, j)
-	}
-	return out, rows.Err()
-}
 
 // RenewJob extends a held lease (and the due time that mirrors it).
 func (db *DB) RenewJob(ctx context.Context, id, token string, until time.Time) error {
@@ -73,13 +22,13 @@ func (db *DB) RenewJob(ctx context.Context, id, token string, until time.Time) e
 }
 
 const (
-	insertJobHead = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, priority, payload, run_at, deadline, created_at)`
+	insertJobHead = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, key_id, priority, payload, run_at, deadline, created_at)`
 	insertJobTail = ` ON CONFLICT (id) DO NOTHING`
-	insertJob     = insertJobHead + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + insertJobTail
+	insertJob     = insertJobHead + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + insertJobTail
 )
 
 func jobArgs(j store.Job) []any {
-	return []any{j.ID, j.Kind, j.Queue, j.Ref, j.TenantID, j.Priority, string(j.Payload), micros(j.RunAt), micros(j.Deadline), micros(j.CreatedAt)}
+	return []any{j.ID, j.Kind, j.Queue, j.Ref, j.TenantID, j.KeyID, j.Priority, string(j.Payload), micros(j.RunAt), micros(j.Deadline), micros(j.CreatedAt)}
 }
 
 // EnsureJob inserts the job unless its id exists.
@@ -92,7 +41,7 @@ func (db *DB) EnsureJob(ctx context.Context, j store.Job) error {
 
 // EnqueueJob inserts a job in the transaction of the record it is about.
 func (t *Tx) EnqueueJob(ctx context.Context, j store.Job) error {
-	if err := t.insert(ctx, insertJobHead, insertJobTail, 10, jobArgs(j)); err != nil {
+	if err := t.insert(ctx, insertJobHead, insertJobTail, 11, jobArgs(j)); err != nil {
 		return fmt.Errorf("enqueue job %s: %w", j.ID, err)
 	}
 	return nil

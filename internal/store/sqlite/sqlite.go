@@ -94,6 +94,9 @@ func (dialect) DriverCachesStatements() bool { return false }
 // ClaimLock is empty: SQLite has no row locks, and its single writer already serialises claims.
 func (dialect) ClaimLock() string { return "" }
 
+// ClaimSetup: SQLite plans a prepared statement once.
+func (dialect) ClaimSetup() string { return "" }
+
 // IsRetryable is false: SQLite has one writer, so its transactions never deadlock.
 func (dialect) IsRetryable(error) bool { return false }
 

@@ -226,7 +226,7 @@ func testAssetClaimLeaseFinish(t *testing.T, s store.Store) {
 		t.Fatalf("a new asset counts %d attempts", got.Attempts)
 	}
 	// A Processing asset's attempts are those its job started.
-	claimed, err := s.ClaimJobs(ctx, ingestKind, "", now.Add(2*time.Second), time.Minute, 10)
+	claimed, err := s.ClaimJobs(ctx, ingestKind, "", now.Add(2*time.Second), time.Minute, 10, nil)
 	if err != nil || len(claimed) != 2 {
 		t.Fatalf("claim: %+v %v", claimed, err)
 	}
@@ -301,7 +301,7 @@ func testAssetConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
-				got, err := s.ClaimJobs(ctx, ingestKind, "", now, time.Minute, 2)
+				got, err := s.ClaimJobs(ctx, ingestKind, "", now, time.Minute, 2, nil)
 				if err != nil {
 					t.Error(err)
 					return

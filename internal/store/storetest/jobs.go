@@ -54,7 +54,7 @@ func jobCounts(t *testing.T, s store.Store, now time.Time) string {
 func testJobsEnqueueClaimAndUpdate(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	j := store.Job{ID: "k:1", Kind: "k", Ref: "1", TenantID: "acme", Payload: []byte(`{"p":1}`), RunAt: now, Deadline: now.Add(time.Hour)}
+	j := store.Job{ID: "k:1", Kind: "k", Ref: "1", TenantID: "acme", KeyID: "key_1", Payload: []byte(`{"p":1}`), RunAt: now, Deadline: now.Add(time.Hour)}
 	enqueue(t, s, j)
 	dup := j
 	dup.Payload, dup.RunAt = []byte(`{"p":2}`), now.Add(time.Hour)
@@ -63,12 +63,12 @@ func testJobsEnqueueClaimAndUpdate(t *testing.T, s store.Store) {
 	if got := jobCounts(t, s, now); got != "[k running=false due=false n=1 k running=false due=true n=1]" {
 		t.Errorf("counts before claiming: %s", got)
 	}
-	got, err := s.ClaimJobs(ctx, "k", "", now, time.Minute, 10)
+	got, err := s.ClaimJobs(ctx, "k", "", now, time.Minute, 10, nil)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim: %+v %v", got, err)
 	}
 	c := got[0]
-	if c.ID != "k:1" || c.Ref != "1" || c.TenantID != "acme" || string(c.Payload) != `{"p":1}` || c.Attempt != 1 || c.Token == "" ||
+	if c.ID != "k:1" || c.Ref != "1" || c.TenantID != "acme" || c.KeyID != "key_1" || string(c.Payload) != `{"p":1}` || c.Attempt != 1 || c.Token == "" ||
 		!c.Deadline.Equal(j.Deadline) || !c.CreatedAt.Equal(now) {
 		t.Fatalf("claimed %+v", c)
 	}
@@ -83,17 +83,17 @@ func testJobsEnqueueClaimAndUpdate(t *testing.T, s store.Store) {
 	if err := updateJob(s, store.JobUpdate{ID: c.ID, Token: c.Token, KeepLease: true}); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := s.ClaimJobs(ctx, "k", "", now.Add(30*time.Second), time.Minute, 10); len(again) != 0 {
+	if again, _ := s.ClaimJobs(ctx, "k", "", now.Add(30*time.Second), time.Minute, 10, nil); len(again) != 0 {
 		t.Fatalf("claimed during a kept lease: %+v", again)
 	}
 	// A schedule releases the lease, keeps the attempts it is given, and is not due before its time.
 	if err := updateJob(s, store.JobUpdate{ID: c.ID, Token: c.Token, RunAt: now.Add(10 * time.Second), Attempts: 1, LastError: "503"}); err != nil {
 		t.Fatal(err)
 	}
-	if early, _ := s.ClaimJobs(ctx, "k", "", now.Add(5*time.Second), time.Minute, 10); len(early) != 0 {
+	if early, _ := s.ClaimJobs(ctx, "k", "", now.Add(5*time.Second), time.Minute, 10, nil); len(early) != 0 {
 		t.Fatalf("claimed before its time: %+v", early)
 	}
-	again, _ := s.ClaimJobs(ctx, "k", "", now.Add(11*time.Second), time.Minute, 10)
+	again, _ := s.ClaimJobs(ctx, "k", "", now.Add(11*time.Second), time.Minute, 10, nil)
 	if len(again) != 1 || again[0].ID != c.ID || again[0].Attempt != 2 || again[0].Token == c.Token {
 		t.Fatalf("after the retry delay: %+v", again)
 	}
@@ -104,7 +104,7 @@ func testJobsEnqueueClaimAndUpdate(t *testing.T, s store.Store) {
 	if err := updateJob(s, store.JobUpdate{ID: c.ID, Token: again[0].Token, Done: true}); err != nil {
 		t.Fatal(err)
 	}
-	if rest, _ := s.ClaimJobs(ctx, "k", "", now.Add(time.Minute), time.Minute, 10); len(rest) != 0 {
+	if rest, _ := s.ClaimJobs(ctx, "k", "", now.Add(time.Minute), time.Minute, 10, nil); len(rest) != 0 {
 		t.Fatalf("claimed after done: %+v", rest)
 	}
 	if err := s.RenewJob(ctx, c.ID, again[0].Token, now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
@@ -123,15 +123,15 @@ func testJobsKindsAndQueuesIsolate(t *testing.T, s store.Store) {
 		store.Job{ID: "a:1", Kind: "a", Ref: "1", RunAt: now},
 		store.Job{ID: "b:1", Kind: "b", Ref: "1", RunAt: now},
 		store.Job{ID: "a@disk-2", Kind: "a", Queue: "disk-2", RunAt: now})
-	got, err := s.ClaimJobs(ctx, "a", "", now, time.Minute, 10)
+	got, err := s.ClaimJobs(ctx, "a", "", now, time.Minute, 10, nil)
 	if err != nil || len(got) != 1 || got[0].ID != "a:1" {
 		t.Fatalf("claim of kind a, shared queue: %+v %v", got, err)
 	}
-	got, _ = s.ClaimJobs(ctx, "a", "disk-2", now, time.Minute, 10)
+	got, _ = s.ClaimJobs(ctx, "a", "disk-2", now, time.Minute, 10, nil)
 	if len(got) != 1 || got[0].ID != "a@disk-2" || got[0].Queue != "disk-2" {
 		t.Fatalf("claim of kind a, queue disk-2: %+v", got)
 	}
-	if got, _ = s.ClaimJobs(ctx, "c", "", now, time.Minute, 10); len(got) != 0 {
+	if got, _ = s.ClaimJobs(ctx, "c", "", now, time.Minute, 10, nil); len(got) != 0 {
 		t.Fatalf("claim of an unknown kind: %+v", got)
 	}
 }
@@ -145,7 +145,7 @@ func testJobsEnsureInsertsOnce(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.ClaimJobs(ctx, "sweep", "", now, time.Minute, 10)
+	got, err := s.ClaimJobs(ctx, "sweep", "", now, time.Minute, 10, nil)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("periodic rows claimed: %+v %v", got, err)
 	}
@@ -165,7 +165,7 @@ func testJobsPriorityAndFairShare(t *testing.T, s store.Store) {
 		store.Job{ID: "k:bolt-1", Kind: "k", TenantID: "bolt", RunAt: now.Add(-40 * time.Millisecond)},
 		store.Job{ID: "k:urgent", Kind: "k", TenantID: "acme", Priority: -1, RunAt: now.Add(-time.Millisecond)})
 	enqueue(t, s, jobs...)
-	got, err := s.ClaimJobs(ctx, "k", "", now, time.Minute, 5)
+	got, err := s.ClaimJobs(ctx, "k", "", now, time.Minute, 5, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

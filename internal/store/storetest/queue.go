@@ -26,7 +26,7 @@ func createTasks(t *testing.T, s store.Store, k store.Key, n int, due time.Time)
 			if err := tx.CreateTask(ctx, task); err != nil {
 				return err
 			}
-			return tx.EnqueueJob(ctx, store.Job{ID: taskKind + ":" + task.ID, Kind: taskKind, Ref: task.ID, TenantID: task.TenantID,
+			return tx.EnqueueJob(ctx, store.Job{ID: taskKind + ":" + task.ID, Kind: taskKind, Ref: task.ID, TenantID: task.TenantID, KeyID: task.KeyID,
 				RunAt: due, CreatedAt: task.CreatedAt})
 		})
 		if err != nil {
@@ -39,7 +39,7 @@ func createTasks(t *testing.T, s store.Store, k store.Key, n int, due time.Time)
 
 func claimTasks(t *testing.T, s store.Store, now time.Time, limit int) []store.Job {
 	t.Helper()
-	got, err := s.ClaimJobs(context.Background(), taskKind, "", now, time.Minute, limit)
+	got, err := s.ClaimJobs(context.Background(), taskKind, "", now, time.Minute, limit, nil)
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
@@ -109,13 +109,19 @@ func testQueueClaimLeaseAndFence(t *testing.T, s store.Store) {
 	if err := advance(s, store.JobUpdate{ID: got[1].ID, Token: got[1].Token}, store.Advance{ID: got[1].Ref, Status: store.StatusInProgress}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("old holder wrote after takeover: %v", err)
 	}
-	// A job handed back is claimable at once, its attempt uncounted.
+	// A job handed back is claimable at once, its attempt uncounted. (Not ids[2]'s: that one
+	// finishes below under the takeover's token; a claim returns its jobs in the order it
+	// chose them, not in the order they were made.)
+	handed := taken[0]
+	if handed.Ref == ids[2] {
+		handed = taken[1]
+	}
 	if err := s.Transact(ctx, func(tx store.Tx) error {
-		return tx.UpdateJob(ctx, store.JobUpdate{ID: taken[0].ID, Token: taken[0].Token, RunAt: time.Now(), Attempts: taken[0].Attempt - 1})
+		return tx.UpdateJob(ctx, store.JobUpdate{ID: handed.ID, Token: handed.Token, RunAt: time.Now(), Attempts: handed.Attempt - 1})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if back := claimTasks(t, s, time.Now().Add(time.Second), 10); len(back) != 1 || back[0].ID != taken[0].ID || back[0].Attempt != 2 {
+	if back := claimTasks(t, s, time.Now().Add(time.Second), 10); len(back) != 1 || back[0].ID != handed.ID || back[0].Attempt != 2 {
 		t.Fatalf("handed-back task not claimable as attempt 2: %+v", back)
 	}
 	// A terminal task ends its job, refuses further writes, and is never claimed again.
@@ -159,7 +165,7 @@ func testQueueConcurrentClaimersDisjoint(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 20; i++ {
-				got, err := s.ClaimJobs(ctx, taskKind, "", now, time.Minute, 3)
+				got, err := s.ClaimJobs(ctx, taskKind, "", now, time.Minute, 3, nil)
 				if err != nil {
 					t.Error(err)
 					return

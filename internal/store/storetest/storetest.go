@@ -48,6 +48,9 @@ func Run(t *testing.T, open Opener) {
 		{"JobsKindsAndQueuesIsolate", testJobsKindsAndQueuesIsolate},
 		{"JobsEnsureInsertsOnce", testJobsEnsureInsertsOnce},
 		{"JobsPriorityThenFairShareThenAge", testJobsPriorityAndFairShare},
+		{"JobsWaitingTenantStartsAtNextFreeSlot", testJobsWaitingTenantStartsAtNextFreeSlot},
+		{"JobsWaitingKeyStartsAtNextFreeSlot", testJobsWaitingKeyStartsAtNextFreeSlot},
+		{"JobsWeightedTenantsShareByWeight", testJobsWeightedTenantsShareByWeight},
 		{"ActiveTasksByRouteAndStatus", testActiveTasksByRouteAndStatus},
 		{"SettlementMayOverdrawAvailableOnly", testSettlementMayOverdrawAvailableOnly},
 		{"SpeechCreateAndRead", testSpeechCreateAndRead},
@@ -69,6 +72,7 @@ func Run(t *testing.T, open Opener) {
 		{"SharedCreatesOfOneKeyKeepEveryRule", testSharedCreatesOfOneKey},
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
+		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
