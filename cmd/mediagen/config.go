@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/limits"
 	"mediagen/internal/media/safefetch"
+	"mediagen/internal/netlimit"
 	"mediagen/internal/media/samples"
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/sqldb"
@@ -45,6 +46,14 @@ type Config struct {
 	DebugListen string
 	// MetricsListen, when set, serves /metrics on its own listener and not on the API's.
 	MetricsListen string
+	// MaxConns bounds the API listener's open connections (0: derived from the open-file
+	// limit, at most defaultMaxConns); MaxConnsPerClient bounds one client address's.
+	MaxConns, MaxConnsPerClient int
+	// TrustedProxies are the reverse proxies (addresses and CIDRs, comma-separated) whose
+	// X-Forwarded-For names the client, and whose connections are exempt from the
+	// per-client connection bound.
+	TrustedProxies string
+	proxies        netlimit.Proxies
 
 	Role         string        // all, api or worker
 	SigningKey   string        // hex HMAC key for file links; default: <data-dir>/signing.key
@@ -148,6 +157,9 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		num(&c.GCPercent, "gc-percent", 400, "Go garbage collection target of serve: the heap grows this many percent over the live heap before a collection (GOGC); higher trades memory for CPU, and 400 took a third off the CPU of a create (bench/README.md). The GOGC environment variable, when set, wins; 0 or less leaves Go's default")
 		c.gogcSet = getenv("GOGC") != ""
 		str(&c.MetricsListen, "metrics-listen", "", "serve /metrics on this separate address (e.g. 127.0.0.1:9090) instead of the API's; empty: /metrics is on the API address, where anyone who reaches it can read it (upstream account names, volumes, overage)")
+		num(&c.MaxConns, "max-conns", 0, "connections the API listener holds at once; 0 derives it from the open-file limit (at most 4096, docs/http.md). Past 75% of it only clients holding fewer than 8 connections get a new one; at it, idle keep-alive connections are closed first")
+		num(&c.MaxConnsPerClient, "max-conns-per-client", defaultConnsPerClient, "connections one client address (an IPv4 address, an IPv6 /64) holds at once on the API listener")
+		str(&c.TrustedProxies, "trusted-proxies", "", "reverse proxies in front of serve (addresses or CIDRs, comma-separated): their X-Forwarded-For names the client address of the file-download limits, and their connections are exempt from --max-conns-per-client; empty: the client is the connection's peer")
 		str(&c.DebugListen, "debug-listen", "", "serve Go profiling (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly")
 		str(&c.SandboxSamples, "sandbox-samples", "auto", "serve the sandbox's sample media at https://"+samples.Host+"/… to the service's own fetches, with no network I/O: auto (only with the embedded demo catalog), on or off")
 		str(&c.FetchAllow, "fetch-allow", "", "let media fetches reach these non-public addresses: 'loopback' and/or CIDRs, comma-separated (development only)")
@@ -196,6 +208,14 @@ func (c *Config) validate() error {
 	if _, err := c.fetchOptions(); err != nil {
 		return err
 	}
+	if c.MaxConns < 0 || c.MaxConnsPerClient < 0 {
+		return errors.New("--max-conns and --max-conns-per-client must not be negative")
+	}
+	ps, err := netlimit.ParseProxies(c.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	c.proxies = ps
 	switch c.SandboxSamples {
 	case "", "auto", "on", "off":
 	default:
