@@ -28,7 +28,7 @@ type Config struct {
 	PerClient int
 	// HighWater: from this many open connections on, only a client holding fewer than Few
 	// connections gets a new one, so the last Max-HighWater connections are kept for clients
-	// that hold few (0: Max, no headroom).
+	// that hold few (0 or Max: no headroom, every client may take the last places).
 	HighWater, Few int
 	// Proxies are exempt from PerClient and HighWater: a reverse proxy carries many clients
 	// over its connections. Max still holds for them.
@@ -118,7 +118,7 @@ func (l *Listener) admit(c *Conn, trusted bool) (reason string, shed *Conn) {
 	switch {
 	case !trusted && l.cfg.PerClient > 0 && held >= l.cfg.PerClient:
 		return ReasonPerClient, nil
-	case !trusted && l.open >= l.cfg.HighWater && held >= l.cfg.Few:
+	case !trusted && l.cfg.HighWater < l.cfg.Max && l.open >= l.cfg.HighWater && held >= l.cfg.Few:
 		return ReasonHighWater, nil
 	case l.open >= l.cfg.Max:
 		e := l.idle.Front()
