@@ -108,7 +108,6 @@ func (a *attacker) downloadAttack(ctx context.Context, st *attackStats) {
 	start := time.Now()
 	sem := make(chan struct{}, dialConcurrency)
 	var wg sync.WaitGroup
-	get := "GET " + a.Link + " HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: bench-conns\r\n\r\n"
 	post := "POST /v1/videos HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + a.Key +
 		"\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(uploadBodyBytes) + "\r\n\r\n{"
 	var upMu sync.Mutex
@@ -133,6 +132,7 @@ func (a *attacker) downloadAttack(ctx context.Context, st *attackStats) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			upload := isUpload[i]
+			get := "GET " + a.Links[i%len(a.Links)] + " HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: bench-conns\r\n\r\n"
 			rcvbuf, req, kind := 1024, get, "stalled download"
 			if upload {
 				rcvbuf, req, kind = 0, post, "slow upload"

@@ -21,7 +21,7 @@ import (
 type attacker struct {
 	Mode      string        `json:"mode"` // "downloads" or "headers"
 	Addr      string        `json:"addr"` // the server, 127.0.0.1:PORT
-	Link      string        `json:"link"` // path and query of the stored result's link
+	Links     []string      `json:"links"` // paths and queries of the stored results' links
 	Key       string        `json:"key"`
 	Stalled   int           `json:"stalled"`
 	Uploads   int           `json:"uploads"`
@@ -63,7 +63,7 @@ const attackGrace = 30 * time.Second
 
 // attack runs the attacker process for one phase and fills st from its report.
 func (b *bench) attack(phase context.Context, mode string, st *attackStats) {
-	spec, _ := json.Marshal(attacker{Mode: mode, Addr: b.addr, Link: b.link, Key: b.key, Stalled: b.o.stalled,
+	spec, _ := json.Marshal(attacker{Mode: mode, Addr: b.addr, Links: b.links, Key: b.key, Stalled: b.o.stalled,
 		Uploads: b.o.uploads, Headers: b.o.headers, Attackers: b.o.attackers, Hold: b.o.hold, Ramp: b.o.ramp})
 	self, err := os.Executable()
 	if err != nil {

@@ -48,6 +48,7 @@ type options struct {
 	uploads   int
 	headers   int
 	attackers int
+	links     int
 	hold      time.Duration // each attack phase
 	baseline  time.Duration
 	rate      float64 // well-behaved requests per second, per target
@@ -65,11 +66,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.stalled, "stalled", 10_000, "stalled downloads (sockets that GET the result link and never read)")
 	fs.IntVar(&o.uploads, "uploads", 1_000, "slow uploads (POST /v1/videos with a valid key, one body byte a second)")
 	fs.IntVar(&o.headers, "headers", 10_000, "sockets sending one unterminated 1,040,000-byte header line")
-	fs.IntVar(&o.attackers, "attackers", 20, "loopback addresses the attackers come from (127.0.0.2 on); the well-behaved client is 127.0.0.1")
+	fs.IntVar(&o.attackers, "attackers", 40, "loopback addresses the attackers come from (127.0.0.2 on); the well-behaved client is 127.0.0.1")
+	fs.IntVar(&o.links, "links", 100, "stored results whose links the stalled downloads spread over")
 	fs.DurationVar(&o.hold, "hold", 40*time.Second, "length of each attack phase (the attack sockets are held open for it)")
 	fs.DurationVar(&o.baseline, "baseline", 5*time.Second, "length of the baseline phase")
 	fs.Float64Var(&o.rate, "rate", 50, "well-behaved requests per second, to each of /healthz and /v1/videos/{id}")
-	fs.Float64Var(&o.ramp, "ramp", 2000, "attack sockets opened per second")
+	fs.Float64Var(&o.ramp, "ramp", 5000, "attack sockets opened per second")
 	serveArgs := fs.String("serve-args", "", "extra arguments for mediagen serve, space separated")
 	fs.StringVar(&o.attacker, "attacker", "", "internal: run as the attacker process with this JSON spec")
 	fs.BoolVar(&o.quick, "quick", false, "smoke test: 500 stalled, 50 uploads, 500 header sockets, 5 s phases (explicit flags win)")
@@ -100,6 +102,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-stalled, -uploads and -headers must not be negative")
 	case o.attackers < 1 || o.attackers > 250:
 		return o, errors.New("-attackers must be from 1 to 250 (127.0.0.2 to 127.0.0.251)")
+	case o.links < 1:
+		return o, errors.New("-links must be at least 1")
 	case o.hold <= 0 || o.baseline <= 0 || o.rate <= 0 || o.ramp <= 0:
 		return o, errors.New("-hold, -baseline, -rate and -ramp must be positive")
 	}

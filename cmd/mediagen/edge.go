@@ -40,6 +40,13 @@ const (
 	// opsMaxConns bounds each operator listener (--debug-listen, --metrics-listen): a
 	// Prometheus server and an operator with a profiler hold a few connections.
 	opsMaxConns = 32
+	// notSentLowat bounds, per connection, the answer bytes queued in the kernel that the
+	// client's window has not yet taken (TCP_NOTSENT_LOWAT, Linux). Without it a client that
+	// stops reading lets the send buffer autotune to 4 MiB and the server copy a whole small
+	// file into it: 500 stalled downloads of a 600 KiB result cost 1.4 s of CPU in one burst
+	// (bench/conns). 128 KiB keeps a fast client's pipe full — bytes in flight do not count —
+	// while a stalled one holds 128 KiB of kernel memory.
+	notSentLowat = 128 << 10
 	// minConns is the fewest API connections serve starts with: fewer than this and the
 	// open-file limit is a misconfiguration to fix, not a bound to work under.
 	minConns = 64
@@ -103,7 +110,7 @@ func planEdge(openFiles uint64, maxConns, perClient, opsListeners int) (edgeBoun
 // wrapAPI bounds the API listener.
 func (b edgeBounds) wrapAPI(ln net.Listener, proxies netlimit.Proxies, met *netlimit.Metrics) *netlimit.Listener {
 	return netlimit.Wrap(ln, netlimit.Config{Name: netlimit.ListenerAPI, Max: b.MaxConns, PerClient: b.ConnsPerClient,
-		HighWater: b.HighWater, Few: b.Few, Proxies: proxies, Metrics: met})
+		HighWater: b.HighWater, Few: b.Few, Proxies: proxies, Metrics: met, NotSentLowat: notSentLowat})
 }
 
 // wrapOps bounds an operator listener: opsMaxConns in all, no per-client rule (an operator's

@@ -35,6 +35,10 @@ type Config struct {
 	Proxies Proxies
 	// Metrics, when set, counts connections and refusals.
 	Metrics *Metrics
+	// NotSentLowat, when positive, bounds each admitted connection's queue of bytes not yet
+	// sent (TCP_NOTSENT_LOWAT, Linux): what a client with a closed window makes the kernel
+	// hold and the server copy.
+	NotSentLowat int
 }
 
 // Why a connection was refused: the reason label of mediagen_http_connections_refused_total.
@@ -99,6 +103,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 			continue
 		}
 		l.count(func(m *Metrics) { m.open.WithLabelValues(l.cfg.Name).Inc() })
+		setNotSentLowat(nc, l.cfg.NotSentLowat)
 		return c, nil
 	}
 }
