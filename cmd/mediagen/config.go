@@ -86,6 +86,10 @@ type Config struct {
 	// of a replica is small, so the default of 100 collects several times a second under load.
 	GCPercent int
 	gogcSet   bool // GOGC is in the environment: it wins
+	// MemoryLimitMiB is the Go runtime's soft memory limit for serve (GOMEMLIMIT), unless
+	// GOMEMLIMIT is set: it caps what --gc-percent's multiplier makes of a burst of garbage.
+	MemoryLimitMiB int
+	gomemlimitSet  bool
 	serving   bool // the HTTP flags were registered (serve)
 
 	envErrs []string
@@ -156,6 +160,8 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		num(&c.GCPercent, "gc-percent", 400, "Go garbage collection target of serve: the heap grows this many percent over the live heap before a collection (GOGC); higher trades memory for CPU, and 400 took a third off the CPU of a create (bench/README.md). The GOGC environment variable, when set, wins; 0 or less leaves Go's default")
 		c.gogcSet = getenv("GOGC") != ""
+		num(&c.MemoryLimitMiB, "memory-limit-mb", defaultMemoryLimitMiB, "soft limit of the Go runtime's memory, in MiB (GOMEMLIMIT): the collector runs more often as the process nears it, so that --gc-percent's headroom (5 × the live heap at 400) cannot turn thousands of connections' garbage into hundreds of MiB; a live heap above it costs collector CPU, not a failure (docs/http.md). The GOMEMLIMIT environment variable, when set, wins; 0 disables")
+		c.gomemlimitSet = getenv("GOMEMLIMIT") != ""
 		str(&c.MetricsListen, "metrics-listen", "", "serve /metrics on this separate address (e.g. 127.0.0.1:9090) instead of the API's; empty: /metrics is on the API address, where anyone who reaches it can read it (upstream account names, volumes, overage)")
 		num(&c.MaxConns, "max-conns", 0, "connections the API listener holds at once; 0 derives it from the open-file limit (at most 4096, docs/http.md). Past 75% of it only clients holding fewer than 8 connections get a new one; at it, idle keep-alive connections are closed first")
 		num(&c.MaxConnsPerClient, "max-conns-per-client", defaultConnsPerClient, "connections one client address (an IPv4 address, an IPv6 /64) holds at once on the API listener")
@@ -225,6 +231,19 @@ func (c *Config) validate() error {
 		c.DB = "sqlite:" + filepath.Join(c.DataDir, "mediagen.db")
 	}
 	return nil
+}
+
+// defaultMemoryLimitMiB is --memory-limit-mb's default. A replica's live heap is a few MiB to a
+// few tens (bench/README.md: 60-76 MiB resident after a full API benchmark); under the edge's
+// bounds an attack's live heap is under 100 MiB (bench/conns), which --gc-percent 400 alone
+// lets grow to five times that before a collection. 256 MiB keeps the process under 300 MB,
+// the bound, and is reached by legitimate work only when every one of --max-probes
+// reads 8 MiB from a server without range support at once.
+const defaultMemoryLimitMiB = 256
+
+// memoryLimit is the GOMEMLIMIT that serve sets, in bytes, if it sets one.
+func (c *Config) memoryLimit() (int64, bool) {
+	return int64(c.MemoryLimitMiB) << 20, c.MemoryLimitMiB > 0 && !c.gomemlimitSet
 }
 
 // gcTarget is the GOGC that serve sets, if it sets one: not over a GOGC from the environment.

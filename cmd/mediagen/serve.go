@@ -175,6 +175,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if pct, ok := m.Config.gcTarget(); ok {
 		debug.SetGCPercent(pct)
 	}
+	if limit, ok := m.Config.memoryLimit(); ok {
+		debug.SetMemoryLimit(limit)
+	}
 	if m.Config.DebugListen != "" {
 		if err := m.startDebug(); err != nil {
 			return err
