@@ -19,8 +19,8 @@ import (
 // kernel's work for a socket's writes is done in the writer's system calls, so it is
 // charged to the niced process too.
 type attacker struct {
-	Mode      string        `json:"mode"` // "downloads" or "headers"
-	Addr      string        `json:"addr"` // the server, 127.0.0.1:PORT
+	Mode      string        `json:"mode"`  // "downloads" or "headers"
+	Addr      string        `json:"addr"`  // the server, 127.0.0.1:PORT
 	Links     []string      `json:"links"` // paths and queries of the stored results' links
 	Key       string        `json:"key"`
 	Stalled   int           `json:"stalled"`

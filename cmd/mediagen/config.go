@@ -90,7 +90,7 @@ type Config struct {
 	// GOMEMLIMIT is set: it caps what --gc-percent's multiplier makes of a burst of garbage.
 	MemoryLimitMiB int
 	gomemlimitSet  bool
-	serving   bool // the HTTP flags were registered (serve)
+	serving        bool // the HTTP flags were registered (serve)
 
 	envErrs []string
 }
