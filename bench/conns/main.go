@@ -67,7 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.uploads, "uploads", 1_000, "slow uploads (POST /v1/videos with a valid key, one body byte a second)")
 	fs.IntVar(&o.headers, "headers", 10_000, "sockets sending one unterminated 1,040,000-byte header line")
 	fs.IntVar(&o.attackers, "attackers", 40, "loopback addresses the attackers come from (127.0.0.2 on); the well-behaved client is 127.0.0.1")
-	fs.IntVar(&o.links, "links", 100, "stored results whose links the stalled downloads spread over")
+	fs.IntVar(&o.links, "links", 70, "stored results whose links the stalled downloads spread over")
 	fs.DurationVar(&o.hold, "hold", 40*time.Second, "length of each attack phase (the attack sockets are held open for it)")
 	fs.DurationVar(&o.baseline, "baseline", 5*time.Second, "length of the baseline phase")
 	fs.Float64Var(&o.rate, "rate", 50, "well-behaved requests per second, to each of /healthz and /v1/videos/{id}")

@@ -171,16 +171,16 @@ type task struct {
 	} `json:"metadata"`
 }
 
-// storeResults creates -links videos on the sandbox engine (5 s at 480p, a few hundred KB:
+// storeResults creates -links videos on the sandbox engine (4 s at 480p, a few hundred KB:
 // far more than a stalled client's buffers and the server's send buffer hold) and waits for
-// them, at most five minutes: their links are what the stalled downloads ask for, spread so
+// them, at most ten minutes: their links are what the stalled downloads ask for, spread so
 // that the per-link bound is not the only one met, and the first one's id is what the
 // well-behaved client polls.
 func (b *bench) storeResults(ctx context.Context) error {
 	ids := make([]string, b.o.links)
 	for i := range ids {
 		body := fmt.Sprintf(`{"model":"demo-video-fast","prompt":"a lighthouse at dusk, bench conns %d",`+
-			`"metadata":{"duration":5,"resolution":"480p","client_request_id":"bench-conns-%d"}}`, i, i)
+			`"metadata":{"duration":4,"resolution":"480p","client_request_id":"bench-conns-%d"}}`, i, i)
 		var t task
 		if err := b.call(ctx, http.MethodPost, "/v1/videos", body, http.StatusAccepted, &t); err != nil {
 			return fmt.Errorf("create a stored result: %w", err)
@@ -188,7 +188,7 @@ func (b *bench) storeResults(ctx context.Context) error {
 		ids[i] = t.ID
 	}
 	b.taskID = ids[0]
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(10 * time.Minute)
 	for _, id := range ids {
 		var t task
 		for t.Status != "completed" {
@@ -201,7 +201,7 @@ func (b *bench) storeResults(ctx context.Context) error {
 			case t.Status == "failed" || t.Status == "expired":
 				return fmt.Errorf("the stored result's task %s ended %s", id, t.Status)
 			case time.Now().After(deadline):
-				return fmt.Errorf("the stored result's task %s is still %s after 5 minutes", id, t.Status)
+				return fmt.Errorf("the stored result's task %s is still %s after 10 minutes", id, t.Status)
 			}
 			select {
 			case <-ctx.Done():
