@@ -113,10 +113,18 @@ func (a *attacker) downloadAttack(ctx context.Context, st *attackStats) {
 	var upMu sync.Mutex
 	var uploads []net.Conn
 	total := a.Stalled + a.Uploads
-	// The uploads are spread evenly among the downloads, so both ramp up together.
+	// The uploads are spread evenly among the downloads, so both ramp up together, and come
+	// from the first UploadAttackers addresses only: a few addresses that hold many
+	// connections, beside many that each hold a few downloads.
 	isUpload := make([]bool, total)
+	from := make([]*net.TCPAddr, total)
+	for i := range total {
+		from[i] = a.attackerAddr(i)
+	}
 	for j := range a.Uploads {
-		isUpload[j*total/a.Uploads] = true
+		i := j * total / a.Uploads
+		isUpload[i] = true
+		from[i] = &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+j%max(1, min(a.UploadAttackers, a.Attackers))))}
 	}
 	for i := 0; i < total && ctx.Err() == nil; i++ {
 		a.pace(ctx, start, i)
@@ -137,7 +145,7 @@ func (a *attacker) downloadAttack(ctx context.Context, st *attackStats) {
 			if upload {
 				rcvbuf, req, kind = 0, post, "slow upload"
 			}
-			c, err := dial(ctx, a.attackerAddr(i), a.Addr, rcvbuf)
+			c, err := dial(ctx, from[i], a.Addr, rcvbuf)
 			if err != nil {
 				st.fail(err)
 				return

@@ -19,16 +19,18 @@ import (
 // kernel's work for a socket's writes is done in the writer's system calls, so it is
 // charged to the niced process too.
 type attacker struct {
-	Mode      string        `json:"mode"`  // "downloads" or "headers"
-	Addr      string        `json:"addr"`  // the server, 127.0.0.1:PORT
-	Links     []string      `json:"links"` // paths and queries of the stored results' links
-	Key       string        `json:"key"`
-	Stalled   int           `json:"stalled"`
-	Uploads   int           `json:"uploads"`
-	Headers   int           `json:"headers"`
-	Attackers int           `json:"attackers"`
-	Hold      time.Duration `json:"hold"`
-	Ramp      float64       `json:"ramp"` // sockets opened per second
+	Mode      string   `json:"mode"`  // "downloads" or "headers"
+	Addr      string   `json:"addr"`  // the server, 127.0.0.1:PORT
+	Links     []string `json:"links"` // paths and queries of the stored results' links
+	Key       string   `json:"key"`
+	Stalled   int      `json:"stalled"`
+	Uploads   int      `json:"uploads"`
+	Headers   int      `json:"headers"`
+	Attackers int      `json:"attackers"`
+	// UploadAttackers is how many of the addresses the slow uploads come from.
+	UploadAttackers int           `json:"upload_attackers"`
+	Hold            time.Duration `json:"hold"`
+	Ramp            float64       `json:"ramp"` // sockets opened per second
 }
 
 // runAttacker is the attacker process: it runs the attack for Hold, closes everything and
@@ -64,7 +66,7 @@ const attackGrace = 30 * time.Second
 // attack runs the attacker process for one phase and fills st from its report.
 func (b *bench) attack(phase context.Context, mode string, st *attackStats) {
 	spec, _ := json.Marshal(attacker{Mode: mode, Addr: b.addr, Links: b.links, Key: b.key, Stalled: b.o.stalled,
-		Uploads: b.o.uploads, Headers: b.o.headers, Attackers: b.o.attackers, Hold: b.o.hold, Ramp: b.o.ramp})
+		Uploads: b.o.uploads, Headers: b.o.headers, Attackers: b.o.attackers, UploadAttackers: b.o.uploadAttackers, Hold: b.o.hold, Ramp: b.o.ramp})
 	self, err := os.Executable()
 	if err != nil {
 		st.fail(err)

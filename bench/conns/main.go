@@ -8,7 +8,8 @@
 //   - downloads: -stalled sockets each GET the result's link with a 1 KiB receive buffer and
 //     never read, and -uploads sockets each POST /v1/videos with a valid key and send the body
 //     one byte a second; the attackers come from -attackers loopback addresses (127.0.0.2, …),
-//     so that both the per-address and the total connection bounds are met;
+//     the uploads from the first -upload-attackers of them only, so that the per-address
+//     bounds (of connections, of downloads) and the total ones are met;
 //   - headers: -headers sockets each send GET /healthz with one header line of 1,040,000
 //     bytes that never ends.
 //
@@ -48,14 +49,16 @@ type options struct {
 	uploads   int
 	headers   int
 	attackers int
-	links     int
-	hold      time.Duration // each attack phase
-	baseline  time.Duration
-	rate      float64 // well-behaved requests per second, per target
-	ramp      float64 // attack sockets opened per second
-	serveArgs []string
-	quick     bool
-	attacker  string // set in the attacker process (attacker.go)
+	// uploadAttackers is how many of the attacker addresses the slow uploads come from.
+	uploadAttackers int
+	links           int
+	hold            time.Duration // each attack phase
+	baseline        time.Duration
+	rate            float64 // well-behaved requests per second, per target
+	ramp            float64 // attack sockets opened per second
+	serveArgs       []string
+	quick           bool
+	attacker        string // set in the attacker process (attacker.go)
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -67,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.uploads, "uploads", 1_000, "slow uploads (POST /v1/videos with a valid key, one body byte a second)")
 	fs.IntVar(&o.headers, "headers", 10_000, "sockets sending one unterminated 1,040,000-byte header line")
 	fs.IntVar(&o.attackers, "attackers", 40, "loopback addresses the attackers come from (127.0.0.2 on); the well-behaved client is 127.0.0.1")
+	fs.IntVar(&o.uploadAttackers, "upload-attackers", 4, "how many of the attacker addresses the slow uploads come from (the first ones): a few addresses holding many connections")
 	fs.IntVar(&o.links, "links", 70, "stored results whose links the stalled downloads spread over")
 	fs.DurationVar(&o.hold, "hold", 40*time.Second, "length of each attack phase (the attack sockets are held open for it)")
 	fs.DurationVar(&o.baseline, "baseline", 5*time.Second, "length of the baseline phase")
@@ -102,6 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-stalled, -uploads and -headers must not be negative")
 	case o.attackers < 1 || o.attackers > 250:
 		return o, errors.New("-attackers must be from 1 to 250 (127.0.0.2 to 127.0.0.251)")
+	case o.uploadAttackers < 1 || o.uploadAttackers > o.attackers:
+		return o, errors.New("-upload-attackers must be from 1 to -attackers")
 	case o.links < 1:
 		return o, errors.New("-links must be at least 1")
 	case o.hold <= 0 || o.baseline <= 0 || o.rate <= 0 || o.ramp <= 0:

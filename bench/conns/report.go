@@ -54,8 +54,8 @@ func (b *bench) report() {
 	w := b.out
 	fmt.Fprintf(w, "\nbench/conns — %s, %d cores, load average %.2f at the end\n", time.Now().Format("2006-01-02 15:04"), runtime.NumCPU(), proc.LoadAvg())
 	if b.srv != nil {
-		fmt.Fprintf(w, "server: mediagen serve (SQLite, sandbox), %d stored results of %d bytes; attackers from 127.0.0.2–127.0.0.%d at %.0f sockets/s (nice 19); well-behaved client from 127.0.0.1 at %.0f requests/s to each target\n",
-			len(b.links), b.linkSize, 1+b.o.attackers, b.o.ramp, b.o.rate)
+		fmt.Fprintf(w, "server: mediagen serve %s(SQLite, sandbox), %d stored results of %d bytes; attackers from 127.0.0.2–127.0.0.%d (uploads from the first %d) at %.0f sockets/s (nice 19); well-behaved client from 127.0.0.1 at %.0f requests/s to each target\n",
+			strings.Join(append(b.o.serveArgs, ""), " "), len(b.links), b.linkSize, 1+b.o.attackers, b.o.uploadAttackers, b.o.ramp, b.o.rate)
 	}
 	fmt.Fprintf(w, "sizes: %d stalled downloads + %d slow uploads, then %d header sockets; %v per attack phase\n\n",
 		b.o.stalled, b.o.uploads, b.o.headers, b.o.hold)
