@@ -27,6 +27,18 @@ func (s *Server) download(serve handlerFunc) handlerFunc {
 	}
 }
 
+// perClient bounds a route that needs no key by its client address's request rate: each
+// request of the verification page reads the database for its token, and no key bucket
+// applies.
+func (s *Server) perClient(rates *limits.ClientRates, next handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := rates.Allow(s.proxies.ClientOfRequest(r)); err != nil {
+			return err
+		}
+		return next(w, r)
+	}
+}
+
 // edgeMetrics are the series of the edge's own bounds.
 type edgeMetrics struct {
 	stalled prometheus.Counter

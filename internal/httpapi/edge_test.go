@@ -459,3 +459,37 @@ func TestOpsServerRefusesRequestBodiesAtOnce(t *testing.T) {
 		t.Errorf("status %d, Connection: close %v, closed %v; want 413, closed", res.StatusCode, res.Close, closed)
 	}
 }
+
+// The verification page needs no key (its token is the credential) and reads the database
+// for every request: its requests are bounded per client address too.
+func TestVerificationRoutesAreRateLimitedPerClientAddress(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := newEdgeEnv(t, Config{VerifyRates: limits.NewClientRates(func() time.Time { return now }, 1, 2, "verification page requests")})
+	send := func(local, method, path string) int {
+		t.Helper()
+		c := dialClient(t, local, e.addr, 0)
+		if _, err := fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", method, path); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	// This server has no asset library, so an admitted request answers 503.
+	if got := send("127.0.0.1", "GET", "/verify/vt_unknown"); got != http.StatusServiceUnavailable {
+		t.Fatalf("first request: %d", got)
+	}
+	if got := send("127.0.0.1", "POST", "/verify/vt_unknown/start"); got != http.StatusServiceUnavailable {
+		t.Fatalf("second request: %d", got)
+	}
+	if got := send("127.0.0.1", "GET", "/verify/vt_unknown"); got != http.StatusTooManyRequests {
+		t.Errorf("past the burst: %d, want 429", got)
+	}
+	if got := send("127.0.0.2", "GET", "/verify/vt_unknown"); got != http.StatusServiceUnavailable {
+		t.Errorf("another client address: %d, want it admitted", got)
+	}
+}

@@ -63,6 +63,9 @@ type Config struct {
 	// Downloads bounds the file downloads (GET /v1/files) per client address, per file and in
 	// all, and their rate per client address (nil: the defaults, with no total).
 	Downloads *limits.Downloads
+	// VerifyRates bounds the verification page's requests per client address (nil: the
+	// defaults, limits.VerifyRequestsPerSecond and VerifyBurst).
+	VerifyRates *limits.ClientRates
 	// Proxies are the reverse proxies whose X-Forwarded-For names the client address
 	// (--trusted-proxies); without any, the client is the connection's peer.
 	Proxies netlimit.Proxies
@@ -96,6 +99,7 @@ type Server struct {
 	// rateLimited counts 429s by scope and limit (limits.go).
 	rateLimited *prometheus.CounterVec
 	downloads   *limits.Downloads
+	verifyRates *limits.ClientRates
 	proxies     netlimit.Proxies
 	writeStall  time.Duration
 	bodyTimeout time.Duration
@@ -132,6 +136,10 @@ func New(c Config) *Server {
 	s.downloads, s.proxies = c.Downloads, c.Proxies
 	if s.downloads == nil {
 		s.downloads = limits.NewDownloads(s.now, limits.DownloadLimits{})
+	}
+	s.verifyRates = c.VerifyRates
+	if s.verifyRates == nil {
+		s.verifyRates = limits.NewClientRates(s.now, limits.VerifyRequestsPerSecond, limits.VerifyBurst, "verification page requests")
 	}
 	s.writeStall, s.bodyTimeout = c.WriteStall, c.BodyReadTimeout
 	if s.writeStall <= 0 {

@@ -8,9 +8,10 @@ import (
 	"mediagen/internal/netlimit"
 )
 
-// Scopes of the download limits (the signed /v1/files links are unauthenticated, so no key or
-// tenant limit applies to them): the client address, the file a link names, and this
-// process. They join ScopeKey and ScopeTenant in mediagen_rate_limited_total.
+// Scopes of the limits of the routes that need no key (the signed /v1/files links, the
+// verification page), to which no key or tenant limit applies: the client address, the file
+// a link names, and this process. They join ScopeKey and ScopeTenant in
+// mediagen_rate_limited_total.
 const (
 	ScopeClient = "client"
 	ScopeLink   = "link"
@@ -35,11 +36,6 @@ const (
 	// retryDownloads is the Retry-After of a refused download: a hint, as nothing says when
 	// one ends; a small file is read in a second, a large one in minutes.
 	retryDownloads = 2
-	// maxDownloadClients bounds the rate buckets kept: past it the buckets that have refilled
-	// (and so hold nothing a new bucket would not) are dropped, and when none has, a new client
-	// goes untracked by the rate; its downloads are still bounded by the counts and its
-	// connections by the listener.
-	maxDownloadClients = 10_000
 )
 
 // DownloadLimits are the bounds of Downloads. Zero fields take the defaults above; Total
@@ -70,24 +66,20 @@ func (d DownloadLimits) withDefaults() DownloadLimits {
 // Downloads bounds the file downloads this process serves: the rate at which a client
 // address starts them, and how many run at once per client address, per file and in all.
 type Downloads struct {
-	now func() time.Time
-	lim DownloadLimits
+	lim   DownloadLimits
+	rates *ClientRates
 
 	mu       sync.Mutex
 	total    int
 	byClient map[netlimit.Client]int
 	byLink   map[string]int
-	buckets  map[netlimit.Client]*bucket
-	swept    time.Time // when a full bucket table was last swept
 }
 
 // NewDownloads makes the download bounds; now nil is time.Now.
 func NewDownloads(now func() time.Time, lim DownloadLimits) *Downloads {
-	if now == nil {
-		now = time.Now
-	}
-	return &Downloads{now: now, lim: lim.withDefaults(), byClient: map[netlimit.Client]int{},
-		byLink: map[string]int{}, buckets: map[netlimit.Client]*bucket{}}
+	lim = lim.withDefaults()
+	return &Downloads{lim: lim, rates: NewClientRates(now, lim.Rate, lim.Burst, "file requests"),
+		byClient: map[netlimit.Client]int{}, byLink: map[string]int{}}
 }
 
 // Limits are the bounds in force.
@@ -105,18 +97,11 @@ func (d *Downloads) InFlight() int {
 // client can make the process do, refusals included. The caller calls end when the request
 // ends.
 func (d *Downloads) Begin(client netlimit.Client, link string) (end func(), err error) {
-	now := d.now()
+	if err := d.rates.Allow(client); err != nil {
+		return nil, err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if b := d.bucket(client, now); b != nil {
-		b.refill(now, d.lim.Rate, d.lim.Burst)
-		if w := b.wait(d.lim.Rate); w > 0 {
-			secs := seconds(w)
-			return nil, refuse(ScopeClient, LimitRate, CodeRate, secs,
-				fmt.Sprintf("Too many file requests from this client address. Slow down and retry after %d s (Retry-After).", secs))
-		}
-		b.take(now, d.lim.Rate, d.lim.Burst)
-	}
 	switch {
 	case d.byClient[client] >= d.lim.PerClient:
 		return nil, refuse(ScopeClient, LimitInFlight, CodeDownloads, retryDownloads,
@@ -146,31 +131,4 @@ func (d *Downloads) end(client netlimit.Client, link string) {
 	if d.byLink[link]--; d.byLink[link] <= 0 {
 		delete(d.byLink, link)
 	}
-}
-
-// bucket returns the client's rate bucket, or nil when the table is full of clients whose
-// buckets are still refilling.
-func (d *Downloads) bucket(client netlimit.Client, now time.Time) *bucket {
-	if b, ok := d.buckets[client]; ok {
-		return b
-	}
-	if len(d.buckets) >= maxDownloadClients {
-		// A sweep reads the whole table: at most one a second, so that a flood of new
-		// addresses cannot make every request pay for it.
-		if now.Sub(d.swept) < time.Second {
-			return nil
-		}
-		d.swept = now
-		for k, b := range d.buckets {
-			if !now.Before(b.full) {
-				delete(d.buckets, k)
-			}
-		}
-		if len(d.buckets) >= maxDownloadClients {
-			return nil
-		}
-	}
-	b := &bucket{}
-	d.buckets[client] = b
-	return b
 }
