@@ -177,7 +177,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // request's body to its end. Without it net/http, before sending the headers, reads (and
 // discards) up to 256 KiB of the unread body to keep the connection: a client that declares a
 // body and never sends it (an unauthenticated one, typically) then holds its refusal until the
-// read timeout. With it the answer goes out at once and the connection is closed after it.
+// body's read deadline. With it the answer goes out at once and the connection is closed after it.
 func (w *statusWriter) closeIfUnread() {
 	if w.body != nil && !w.body.sawEOF {
 		w.Header().Set("Connection", "close")
@@ -187,7 +187,7 @@ func (w *statusWriter) closeIfUnread() {
 // unreadBodyGrace is how long a connection whose request body was left unread is kept after
 // the answer: long enough to take in a body already on its way (closing a socket with unread
 // input makes the kernel reset it, which can destroy the answer before the client reads it),
-// far shorter than the read timeout.
+// far shorter than the body's read deadline (DefaultBodyReadTimeout).
 const unreadBodyGrace = 500 * time.Millisecond
 
 // bodyTracker notes whether a request body was read to its end, and then lifts the body's
@@ -244,8 +244,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		if sw.body != nil && !sw.body.sawEOF {
 			// After the handler, net/http reads what is left of the body (up to 256 KiB) before
-			// it closes the connection, bounded only by the server's read timeout. The answer
-			// is already out; give the client a moment to send what it promised, then stop.
+			// it closes the connection, bounded only by the body's read deadline. The answer is
+			// already out; give the client a moment to send what it promised, then stop.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace))
 		}
 		elapsed := time.Since(start)
