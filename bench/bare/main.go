@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"mediagen/internal/httpapi"
 )
 
 // body has the shape and size of a queued task as GET /v1/videos/{id} returns it (173 bytes).
@@ -40,13 +42,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bare:", err)
 		os.Exit(1)
 	}
-	// The same server timeouts as mediagen serve, so both sides differ only in the handler.
-	srv := &http.Server{
-		Handler:           http.HandlerFunc(handler),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	// The same server settings as mediagen serve's API listener, so both sides differ only in
+	// the handler (and serve's per-request deadlines and connection counting).
+	srv := httpapi.NewHTTPServer(http.HandlerFunc(handler), nil)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

@@ -140,6 +140,8 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		KeyCacheTTL: c.KeyCacheTTL,
 		Speech:      speechSvc,
 		Limiter:     limits.New(time.Now, c.LimitReplicas),
+		Downloads:   limits.NewDownloads(time.Now, limits.DownloadLimits{Total: m.edge.Downloads}),
+		Proxies:     c.proxies,
 	}), nil
 }
 

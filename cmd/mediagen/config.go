@@ -17,6 +17,7 @@ import (
 	"mediagen/internal/limits"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/media/samples"
+	"mediagen/internal/netlimit"
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/sqlite"
@@ -45,6 +46,14 @@ type Config struct {
 	DebugListen string
 	// MetricsListen, when set, serves /metrics on its own listener and not on the API's.
 	MetricsListen string
+	// MaxConns bounds the API listener's open connections (0: derived from the open-file
+	// limit, at most defaultMaxConns); MaxConnsPerClient bounds one client address's.
+	MaxConns, MaxConnsPerClient int
+	// TrustedProxies are the reverse proxies (addresses and CIDRs, comma-separated) whose
+	// X-Forwarded-For names the client, and whose connections are exempt from the
+	// per-client connection bound.
+	TrustedProxies string
+	proxies        netlimit.Proxies
 
 	Role         string        // all, api or worker
 	SigningKey   string        // hex HMAC key for file links; default: <data-dir>/signing.key
@@ -77,7 +86,11 @@ type Config struct {
 	// of a replica is small, so the default of 100 collects several times a second under load.
 	GCPercent int
 	gogcSet   bool // GOGC is in the environment: it wins
-	serving   bool // the HTTP flags were registered (serve)
+	// MemoryLimitMiB is the Go runtime's soft memory limit for serve (GOMEMLIMIT), unless
+	// GOMEMLIMIT is set: it caps what --gc-percent's multiplier makes of a burst of garbage.
+	MemoryLimitMiB int
+	gomemlimitSet  bool
+	serving        bool // the HTTP flags were registered (serve)
 
 	envErrs []string
 }
@@ -147,7 +160,12 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		num(&c.GCPercent, "gc-percent", 400, "Go garbage collection target of serve: the heap grows this many percent over the live heap before a collection (GOGC); higher trades memory for CPU, and 400 took a third off the CPU of a create (bench/README.md). The GOGC environment variable, when set, wins; 0 or less leaves Go's default")
 		c.gogcSet = getenv("GOGC") != ""
+		num(&c.MemoryLimitMiB, "memory-limit-mb", defaultMemoryLimitMiB, "soft limit of the Go runtime's memory, in MiB (GOMEMLIMIT): the collector runs more often as the process nears it, so that --gc-percent's headroom (5 × the live heap at 400) cannot turn thousands of connections' garbage into hundreds of MiB; a live heap above it costs collector CPU, not a failure (docs/http.md). The GOMEMLIMIT environment variable, when set, wins; 0 disables")
+		c.gomemlimitSet = getenv("GOMEMLIMIT") != ""
 		str(&c.MetricsListen, "metrics-listen", "", "serve /metrics on this separate address (e.g. 127.0.0.1:9090) instead of the API's; empty: /metrics is on the API address, where anyone who reaches it can read it (upstream account names, volumes, overage)")
+		num(&c.MaxConns, "max-conns", 0, "connections the API listener holds at once; 0 derives it from the open-file limit (at most 4096, docs/http.md). Past 75% of it only clients holding fewer than 8 connections get a new one; at it, idle keep-alive connections are closed first")
+		num(&c.MaxConnsPerClient, "max-conns-per-client", defaultConnsPerClient, "connections one client address (an IPv4 address, an IPv6 /64) holds at once on the API listener")
+		str(&c.TrustedProxies, "trusted-proxies", "", "reverse proxies in front of serve (addresses or CIDRs, comma-separated): their X-Forwarded-For names the client address of the file-download limits, and their connections are exempt from --max-conns-per-client; empty: the client is the connection's peer")
 		str(&c.DebugListen, "debug-listen", "", "serve Go profiling (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly")
 		str(&c.SandboxSamples, "sandbox-samples", "auto", "serve the sandbox's sample media at https://"+samples.Host+"/… to the service's own fetches, with no network I/O: auto (only with the embedded demo catalog), on or off")
 		str(&c.FetchAllow, "fetch-allow", "", "let media fetches reach these non-public addresses: 'loopback' and/or CIDRs, comma-separated (development only)")
@@ -196,6 +214,14 @@ func (c *Config) validate() error {
 	if _, err := c.fetchOptions(); err != nil {
 		return err
 	}
+	if c.MaxConns < 0 || c.MaxConnsPerClient < 0 {
+		return errors.New("--max-conns and --max-conns-per-client must not be negative")
+	}
+	ps, err := netlimit.ParseProxies(c.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	c.proxies = ps
 	switch c.SandboxSamples {
 	case "", "auto", "on", "off":
 	default:
@@ -205,6 +231,19 @@ func (c *Config) validate() error {
 		c.DB = "sqlite:" + filepath.Join(c.DataDir, "mediagen.db")
 	}
 	return nil
+}
+
+// defaultMemoryLimitMiB is --memory-limit-mb's default. A replica's live heap is a few MiB to a
+// few tens (bench/README.md: 60-76 MiB resident after a full API benchmark); under the edge's
+// bounds an attack's live heap is under 100 MiB (bench/conns), which --gc-percent 400 alone
+// lets grow to five times that before a collection. 256 MiB keeps the process under 300 MB,
+// the bound, and is reached by legitimate work only when every one of --max-probes
+// reads 8 MiB from a server without range support at once.
+const defaultMemoryLimitMiB = 256
+
+// memoryLimit is the GOMEMLIMIT that serve sets, in bytes, if it sets one.
+func (c *Config) memoryLimit() (int64, bool) {
+	return int64(c.MemoryLimitMiB) << 20, c.MemoryLimitMiB > 0 && !c.gomemlimitSet
 }
 
 // gcTarget is the GOGC that serve sets, if it sets one: not over a GOGC from the environment.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"time"
+
+	"mediagen/internal/httpapi"
+	"mediagen/internal/netlimit"
 )
 
 // startDebug serves the Go profiler on its own listener. It is a separate server so the
@@ -22,9 +25,12 @@ func (m *Main) startDebug() error {
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	m.debug = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = m.debug.Serve(ln) }()
-	m.log.Info("profiling enabled", "addr", ln.Addr().String())
+	bounded := wrapOps(netlimit.ListenerDebug, ln, m.connMetrics)
+	m.debug = httpapi.NewOpsServer(mux, httpapi.DebugWriteTimeout, slog.NewLogLogger(m.log.Handler(), slog.LevelWarn))
+	m.debug.ConnState = bounded.ConnState
+	m.debugAddr = ln.Addr().String()
+	go func() { _ = m.debug.Serve(bounded) }()
+	m.log.Info("profiling enabled", "addr", m.debugAddr)
 	return nil
 }
 
@@ -37,9 +43,11 @@ func (m *Main) startMetrics(h http.Handler) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
-	m.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	bounded := wrapOps(netlimit.ListenerMetrics, ln, m.connMetrics)
+	m.metrics = httpapi.NewOpsServer(mux, httpapi.MetricsWriteTimeout, slog.NewLogLogger(m.log.Handler(), slog.LevelWarn))
+	m.metrics.ConnState = bounded.ConnState
 	m.metricsAddr = ln.Addr().String()
-	go func() { _ = m.metrics.Serve(ln) }()
+	go func() { _ = m.metrics.Serve(bounded) }()
 	m.log.Info("metrics on their own listener", "addr", m.metricsAddr)
 	return nil
 }

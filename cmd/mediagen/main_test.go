@@ -200,6 +200,31 @@ func TestServeSetsGCTargetUnlessGOGCIsSet(t *testing.T) {
 	}
 }
 
+func TestServeSetsMemoryLimitUnlessGOMEMLIMITIsSet(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int64 // 0: serve leaves the limit alone
+	}{
+		{"default", nil, 256 << 20},
+		{"chosen by flag env", map[string]string{"MEDIAGEN_MEMORY_LIMIT_MB": "1024"}, 1024 << 20},
+		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB", "MEDIAGEN_MEMORY_LIMIT_MB": "512"}, 0},
+		{"off", map[string]string{"MEDIAGEN_MEMORY_LIMIT_MB": "0"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMain(env(tt.env), io.Discard, io.Discard)
+			if err := m.ParseFlags(nil); err != nil {
+				t.Fatal(err)
+			}
+			limit, ok := m.Config.memoryLimit()
+			if got := map[bool]int64{true: limit}[ok]; got != tt.want {
+				t.Errorf("memory limit = %d (set %v), want %d", limit, ok, tt.want)
+			}
+		})
+	}
+}
+
 // admin runs an admin command against the data directory and returns its output.
 func admin(t *testing.T, dataDir string, args ...string) string {
 	t.Helper()

@@ -20,7 +20,9 @@ import (
 
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
+	"mediagen/internal/httpapi"
 	"mediagen/internal/jobs"
+	"mediagen/internal/netlimit"
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/store/postgres"
@@ -47,6 +49,11 @@ type Main struct {
 	metrics *http.Server // --metrics-listen
 	// metricsAddr is where metrics listens (its port, when --metrics-listen asked for :0).
 	metricsAddr string
+	debugAddr   string
+	// edge are the connection and download bounds in force (edge.go); connMetrics count the
+	// bounded listeners' connections.
+	edge        edgeBounds
+	connMetrics *netlimit.Metrics
 	// serveLock marks the SQLite database as served by this process (sqlite.LockServe).
 	serveLock *os.File
 	blobs     blob.Store // results and speech audio: blobFS, or an S3 bucket
@@ -109,6 +116,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := m.planEdge(); err != nil {
+		return err
+	}
 	m.catalog, m.demo = cat, demo
 	if strings.HasPrefix(m.Config.DB, "sqlite:") {
 		path, err := sqlitePath(m.Config.DB)
@@ -157,15 +167,16 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.srv = &http.Server{
-		Handler:           api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
-	}
+	m.connMetrics = netlimit.NewMetrics(m.reg)
+	bounded := m.edge.wrapAPI(ln, m.Config.proxies, m.connMetrics)
+	m.ln = bounded
+	m.srv = httpapi.NewHTTPServer(api.Handler(), slog.NewLogLogger(m.log.Handler(), slog.LevelWarn))
+	m.srv.ConnState = bounded.ConnState
 	if pct, ok := m.Config.gcTarget(); ok {
 		debug.SetGCPercent(pct)
+	}
+	if limit, ok := m.Config.memoryLimit(); ok {
+		debug.SetMemoryLimit(limit)
 	}
 	if m.Config.DebugListen != "" {
 		if err := m.startDebug(); err != nil {
@@ -178,7 +189,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.srv.Serve(ln) }()
+	go func() { m.served <- m.srv.Serve(m.ln) }()
 	m.log.Info("mediagen serving", "addr", ln.Addr().String(), "public_url", m.Config.PublicURL,
 		"db", m.db.Dialect(), "catalog", catalogName(m.Config.Catalog), "version", version)
 	return nil
@@ -189,6 +200,29 @@ func catalogName(path string) string {
 		return "embedded demo"
 	}
 	return path
+}
+
+// planEdge reads (and, where the runtime did not, raises) the open-file limit and fits the
+// connection and download bounds in it; a --max-conns that does not fit stops serve here.
+func (m *Main) planEdge() error {
+	soft, hard, err := netlimit.RaiseFileLimit()
+	if err != nil {
+		m.log.Warn("open-file limit unknown; connection bounds from the flags alone", "err", err)
+	}
+	ops := 0
+	for _, a := range []string{m.Config.DebugListen, m.Config.MetricsListen} {
+		if a != "" {
+			ops++
+		}
+	}
+	m.edge, err = planEdge(soft, m.Config.MaxConns, m.Config.MaxConnsPerClient, ops)
+	if err != nil {
+		return err
+	}
+	m.log.Info("connection bounds", append([]any{"open_files", soft, "open_files_hard", hard,
+		"max_conns", m.edge.MaxConns, "max_conns_per_client", m.edge.ConnsPerClient, "high_water", m.edge.HighWater,
+		"max_downloads", m.edge.Downloads, "trusted_proxies", len(m.Config.proxies)}, edgeTimeouts()...)...)
+	return nil
 }
 
 // URL is the base URL the server listens on.

@@ -37,6 +37,10 @@ const (
 	KindRangeNotSatisfiable
 	// KindPreconditionFailed is a conditional request whose condition is false (412).
 	KindPreconditionFailed
+	// KindURITooLong is a request target longer than the edge's bound (414).
+	KindURITooLong
+	// KindRequestTimeout is a request body that did not arrive within the edge's bound (408).
+	KindRequestTimeout
 )
 
 type kindInfo struct {
@@ -63,6 +67,8 @@ var table = map[Kind]kindInfo{
 	KindTimeout:              {http.StatusGatewayTimeout, "api_error", "timeout"},
 	KindRangeNotSatisfiable:  {http.StatusRequestedRangeNotSatisfiable, "invalid_request_error", "range_not_satisfiable"},
 	KindPreconditionFailed:   {http.StatusPreconditionFailed, "invalid_request_error", "precondition_failed"},
+	KindURITooLong:           {http.StatusRequestURITooLong, "invalid_request_error", "uri_too_long"},
+	KindRequestTimeout:       {http.StatusRequestTimeout, "invalid_request_error", "request_timeout"},
 }
 
 // Error is a client-visible error. Message must be safe to show: no internal text.

@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -133,3 +134,13 @@ func (c *errorCatcher) Write(b []byte) (int, error) {
 }
 
 func (c *errorCatcher) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// ReadFrom lets http.ServeContent's copy of the file reach the writer's own ReadFrom (the
+// transport's, with a pooled buffer and a write deadline per piece) rather than io.Copy's
+// fresh 32 KiB buffer for every download.
+func (c *errorCatcher) ReadFrom(r io.Reader) (int64, error) {
+	if c.status != 0 {
+		return io.Copy(io.Discard, r)
+	}
+	return io.Copy(c.ResponseWriter, r)
+}

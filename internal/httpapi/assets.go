@@ -13,8 +13,8 @@ func (s *Server) assetRoutes() {
 	for _, op := range s.assets.Operations() {
 		s.handle("POST "+op.Path, s.auth(s.assetOp(op)))
 	}
-	s.handle("GET "+asset.VerifyPath+"{token}", s.verifyPage)
-	s.handle("POST "+asset.VerifyPath+"{token}/{action}", s.verifyAction)
+	s.handle("GET "+asset.VerifyPath+"{token}", s.perClient(s.verifyRates, s.verifyPage))
+	s.handle("POST "+asset.VerifyPath+"{token}/{action}", s.perClient(s.verifyRates, s.verifyAction))
 }
 
 func errAssetsUnavailable() *apierr.Error {

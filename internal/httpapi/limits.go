@@ -16,14 +16,17 @@ import (
 func newRateLimited(reg *prometheus.Registry) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagen_rate_limited_total",
-		Help: "Requests refused with 429 by a limit, by scope (key, tenant) and limit (rate, in_flight).",
+		Help: "Requests refused with 429 by a limit, by scope (key, tenant; client, link, server for file downloads) and limit (rate, in_flight).",
 	}, []string{"scope", "limit"})
 	reg.MustRegister(c)
-	for _, scope := range []string{limits.ScopeKey, limits.ScopeTenant} {
+	// Every series that can move exists from the start, at 0.
+	for _, scope := range []string{limits.ScopeKey, limits.ScopeTenant, limits.ScopeClient} {
 		for _, limit := range []string{limits.LimitRate, limits.LimitInFlight} {
-			c.WithLabelValues(scope, limit) // every series exists from the start, at 0
+			c.WithLabelValues(scope, limit)
 		}
 	}
+	c.WithLabelValues(limits.ScopeLink, limits.LimitInFlight)
+	c.WithLabelValues(limits.ScopeServer, limits.LimitInFlight)
 	return c
 }
 

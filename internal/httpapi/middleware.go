@@ -2,13 +2,16 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"mediagen/internal/apierr"
@@ -69,31 +72,103 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// statusWriter remembers the status for logs and metrics, and closes the connection after an
-// answer that leaves a declared request body unread (see unreadBody).
+// statusWriter remembers the status for logs and metrics, closes the connection after an
+// answer that leaves a declared request body unread (see unreadBody), and keeps a write
+// deadline that moves forward only while the client takes the answer (DefaultWriteStall).
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
 	body   *bodyTracker // nil: the request declared no body, or is not HTTP/1
+	// deadline sets the connection's write deadline (nil: the writer has none, as in tests
+	// on a recorder); stall is the time each piece of the answer gets.
+	deadline func(time.Time) error
+	stall    time.Duration
+	// stalled: a write ran out of its deadline, so the client stopped reading.
+	stalled bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 		w.closeIfUnread()
+		// The headers go out when the handler ends or writes a body: a client that never
+		// reads (with answers to earlier requests filling its window) cannot hold them.
+		w.extend()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Write hands b on in pieces of writePiece bytes, each with a fresh deadline: a client that
+// takes each piece within the stall time gets an answer of any size; one that stops reading
+// gets a write error, and net/http closes the connection.
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 		w.closeIfUnread()
 	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
-	return n, err
+	n := 0
+	for len(b) > 0 {
+		p := b[:min(len(b), writePiece)]
+		w.extend()
+		m, err := w.ResponseWriter.Write(p)
+		n += m
+		w.bytes += int64(m)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				w.stalled = true
+			}
+			return n, err
+		}
+		b = b[m:]
+	}
+	return n, nil
+}
+
+// ReadFrom copies a body (a file link's, through http.ServeContent) with a pooled piece
+// buffer instead of io.Copy's fresh 32 KiB one: a download blocked on a client that does not
+// read holds 16 KiB, and a download allocates nothing per request.
+func (w *statusWriter) ReadFrom(src io.Reader) (int64, error) {
+	bp := pieces.Get().(*[]byte)
+	defer pieces.Put(bp)
+	var n int64
+	for {
+		m, rerr := src.Read(*bp)
+		if m > 0 {
+			k, werr := w.Write((*bp)[:m])
+			n += int64(k)
+			if werr != nil {
+				return n, werr
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}
+
+// pieces are the buffers of ReadFrom, one write piece each.
+var pieces = sync.Pool{New: func() any { b := make([]byte, writePiece); return &b }}
+
+func (w *statusWriter) extend() {
+	if w.deadline != nil {
+		_ = w.deadline(time.Now().Add(w.stall))
+	}
+}
+
+// writeDeadline finds how to set w's write deadline: net/http's own writer has the method;
+// a wrapper that unwraps to one is reached through a ResponseController.
+func writeDeadline(w http.ResponseWriter) func(time.Time) error {
+	if d, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		return d.SetWriteDeadline
+	}
+	if _, ok := w.(interface{ Unwrap() http.ResponseWriter }); ok {
+		return http.NewResponseController(w).SetWriteDeadline
+	}
+	return nil
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -102,7 +177,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // request's body to its end. Without it net/http, before sending the headers, reads (and
 // discards) up to 256 KiB of the unread body to keep the connection: a client that declares a
 // body and never sends it (an unauthenticated one, typically) then holds its refusal until the
-// read timeout. With it the answer goes out at once and the connection is closed after it.
+// body's read deadline. With it the answer goes out at once and the connection is closed after it.
 func (w *statusWriter) closeIfUnread() {
 	if w.body != nil && !w.body.sawEOF {
 		w.Header().Set("Connection", "close")
@@ -112,19 +187,25 @@ func (w *statusWriter) closeIfUnread() {
 // unreadBodyGrace is how long a connection whose request body was left unread is kept after
 // the answer: long enough to take in a body already on its way (closing a socket with unread
 // input makes the kernel reset it, which can destroy the answer before the client reads it),
-// far shorter than the read timeout.
+// far shorter than the body's read deadline (DefaultBodyReadTimeout).
 const unreadBodyGrace = 500 * time.Millisecond
 
-// bodyTracker notes whether a request body was read to its end.
+// bodyTracker notes whether a request body was read to its end, and then lifts the body's
+// read deadline: net/http's background read of the idle connection would otherwise hit it
+// while the handler still works, and that cancels the request's context.
 type bodyTracker struct {
 	io.ReadCloser
 	sawEOF bool
+	atEOF  func() // nil: nothing to do
 }
 
 func (b *bodyTracker) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
+	if err == io.EOF && !b.sawEOF {
 		b.sawEOF = true
+		if b.atEOF != nil {
+			b.atEOF()
+		}
 	}
 	return n, err
 }
@@ -144,10 +225,18 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			info = &reqInfo{}
 			r = r.WithContext(context.WithValue(r.Context(), ctxInfo, info))
 		}
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, deadline: writeDeadline(w), stall: s.writeStall}
 		if declaresBody(r) {
 			sw.body = &bodyTracker{ReadCloser: r.Body}
+			rc := http.NewResponseController(w)
+			// The body has DefaultBodyReadTimeout from here; the headers had ReadHeaderTimeout.
+			if rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil {
+				sw.body.atEOF = func() { _ = rc.SetReadDeadline(time.Time{}) }
+			}
 			r.Body = sw.body
+			// A stale deadline of the connection's last answer must not fail what net/http
+			// writes before the handler does (a 100 Continue when the body is read).
+			sw.extend()
 		}
 		next.ServeHTTP(sw, r)
 		if sw.status == 0 {
@@ -155,8 +244,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		if sw.body != nil && !sw.body.sawEOF {
 			// After the handler, net/http reads what is left of the body (up to 256 KiB) before
-			// it closes the connection, bounded only by the server's read timeout. The answer
-			// is already out; give the client a moment to send what it promised, then stop.
+			// it closes the connection, bounded only by the body's read deadline. The answer is
+			// already out; give the client a moment to send what it promised, then stop.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace))
 		}
 		elapsed := time.Since(start)
@@ -165,6 +254,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		s.metrics.observe(route, r.Method, sw.status, elapsed)
+		if sw.stalled {
+			s.edge.stalled.Inc()
+		}
 		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
 			return
 		}
@@ -211,6 +303,9 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 	if err != nil {
 		if _, ok := err.(*http.MaxBytesError); ok {
 			return nil, apiErrTooLarge(s.maxBody)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, s.bodyTimedOut(w)
 		}
 		return nil, apierr.Invalid("", "The request body could not be read.")
 	}

@@ -13,6 +13,7 @@ import (
 	"mediagen/internal/asset"
 	"mediagen/internal/catalog"
 	"mediagen/internal/limits"
+	"mediagen/internal/netlimit"
 	"mediagen/internal/speech"
 	"mediagen/internal/store"
 	"mediagen/internal/video"
@@ -59,6 +60,18 @@ type Config struct {
 	// Limiter enforces the catalog's request-rate and concurrent-request limits in this
 	// process (nil: a limiter of its own on Now, each limit enforced in full).
 	Limiter *limits.Limiter
+	// Downloads bounds the file downloads (GET /v1/files) per client address, per file and in
+	// all, and their rate per client address (nil: the defaults, with no total).
+	Downloads *limits.Downloads
+	// VerifyRates bounds the verification page's requests per client address (nil: the
+	// defaults, limits.VerifyRequestsPerSecond and VerifyBurst).
+	VerifyRates *limits.ClientRates
+	// Proxies are the reverse proxies whose X-Forwarded-For names the client address
+	// (--trusted-proxies); without any, the client is the connection's peer.
+	Proxies netlimit.Proxies
+	// WriteStall and BodyReadTimeout override DefaultWriteStall and DefaultBodyReadTimeout
+	// (tests; 0: the default).
+	WriteStall, BodyReadTimeout time.Duration
 }
 
 // Server is the API.
@@ -85,6 +98,12 @@ type Server struct {
 	limiter          *limits.Limiter
 	// rateLimited counts 429s by scope and limit (limits.go).
 	rateLimited *prometheus.CounterVec
+	downloads   *limits.Downloads
+	verifyRates *limits.ClientRates
+	proxies     netlimit.Proxies
+	writeStall  time.Duration
+	bodyTimeout time.Duration
+	edge        edgeMetrics
 }
 
 // New builds the server and its routing table.
@@ -114,6 +133,22 @@ func New(c Config) *Server {
 	}
 	s.metrics = newMetrics(s.reg)
 	s.rateLimited = newRateLimited(s.reg)
+	s.downloads, s.proxies = c.Downloads, c.Proxies
+	if s.downloads == nil {
+		s.downloads = limits.NewDownloads(s.now, limits.DownloadLimits{})
+	}
+	s.verifyRates = c.VerifyRates
+	if s.verifyRates == nil {
+		s.verifyRates = limits.NewClientRates(s.now, limits.VerifyRequestsPerSecond, limits.VerifyBurst, "verification page requests")
+	}
+	s.writeStall, s.bodyTimeout = c.WriteStall, c.BodyReadTimeout
+	if s.writeStall <= 0 {
+		s.writeStall = DefaultWriteStall
+	}
+	if s.bodyTimeout <= 0 {
+		s.bodyTimeout = DefaultBodyReadTimeout
+	}
+	s.edge = newEdgeMetrics(s.reg, s.downloads)
 	s.limiter = c.Limiter
 	if s.limiter == nil {
 		s.limiter = limits.New(s.now, 1)
@@ -140,7 +175,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/audio/speech", s.auth(s.createSpeech))
 	s.assetRoutes()
 	if s.files != nil {
-		s.handle("GET /v1/files/{key...}", s.files.ServeFile) // the signature is the credential
+		s.handle("GET /v1/files/{key...}", s.download(s.files.ServeFile)) // the signature is the credential
 	}
 }
 
@@ -152,6 +187,10 @@ func (s *Server) Handler() http.Handler {
 // dispatch routes the request, answering unknown paths, unclean paths and wrong methods with
 // envelopes instead of the mux's plain-text pages and redirects.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	if len(r.RequestURI) > MaxRequestTarget {
+		s.writeError(w, r, apiErrURITooLong())
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if _, ours := h.(route); ours {
 		if info := infoFrom(r.Context()); info != nil {
