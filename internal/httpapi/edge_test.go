@@ -136,7 +136,9 @@ func (e *edgeEnv) get(t *testing.T, local, path string, rcvbuf int) (net.Conn, *
 // than that gets the whole file (issue 25, part 3: stalled downloads were held forever).
 func TestStalledDownloadIsCutOffWhileAMovingOneCompletes(t *testing.T) {
 	t.Parallel()
-	const stall = 300 * time.Millisecond
+	// The bound is far above what a loaded machine's scheduling delays the slow reader by
+	// (300 ms was not, under a parallel CI run), and the slow read below lasts longer than it.
+	const stall = 2 * time.Second
 	e := newEdgeEnv(t, Config{WriteStall: stall})
 
 	stalled, res := e.startDownload(t, "127.0.0.1", e.link)
@@ -170,14 +172,14 @@ func TestStalledDownloadIsCutOffWhileAMovingOneCompletes(t *testing.T) {
 	buf := make([]byte, 256<<10)
 	var n int64
 	for {
-		// A slow reader: 256 KiB every 30 ms, about 8 MiB/s, so the 16 MiB take about 2 s,
-		// several times the stall bound, while no 300 ms pass without progress.
+		// A slow reader: 256 KiB every 75 ms, about 3.4 MiB/s, so the 16 MiB take about 5 s,
+		// more than twice the stall bound, while no 2 s pass without progress.
 		m, err := io.ReadFull(res.Body, buf)
 		n += int64(m)
 		if err != nil {
 			break
 		}
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(75 * time.Millisecond)
 	}
 	if n != int64(e.size) {
 		t.Fatalf("the moving client got %d of %d bytes", n, e.size)

@@ -283,8 +283,11 @@ func (h *leaseSpanningStep) Expired(store.TaskRun) Final { return Final{Status: 
 func TestHeartbeatKeepsALiveStepsTask(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	h := &leaseSpanningStep{d: 800 * time.Millisecond}
-	k := jobs.Kind{Poll: 5 * time.Millisecond, Lease: 150 * time.Millisecond}
+	// The step spans several leases; a renewal every third of a lease would have to be two
+	// thirds of a lease (0.67 s) late for the other engine to take over, which a loaded CI
+	// machine's scheduling and single SQLite writer do not reach (with 150 ms leases they did).
+	h := &leaseSpanningStep{d: 2500 * time.Millisecond}
+	k := jobs.Kind{Poll: 5 * time.Millisecond, Lease: time.Second}
 	a := e.runTasks(h, k)
 	defer a.Stop()
 	id := e.task(1_000, time.Now())
