@@ -133,7 +133,8 @@ func (c *claim) dueTenants(ctx context.Context, t *Tx) ([]*dueTenant, error) {
 	var passes []*float64
 	c.leased = map[tenantKey]int{}
 	tenantLeased := map[string]int{}
-	err := t.query(ctx, dueTenantsQuery, dueTenantsArgs(c.kind, c.queue, c.now), func(rows Rows) error {
+	query, args := c.db.dueTenants(c.kind, c.queue, c.now)
+	err := t.query(ctx, query, args, func(rows Rows) error {
 		for rows.Next() {
 			var tag int
 			var tenant, key string

@@ -15,7 +15,7 @@ import (
 // tenant, one more its oldest run_at (due if it is not after now), both in the index. The
 // leased jobs come from jobs_leased, a partial index of the few leased rows. Rows are tagged:
 // 0 for a tenant (t, an empty key, oldest run_at, pass or NULL), 1 for a key's leased count
-// (t, k, count, NULL).
+// (t, k, count, NULL). The dialect's ClaimSetup is evaluated last (claimSetupBranch).
 const dueTenantsQuery = `WITH RECURSIVE
 	tenants(t) AS (
 		SELECT (SELECT tenant_id FROM jobs WHERE kind = ? AND queue = ?
@@ -33,11 +33,21 @@ const dueTenantsQuery = `WITH RECURSIVE
 		WHERE oldest.r <= ?
 	UNION ALL
 	SELECT 1, tenant_id, key_id, COUNT(*), NULL FROM jobs
-		WHERE kind = ? AND queue = ? AND lease_until > 0 AND lease_until > ? GROUP BY tenant_id, key_id`
+		WHERE kind = ? AND queue = ? AND lease_until > 0 AND lease_until > ? GROUP BY tenant_id, key_id%s`
 
-// dueTenantsArgs are dueTenantsQuery's arguments.
-func dueTenantsArgs(kind, queue string, now int64) []any {
-	return []any{kind, queue, kind, queue, kind, queue, kind, queue, now, kind, queue, now}
+// claimSetupBranch evaluates the dialect's ClaimSetup in dueTenantsQuery and returns no row:
+// the settings hold for the statements after it in the transaction.
+const claimSetupBranch = `
+	UNION ALL
+	SELECT 2, '', '', 0, NULL WHERE (%s) IS NULL`
+
+// dueTenants is dueTenantsQuery with the dialect's setup, and its arguments.
+func (db *DB) dueTenants(kind, queue string, now int64) (string, []any) {
+	setup := ""
+	if s := db.d.ClaimSetup(); s != "" {
+		setup = fmt.Sprintf(claimSetupBranch, s)
+	}
+	return fmt.Sprintf(dueTenantsQuery, setup), []any{kind, queue, kind, queue, kind, queue, kind, queue, now, kind, queue, now}
 }
 
 // candidatesQuery is stage 2, for the tenants a claim takes from (the shares CTE: each
@@ -60,7 +70,7 @@ const candidatesQuery = `WITH RECURSIVE
 		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at FROM grp JOIN jobs c ON c.id = (SELECT id FROM jobs
 			WHERE kind = ? AND queue = ? AND tenant_id = grp.t AND key_id = grp.k AND priority = grp.p AND run_at <= ?
 			ORDER BY tenant_id, key_id, priority, run_at, id LIMIT 1)),
-	heads AS (SELECT head.*, shares.s_n AS share, COUNT(*) OVER (PARTITION BY head.t) AS gt
+	heads AS (SELECT head.*, shares.s_n AS share, (SELECT COUNT(*) FROM head g WHERE g.t = head.t) AS gt
 		FROM head JOIN shares ON shares.s_t = head.t),
 	cand(id, t, k, p, r, n, cap) AS (
 		SELECT id, t, k, p, r, 1, (share + gt - 1) / gt FROM heads
