@@ -56,7 +56,9 @@ func (db *DB) dueTenants(kind, queue string, now int64) (string, []any) {
 // tenant and its share of the batch): it walks their distinct (key, priority) with a skip scan
 // of jobs_fair, takes the oldest due jobs of each such group (an index range that stops at the
 // first job not yet due) up to the group's cap — the tenant's share split between its groups
-// with a due job, at least one — and returns them with their key's pass.
+// with a due job, at least one — and returns them with their key's pass. The groups per
+// tenant are counted with GROUP BY: a window needs a sort, which PostgreSQL's claim settings
+// rule out, and a correlated count made SQLite's claim of 64 over 100 tenants 5× slower.
 const candidatesQuery = `WITH RECURSIVE
 	shares(s_t, s_n) AS (%s),
 	grp(t, k, p) AS (
@@ -72,8 +74,9 @@ const candidatesQuery = `WITH RECURSIVE
 		SELECT c.id, c.tenant_id, c.key_id, c.priority, c.run_at FROM grp JOIN jobs c ON c.id = (SELECT id FROM jobs
 			WHERE kind = ? AND queue = ? AND tenant_id = grp.t AND key_id = grp.k AND priority = grp.p AND run_at <= ?
 			ORDER BY tenant_id, key_id, priority, run_at, id LIMIT 1)),
-	heads AS (SELECT head.*, shares.s_n AS share, (SELECT COUNT(*) FROM head g WHERE g.t = head.t) AS gt
-		FROM head JOIN shares ON shares.s_t = head.t),
+	groups(g_t, gt) AS (SELECT t, COUNT(*) FROM head GROUP BY t),
+	heads AS (SELECT head.*, shares.s_n AS share, groups.gt
+		FROM head JOIN shares ON shares.s_t = head.t JOIN groups ON groups.g_t = head.t),
 	cand(id, t, k, p, r, n, cap) AS (
 		SELECT id, t, k, p, r, 1, (share + gt - 1) / gt FROM heads
 		UNION ALL
