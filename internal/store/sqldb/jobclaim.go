@@ -42,7 +42,7 @@ import (
 //
 // The cost follows the number of tenants with jobs of the kind (a seek or two each), the keys
 // of the tenants the claim takes from, and the batch — never the backlog, nor the keys of
-// tenants it does not take from. Four statements (five with a second round of stage 2) plus
+// tenants it does not take from. Five statements (six with a second round of stage 2) plus
 // begin and commit. Between tenants equal on leased jobs and pass, the one whose oldest job is
 // oldest is taken (stage 1 does not read their keys); within a tenant ties go by priority,
 // then age. The share bounds how far one claim of many jobs can make up for a tenant's fewer
