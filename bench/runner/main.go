@@ -2,11 +2,12 @@
 // tasks per second go from queued to a settled terminal state, and how memory behaves with many
 // queued tasks.
 //
-//	go run ./bench/runner [-tasks 100000] [-workers 8] [-store sqlite|postgres] [-submitters 64] [-keys 1]
+//	go run ./bench/runner [-tasks 100000] [-workers 8] [-store sqlite|postgres] [-submitters 64] [-keys 1] [-tenants 0]
 //
 // With every task queued it times claims on the backlog (one job, and a batch), each handed
 // back at once: the cost of the fair-share claim (docs/architecture.md#priority-and-fair-share)
-// as the backlog grows, and as it spreads over more keys, one tenant each (-keys).
+// as the backlog grows, and as it spreads over more keys (-keys), one tenant each or spread
+// over fewer tenants (-tenants).
 //
 // Memory is reported as Go heap (after a GC) and as the process's resident set (VmRSS), before
 // queueing, with every task queued, at the peak while running, and after.
@@ -62,9 +63,10 @@ func main() {
 	kind := flag.String("store", "sqlite", "sqlite or postgres")
 	drain := flag.Int("drain", 20_000, "tasks to run through the runner for the throughput figure (0: all)")
 	submitters := flag.Int("submitters", 64, "goroutines queueing tasks at once, as concurrent API requests do (their transactions share commits)")
-	keys := flag.Int("keys", 1, "keys the tasks are spread over, each of its own tenant (the groups a fair claim walks)")
+	keys := flag.Int("keys", 1, "keys the tasks are spread over (the groups a fair claim walks)")
+	tenants := flag.Int("tenants", 0, "tenants the keys belong to, key i to tenant i mod tenants (0: each key its own)")
 	flag.Parse()
-	if err := run(*kind, *tasks, *workers, *batch, *drain, *submitters, max(1, *keys)); err != nil {
+	if err := run(*kind, *tasks, *workers, *batch, *drain, *submitters, max(1, *keys), *tenants); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/runner:", err)
 		os.Exit(1)
 	}
@@ -127,7 +129,7 @@ func open(ctx context.Context, kind string) (*sqldb.DB, func(), error) {
 	return db, func() { os.RemoveAll(dir) }, err
 }
 
-func run(kind string, n, workers, batch, drain, submitters, nkeys int) error {
+func run(kind string, n, workers, batch, drain, submitters, nkeys, ntenants int) error {
 	ctx := context.Background()
 	db, cleanup, err := open(ctx, kind)
 	if err != nil {
@@ -137,7 +139,11 @@ func run(kind string, n, workers, batch, drain, submitters, nkeys int) error {
 	defer db.Close()
 	keys := make([]store.Key, nkeys)
 	for i := range keys {
-		keys[i] = store.Key{ID: idgen.New("key"), TenantID: fmt.Sprintf("bench-%d", i), Prefix: "mg_bench", Hash: []byte(idgen.Secret(8)), Unlimited: true, CreatedAt: time.Now()}
+		tenant := i
+		if ntenants > 0 {
+			tenant = i % ntenants
+		}
+		keys[i] = store.Key{ID: idgen.New("key"), TenantID: fmt.Sprintf("bench-%d", tenant), Prefix: "mg_bench", Hash: []byte(idgen.Secret(8)), Unlimited: true, CreatedAt: time.Now()}
 		if err := db.Transact(ctx, func(tx store.Tx) error { return tx.CreateKey(ctx, keys[i], "USD") }); err != nil {
 			return err
 		}
@@ -146,7 +152,7 @@ func run(kind string, n, workers, batch, drain, submitters, nkeys int) error {
 	// The caches a serve process enables, at their default sizes: they must stay bounded
 	// however many tasks are stored.
 	db.EnableBalanceCache(10_000, time.Second)
-	fmt.Printf("store=%s tasks=%d workers=%d batch=%d submitters=%d keys=%d GOMAXPROCS=%d\n", kind, n, workers, batch, submitters, nkeys, runtime.GOMAXPROCS(0))
+	fmt.Printf("store=%s tasks=%d workers=%d batch=%d submitters=%d keys=%d tenants=%d GOMAXPROCS=%d\n", kind, n, workers, batch, submitters, nkeys, ntenants, runtime.GOMAXPROCS(0))
 	fmt.Printf("memory:  %s before queueing\n", memText())
 
 	// Queue the tasks: each is the same transaction as an accepted request (task, job,

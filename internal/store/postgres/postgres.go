@@ -106,23 +106,28 @@ func (dialect) DriverCachesStatements() bool { return true }
 // ClaimLock makes concurrent claimers skip rows another claimer holds instead of waiting.
 func (dialect) ClaimLock() string { return " FOR UPDATE SKIP LOCKED" }
 
-// ClaimSetup pins the plan of the claim's pick, for this transaction only. The pick is a chain
-// of index seeks (jobs_fair, the primary key) whatever the data, and each setting below stops
-// the planner from finding otherwise, as measured with 100,000 jobs queued:
-//   - plan_cache_mode: planning it for each claim's arguments took 5 to 20 ms, for a pick
-//     that runs in under 1 ms; its generic plan is planned once per connection.
-//   - enable_seqscan, enable_sort, enable_incremental_sort, enable_hashjoin, enable_mergejoin
-//     off: with statistics from when the table was small (or none), the plan read a group's
-//     oldest due job from jobs_due, sorting all 100,000 due rows to find it (200 ms for a
-//     claim of one), and hashed a scan of the table (29 s for a claim of 64). Off, they only
-//     cost more; the tiny joins of the pick's CTEs still run as nested loops.
-//   - jit off: those costs make the query look expensive enough to compile, and compiling
-//     it took seconds, each time.
+// ClaimSetup pins the plans of the claim's statements after its first, for its transaction
+// only; the first statement evaluates it (sqldb.dueTenantsQuery), so it costs no round trip of
+// its own. The claim's candidates (sqldb.candidatesQuery) are a chain of index seeks of
+// jobs_fair and the primary key whatever the data, and each setting below stops the planner
+// from finding otherwise, as measured with 100,000 jobs queued (bench/runner):
+//   - enable_sort, enable_incremental_sort off: with no statistics yet (a table that grew
+//     since its last analyze), the plan read a group's oldest due job from jobs_tenant_due
+//     (or jobs_due) and sorted the tenant's 100,000 rows to find it: seconds for a claim of
+//     one where jobs_fair gives the order in one seek.
+//   - enable_seqscan, enable_hashjoin, enable_mergejoin off: the same statistics made the
+//     plan hash a scan of the table (29 s for a claim of 64). Off, they only cost more; the
+//     tiny joins of the claim's CTEs still run as nested loops.
+//   - plan_cache_mode: planning the candidates for each claim's arguments took 5 to 20 ms, for
+//     a query that runs in under 1 ms; its generic plan is planned once per connection (one
+//     per number of tenants served, at most the batch).
+//   - jit off: a disabled plan node makes the query look expensive enough to compile, and
+//     compiling it took seconds, each time.
 func (dialect) ClaimSetup() string {
-	return `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
-		set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true),
-		set_config('enable_incremental_sort', 'off', true),
-		set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
+	return `set_config('plan_cache_mode', 'force_generic_plan', true) || set_config('jit', 'off', true) ||
+		set_config('enable_seqscan', 'off', true) || set_config('enable_sort', 'off', true) ||
+		set_config('enable_incremental_sort', 'off', true) ||
+		set_config('enable_hashjoin', 'off', true) || set_config('enable_mergejoin', 'off', true)`
 }
 
 // IsRetryable: deadlock_detected and serialization_failure.

@@ -31,9 +31,10 @@ type Dialect interface {
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// ClaimLock is appended to the claim's inner SELECT (" FOR UPDATE SKIP LOCKED" or "").
 	ClaimLock() string
-	// ClaimSetup is a statement the claim's transaction runs before choosing its jobs ("" for
-	// none): on PostgreSQL, the planner settings that keep the fair-share pick to its index
-	// seeks (postgres.dialect.ClaimSetup says why each).
+	// ClaimSetup is an SQL expression the claim's first statement evaluates, so that it holds
+	// for the rest of the claim's transaction ("" for none): on PostgreSQL, the planner
+	// settings that keep the fair-share claim to its index seeks (postgres.dialect.ClaimSetup
+	// says why each).
 	ClaimSetup() string
 	// DriverCachesStatements reports that the driver already keeps prepared statements per
 	// connection (pgx does), so DB should not prepare its own.

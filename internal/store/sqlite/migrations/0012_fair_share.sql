@@ -9,11 +9,15 @@ UPDATE jobs SET key_id = COALESCE((SELECT key_id FROM tasks WHERE tasks.id = job
 UPDATE jobs SET key_id = COALESCE((SELECT key_id FROM assets WHERE assets.id = jobs.ref), '') WHERE kind = 'asset.ingest';
 UPDATE jobs SET key_id = COALESCE((SELECT key_id FROM verify_sessions WHERE verify_sessions.id = jobs.ref), '') WHERE kind = 'verify.callback';
 
--- The claim walks the distinct (tenant, key, priority) of a kind and queue (a skip scan) and
--- takes each one's oldest due jobs from this index, so its cost follows the number of keys with
--- work and the batch, not the backlog. run_at is the lease's end for leased jobs, so expired
--- leases are due here too. jobs_due (kind, queue, run_at) stays for the claim's first look, one
--- seek that finds whether anything is due at all: an idle poll costs no more than that.
+-- A claim first finds the tenants of a kind and queue with a due job: a skip scan of
+-- jobs_tenant_due, where each tenant's first entry is its oldest job (one seek a tenant,
+-- however many keys and jobs it has). Then, for the tenants it takes from only, it walks their
+-- distinct (key, priority) and takes each one's oldest due jobs from jobs_fair, so its cost
+-- follows the tenants with work, the keys of those it serves and the batch, not the backlog.
+-- run_at is the lease's end for leased jobs, so expired leases are due here too. jobs_due
+-- (kind, queue, run_at) stays for the claim's first look, one seek that finds whether anything
+-- is due at all: an idle poll costs no more than that.
+CREATE INDEX jobs_tenant_due ON jobs (kind, queue, tenant_id, run_at);
 CREATE INDEX jobs_fair ON jobs (kind, queue, tenant_id, key_id, priority, run_at, id);
 -- The leased jobs of a kind, counted per tenant and key at each claim: few (the workers of
 -- every replica), so a partial index keeps the count off the backlog.
