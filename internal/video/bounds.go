@@ -37,16 +37,7 @@ func (p *Pipeline) measure(ctx context.Context, path string) (measuredResult, er
 }
 
 func sampleLength(ctx context.Context, path string) (float64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	res, err := probe.ProbeReaderAt(ctx, f, st.Size(), probe.Options{})
+	res, err := probe.ProbeFile(ctx, path, probe.Options{})
 	return res.Duration, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 
 	"mediagen/internal/media/safefetch"
@@ -34,6 +35,21 @@ func ProbeURL(ctx context.Context, c *safefetch.Client, url string, opt Options)
 		res.BytesRead += bytes
 	}
 	return res, err
+}
+
+// ProbeFile measures the MP4/MOV at path as a submission measures a remote one: the longer of
+// its header and its samples (the local engines and the result bounds check files with it).
+func ProbeFile(ctx context.Context, path string, opt Options) (Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Result{}, err
+	}
+	return ProbeReaderAt(ctx, f, st.Size(), opt)
 }
 
 // ProbeReaderAt measures a local file (the service's stored copies).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"mediagen/internal/media/ffmpeg"
 	mediaprobe "mediagen/internal/media/probe"
@@ -173,16 +172,7 @@ func sourceChanged(length, maxSeconds float64) error {
 // sampleLength measures the MP4/MOV at path the way the submission did (probe: the longer of
 // its header and its samples).
 func sampleLength(ctx context.Context, path string) (float64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	res, err := mediaprobe.ProbeReaderAt(ctx, f, st.Size(), mediaprobe.Options{})
+	res, err := mediaprobe.ProbeFile(ctx, path, mediaprobe.Options{})
 	return res.Duration, err
 }
 
