@@ -73,6 +73,10 @@ func Run(t *testing.T, open Opener) {
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
 		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
+		{"AdminTokensCreateFindRevoke", testAdminTokens},
+		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
+		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
+		{"AdminIdempotentAnswersStoredOnceAndExpire", testAdminIdempotentAnswers},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
