@@ -26,7 +26,9 @@ type AdminToken struct {
 func (t AdminToken) Revoked() bool { return !t.RevokedAt.IsZero() }
 
 // Expired reports whether the token has expired at now.
-func (t AdminToken) Expired(now time.Time) bool { return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) }
+func (t AdminToken) Expired(now time.Time) bool {
+	return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)
+}
 
 // AuditEntry is one operator action. Entries are appended in the transaction of the change
 // they describe and never changed: the store has no method to update or delete them.
