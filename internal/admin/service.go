@@ -69,8 +69,9 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// Now is the service's clock, in UTC.
-func (s *Service) Now() time.Time { return s.now().UTC() }
+// Now is the service's clock, in UTC, to the microsecond the store keeps: an answer shows the
+// same times as a later read of what it made.
+func (s *Service) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // Catalog is the catalog in force.
 func (s *Service) Catalog() *catalog.Catalog { return s.catalog() }
