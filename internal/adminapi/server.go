@@ -47,8 +47,8 @@ type Server struct {
 	svc      *admin.Service
 	log      *slog.Logger
 	ttl      time.Duration
-	mux      *http.ServeMux // METHOD path → route
-	paths    *http.ServeMux // path alone, to tell 405 from 404
+	mux      *http.ServeMux      // METHOD path → route
+	paths    *http.ServeMux      // path alone, to tell 405 from 404
 	allow    map[string][]string // path pattern → its methods, for 405's Allow
 	requests *prometheus.CounterVec
 }
