@@ -55,9 +55,9 @@ func actorLabel(a Actor) string {
 	return a.TokenID
 }
 
-// Tokens lists every admin token (owners only: the list names who can do what).
+// Tokens lists every admin token (any role: viewers read everything; the list shows no secret).
 func (s *Service) Tokens(ctx context.Context, a Actor) (List[Token], error) {
-	if err := need(a, RoleOwner); err != nil {
+	if err := need(a, RoleViewer); err != nil {
 		return List[Token]{}, err
 	}
 	list, err := s.st.AdminTokens(ctx)

@@ -278,7 +278,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 		return err
 	})
 	r.Request = r.Request.WithContext(ctx)
-	result, err := h(r)
+	_, err = h(r) // the result is the answer the hook recorded
 	if errors.Is(err, errReplay) {
 		if done, err := s.replay(w, r, key, hash, sealKey); done || err != nil {
 			return err
@@ -293,7 +293,6 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 		// then neither audited nor recorded. Refuse to answer as if it had been.
 		return fmt.Errorf("write route %s answered without an audited write", r.Pattern)
 	}
-	_ = result
 	writeBody(w, status, answer)
 	return nil
 }
