@@ -186,3 +186,16 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (store.AdminT
 	}
 	return tok, nil
 }
+
+// write and need are Write and Need under the names the first framework commit (CORE_READY)
+// documented, so code written against it in this package keeps compiling.
+func write[T any](ctx context.Context, s *Service, a Actor, fn func(tx store.Tx) (T, Change, error)) (T, error) {
+	return Write(ctx, s, a, fn)
+}
+
+func need(a Actor, r Role) error { return Need(a, r) }
+
+var (
+	_ = write[struct{}]
+	_ = need
+)
