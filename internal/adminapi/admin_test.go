@@ -280,6 +280,7 @@ func TestBadInputIs400WithParamAndNothingWritten(t *testing.T) {
 			{"amount with 7 decimals", "/admin/v1/keys/" + key + "/credits", "", `{"amount":1.0000001}`, "amount"},
 			{"amount with an exponent", "/admin/v1/keys/" + key + "/credits", "", `{"amount":1e3}`, "amount"},
 			{"body on a revoke", "/admin/v1/keys/" + key + "/revoke", "", `{"reason":"x"}`, "reason"},
+			{"query on a write", "/admin/v1/keys?tenant=demo", "", `{"tenant":"demo"}`, "tenant"},
 			{"bad role", "/admin/v1/tokens", "", `{"name":"x","role":"root"}`, "role"},
 			{"bad expiry", "/admin/v1/tokens", "", `{"name":"x","role":"viewer","expires_in":-1}`, "expires_in"},
 			{"bad group id", "/admin/v1/asset-groups", "", `{"tenant":"demo","id":"no spaces!","name":"x"}`, "id"},

@@ -243,6 +243,9 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 	if err := checkIdempotencyKey(key); err != nil {
 		return err
 	}
+	if _, err := parseQuery(r.URL.RawQuery, nil); err != nil {
+		return err // a write takes its input from the path and the body only
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Request.Body, MaxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
