@@ -417,3 +417,29 @@ func TestStoredAnswersDoNotRevealSecrets(t *testing.T) {
 		}
 	})
 }
+
+// Attacks: a body past the bound is 413 before anything is parsed or written; an operator
+// cannot raise itself to owner or revoke an owner; a token of one deployment's secret shape
+// but another's bytes is unknown.
+func TestAttacksAreRefusedWithNothingWritten(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		before := e.snap()
+		big := `{"tenant":"demo","name":"` + strings.Repeat("x", MaxBody) + `"}`
+		if r := e.write("/admin/v1/keys", e.oper, big); r.status != 413 {
+			t.Errorf("huge body: %d %s", r.status, r.body)
+		}
+		if r := e.write("/admin/v1/tokens", e.oper, `{"name":"me","role":"owner"}`); r.status != 403 {
+			t.Errorf("operator making an owner token: %d %s", r.status, r.body)
+		}
+		if r := e.write("/admin/v1/tokens/"+e.ownerID+"/revoke", e.oper, ``); r.status != 403 {
+			t.Errorf("operator revoking the owner: %d %s", r.status, r.body)
+		}
+		forged := e.owner[:len(e.owner)-1] + map[bool]string{true: "b", false: "a"}[strings.HasSuffix(e.owner, "a")]
+		if r := e.do("GET", "/admin/v1/whoami", forged, "", ""); r.status != 401 {
+			t.Errorf("forged token: %d %s", r.status, r.body)
+		}
+		if after := e.snap(); after != before {
+			t.Errorf("attacks changed the store: %+v → %+v", before, after)
+		}
+	})
+}
