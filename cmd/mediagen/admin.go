@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -171,7 +172,7 @@ func runAdminTLS(ctx context.Context, args []string, getenv func(string) string,
 			defer env.db.Close()
 			cat := env.catalog
 			env.svc = opadmin.New(opadmin.Config{Store: env.db, Catalog: func() *catalog.Catalog { return cat }})
-			env.actor = opadmin.CLIActor(getenv("USER"))
+			env.actor = opadmin.CLIActor(osUser(getenv))
 		}
 		return do(env, positional)
 	}
@@ -319,4 +320,19 @@ func asAPIErr(err error) *apierr.Error {
 		return e
 	}
 	return nil
+}
+
+// osUser names the person running an admin command for the audit log: $USER, then $LOGNAME,
+// then the account the process runs as (a shell started by su or a container may set
+// neither variable).
+func osUser(getenv func(string) string) string {
+	for _, v := range []string{"USER", "LOGNAME"} {
+		if u := getenv(v); u != "" {
+			return u
+		}
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }
