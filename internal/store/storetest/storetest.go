@@ -73,6 +73,7 @@ func Run(t *testing.T, open Opener) {
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
 		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
+		{"CatalogReloadRequestsAndReplicaReports", testCatalogReplicas},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
