@@ -39,14 +39,16 @@ type Main struct {
 	getenv         func(string) string
 	stdout, stderr io.Writer
 
-	log     *slog.Logger
-	db      *sqldb.DB
-	catalog *catalog.Catalog
-	demo    bool
-	ln      net.Listener
-	srv     *http.Server
-	debug   *http.Server
-	metrics *http.Server // --metrics-listen
+	log *slog.Logger
+	db  *sqldb.DB
+	// catalogs holds the catalog in force; a reload swaps it (reload.go).
+	catalogs *catalog.Holder
+	reload   reloader
+	demo     bool
+	ln       net.Listener
+	srv      *http.Server
+	debug    *http.Server
+	metrics  *http.Server // --metrics-listen
 	// metricsAddr is where metrics listens (its port, when --metrics-listen asked for :0).
 	metricsAddr string
 	debugAddr   string
@@ -112,14 +114,14 @@ const balanceCacheEntries = 10_000
 // starts serving in the background. Any configuration problem stops it here with an error.
 func (m *Main) Run(ctx context.Context) error {
 	m.log = m.Config.logger(m.stderr)
-	cat, demo, err := m.Config.loadCatalog()
+	loaded, demo, err := m.Config.loadCatalogVersion(time.Now())
 	if err != nil {
 		return err
 	}
 	if err := m.planEdge(); err != nil {
 		return err
 	}
-	m.catalog, m.demo = cat, demo
+	m.catalogs, m.demo = catalog.NewHolder(loaded), demo
 	if strings.HasPrefix(m.Config.DB, "sqlite:") {
 		path, err := sqlitePath(m.Config.DB)
 		if err != nil {
@@ -144,16 +146,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", m.Config.Listen, err)
 	}
 	m.ln = ln
+	m.reload.publicURLSet = m.Config.PublicURL != ""
 	if m.Config.PublicURL == "" {
-		// A remote upstream fetches asset:// references through signed links to this
-		// service: a loopback default would hand it links it cannot reach. With a bucket,
-		// every link is presigned at the store instead.
-		onS3 := strings.HasPrefix(m.Config.Blob, "s3://")
-		for _, acc := range m.catalog.Accounts() {
-			if acc.Kind.Remote() && m.Config.Role != "api" && !onS3 {
-				_ = ln.Close()
-				return fmt.Errorf("upstream %s (kind %s) fetches asset references from this service: set --public-url to the address it can reach", acc.Name, acc.Kind)
-			}
+		if acc, ok := m.Config.needsPublicURL(m.cat()); ok {
+			_ = ln.Close()
+			return fmt.Errorf("upstream %s (kind %s) fetches asset references from this service: set --public-url to the address it can reach", acc.Name, acc.Kind)
 		}
 		m.Config.PublicURL = "http://" + ln.Addr().String()
 	}
@@ -187,6 +184,9 @@ func (m *Main) Run(ctx context.Context) error {
 		if err := m.startMetrics(api.MetricsHandler()); err != nil {
 			return err
 		}
+	}
+	if err := m.startCatalogWatch(ctx); err != nil {
+		return err
 	}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.Serve(m.ln) }()
@@ -280,6 +280,7 @@ func (m *Main) close() error {
 	if m.metrics != nil {
 		_ = m.metrics.Close()
 	}
+	m.stopCatalogWatch()
 	if m.jobs != nil {
 		m.jobs.Stop()
 	}
