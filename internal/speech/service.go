@@ -76,7 +76,7 @@ type Service struct {
 	Engines map[string]provider.Synthesizer
 	// Lookup, when set, finds an engine by account name instead of Engines: a catalog
 	// reload swaps the engines it answers from.
-	Lookup func(name string) provider.Synthesizer
+	Lookup  func(name string) provider.Synthesizer
 	Fetch   Fetcher
 	Blobs   blob.Store
 	Probe   Prober

@@ -35,9 +35,9 @@ type Pipeline struct {
 	// reload swaps the engines it answers from (new accounts, rebuilt clients) while steps
 	// run. A step looks its engines up once, at its start.
 	Lookup func(name string) (Upstream, bool)
-	Blobs     blob.Store
-	Tools     ffmpeg.Tools
-	Fetch     *safefetch.Client // copies results a remote upstream hands back as URLs
+	Blobs  blob.Store
+	Tools  ffmpeg.Tools
+	Fetch  *safefetch.Client // copies results a remote upstream hands back as URLs
 	// LinkTTL is how long the links handed to upstreams (intermediate outputs) stay valid.
 	LinkTTL time.Duration
 	// PollMin and PollMax bound the upstream polling interval: fast at first, backing off.
