@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"os/signal"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	opadmin "mediagen/internal/admin"
+	"mediagen/internal/apierr"
 	"mediagen/internal/asset"
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
@@ -46,7 +49,7 @@ const (
 // than catalogStale is shown as a replica that stopped without removing it (a kill).
 const (
 	catalogHeartbeat = 10 * time.Second
-	catalogStale     = 3 * catalogHeartbeat
+	catalogStale     = opadmin.CatalogStale
 )
 
 // reloader is the reload state of a Main.
@@ -435,4 +438,42 @@ func (m *Main) localEngine(acc catalog.UpstreamAccount) (*sandbox.Engine, error)
 	}
 	m.locals[acc.Name] = e
 	return e, nil
+}
+
+// apiReloader is this process's reload as the admin API drives it (POST
+// /admin/v1/catalog/reload).
+type apiReloader struct{ m *Main }
+
+func (a apiReloader) ReloadCatalog(ctx context.Context) (opadmin.Reloaded, error) {
+	prev := a.m.catalogs.Loaded().Hash
+	l, err := a.m.ReloadCatalog(ctx, triggerAPI)
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, errNoCatalogFile):
+		return opadmin.Reloaded{}, apierr.New(apierr.KindInvalid, "This replica serves the embedded demo catalog (no --catalog): there is no catalog file to re-read.")
+	case errors.As(err, &pathErr):
+		// The operator's own file: saying why it cannot be read is the point.
+		return opadmin.Reloaded{}, &apierr.Error{Kind: apierr.KindInvalid, Code: "catalog_refused",
+			Message: "The catalog file cannot be read; the catalog in force stays: " + pathErr.Error() + "."}
+	}
+	if err != nil {
+		return opadmin.Reloaded{}, err
+	}
+	return opadmin.Reloaded{ReplicaID: a.m.reload.replicaID, Hash: l.Hash, PreviousHash: prev, LoadedAt: l.LoadedAt}, nil
+}
+
+// Handled marks the request the API recorded for the other replicas as done here, so that
+// this replica's own poll does not reload a second time.
+func (a apiReloader) Handled(request int64) {
+	r := &a.m.reload
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if request > r.seen {
+		r.seen = request
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := a.m.reportCatalog(ctx, time.Now()); err != nil {
+			a.m.log.Warn("catalog: this replica's version not recorded", "err", err)
+		}
+	}
 }

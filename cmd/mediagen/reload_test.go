@@ -288,7 +288,7 @@ func TestTwoReplicasPickUpACLIReload(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "catalog.yaml")
 	old := writeFile(t, path, reloadCatalog("up-fast", "2"))
-	r1 := startReloadMain(t, nil, filepath.Join(dir, "r1"), path, "--db", db, "--role", "api", "--catalog-poll", "20ms")
+	r1 := startReloadMain(t, nil, filepath.Join(dir, "r1"), path, "--db", db, "--role", "api", "--catalog-poll", "20ms", "--admin-listen", "127.0.0.1:0")
 	r2 := startReloadMain(t, nil, filepath.Join(dir, "r2"), path, "--db", db, "--role", "api", "--catalog-poll", "20ms")
 	if r1.CatalogVersion().Hash != old || r2.CatalogVersion().Hash != old {
 		t.Fatalf("versions at start: %s %s, want %s", r1.CatalogVersion().Hash, r2.CatalogVersion().Hash, old)
@@ -314,6 +314,41 @@ func TestTwoReplicasPickUpACLIReload(t *testing.T) {
 	if strings.Count(out.String(), next) != 2 {
 		t.Errorf("status does not show both replicas at %s:\n%s", next, out.String())
 	}
+
+	// The admin API shows the same; its reload reaches the other replica too.
+	token := reAdminToken.FindString(adminAs(t, filepath.Join(dir, "cli"), "root", "token", "create", "--name", "ops", "--role", "owner", "--db", db))
+	status := func() catalogStatus {
+		t.Helper()
+		code, body := get(t, r1.AdminURL()+"/admin/v1/catalog", token)
+		var s catalogStatus
+		if err := json.Unmarshal([]byte(body), &s); code != 200 || err != nil {
+			t.Fatalf("GET /admin/v1/catalog: %d %s", code, body)
+		}
+		return s
+	}
+	if s := status(); !s.InSync || len(s.Replicas) != 2 || s.Replicas[0].Hash != next || s.Replicas[1].Hash != next {
+		t.Errorf("GET /admin/v1/catalog after the CLI reload: %+v", s)
+	}
+	third := writeFile(t, path, reloadCatalog("up-fast", "7"))
+	if code, body := send(t, "POST", r1.AdminURL()+"/admin/v1/catalog/reload", token, "reload-1", ""); code != 200 || !strings.Contains(body, third) {
+		t.Fatalf("POST /admin/v1/catalog/reload: %d %s", code, body)
+	}
+	waitFor(t, "both replicas at the API's reload", func() bool {
+		s := status()
+		return s.InSync && len(s.Replicas) == 2 && s.Replicas[0].Hash == third && s.Replicas[1].Hash == third
+	})
+	if r2.CatalogVersion().Hash != third {
+		t.Errorf("replica 2 in force: %s, want %s", r2.CatalogVersion().Hash, third)
+	}
+}
+
+type catalogStatus struct {
+	InSync   bool `json:"in_sync"`
+	Replicas []struct {
+		ReplicaID string `json:"replica_id"`
+		Hash      string `json:"hash"`
+		State     string `json:"state"`
+	} `json:"replicas"`
 }
 
 // `admin catalog check` lists every problem of a file at once, with where and why, and what

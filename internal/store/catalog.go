@@ -23,6 +23,11 @@ type CatalogReplica struct {
 	HeartbeatAt time.Time
 }
 
+// CatalogTx records a reload request in a transaction (with the admin API's audit entry).
+type CatalogTx interface {
+	RequestCatalogReload(ctx context.Context, by string, at time.Time) (int64, error)
+}
+
 // CatalogStore keeps the reload requests and the replicas' reports (docs/catalog.md).
 type CatalogStore interface {
 	// RequestCatalogReload records a reload request for every replica and returns its

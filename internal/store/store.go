@@ -114,6 +114,7 @@ type Store interface {
 	JobStore
 	ExcessStore
 	CatalogStore
+	AdminStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
 	// account's balance equals the sum of its entries, and no reserved or spent account is
@@ -141,4 +142,6 @@ type Tx interface {
 	AssetTx
 	JobTx
 	ExcessTx
+	AdminTx
+	CatalogTx
 }

@@ -9,11 +9,18 @@ import (
 )
 
 // RequestCatalogReload appends a reload request.
-func (db *DB) RequestCatalogReload(ctx context.Context, by string, at time.Time) (int64, error) {
+func (db *DB) RequestCatalogReload(ctx context.Context, by string, at time.Time) (id int64, err error) {
+	err = db.Transact(ctx, func(tx store.Tx) error {
+		id, err = tx.RequestCatalogReload(ctx, by, at)
+		return err
+	})
+	return id, err
+}
+
+// RequestCatalogReload appends a reload request in the transaction.
+func (t *Tx) RequestCatalogReload(ctx context.Context, by string, at time.Time) (int64, error) {
 	var id int64
-	err := db.write.QueryRowContext(ctx, db.q(`INSERT INTO catalog_reloads (requested_at, requested_by) VALUES (?, ?) RETURNING id`),
-		micros(at), by).Scan(&id)
-	if err != nil {
+	if err := t.queryRow(ctx, `INSERT INTO catalog_reloads (requested_at, requested_by) VALUES (?, ?) RETURNING id`, micros(at), by).Scan(&id); err != nil {
 		return 0, fmt.Errorf("request catalog reload: %w", err)
 	}
 	return id, nil

@@ -74,6 +74,10 @@ func Run(t *testing.T, open Opener) {
 		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
 		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
 		{"CatalogReloadRequestsAndReplicaReports", testCatalogReplicas},
+		{"AdminTokensCreateFindRevoke", testAdminTokens},
+		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
+		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
+		{"AdminIdempotentAnswersStoredOnceAndExpire", testAdminIdempotentAnswers},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
