@@ -255,9 +255,6 @@ func (m *Main) reportCatalog(ctx context.Context, now time.Time) error {
 	return err
 }
 
-// errNoCatalogFile: serve runs the embedded demo catalog, so there is no file to re-read.
-var errNoCatalogFile = errors.New("serve runs the embedded demo catalog (no --catalog): there is no catalog file to re-read")
-
 // ReloadCatalog re-reads the catalog file and puts it in force, or refuses it and keeps the
 // old one: the error is then a *catalog.Problems listing every problem, or the reason the
 // file could not be read. Either way the outcome is logged, counted and reported in this
@@ -302,21 +299,22 @@ func (m *Main) reloadUpTo(ctx context.Context, trigger string, upTo int64) (*cat
 }
 
 func (m *Main) reloadLocked(ctx context.Context, now time.Time) (*catalog.Loaded, error) {
-	if m.Config.Catalog == "" {
-		return nil, errNoCatalogFile
+	name, data := "demo.yaml", catalog.DemoYAML() // no --catalog: the embedded one, as at start
+	if m.Config.Catalog != "" {
+		name = m.Config.Catalog
+		var err error
+		if data, err = os.ReadFile(name); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
 	}
-	data, err := os.ReadFile(m.Config.Catalog)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	cat, problems := catalog.Check(m.Config.Catalog, data)
+	cat, problems := catalog.Check(name, data)
 	if cat != nil {
 		var more []string
 		more = append(more, m.Config.serveNeeds(cat, m.getenv, m.reload.publicURLSet)...)
 		more = append(more, accountChanges(m.cat(), cat)...)
 		if len(more) > 0 {
 			if problems == nil {
-				problems = &catalog.Problems{File: m.Config.Catalog}
+				problems = &catalog.Problems{File: name}
 			}
 			problems.List = append(problems.List, more...)
 		}
@@ -449,8 +447,6 @@ func (a apiReloader) ReloadCatalog(ctx context.Context) (opadmin.Reloaded, error
 	l, err := a.m.ReloadCatalog(ctx, triggerAPI)
 	var pathErr *fs.PathError
 	switch {
-	case errors.Is(err, errNoCatalogFile):
-		return opadmin.Reloaded{}, apierr.New(apierr.KindInvalid, "This replica serves the embedded demo catalog (no --catalog): there is no catalog file to re-read.")
 	case errors.As(err, &pathErr):
 		// The operator's own file: saying why it cannot be read is the point.
 		return opadmin.Reloaded{}, &apierr.Error{Kind: apierr.KindInvalid, Code: "catalog_refused",
