@@ -43,7 +43,7 @@ func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.
 		}
 		blobs, files = fs, fs
 	}
-	cfg := asset.Config{Store: m.db, Catalog: m.cat(), Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
+	cfg := asset.Config{Store: m.db, Catalogs: m.cat, Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
 		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg), Notify: m.jobs.Notify}
 	if c.VerifyTTL > 0 {
 		cfg.VerifyTTL = c.VerifyTTL

@@ -50,6 +50,7 @@ const (
 const (
 	catalogHeartbeat = 10 * time.Second
 	catalogStale     = opadmin.CatalogStale
+	catalogForget    = 24 * time.Hour // a start deletes the rows silent this long
 )
 
 // reloader is the reload state of a Main.
@@ -167,7 +168,14 @@ func (m *Main) startCatalogWatch(ctx context.Context) error {
 		return err
 	}
 	r.seen = seen
-	if err := m.reportCatalog(ctx, time.Now()); err != nil {
+	now := time.Now()
+	// Rows of replicas killed long ago would be listed as stale for ever.
+	if n, err := m.db.PruneCatalogReplicas(ctx, now.Add(-catalogForget)); err != nil {
+		return err
+	} else if n > 0 {
+		m.log.Info("catalog: forgot replicas silent for a day", "replicas", n)
+	}
+	if err := m.reportCatalog(ctx, now); err != nil {
 		return err
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))

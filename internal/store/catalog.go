@@ -41,4 +41,7 @@ type CatalogStore interface {
 	CatalogReplicas(ctx context.Context) ([]CatalogReplica, error)
 	// RemoveCatalogReplica deletes a replica's row (a clean stop). Unknown ids are ignored.
 	RemoveCatalogReplica(ctx context.Context, replicaID string) error
+	// PruneCatalogReplicas deletes the rows whose heartbeat is older than before (replicas
+	// killed long ago) and returns how many.
+	PruneCatalogReplicas(ctx context.Context, before time.Time) (int64, error)
 }

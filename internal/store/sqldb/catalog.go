@@ -78,3 +78,12 @@ func (db *DB) RemoveCatalogReplica(ctx context.Context, replicaID string) error 
 	}
 	return nil
 }
+
+// PruneCatalogReplicas deletes the rows of replicas silent since before.
+func (db *DB) PruneCatalogReplicas(ctx context.Context, before time.Time) (int64, error) {
+	res, err := db.writeExec(ctx, `DELETE FROM catalog_replicas WHERE heartbeat_at < ?`, micros(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune catalog replicas: %w", err)
+	}
+	return res.RowsAffected()
+}

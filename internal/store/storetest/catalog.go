@@ -57,4 +57,14 @@ func testCatalogReplicas(t *testing.T, s store.Store) {
 	if got, err := s.CatalogReplicas(ctx); err != nil || len(got) != 1 || got[0].ReplicaID != "b" {
 		t.Errorf("after removing a: %+v, %v", got, err)
 	}
+	// b's heartbeat is at; a row silent since before the cutoff goes, a newer one stays.
+	if n, err := s.PruneCatalogReplicas(ctx, at); err != nil || n != 0 {
+		t.Errorf("prune before b's heartbeat: %d, %v; want 0", n, err)
+	}
+	if n, err := s.PruneCatalogReplicas(ctx, at.Add(time.Microsecond)); err != nil || n != 1 {
+		t.Errorf("prune after b's heartbeat: %d, %v; want 1", n, err)
+	}
+	if got, err := s.CatalogReplicas(ctx); err != nil || len(got) != 0 {
+		t.Errorf("after pruning: %+v, %v", got, err)
+	}
 }
