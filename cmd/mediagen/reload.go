@@ -231,18 +231,21 @@ func (m *Main) watchCatalog(ctx context.Context) {
 				_, _ = m.reloadUpTo(ctx, triggerRequest, latest)
 				continue
 			}
-			m.reload.mu.Lock()
-			stale := now.Sub(m.reload.lastReport) >= catalogHeartbeat
-			m.reload.mu.Unlock()
-			if stale {
-				m.reload.mu.Lock()
-				err := m.reportCatalog(ctx, now)
-				m.reload.mu.Unlock()
-				if err != nil && ctx.Err() == nil {
-					m.log.Warn("catalog: heartbeat not written", "err", err)
-				}
-			}
+			m.heartbeat(ctx, now)
 		}
+	}
+}
+
+// heartbeat rewrites this replica's row when it is catalogHeartbeat old, so that a killed
+// replica shows as stale and a running one does not.
+func (m *Main) heartbeat(ctx context.Context, now time.Time) {
+	m.reload.mu.Lock()
+	defer m.reload.mu.Unlock()
+	if now.Sub(m.reload.lastReport) < catalogHeartbeat {
+		return
+	}
+	if err := m.reportCatalog(ctx, now); err != nil && ctx.Err() == nil {
+		m.log.Warn("catalog: heartbeat not written", "err", err)
 	}
 }
 

@@ -217,7 +217,7 @@ func TestCatalogReloadRefusesABadCatalogAndKeepsTheOld(t *testing.T) {
 	path := filepath.Join(dir, "catalog.yaml")
 	good := writeFile(t, path, reloadCatalog("up-fast", "2"))
 	data := filepath.Join(dir, "data")
-	m := startReloadMain(t, nil, data, path, "--role", "api")
+	m := startReloadMain(t, nil, data, path, "--role", "api", "--catalog-poll", "20ms")
 	e := &e2e{t: t, m: m, key: reloadKey(t, data, path)}
 	e.create(reloadTaskBody)
 
@@ -256,6 +256,21 @@ func TestCatalogReloadRefusesABadCatalogAndKeepsTheOld(t *testing.T) {
 	reps, err := m.db.CatalogReplicas(context.Background())
 	if err != nil || len(reps) != 1 || reps[0].Hash != good || !strings.Contains(reps[0].LastError, `unknown upstream "elsewhere"`) {
 		t.Errorf("replica row after a refused reload: %+v, %v", reps, err)
+	}
+
+	// The command line gets the same problems back from the replica, and fails.
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"admin", "catalog", "reload", "--data-dir", data, "--wait", "20s"}, env(nil), &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "1 replica(s) refused") {
+		t.Errorf("CLI reload of a bad catalog: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{m.ReplicaID() + ":", `unknown key "colour"`, "RELOAD_TEST_OPENAI_KEY is missing or empty", "refused the last reload"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("CLI reload output does not say %q:\n%s", want, out.String())
+		}
+	}
+	if got := m.CatalogVersion().Hash; got != good {
+		t.Errorf("in force after the CLI's refused reload: %s, want %s", got, good)
 	}
 }
 
