@@ -29,6 +29,7 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin audit [--actor ID] [--action A] [--target [TYPE:]ID] [--since TIME] [--limit N]
   mediagen admin key create --tenant T [--name N] [--unlimited]
   mediagen admin key list [--tenant T]
+  mediagen admin key get ID
   mediagen admin key revoke ID
   mediagen admin credit --key ID --amount 12.50 [--note TEXT]
   mediagen admin catalog check FILE [--public-url URL] [--role R] [--blob B]
@@ -82,6 +83,14 @@ func adminCommands() []adminCmd {
 		{path: "key list", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			tenant := fs.String("tenant", "", "only this tenant's keys")
 			return func(e *adminEnv, _ []string) error { return e.keyList(context.Background(), *tenant) }
+		}},
+		{path: "key get", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, args []string) error {
+				if len(args) != 1 {
+					return usageError{"key get: give exactly one key id"}
+				}
+				return e.keyGet(context.Background(), args[0])
+			}
 		}},
 		{path: "key revoke", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			return func(e *adminEnv, args []string) error {
@@ -213,6 +222,21 @@ func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 		f.Cursor = page.NextCursor
 	}
 	return tw.Flush()
+}
+
+func (e *adminEnv) keyGet(ctx context.Context, id string) error {
+	k, err := e.svc.Key(ctx, e.actor, id)
+	if err != nil {
+		return cliError("key get", err)
+	}
+	state := k.State
+	if !k.RevokedAt.IsZero() {
+		state += " at " + k.RevokedAt.Format(time.RFC3339)
+	}
+	b := k.Balance
+	fmt.Fprintf(e.stdout, "key id:     %s\ntenant:     %s\nname:       %s\nprefix:     %s…\nunlimited:  %v\nstate:      %s\ncreated:    %s\navailable:  %s %s\nreserved:   %s\nused:       %s\noverage:    %s\n",
+		k.ID, k.Tenant, k.Name, k.Prefix, k.Unlimited, state, k.CreatedAt.Format(time.RFC3339), b.Available, b.Currency, b.Reserved, b.Used, b.Overage)
+	return nil
 }
 
 func (e *adminEnv) keyRevoke(ctx context.Context, id string) error {
