@@ -133,7 +133,42 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // reload is still in flight when the reload happens, whatever the machine's speed.
 type gatedGenerator struct {
 	provider.Generator
-	open chan struct{}
+	open    chan struct{}
+	submits *models
+}
+
+// models records the upstream models an engine was asked for.
+type models struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (m *models) add(model string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seen = append(m.seen, model)
+}
+
+func (m *models) list() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.seen...)
+}
+
+// recordingGenerator is an engine that records what it was asked for.
+type recordingGenerator struct {
+	provider.Generator
+	submits *models
+}
+
+func (g *recordingGenerator) SubmitGeneration(ctx context.Context, r provider.GenerateRequest) (string, error) {
+	g.submits.add(r.Model)
+	return g.Generator.SubmitGeneration(ctx, r)
+}
+
+func (g *gatedGenerator) SubmitGeneration(ctx context.Context, r provider.GenerateRequest) (string, error) {
+	g.submits.add(r.Model)
+	return g.Generator.SubmitGeneration(ctx, r)
 }
 
 func (g *gatedGenerator) PollGeneration(ctx context.Context, id string) (provider.Job, error) {
@@ -145,8 +180,10 @@ func (g *gatedGenerator) PollGeneration(ctx context.Context, id string) (provide
 	}
 }
 
-// A reload that changes a rate applies to the tasks accepted after it; a task accepted before
-// and still in flight settles at the rate of its acceptance. No restart, on both stores.
+// A reload that changes a rate and rebinds the alias to another account and model applies to
+// the tasks accepted after it; a task accepted before, still in flight, settles at the rate of
+// its acceptance and runs on the account and model it was bound to then. No restart, on both
+// stores.
 func TestCatalogReloadNewRateAppliesToNewTasksOnly(t *testing.T) {
 	t.Parallel()
 	for _, driver := range []string{"sqlite", "postgres"} {
@@ -165,15 +202,17 @@ func TestCatalogReloadNewRateAppliesToNewTasksOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = eng.Close() })
-			gate := &gatedGenerator{Generator: eng, open: make(chan struct{})}
+			gate := &gatedGenerator{Generator: eng, open: make(chan struct{}), submits: &models{}}
+			other := &recordingGenerator{Generator: eng, submits: &models{}}
 			m := NewMain(env(nil), io.Discard, io.Discard)
-			m.Upstreams = map[string]video.Upstream{"sandbox": {Generator: gate, Enhancer: eng}}
+			m.Upstreams = map[string]video.Upstream{"sandbox": {Generator: gate, Enhancer: eng}, "sb2": {Generator: other, Enhancer: eng}}
 			data := filepath.Join(dir, "data")
 			startReloadMain(t, m, data, path, append([]string{"--sandbox-pace", "0"}, dbArgs...)...)
 			e := &e2e{t: t, m: m, key: reloadKey(t, data, path, dbArgs...)}
 
 			before := e.create(reloadTaskBody)
-			newHash := writeFile(t, path, reloadCatalog("up-fast", "4"))
+			rebound := strings.Replace(reloadCatalog("up-new", "4"), "upstream: sandbox", "upstream: sb2", 1) + "upstreams:\n  - {name: sb2, kind: sandbox}\n"
+			newHash := writeFile(t, path, rebound)
 			l, err := m.ReloadCatalog(context.Background(), triggerAPI)
 			if err != nil || l.Hash != newHash || m.CatalogVersion().Hash != newHash {
 				t.Fatalf("reload: %+v, %v; in force %s, want %s", l, err, m.CatalogVersion().Hash, newHash)
@@ -204,6 +243,12 @@ func TestCatalogReloadNewRateAppliesToNewTasksOnly(t *testing.T) {
 			}
 			if charged[before] == charged[after] {
 				t.Errorf("both tasks charged %d: the reload changed nothing", charged[before])
+			}
+			if got := gate.submits.list(); len(got) != 1 || got[0] != "up-fast" {
+				t.Errorf("the account of the task accepted before the reload was asked for %v, want [up-fast]", got)
+			}
+			if got := other.submits.list(); len(got) != 1 || got[0] != "up-new" {
+				t.Errorf("the account the reload bound was asked for %v, want [up-new]", got)
 			}
 		})
 	}
