@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +22,8 @@ import (
 	"time"
 
 	"mediagen/internal/catalog"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/store/postgres/pgtest"
@@ -597,6 +603,98 @@ func BenchmarkCatalogReload(b *testing.B) {
 	for range b.N {
 		if _, err := m.ReloadCatalog(context.Background(), triggerAPI); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A reload rebuilds the remote accounts' clients: a rotated API key (a new content of its
+// file) is what the next task's calls carry. It refuses what would strand tasks in flight on
+// an account (a new kind or base_url) and an account whose key cannot be read.
+func TestCatalogReloadRebuildsRemoteClientsAndRefusesMovingAnAccount(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "out.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 320, Height: 180, FPS: 24, Duration: 2, Container: "mp4", Audio: true, Text: "ark"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var used []string // the key of each create, in order
+	var srvURL string
+	fake := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/files/out.mp4" {
+			http.ServeFile(w, r, clip)
+			return
+		}
+		key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if key != "key-one" && key != "key-two" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		switch {
+		case r.Method == "POST" && r.URL.Path == "/api/v3/contents/generations/tasks":
+			mu.Lock()
+			used = append(used, key)
+			n := len(used)
+			mu.Unlock()
+			fmt.Fprintf(w, `{"id":"cgt-%d"}`, n)
+		case r.Method == "GET" && strings.HasPrefix(r.URL.Path, "/api/v3/contents/generations/tasks/cgt-"):
+			id := strings.TrimPrefix(r.URL.Path, "/api/v3/contents/generations/tasks/")
+			fmt.Fprintf(w, `{"id":%q,"status":"succeeded","content":{"video_url":"%s/files/out.mp4"},"usage":{"completion_tokens":2700}}`, id, srvURL)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(fake.Close)
+	srvURL = fake.URL
+	keyFile := filepath.Join(dir, "ark.key")
+	writeFile(t, keyFile, "key-one\n")
+	catDir := filepath.Join(dir, "cat")
+	if err := os.MkdirAll(catDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	account := func(kind, base string) string {
+		return "  - name: ark-main\n    kind: " + kind + "\n    base_url: " + base + "\n    api_key_file: " + keyFile + "\n"
+	}
+	bind := map[string]string{"demo-video-fast": "ark-main"}
+	catPath := demoCatalogWith(t, catDir, account("ark", fake.URL+"/api/v3"), bind)
+
+	m := NewMain(env(nil), io.Discard, io.Discard)
+	m.FetchTLS = &tls.Config{RootCAs: fake.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "error", "--catalog", catPath)
+	const body = `{"model":"demo-video-fast","prompt":"a red kite","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`
+	if task := e.wait(e.create(body)); task.Status != "completed" {
+		t.Fatalf("task before the rotation: %+v %+v", task, task.Error)
+	}
+
+	writeFile(t, keyFile, "key-two\n")
+	if _, err := m.ReloadCatalog(context.Background(), triggerAPI); err != nil {
+		t.Fatalf("reload after the key's rotation: %v", err)
+	}
+	if task := e.wait(e.create(body)); task.Status != "completed" {
+		t.Fatalf("task after the rotation: %+v %+v", task, task.Error)
+	}
+	mu.Lock()
+	got := slices.Clone(used)
+	mu.Unlock()
+	if len(got) != 2 || got[0] != "key-one" || got[1] != "key-two" {
+		t.Errorf("keys of the creates: %v, want [key-one key-two]", got)
+	}
+
+	inForce := m.CatalogVersion().Hash
+	for _, tt := range []struct{ name, account, want string }{
+		{"a new kind", account("openai", fake.URL+"/api/v3"), `upstream "ark-main": kind changes from ark to openai`},
+		{"a new base_url", account("ark", fake.URL+"/api/v4"), `upstream "ark-main": base_url changes`},
+		{"a key that cannot be read", strings.Replace(account("ark", fake.URL+"/api/v3"), keyFile, keyFile+".gone", 1), "upstream ark-main: the API key file " + keyFile + ".gone cannot be read"},
+	} {
+		demoCatalogWith(t, catDir, tt.account, bind)
+		_, err := m.ReloadCatalog(context.Background(), triggerAPI)
+		var p *catalog.Problems
+		if !errors.As(err, &p) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: reload answered %v, want it refused saying %q", tt.name, err, tt.want)
+		}
+		if m.CatalogVersion().Hash != inForce {
+			t.Errorf("%s: the catalog in force changed", tt.name)
 		}
 	}
 }
