@@ -33,7 +33,9 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin key get ID
   mediagen admin key revoke ID
   mediagen admin credit --key ID --amount 12.50 [--note TEXT]
-  mediagen admin catalog check FILE
+  mediagen admin catalog check FILE [--public-url URL] [--role R] [--blob B]
+  mediagen admin catalog reload [--wait 30s]
+  mediagen admin catalog status
   mediagen admin asset-group grant --tenant T [--name N] [--description D] [--id ID]
   mediagen admin asset-group revoke ID
   mediagen admin asset-group list [--tenant T]
@@ -118,24 +120,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-		{path: "catalog check", nodb: true, flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
-			return func(e *adminEnv, args []string) error {
-				if len(args) != 1 {
-					return usageError{"catalog check: give exactly one file"}
-				}
-				c, err := catalog.Load(args[0])
-				if err != nil {
-					return err
-				}
-				aliases := 0
-				for _, t := range c.Tenants {
-					aliases += len(t.Aliases)
-				}
-				fmt.Fprintf(e.stdout, "%s: OK (%d tenants, %d aliases)\n", args[0], len(c.Tenants), aliases)
-				return nil
-			}
-		}},
-	}, append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...)...)
+	}, append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

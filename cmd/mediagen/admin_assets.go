@@ -43,7 +43,7 @@ func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.
 		}
 		blobs, files = fs, fs
 	}
-	cfg := asset.Config{Store: m.db, Catalog: m.catalog, Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
+	cfg := asset.Config{Store: m.db, Catalogs: m.cat, Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
 		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg), Notify: m.jobs.Notify}
 	if c.VerifyTTL > 0 {
 		cfg.VerifyTTL = c.VerifyTTL
@@ -53,7 +53,7 @@ func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.
 	}
 	fetchOpts.TotalTimeout = assetFetchTimeout
 	cfg.Fetch = safefetch.New(fetchOpts)
-	granted, revoked, err := asset.SyncCatalog(ctx, m.db, m.catalog, time.Now().UTC())
+	granted, revoked, err := asset.SyncCatalog(ctx, m.db, m.cat(), time.Now().UTC())
 	if err != nil {
 		return nil, nil, fmt.Errorf("catalog virtual_groups: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	opadmin "mediagen/internal/admin"
 	"mediagen/internal/adminapi"
-	"mediagen/internal/catalog"
 	"mediagen/internal/httpapi"
 	"mediagen/internal/netlimit"
 )
@@ -29,7 +28,7 @@ func (m *Main) startAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin listen on %s: %w", m.Config.AdminListen, err)
 	}
-	svc := opadmin.New(opadmin.Config{Store: m.db, Catalog: func() *catalog.Catalog { return m.catalog }, Registerer: m.reg})
+	svc := opadmin.New(opadmin.Config{Store: m.db, Catalog: m.cat, Registerer: m.reg})
 	srv := adminapi.New(adminapi.Config{Service: svc, Logger: m.log, Registerer: m.reg})
 	m.adminRoutes(srv)
 	bounded := wrapOps(netlimit.ListenerAdmin, ln, m.connMetrics)
@@ -60,5 +59,5 @@ func (m *Main) AdminURL() string {
 // adminRoutes adds the routes of the operator plane's other parts to the admin API: one line
 // each, s.Read / s.ReadRaw / s.Write (internal/adminapi's package comment).
 func (m *Main) adminRoutes(s *adminapi.Server) {
-	_ = s
+	s.CatalogRoutes(apiReloader{m}) // reload.go
 }

@@ -142,7 +142,7 @@ func TestArkAccountRunsANativeTaskAndTheKeyStaysSecret(t *testing.T) {
 	if info.Width != 320 || info.Height != 180 || !near(info.Duration, 2, 0.05) {
 		t.Errorf("the copied result measures %+v", info)
 	}
-	tenant, _ := m.catalog.Tenant("demo")
+	tenant, _ := m.cat().Tenant("demo")
 	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), measured)
 	if got := e.used(); got != want {
 		t.Errorf("charged %s, want %s for the %d tokens the video implies", got, want, measured)
@@ -251,7 +251,7 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	m.FetchTLS = fake.TLS()
 	m.FetchTLS.RootCAs.AddCert(cdn.Certificate())
 	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--catalog", catPath)
-	tenant, _ := m.catalog.Tenant("demo")
+	tenant, _ := m.cat().Tenant("demo")
 
 	if status, b := e.call("POST", "/v1/videos", `{"model":"demo-video-2.5","prompt":"x","metadata":{"resolution":"4k","ratio":"16:9","duration":5}}`); status != 400 ||
 		!bytes.Contains(b, []byte(`"param":"metadata.resolution"`)) {

@@ -110,7 +110,7 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	for _, v := range fake.Violations() {
 		t.Errorf("wire format: %s", v)
 	}
-	tenant, _ := m.catalog.Tenant("demo")
+	tenant, _ := m.cat().Tenant("demo")
 	one, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), tokens)
 	if got, want := e.used(), one*money.Micros(completed); got != want {
 		t.Errorf("charged %s, want %s (%d completed tasks × %s; failed ones refunded)", got, want, completed, one)

@@ -53,23 +53,25 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		m.log.Info("sandbox samples on", "urls", samples.Names())
 	}
 	fetch := safefetch.New(fetchOpts)
+	m.reload.tools, m.reload.fetch = tools, fetch // a reload makes new local engines with them
 	reg := prometheus.NewRegistry()
 	m.reg = reg
 	registerStoreMetrics(reg, m.db)
-	weights := m.catalog.Weights()
-	m.jobs = jobs.New(jobs.Config{Store: m.db, Logger: m.log, Registry: reg, Weights: func() map[string]int { return weights }})
+	m.setWeights(m.cat())
+	m.jobs = jobs.New(jobs.Config{Store: m.db, Logger: m.log, Registry: reg, Weights: m.tenantWeights})
 	overages := billing.NewOverages(reg)
 	excess := billing.NewExcessMetrics(reg)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.bgStop = stop
 
-	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch, Slots: video.NewProbeSlots(c.MaxProbes)}, Accounts: m.catalog.Upstream}
+	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch, Slots: video.NewProbeSlots(c.MaxProbes)}, Accounts: m.catalogs.Upstream}
 	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg)
 	if err != nil {
 		return nil, err
 	}
 	videos.Assets = assets
 	var tasks *video.Tasks
+	engines := &engineSet{}
 	if c.Role != "api" {
 		if err := tools.Check(ctx); err != nil {
 			return nil, fmt.Errorf("the worker needs ffmpeg, ffprobe and espeak-ng (make run installs them): %w", err)
@@ -90,7 +92,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 				return nil, err
 			}
 			for name, e := range locals {
-				if acc, _ := m.catalog.Upstream(name); acc.Kind == catalog.KindFFmpeg {
+				if acc, _ := m.cat().Upstream(name); acc.Kind == catalog.KindFFmpeg {
 					upstreams[name] = video.Upstream{Enhancer: e}
 				}
 			}
@@ -103,18 +105,19 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 				upstreams[name] = u
 			}
 		}
+		engines.video = upstreams
 		pipeline := &video.Pipeline{
-			Upstreams: upstreams,
-			Blobs:     m.blobs, Tools: tools, Fetch: fetch, LinkTTL: c.LinkTTL,
+			Lookup: m.videoEngine, // the engines of the catalog in force (reload.go)
+			Blobs:  m.blobs, Tools: tools, Fetch: fetch, LinkTTL: c.LinkTTL,
 			PollMin: 200 * time.Millisecond, PollMax: 10 * time.Second,
 			UpstreamErrors: video.NewUpstreamErrors(reg),
-			MaxInFlight:    func(name string) int { acc, _ := m.catalog.Upstream(name); return acc.MaxInFlight },
+			MaxInFlight:    func(name string) int { acc, _ := m.cat().Upstream(name); return acc.MaxInFlight },
 			UpstreamWaits:  video.NewUpstreamWaits(reg),
 			UpstreamCalls:  video.NewUpstreamCalls(reg),
 			AccountBroken:  video.NewAccountBroken(reg),
 			Logger:         m.log,
 			ResultHosts: func(name string) func(string) bool {
-				acc, _ := m.catalog.Upstream(name)
+				acc, _ := m.cat().Upstream(name)
 				return acc.ResultHostAllowed()
 			},
 		}
@@ -128,6 +131,9 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	engines.speech = speechSvc.Engines
+	speechSvc.Lookup = m.speechEngine
+	m.setEngines(engines)
 	if err := m.registerJobs(m.jobs, assets, tasks, speechSvc); err != nil {
 		return nil, err
 	}
@@ -135,7 +141,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		return nil, err
 	}
 	return httpapi.New(httpapi.Config{
-		Store: m.db, Catalog: m.catalog, Logger: m.log, Registry: reg, Videos: videos,
+		Store: m.db, Catalogs: m.catalogs, Logger: m.log, Registry: reg, Videos: videos,
 		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.resultFiles()}, Assets: assets, OpsOnly: c.Role == "worker", MetricsElsewhere: c.MetricsListen != "",
 		KeyCacheTTL: c.KeyCacheTTL,
 		Speech:      speechSvc,
@@ -164,8 +170,8 @@ func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safef
 			m.engine = e
 		}
 	}
-	svc.Accounts = m.catalog.Upstream
-	for _, acc := range m.catalog.Accounts() {
+	svc.Accounts = m.catalogs.Upstream
+	for _, acc := range m.cat().Accounts() {
 		if acc.Kind != catalog.KindOpenAI {
 			continue
 		}
@@ -185,7 +191,7 @@ func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safef
 			}
 		}
 		for name, e := range m.locals {
-			if acc, _ := m.catalog.Upstream(name); acc.Kind == catalog.KindEspeak {
+			if acc, _ := m.cat().Upstream(name); acc.Kind == catalog.KindEspeak {
 				svc.Engines[name] = e // the same espeak-ng path as the sandbox: EspeakBound holds
 			}
 		}

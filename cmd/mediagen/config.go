@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,6 +70,9 @@ type Config struct {
 	// a killed process are taken over within it (docs/architecture.md#the-job-engine).
 	JobLease    time.Duration
 	KeyCacheTTL time.Duration // how long an authenticated key is remembered
+	// CatalogPoll is how often serve looks for a reload request in the database
+	// (`mediagen admin catalog reload`, docs/catalog.md).
+	CatalogPoll time.Duration
 	DBWait      time.Duration // how long serve waits for an unreachable PostgreSQL at start
 	// LimitReplicas divides the request-rate limits among this many API replicas (docs/limits.md).
 	LimitReplicas int
@@ -160,6 +164,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.BalanceCacheTTL, "balance-cache-ttl", time.Second, "longest a cached balance is served; this process's own charges and credits invalidate at once, other replicas' and `admin credit` show within it (at most 1s; 0 disables)")
 		num(&c.LimitReplicas, "limit-replicas", 1, "request-rate limits: each replica enforces 1/N of the catalog's rates and bursts; set N (at most 1000) to the number of API replicas for a cluster-wide rate, 1 to enforce the full rate in every replica (docs/limits.md)")
 		dur(&c.DBWait, "db-wait", 30*time.Second, "PostgreSQL: at start, keep trying an unreachable server this long before giving up (a replica restarted while the database restarts); 0 gives up at once. A missing database or role stops at once")
+		dur(&c.CatalogPoll, "catalog-poll", time.Second, "how often serve looks for a catalog reload request in the database (`mediagen admin catalog reload`); every replica reloads within it")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		num(&c.GCPercent, "gc-percent", 400, "Go garbage collection target of serve: the heap grows this many percent over the live heap before a collection (GOGC); higher trades memory for CPU, and 400 took a third off the CPU of a create (bench/README.md). The GOGC environment variable, when set, wins; 0 or less leaves Go's default")
 		c.gogcSet = getenv("GOGC") != ""
@@ -211,6 +216,9 @@ func (c *Config) validate() error {
 		// The rates are divided by it: a huge N would make every bucket's wait longer than
 		// a time.Duration holds.
 		return fmt.Errorf("--limit-replicas must be from 0 to %d (0 and 1 both enforce the full rates), not %d", limits.MaxReplicas, c.LimitReplicas)
+	}
+	if c.serving && (c.CatalogPoll < 10*time.Millisecond || c.CatalogPoll > time.Minute) {
+		return errors.New("--catalog-poll must be from 10ms to 1m")
 	}
 	if c.Workers < 0 || c.LinkTTL < 0 || c.Retention < 0 || c.TaskDeadline < 0 || c.JobLease < 0 {
 		return errors.New("--workers, --link-ttl, --retention, --task-deadline and --job-lease must not be negative")
@@ -270,6 +278,40 @@ func (c *Config) logger(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// loadCatalogVersion is loadCatalog with the catalog's version (the hash of the file's
+// bytes) and load time.
+func (c *Config) loadCatalogVersion(now time.Time) (*catalog.Loaded, bool, error) {
+	if c.Catalog == "" {
+		data := catalog.DemoYAML()
+		return &catalog.Loaded{Catalog: catalog.Demo(), Hash: catalog.Hash(data), LoadedAt: now.UTC()}, true, nil
+	}
+	data, err := os.ReadFile(c.Catalog)
+	if err != nil {
+		return nil, false, fmt.Errorf("catalog: %w", err)
+	}
+	cat, err := catalog.Parse(c.Catalog, data)
+	if err != nil {
+		return nil, false, err
+	}
+	return &catalog.Loaded{Catalog: cat, Hash: catalog.Hash(data), LoadedAt: now.UTC()}, false, nil
+}
+
+// needsPublicURL names a catalog account that needs --public-url in this configuration: a
+// remote upstream fetches asset:// references through signed links to this service, and a
+// loopback default would hand it links it cannot reach. With a bucket, every link is
+// presigned at the store instead; an api-only process hands no links to upstreams.
+func (c *Config) needsPublicURL(cat *catalog.Catalog) (catalog.UpstreamAccount, bool) {
+	if c.Role == "api" || strings.HasPrefix(c.Blob, "s3://") {
+		return catalog.UpstreamAccount{}, false
+	}
+	for _, acc := range cat.Accounts() {
+		if acc.Kind.Remote() {
+			return acc, true
+		}
+	}
+	return catalog.UpstreamAccount{}, false
 }
 
 // loadCatalog reads the configured catalog, or the embedded demo catalog when none is set.

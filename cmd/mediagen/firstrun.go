@@ -21,7 +21,7 @@ const (
 // key and the credit commit together, so a crash cannot leave a key without its credit or make
 // a second one on the next start.
 func (m *Main) firstRun(ctx context.Context) error {
-	tenant, ok := m.catalog.Tenant(demoTenant)
+	tenant, ok := m.cat().Tenant(demoTenant)
 	if !ok {
 		return nil
 	}

@@ -65,7 +65,7 @@ func TestOpenAIAccountRunsEveryRouteItSupports(t *testing.T) {
 	m.FetchTLS = fake.TLS()
 	m.FetchTLS.RootCAs.AddCert(cdn.Certificate())
 	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "debug", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base()))
-	tenant, _ := m.catalog.Tenant("demo")
+	tenant, _ := m.cat().Tenant("demo")
 
 	// What the kind cannot do is refused at submission, naming the field; nothing is charged.
 	for _, tc := range []struct{ body, param string }{
@@ -244,7 +244,7 @@ func TestOpenAIFaultsEndEveryTaskWithOneJob(t *testing.T) {
 	}
 	completed := 0
 	var want money.Micros
-	tenant, _ := m.catalog.Tenant("demo")
+	tenant, _ := m.cat().Tenant("demo")
 	for _, id := range ids {
 		task := e.wait(id)
 		switch task.Status {

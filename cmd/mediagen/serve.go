@@ -39,15 +39,17 @@ type Main struct {
 	getenv         func(string) string
 	stdout, stderr io.Writer
 
-	log     *slog.Logger
-	db      *sqldb.DB
-	catalog *catalog.Catalog
-	demo    bool
-	ln      net.Listener
-	srv     *http.Server
-	debug   *http.Server
-	metrics *http.Server // --metrics-listen
-	admin   *http.Server // --admin-listen
+	log *slog.Logger
+	db  *sqldb.DB
+	// catalogs holds the catalog in force; a reload swaps it (reload.go).
+	catalogs *catalog.Holder
+	reload   reloader
+	demo     bool
+	ln       net.Listener
+	srv      *http.Server
+	debug    *http.Server
+	metrics  *http.Server // --metrics-listen
+	admin    *http.Server // --admin-listen
 	// adminAddr is where the admin API listens (its port, when --admin-listen asked for :0).
 	adminAddr string
 	// metricsAddr is where metrics listens (its port, when --metrics-listen asked for :0).
@@ -115,14 +117,14 @@ const balanceCacheEntries = 10_000
 // starts serving in the background. Any configuration problem stops it here with an error.
 func (m *Main) Run(ctx context.Context) error {
 	m.log = m.Config.logger(m.stderr)
-	cat, demo, err := m.Config.loadCatalog()
+	loaded, demo, err := m.Config.loadCatalogVersion(time.Now())
 	if err != nil {
 		return err
 	}
 	if err := m.planEdge(); err != nil {
 		return err
 	}
-	m.catalog, m.demo = cat, demo
+	m.catalogs, m.demo = catalog.NewHolder(loaded), demo
 	if strings.HasPrefix(m.Config.DB, "sqlite:") {
 		path, err := sqlitePath(m.Config.DB)
 		if err != nil {
@@ -147,16 +149,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", m.Config.Listen, err)
 	}
 	m.ln = ln
+	m.reload.publicURLSet = m.Config.PublicURL != ""
 	if m.Config.PublicURL == "" {
-		// A remote upstream fetches asset:// references through signed links to this
-		// service: a loopback default would hand it links it cannot reach. With a bucket,
-		// every link is presigned at the store instead.
-		onS3 := strings.HasPrefix(m.Config.Blob, "s3://")
-		for _, acc := range m.catalog.Accounts() {
-			if acc.Kind.Remote() && m.Config.Role != "api" && !onS3 {
-				_ = ln.Close()
-				return fmt.Errorf("upstream %s (kind %s) fetches asset references from this service: set --public-url to the address it can reach", acc.Name, acc.Kind)
-			}
+		if acc, ok := m.Config.needsPublicURL(m.cat()); ok {
+			_ = ln.Close()
+			return fmt.Errorf("upstream %s (kind %s) fetches asset references from this service: set --public-url to the address it can reach", acc.Name, acc.Kind)
 		}
 		m.Config.PublicURL = "http://" + ln.Addr().String()
 	}
@@ -190,6 +187,9 @@ func (m *Main) Run(ctx context.Context) error {
 		if err := m.startMetrics(api.MetricsHandler()); err != nil {
 			return err
 		}
+	}
+	if err := m.startCatalogWatch(ctx); err != nil {
+		return err
 	}
 	if m.Config.AdminListen != "" {
 		if err := m.startAdmin(); err != nil {
@@ -291,6 +291,7 @@ func (m *Main) close() error {
 	if m.admin != nil {
 		_ = m.admin.Close()
 	}
+	m.stopCatalogWatch()
 	if m.jobs != nil {
 		m.jobs.Stop()
 	}

@@ -172,7 +172,7 @@ func TestUpstreamUsageBelowTheMeasuredVideoIsBilledTheMeasuredTokens(t *testing.
 	rec := e.task(id)
 	_, info := e.download(task.Metadata.URL, "result.mp4")
 	floorTokens := billing.NativeTokens(info.Width, info.Height, min(info.FPS, billing.NativeFPS), info.Billable())
-	tenant, _ := e.m.catalog.Tenant("demo")
+	tenant, _ := e.m.cat().Tenant("demo")
 	floor, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-standard")), floorTokens)
 	t.Logf("reserved %s, charged %s, the stored video implies %d tokens (%s)", rec.Reserved, rec.Charged, floorTokens, floor)
 	if rec.Charged < floor {

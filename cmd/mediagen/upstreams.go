@@ -24,22 +24,31 @@ import (
 // its own. The built-in sandbox is made by build. docs/upstreams.md.
 func (m *Main) localEngines(tools ffmpeg.Tools, fetch *safefetch.Client) (map[string]*sandbox.Engine, error) {
 	out := map[string]*sandbox.Engine{}
-	for _, acc := range m.catalog.Accounts() {
+	for _, acc := range m.cat().Accounts() {
 		if acc.Kind != catalog.KindFFmpeg && acc.Kind != catalog.KindEspeak {
 			continue
 		}
-		e, err := sandbox.New(sandbox.Config{Dir: filepath.Join(m.Config.DataDir, "upstreams", acc.Name), Tools: tools, Fetch: fetch,
-			Pace: -1, MaxConcurrent: acc.MaxConcurrent, NoMarkers: true, Logger: m.log.With("upstream", acc.Name), OpenKey: m.openKey})
+		e, err := m.newLocalEngine(acc, tools, fetch)
 		if err != nil {
 			for _, made := range out {
 				_ = made.Close()
 			}
-			return nil, fmt.Errorf("upstream %s: %w", acc.Name, err)
+			return nil, err
 		}
 		out[acc.Name] = e
 	}
 	m.locals = out
 	return out, nil
+}
+
+// newLocalEngine makes the engine of one local account.
+func (m *Main) newLocalEngine(acc catalog.UpstreamAccount, tools ffmpeg.Tools, fetch *safefetch.Client) (*sandbox.Engine, error) {
+	e, err := sandbox.New(sandbox.Config{Dir: filepath.Join(m.Config.DataDir, "upstreams", acc.Name), Tools: tools, Fetch: fetch,
+		Pace: -1, MaxConcurrent: acc.MaxConcurrent, NoMarkers: true, Logger: m.log.With("upstream", acc.Name), OpenKey: m.openKey})
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", acc.Name, err)
+	}
+	return e, nil
 }
 
 // remoteClient is the client of a remote account: a generator, with a cheap authenticated
@@ -52,7 +61,7 @@ type remoteClient interface {
 // remoteUpstreams makes the video engine of every remote account (kinds ark and openai).
 func (m *Main) remoteUpstreams() (map[string]video.Upstream, error) {
 	out := map[string]video.Upstream{}
-	for _, acc := range m.catalog.Accounts() {
+	for _, acc := range m.cat().Accounts() {
 		if !acc.Kind.Remote() {
 			continue
 		}

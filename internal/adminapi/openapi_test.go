@@ -24,6 +24,7 @@ func TestTrafficMatchesAdminOpenAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, "sqlite")
+	e.srv.CatalogRoutes(&fakeReloader{}) // catalog_test.go
 	key := e.makeKey(false)
 	g, err := e.svc.GrantGroup(context.Background(), admin.CLIActor("t"), admin.GroupInput{Tenant: "demo", Name: "g"})
 	if err != nil {
@@ -55,6 +56,9 @@ func TestTrafficMatchesAdminOpenAPI(t *testing.T) {
 		{"GET", "/admin/v1/audit?action=key.revoke&since=2000-01-01T00:00:00Z", e.viewer, ""},
 		{"GET", "/admin/v1/audit?limit=2", e.viewer, ""},
 		{"GET", "/admin/v1/tenants", e.viewer, ""},
+		{"POST", "/admin/v1/catalog/reload", e.owner, ""},
+		{"POST", "/admin/v1/catalog/reload", e.oper, ""},
+		{"GET", "/admin/v1/catalog", e.viewer, ""},
 		{"POST", "/admin/v1/keys", e.oper, strings.Repeat(" ", MaxBody+1)},
 		{"GET", "/admin/v1/nothing", e.viewer, ""},
 		{"DELETE", "/admin/v1/keys", e.viewer, ""},

@@ -94,7 +94,10 @@ type Store interface {
 type Config struct {
 	Store   Store
 	Catalog *catalog.Catalog // tenant names on the verification page (optional)
-	Blobs   blob.Store
+	// Catalogs, when set, is read instead of Catalog: the catalog in force, which a reload
+	// swaps.
+	Catalogs func() *catalog.Catalog
+	Blobs    blob.Store
 	// Fetch fetches source URLs and delivers callbacks; its policy decides which addresses
 	// may be reached. Give it a total timeout long enough for the largest accepted file.
 	Fetch  *safefetch.Client

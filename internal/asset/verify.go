@@ -179,8 +179,12 @@ func pageErr(kind apierr.Kind, code, msg string) *apierr.Error {
 func (s *Service) pageState(v store.VerifySession) PageState {
 	st := PageState{ExpiresAt: v.ExpiresAt, CheckSeconds: max(3, int((s.cfg.MinCheck+time.Second-1)/time.Second))}
 	st.TenantName = v.TenantID
-	if s.cfg.Catalog != nil {
-		if t, ok := s.cfg.Catalog.Tenant(v.TenantID); ok && t.Name != "" {
+	cat := s.cfg.Catalog
+	if s.cfg.Catalogs != nil {
+		cat = s.cfg.Catalogs()
+	}
+	if cat != nil {
+		if t, ok := cat.Tenant(v.TenantID); ok && t.Name != "" {
 			st.TenantName = t.Name
 		}
 	}

@@ -383,3 +383,47 @@ func TestTenantWeightDefaultsToOne(t *testing.T) {
 		t.Fatalf("weights %v; want acme: 3", got)
 	}
 }
+
+// One file with a problem of every kind: each is listed, in file order, then the checks'
+// findings, and none hides another.
+func TestCheckListsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	src := strings.NewReplacer(
+		"    name: Acme\n", "    name: Acme\n    colour: red\n", // unknown key (line 4)
+		"native_4k: false", "native_4k: yes", // wrong scalar
+		"upstream: sandbox", "upstream: elsewhere", // unknown account
+		"acme-fast: 1.5", "acme-fast: -1", // bad rate
+	).Replace(typed)
+	c, p := Check("c.yaml", []byte(src))
+	if p == nil {
+		t.Fatal("accepted")
+	}
+	if c == nil {
+		t.Fatal("no partial catalog for the caller's own checks")
+	}
+	want := []string{
+		`line 4: unknown key "colour"`,
+		"packages.native_4k must be true or false, not yes",
+		`rate "-1" must not be negative`,
+		`tenant "acme" alias "acme-fast": unknown upstream "elsewhere"`,
+	}
+	if len(p.List) < len(want) {
+		t.Fatalf("%d problems, want at least %d:\n%s", len(p.List), len(want), p)
+	}
+	for i, w := range want {
+		found := -1
+		for j, got := range p.List {
+			if strings.Contains(got, w) {
+				found = j
+			}
+		}
+		if found < 0 {
+			t.Errorf("no problem says %q:\n%s", w, p)
+		} else if found < i {
+			t.Errorf("%q is problem %d, before the earlier findings:\n%s", w, found, p)
+		}
+	}
+	if _, err := Parse("c.yaml", []byte(src)); err == nil || err.Error() != p.Error() {
+		t.Errorf("Parse's error %v is not Check's problems", err)
+	}
+}

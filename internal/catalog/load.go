@@ -39,37 +39,94 @@ func Load(path string) (*Catalog, error) {
 }
 
 // Parse decodes and checks a catalog. Every problem names the file, and where the decoder knows
-// it, the line.
+// it, the line. All problems are found in one pass (a *Problems): a wrong scalar or an unknown
+// key does not hide the checks after it, so an operator fixes a file in one round, not one
+// restart per mistake. Only a file that is not YAML at all stops at its first error.
 func Parse(name string, data []byte) (*Catalog, error) {
-	// First pass: the document as a node tree, for the scalar types the decoder does not check
-	// (strict.go); it also finds syntax errors and extra documents.
+	c, p := Check(name, data)
+	if p != nil {
+		return nil, p
+	}
+	return c, nil
+}
+
+// Check is Parse for callers that add problems of their own (what serve needs of its
+// environment): it returns what could be decoded along with the problems, nil when there are
+// none. A catalog returned with problems is for those further checks only, never for serving;
+// it is nil when the file could not be decoded at all.
+func Check(name string, data []byte) (*Catalog, *Problems) {
+	p := &Problems{File: name}
+	// First pass: the document as a node tree, for the scalar types and unknown keys the
+	// lenient decoder does not report (strict.go); it also finds syntax errors and extra
+	// documents.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("catalog %s: the file is empty", name)
+			return nil, p.add("the file is empty")
 		}
-		return nil, fmt.Errorf("catalog %s: %s", name, tidyYAMLError(err))
+		return nil, p.add(tidyYAMLError(err))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("catalog %s: only one YAML document is allowed", name)
+		return nil, p.add("only one YAML document is allowed")
 	}
-	if err := scalarErrors(&doc); err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", name, err)
+	// The walk reports every wrong scalar and unknown key, and repairs the tree (a wrong
+	// scalar becomes its string or null) so that the decode and the check below still run
+	// and report theirs.
+	p.addErr(scalarErrors(&doc))
+	var c Catalog
+	if err := doc.Decode(&c); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, p.add(tidyYAMLError(err))
+		}
+		for _, msg := range te.Errors { // structure: a list where a string belongs, …
+			p.add(tidyYAMLError(errors.New(msg)))
+		}
 	}
-	// Second pass: the strict decode (unknown keys, structure). Node.Decode has no
-	// KnownFields, so this decodes the text again.
+	p.addErr(c.check())
+	if len(p.List) > 0 {
+		return &c, p
+	}
+	// The strict decoder of the text is the last word on structure and unknown keys: the
+	// walk above should have found whatever it finds.
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)
-	var c Catalog
-	if err := strict.Decode(&c); err != nil {
-		return nil, fmt.Errorf("catalog %s: %s", name, tidyYAMLError(err))
-	}
-	if err := c.check(); err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", name, err)
+	var again Catalog
+	if err := strict.Decode(&again); err != nil {
+		return &c, p.add(tidyYAMLError(err))
 	}
 	return &c, nil
+}
+
+// Problems is every problem of a catalog file, one sentence each: the decoder's and the
+// scalar checks' in file order, then the catalog check's. Each says where (line, tenant,
+// alias, field or account) and why.
+type Problems struct {
+	File string
+	List []string
+}
+
+func (p *Problems) Error() string {
+	return "catalog " + p.File + ": " + strings.Join(p.List, "\n")
+}
+
+func (p *Problems) add(msg string) *Problems {
+	p.List = append(p.List, msg)
+	return p
+}
+
+// addErr adds the problems of err, a join of one-line errors (or nil).
+func (p *Problems) addErr(err error) {
+	if err == nil {
+		return
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line != "" {
+			p.List = append(p.List, line)
+		}
+	}
 }
 
 var (

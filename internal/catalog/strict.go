@@ -57,17 +57,28 @@ func checkScalars(n *yaml.Node, t reflect.Type, what string) []error {
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		// The enums and Rate decode themselves: run their decoder here too, so that every
 		// wrong scalar in the file is reported together, in file order.
-		return appendErr(nil, reflect.New(t).Interface().(yaml.Unmarshaler).UnmarshalYAML(n))
+		decode := func() error { return reflect.New(t).Interface().(yaml.Unmarshaler).UnmarshalYAML(n) }
+		err := decode()
+		if err != nil {
+			repair(n, decode)
+		}
+		return appendErr(nil, err)
 	}
 	var errs []error
 	switch t.Kind() {
 	case reflect.Bool:
 		if n.Kind == yaml.ScalarNode {
-			errs = appendErr(errs, strictBool(n, what))
+			if err := strictBool(n, what); err != nil {
+				errs = append(errs, err)
+				toNull(n)
+			}
 		}
 	case reflect.String:
 		if n.Kind == yaml.ScalarNode {
-			errs = appendErr(errs, strictString(n, what))
+			if err := strictString(n, what); err != nil {
+				errs = append(errs, err)
+				repair(n, func() error { return strictString(n, what) })
+			}
 		}
 	case reflect.Slice, reflect.Array:
 		if n.Kind == yaml.SequenceNode {
@@ -107,10 +118,35 @@ func checkScalars(n *yaml.Node, t reflect.Type, what string) []error {
 				errs = append(errs, checkScalars(val, t.Elem(), joinKey(what, key.Value))...)
 			} else if ft, ok := fields[key.Value]; ok {
 				errs = append(errs, checkScalars(val, ft, joinKey(what, key.Value))...)
+			} else {
+				// The strict decoder's finding, made here so that it does not stop the
+				// other checks.
+				msg := fmt.Sprintf("line %d: unknown key %q", key.Line, key.Value)
+				if what != "" {
+					msg += " under " + what
+				}
+				errs = append(errs, errors.New(msg))
 			}
 		}
 	}
 	return errs
+}
+
+// repair makes a wrong scalar decodable, after its problem is reported, so that the checks
+// after the walk still run: its text as a string when that is what the file meant (name: 42,
+// family: 2.5), else null, which the decoder takes as absent.
+func repair(n *yaml.Node, check func() error) {
+	tag, style := n.Tag, n.Style
+	n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
+	if check() == nil {
+		return
+	}
+	n.Tag, n.Style = tag, style
+	toNull(n)
+}
+
+func toNull(n *yaml.Node) {
+	n.Kind, n.Tag, n.Value, n.Style, n.Content = yaml.ScalarNode, "!!null", "", 0, nil
 }
 
 func deref(t reflect.Type) reflect.Type {

@@ -1,7 +1,8 @@
 // Package catalog holds what the operator decides per tenant: aliases and the products they map
-// to, packages (what is enabled), and rate cards. It is loaded once from one YAML file, decoded
+// to, packages (what is enabled), and rate cards. It is loaded from one YAML file, decoded
 // strictly (unknown keys, wrong types and unknown enum values stop the load with their line), and
-// is read-only afterwards, so lookups need no locks.
+// is read-only afterwards, so lookups need no locks: a reload builds a new Catalog and swaps it
+// in whole (Holder).
 package catalog
 
 import (

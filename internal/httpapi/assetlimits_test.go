@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"mediagen/internal/asset"
+	"mediagen/internal/catalog"
 	"mediagen/internal/store"
 )
 
@@ -61,7 +62,7 @@ func TestAssetIngestsInFlightLimitRefusesWithoutWriting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newAssetEnv(t)
-			e.srv.catalog = limitedCatalog(t, tt.key, tt.tenant)
+			e.srv.catalogs = catalog.Static(limitedCatalog(t, tt.key, tt.tenant))
 			src := stalledSource(t)
 			group := func(key string) string {
 				return e.ok(key, vPrefix+"/asset-groups/create", `{"Name":"g"}`, 200)["Id"].(string)

@@ -59,7 +59,8 @@ func (s *Server) auth(next handlerFunc) handlerFunc {
 		if key.Revoked() {
 			return authErr("revoked_api_key", "The API key has been revoked.")
 		}
-		tenant, ok := s.catalog.Tenant(key.TenantID)
+		cat := s.catalogs.Current() // this request's catalog, to its end
+		tenant, ok := cat.Tenant(key.TenantID)
 		if !ok {
 			return apierr.New(apierr.KindPermission, "The API key's account is not configured on this service. Contact the operator.")
 		}
@@ -69,7 +70,7 @@ func (s *Server) auth(next handlerFunc) handlerFunc {
 			r = r.WithContext(context.WithValue(r.Context(), ctxInfo, info))
 		}
 		info.keyID = key.ID
-		info.principal = &keys.Caller{Key: key, Tenant: tenant}
+		info.principal = &keys.Caller{Key: key, Tenant: tenant, Catalog: cat}
 		end, err := s.admit(info.principal)
 		if err != nil {
 			return err

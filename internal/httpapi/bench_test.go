@@ -12,7 +12,7 @@ import (
 // network: auth (cached key), one task read, the view, JSON.
 func BenchmarkGetVideo(b *testing.B) {
 	e := newVideoEnv(b, "acme")
-	e.srv.catalog = limitedCatalog(b, nil, nil) // every limit unlimited: b.N requests on one key
+	e.srv.catalogs = catalog.Static(limitedCatalog(b, nil, nil)) // every limit unlimited: b.N requests on one key
 	e.srv.keys = newKeyCache(60e9)
 	created := e.post(e.key, `{"model":"acme-video-fast","prompt":"a cat","metadata":{"duration":5}}`)
 	var id string
@@ -50,7 +50,7 @@ func BenchmarkCreateVideoLimited(b *testing.B) {
 
 func benchCreate(b *testing.B, cat *catalog.Catalog) {
 	e := newVideoEnv(b, "acme")
-	e.srv.catalog = cat
+	e.srv.catalogs = catalog.Static(cat)
 	secret, _ := e.newKey("acme", 0, true)
 	h := e.srv.Handler()
 	body := `{"model":"acme-video-fast","prompt":"a cat on a windowsill, golden hour","metadata":{"duration":5,"resolution":"720p","ratio":"16:9","generate_audio":true}}`

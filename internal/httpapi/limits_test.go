@@ -70,7 +70,7 @@ func (c *stillClock) add(d time.Duration) {
 func newLimitedVideoEnv(t *testing.T, cat *catalog.Catalog) (*videoEnv, *stillClock) {
 	t.Helper()
 	e := newVideoEnv(t, "acme")
-	e.srv.catalog = cat
+	e.srv.catalogs = catalog.Static(cat)
 	clk := &stillClock{t: time.Now()}
 	e.srv.limiter = limits.New(clk.now, 1)
 	return e, clk
@@ -303,7 +303,7 @@ func TestDefaultLimitsLetTheDemoFlowThrough(t *testing.T) {
 func TestSpeechInFlightLimitRefusesWithoutWriting(t *testing.T) {
 	t.Parallel()
 	se := newSpeechEnv(t)
-	se.srv.catalog = limitedCatalog(t, map[string]string{"speech_in_flight": "1"}, nil)
+	se.srv.catalogs = catalog.Static(limitedCatalog(t, map[string]string{"speech_in_flight": "1"}, nil))
 	ctx := t.Context()
 	// A generation of the key still running (as on another replica): its record is pending.
 	now := time.Now().UTC()

@@ -33,8 +33,12 @@ type Store interface {
 
 // Config holds what the server needs.
 type Config struct {
-	Store        Store
-	Catalog      *catalog.Catalog
+	Store   Store
+	Catalog *catalog.Catalog
+	// Catalogs, when set, holds the catalog in force and Catalog is ignored: each request
+	// reads it once, at authentication, and keeps that one to its end (a live reload swaps
+	// it for the requests after).
+	Catalogs     *catalog.Holder
 	Logger       *slog.Logger
 	Registry     *prometheus.Registry // metrics are registered here and served on /metrics
 	MaxBodyBytes int64
@@ -76,17 +80,17 @@ type Config struct {
 
 // Server is the API.
 type Server struct {
-	store   Store
-	catalog *catalog.Catalog
-	log     *slog.Logger
-	metrics *metrics
-	reg     *prometheus.Registry
-	maxBody int64
-	now     func() time.Time
-	mux     *http.ServeMux
-	videos  *video.Service
-	links   video.Linker
-	files   interface {
+	store    Store
+	catalogs *catalog.Holder
+	log      *slog.Logger
+	metrics  *metrics
+	reg      *prometheus.Registry
+	maxBody  int64
+	now      func() time.Time
+	mux      *http.ServeMux
+	videos   *video.Service
+	links    video.Linker
+	files    interface {
 		ServeFile(w http.ResponseWriter, r *http.Request) error
 	}
 	opsOnly bool
@@ -109,7 +113,7 @@ type Server struct {
 // New builds the server and its routing table.
 func New(c Config) *Server {
 	s := &Server{
-		store: c.Store, catalog: c.Catalog, log: c.Logger, reg: c.Registry,
+		store: c.Store, catalogs: c.Catalogs, log: c.Logger, reg: c.Registry,
 		maxBody: c.MaxBodyBytes, now: c.Now, mux: http.NewServeMux(),
 		videos: c.Videos, links: c.Links, files: c.Files, opsOnly: c.OpsOnly, metricsElsewhere: c.MetricsElsewhere,
 		keys: newKeyCache(c.KeyCacheTTL), speech: c.Speech,
@@ -118,6 +122,9 @@ func New(c Config) *Server {
 		// A server built without a video service (tests of other routes) still answers the
 		// video routes from its store.
 		s.videos = &video.Service{Store: vs}
+	}
+	if s.catalogs == nil {
+		s.catalogs = catalog.Static(c.Catalog)
 	}
 	if s.log == nil {
 		s.log = slog.Default()

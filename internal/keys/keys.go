@@ -48,4 +48,8 @@ func Hash(secret string) []byte {
 type Caller struct {
 	Key    store.Key
 	Tenant *catalog.Tenant
+	// Catalog is the catalog in force when the request began, Tenant's own: every other
+	// lookup of the request (upstream accounts) reads it, so a reload in the middle of a
+	// request never mixes two catalogs (nil: the service's own lookups).
+	Catalog *catalog.Catalog
 }

@@ -52,8 +52,12 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 	if !ok || alias.Product != catalog.ProductSpeech {
 		return nil, apierr.Invalid("model", fmt.Sprintf("The model %q is not a speech model alias of this account. Use a speech alias supplied by the operator.", req.Model))
 	}
-	if s.Accounts != nil {
-		if acc, ok := s.Accounts(string(alias.Upstream)); ok {
+	accounts := s.Accounts
+	if c.Catalog != nil {
+		accounts = c.Catalog.Upstream
+	}
+	if accounts != nil {
+		if acc, ok := accounts(string(alias.Upstream)); ok {
 			if param, msg := acc.Kind.RefuseSpeech(req); param != "" {
 				return nil, apierr.Invalid(param, msg)
 			}
@@ -74,7 +78,7 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 			return nil, err
 		}
 	}
-	if s.Engines[string(alias.Upstream)] == nil {
+	if s.engine(string(alias.Upstream)) == nil {
 		return nil, apierr.New(apierr.KindUnavailable, "Speech generation is not available on this server right now. Retry later, or contact the operator.")
 	}
 	rate, ok := c.Tenant.Rates.SpeechRate()

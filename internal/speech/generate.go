@@ -64,7 +64,7 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	if err := json.Unmarshal(rec.Pricing, &q); err != nil {
 		return nil, fmt.Errorf("speech %s: stored quote: %w", rec.ID, err)
 	}
-	engine := s.Engines[st.Upstream]
+	engine := s.engine(st.Upstream)
 	if engine == nil {
 		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", errors.New("no engine for upstream "+st.Upstream))
 	}

@@ -74,6 +74,9 @@ type Store interface {
 type Service struct {
 	Store   Store
 	Engines map[string]provider.Synthesizer
+	// Lookup, when set, finds an engine by account name instead of Engines: a catalog
+	// reload swaps the engines it answers from.
+	Lookup  func(name string) provider.Synthesizer
 	Fetch   Fetcher
 	Blobs   blob.Store
 	Probe   Prober
@@ -129,3 +132,11 @@ func (s *Service) checkTimeout() time.Duration { return orDefault(s.CheckTimeout
 func (s *Service) linkTTL() time.Duration      { return orDefault(s.LinkTTL, DefaultLinkTTL) }
 func (s *Service) poll() time.Duration         { return orDefault(s.Poll, DefaultPoll) }
 func (s *Service) lease() time.Duration        { return orDefault(s.Lease, DefaultLease) }
+
+// engine is the engine of an account (nil: none in this process).
+func (s *Service) engine(name string) provider.Synthesizer {
+	if s.Lookup != nil {
+		return s.Lookup(name)
+	}
+	return s.Engines[name]
+}

@@ -113,6 +113,7 @@ type Store interface {
 	AssetStore
 	JobStore
 	ExcessStore
+	CatalogStore
 	AdminStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
@@ -142,4 +143,5 @@ type Tx interface {
 	JobTx
 	ExcessTx
 	AdminTx
+	CatalogTx
 }

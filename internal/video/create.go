@@ -55,8 +55,12 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store
 	if derr != nil {
 		return store.Task{}, false, fromContract(derr)
 	}
-	if s.Accounts != nil {
-		if acc, ok := s.Accounts(string(alias.Upstream)); ok {
+	accounts := s.Accounts
+	if c.Catalog != nil {
+		accounts = c.Catalog.Upstream
+	}
+	if accounts != nil {
+		if acc, ok := accounts(string(alias.Upstream)); ok {
 			if param, msg := acc.Kind.Refuse(req); param != "" {
 				return store.Task{}, false, apierr.Invalid(param, msg)
 			}

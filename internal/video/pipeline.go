@@ -31,9 +31,13 @@ type Upstream struct {
 // generation → enhancement → optional last frame for production, as one public task.
 type Pipeline struct {
 	Upstreams map[string]Upstream
-	Blobs     blob.Store
-	Tools     ffmpeg.Tools
-	Fetch     *safefetch.Client // copies results a remote upstream hands back as URLs
+	// Lookup, when set, finds an engine by account name instead of Upstreams: a catalog
+	// reload swaps the engines it answers from (new accounts, rebuilt clients) while steps
+	// run. A step looks its engines up once, at its start.
+	Lookup func(name string) (Upstream, bool)
+	Blobs  blob.Store
+	Tools  ffmpeg.Tools
+	Fetch  *safefetch.Client // copies results a remote upstream hands back as URLs
 	// LinkTTL is how long the links handed to upstreams (intermediate outputs) stay valid.
 	LinkTTL time.Duration
 	// PollMin and PollMax bound the upstream polling interval: fast at first, backing off.
@@ -62,6 +66,14 @@ type Pipeline struct {
 	// ResultHosts, when set, gives an account's check of the hosts its result links may be
 	// read from (nil: any the fetch policy allows).
 	ResultHosts func(upstream string) func(host string) bool
+}
+
+func (p *Pipeline) upstream(name string) (Upstream, bool) {
+	if p.Lookup != nil {
+		return p.Lookup(name)
+	}
+	up, ok := p.Upstreams[name]
+	return up, ok
 }
 
 func (p *Pipeline) logger() *slog.Logger {
@@ -222,13 +234,13 @@ func (p *Pipeline) Step(ctx context.Context, c store.TaskRun, save func(Outcome)
 			return permanent("video_generation_failed", "The task could not be read."), nil
 		}
 	}
-	up, ok := p.Upstreams[s.req.Upstream]
+	up, ok := p.upstream(s.req.Upstream)
 	if !ok {
 		return permanent("video_generation_failed", "The model is not available."), nil
 	}
 	s.up, s.enh = up, up
 	if name := s.req.EnhanceUpstream; name != "" {
-		if s.enh, ok = p.Upstreams[name]; !ok {
+		if s.enh, ok = p.upstream(name); !ok {
 			return permanent("video_generation_failed", "The model is not available."), nil
 		}
 	}

@@ -73,6 +73,7 @@ func Run(t *testing.T, open Opener) {
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
 		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
+		{"CatalogReloadRequestsAndReplicaReports", testCatalogReplicas},
 		{"AdminTokensCreateFindRevoke", testAdminTokens},
 		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
 		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
