@@ -1,0 +1,56 @@
+-- Usage rollups (docs/billing.md, "Usage reports"): one row per UTC hour, tenant, key, alias,
+-- route, upstream account, currency and outcome, summing the settlements made in that hour.
+-- Every settlement adds to its row in its own transaction (billing.SettleUsage), so a report
+-- reads hours, never tasks, and agrees with the ledger to the micro-unit. A task accepted on
+-- one day and settled on the next counts in the hour of its settlement.
+CREATE TABLE usage_rollups (
+    hour        BIGINT NOT NULL, -- µs since the epoch of the UTC hour's start
+    tenant_id   TEXT NOT NULL,
+    key_id      TEXT NOT NULL,
+    alias       TEXT NOT NULL,
+    route       TEXT NOT NULL,
+    upstream    TEXT NOT NULL,
+    currency    TEXT NOT NULL,
+    outcome     TEXT NOT NULL,
+    count       BIGINT NOT NULL,
+    seconds_us  BIGINT NOT NULL,
+    tokens      BIGINT NOT NULL,
+    characters  BIGINT NOT NULL,
+    reserved    BIGINT NOT NULL,
+    charged     BIGINT NOT NULL,
+    overage     BIGINT NOT NULL,
+    refunded    BIGINT NOT NULL,
+    PRIMARY KEY (hour, tenant_id, key_id, alias, route, upstream, currency, outcome)
+);
+-- A key's own figures (GET /v1/billing/usage) and a tenant's.
+CREATE INDEX usage_rollups_key ON usage_rollups (key_id, hour);
+CREATE INDEX usage_rollups_tenant ON usage_rollups (tenant_id, hour);
+-- backfill: what the settlements made before this migration add up to. The same statements
+-- are `mediagen admin usage rebuild` (postgres.UsageBackfill reads them from this file), so an
+-- upgraded database and a rebuilt one agree; they compute what billing.TaskUsage and
+-- billing.SpeechUsage compute at settlement.
+INSERT INTO usage_rollups (hour, tenant_id, key_id, alias, route, upstream, currency, outcome,
+    count, seconds_us, tokens, characters, reserved, charged, overage, refunded)
+SELECT hour, tenant_id, key_id, model, route, upstream, currency, outcome,
+    COUNT(*), SUM(seconds_us), SUM(tokens), SUM(characters), SUM(reserved), SUM(charged),
+    SUM(GREATEST(charged - reserved, 0)), SUM(reserved - LEAST(charged, reserved))
+FROM (
+    SELECT finished_at - finished_at % 3600000000 AS hour, tenant_id, key_id, model, route,
+        COALESCE(((request::jsonb)->>'upstream'), '') AS upstream,
+        COALESCE(((pricing::jsonb)->>'currency'), '') AS currency,
+        CASE status WHEN 'completed' THEN 'succeeded' ELSE status END AS outcome,
+        CASE WHEN status = 'completed' THEN COALESCE(ROUND(((result::jsonb)->>'duration')::numeric * 1000000)::bigint, 0) ELSE 0 END AS seconds_us,
+        CASE WHEN status = 'completed' THEN COALESCE(((result::jsonb)->>'completion_tokens')::bigint, 0) ELSE 0 END AS tokens,
+        0::bigint AS characters, reserved, charged
+    FROM tasks WHERE status IN ('completed', 'failed', 'expired')
+    UNION ALL
+    SELECT finished_at - finished_at % 3600000000, tenant_id, key_id, model, 'speech',
+        COALESCE(((request::jsonb)->>'upstream'), ''),
+        COALESCE(((pricing::jsonb)->>'currency'), ''),
+        CASE status WHEN 'completed' THEN 'succeeded' ELSE status END,
+        CASE WHEN status = 'completed' THEN COALESCE(((result::jsonb)->>'duration_us')::bigint, 0) ELSE 0 END,
+        0,
+        COALESCE(((pricing::jsonb)->>'characters')::bigint, 0), reserved, charged
+    FROM speeches WHERE status IN ('completed', 'failed')
+) AS settled
+GROUP BY hour, tenant_id, key_id, model, route, upstream, currency, outcome;
