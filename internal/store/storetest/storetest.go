@@ -73,6 +73,9 @@ func Run(t *testing.T, open Opener) {
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
 		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
+		{"UsageUpsertSumsPerHour", testUsageUpsertSumsPerHour},
+		{"UsageReportGroupsAndFilters", testUsageReportGroupsAndFilters},
+		{"UsageAgreesWithTheLedger", testUsageAgreesWithTheLedger},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
