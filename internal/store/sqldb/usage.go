@@ -18,30 +18,42 @@ const (
 	dayMicros  = 24 * hourMicros
 )
 
-const usageUpsert = `INSERT INTO usage_rollups (hour, tenant_id, key_id, alias, route, upstream, currency, outcome,
+// usageUpsert adds one settlement's figures to a row of table (usage_rollups by hour,
+// usage_daily by day) in one statement on both dialects.
+func usageUpsert(table, bucket string) string {
+	return `INSERT INTO ` + table + ` (` + bucket + `, tenant_id, key_id, alias, route, upstream, currency, outcome,
 	count, seconds_us, tokens, characters, reserved, charged, overage, refunded)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (hour, tenant_id, key_id, alias, route, upstream, currency, outcome) DO UPDATE SET
-	count = usage_rollups.count + excluded.count,
-	seconds_us = usage_rollups.seconds_us + excluded.seconds_us,
-	tokens = usage_rollups.tokens + excluded.tokens,
-	characters = usage_rollups.characters + excluded.characters,
-	reserved = usage_rollups.reserved + excluded.reserved,
-	charged = usage_rollups.charged + excluded.charged,
-	overage = usage_rollups.overage + excluded.overage,
-	refunded = usage_rollups.refunded + excluded.refunded`
+	ON CONFLICT (` + bucket + `, tenant_id, key_id, alias, route, upstream, currency, outcome) DO UPDATE SET
+	count = ` + table + `.count + excluded.count,
+	seconds_us = ` + table + `.seconds_us + excluded.seconds_us,
+	tokens = ` + table + `.tokens + excluded.tokens,
+	characters = ` + table + `.characters + excluded.characters,
+	reserved = ` + table + `.reserved + excluded.reserved,
+	charged = ` + table + `.charged + excluded.charged,
+	overage = ` + table + `.overage + excluded.overage,
+	refunded = ` + table + `.refunded + excluded.refunded`
+}
 
-// AddUsage upserts each delta into its rollup row. The settlement reads nothing back, so in a
-// shared batch the statement is queued with the commit (Tx.later).
+var (
+	hourlyUpsert = usageUpsert("usage_rollups", "hour")
+	dailyUpsert  = usageUpsert("usage_daily", "day")
+)
+
+// AddUsage upserts each delta into its hour's and its day's rollup rows. The settlement reads
+// nothing back, so in a shared batch the statements are queued with the commit (Tx.later).
 func (t *Tx) AddUsage(ctx context.Context, ds ...store.UsageDelta) error {
 	for _, d := range ds {
 		hour := d.Hour.UTC().UnixMicro()
 		hour -= hour % hourMicros
-		err := t.later(ctx, usageUpsert, []any{hour, d.TenantID, d.KeyID, d.Alias, d.Route, d.Upstream, d.Currency, d.Outcome,
+		rest := []any{d.TenantID, d.KeyID, d.Alias, d.Route, d.Upstream, d.Currency, d.Outcome,
 			d.Count, d.SecondsMicros, d.Tokens, d.Characters, int64(d.Reserved), int64(d.Charged), int64(d.Overage),
-			int64(d.Refunded)}, nil)
-		if err != nil {
+			int64(d.Refunded)}
+		if err := t.later(ctx, hourlyUpsert, append([]any{hour}, rest...), nil); err != nil {
 			return fmt.Errorf("add usage of key %s: %w", d.KeyID, err)
+		}
+		if err := t.later(ctx, dailyUpsert, append([]any{hour - hour%dayMicros}, rest...), nil); err != nil {
+			return fmt.Errorf("add daily usage of key %s: %w", d.KeyID, err)
 		}
 	}
 	return nil
@@ -53,12 +65,14 @@ func (t *Tx) AddUsage(ctx context.Context, ds ...store.UsageDelta) error {
 // the rebuild and then adds to the rebuilt rows.
 func (t *Tx) ClearUsage(ctx context.Context) error {
 	if t.db.d.Name() == "postgres" {
-		if _, err := t.exec(ctx, `LOCK TABLE usage_rollups IN EXCLUSIVE MODE`); err != nil {
+		if _, err := t.exec(ctx, `LOCK TABLE usage_rollups, usage_daily IN EXCLUSIVE MODE`); err != nil {
 			return fmt.Errorf("clear usage: lock: %w", err)
 		}
 	}
-	if _, err := t.exec(ctx, `DELETE FROM usage_rollups`); err != nil {
-		return fmt.Errorf("clear usage: %w", err)
+	for _, table := range []string{"usage_rollups", "usage_daily"} {
+		if _, err := t.exec(ctx, `DELETE FROM `+table); err != nil {
+			return fmt.Errorf("clear usage: %w", err)
+		}
 	}
 	return nil
 }
@@ -120,8 +134,8 @@ var usageDims = map[string]string{
 	store.UsageByRoute:    "route",
 	store.UsageByUpstream: "upstream",
 	store.UsageByOutcome:  "outcome",
-	store.UsageByDay:      fmt.Sprintf("hour - hour %% %d", dayMicros),
-	store.UsageByHour:     "hour",
+	store.UsageByDay:      fmt.Sprintf("bucket - bucket %% %d", dayMicros),
+	store.UsageByHour:     "bucket",
 }
 
 // UsageReport sums the rollup rows of q.
@@ -149,19 +163,36 @@ func (db *DB) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Usag
 			cols[i] = usageDims[g]
 		}
 	}
-	where := []string{"hour >= ?", "hour < ?"}
-	args := []any{q.From.UTC().UnixMicro(), q.To.UTC().UnixMicro()}
+	var filter string
+	var fargs []any
 	if q.TenantID != "" {
-		where, args = append(where, "tenant_id = ?"), append(args, q.TenantID)
+		filter, fargs = filter+" AND tenant_id = ?", append(fargs, q.TenantID)
 	}
 	if q.KeyID != "" {
-		where, args = append(where, "key_id = ?"), append(args, q.KeyID)
+		filter, fargs = filter+" AND key_id = ?", append(fargs, q.KeyID)
+	}
+	const figures = `count, seconds_us, tokens, characters, reserved, charged, overage, refunded`
+	const dims = `tenant_id, key_id, alias, route, upstream, currency, outcome, `
+	from, to := q.From.UTC().UnixMicro(), q.To.UTC().UnixMicro()
+	var source string
+	var args []any
+	// Whole days come from usage_daily, the hours before the first and after the last whole
+	// day from usage_rollups; grouped by hour, everything comes from the hours.
+	firstDay, lastDay := from+(dayMicros-from%dayMicros)%dayMicros, to-to%dayMicros
+	if slices.Contains(q.GroupBy, store.UsageByHour) || firstDay >= lastDay {
+		source = `SELECT hour AS bucket, ` + dims + figures + ` FROM usage_rollups WHERE hour >= ? AND hour < ?` + filter
+		args = append(append(args, from, to), fargs...)
+	} else {
+		source = `SELECT day AS bucket, ` + dims + figures + ` FROM usage_daily WHERE day >= ? AND day < ?` + filter +
+			` UNION ALL SELECT hour, ` + dims + figures + ` FROM usage_rollups WHERE (hour >= ? AND hour < ? OR hour >= ? AND hour < ?)` + filter
+		args = append(append(args, firstDay, lastDay), fargs...)
+		args = append(append(args, from, firstDay, lastDay, to), fargs...)
 	}
 	group := strings.Join(cols, ", ")
 	query := `SELECT ` + group + `, CAST(SUM(count) AS BIGINT), CAST(SUM(seconds_us) AS BIGINT), CAST(SUM(tokens) AS BIGINT),
 		CAST(SUM(characters) AS BIGINT), CAST(SUM(reserved) AS BIGINT), CAST(SUM(charged) AS BIGINT),
 		CAST(SUM(overage) AS BIGINT), CAST(SUM(refunded) AS BIGINT)
-		FROM usage_rollups WHERE ` + strings.Join(where, " AND ") + ` GROUP BY ` + group + ` ORDER BY ` + group
+		FROM (` + source + `) AS u GROUP BY ` + group + ` ORDER BY ` + group
 	rows, err := db.read.QueryContext(ctx, db.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("usage report: %w", err)

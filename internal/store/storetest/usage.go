@@ -300,6 +300,8 @@ func testUsageAgreesWithTheLedger(t *testing.T, s store.Store) {
 	}
 	settled := report(t, s, q)
 	check("settlement path", settled)
+	checkDaysEqualHours(t, s, at.Truncate(24*time.Hour), at.Truncate(24*time.Hour).Add(72*time.Hour))
+	checkDaysEqualHours(t, s, at.Add(-5*time.Hour), at.Add(53*time.Hour)) // partial days at both ends
 	all := store.UsageQuery{From: at.Add(-time.Hour), To: at.Add(100 * time.Hour), GroupBy: []string{store.UsageByHour,
 		store.UsageByTenant, store.UsageByKey, store.UsageByAlias, store.UsageByRoute, store.UsageByUpstream, store.UsageByOutcome}}
 	before := report(t, s, all)
@@ -320,3 +322,29 @@ func testUsageAgreesWithTheLedger(t *testing.T, s store.Store) {
 	}
 }
 
+// checkDaysEqualHours: a report grouped by day (whole days from usage_daily, partial ones
+// from the hours) equals the hourly rows summed per day.
+func checkDaysEqualHours(t *testing.T, s store.Store, from, to time.Time) {
+	t.Helper()
+	dims := []string{store.UsageByTenant, store.UsageByKey, store.UsageByAlias, store.UsageByRoute, store.UsageByUpstream, store.UsageByOutcome}
+	days := report(t, s, store.UsageQuery{From: from, To: to, GroupBy: append([]string{store.UsageByDay}, dims...)})
+	hours := report(t, s, store.UsageQuery{From: from, To: to, GroupBy: append([]string{store.UsageByHour}, dims...)})
+	want := map[store.UsageRow]store.UsageFigures{}
+	for _, r := range hours {
+		f := r.UsageFigures
+		r.UsageFigures, r.Bucket = store.UsageFigures{}, r.Bucket.Truncate(24*time.Hour)
+		sum := want[r]
+		sum.Add(f)
+		want[r] = sum
+	}
+	if len(days) != len(want) || len(days) == 0 {
+		t.Fatalf("%s..%s: %d day rows, %d from the hours", from, to, len(days), len(want))
+	}
+	for _, r := range days {
+		f := r.UsageFigures
+		r.UsageFigures = store.UsageFigures{}
+		if want[r] != f {
+			t.Errorf("%s..%s: day row %+v has %+v, the hours sum to %+v", from, to, r, f, want[r])
+		}
+	}
+}

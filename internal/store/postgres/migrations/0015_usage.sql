@@ -22,9 +22,32 @@ CREATE TABLE usage_rollups (
     refunded    BIGINT NOT NULL,
     PRIMARY KEY (hour, tenant_id, key_id, alias, route, upstream, currency, outcome)
 );
--- A key's own figures (GET /v1/billing/usage) and a tenant's.
+-- The same sums per UTC day, kept by the same settlements: a report of whole days reads 24
+-- times fewer rows (a 30-day report grouped by day and alias over 10 million tasks reads
+-- about 11,000 of them; bench/usage). A report's partial days at either end of its range are
+-- read from the hours.
+CREATE TABLE usage_daily (
+    day         BIGINT NOT NULL, -- µs since the epoch of the UTC day's start
+    tenant_id   TEXT NOT NULL,
+    key_id      TEXT NOT NULL,
+    alias       TEXT NOT NULL,
+    route       TEXT NOT NULL,
+    upstream    TEXT NOT NULL,
+    currency    TEXT NOT NULL,
+    outcome     TEXT NOT NULL,
+    count       BIGINT NOT NULL,
+    seconds_us  BIGINT NOT NULL,
+    tokens      BIGINT NOT NULL,
+    characters  BIGINT NOT NULL,
+    reserved    BIGINT NOT NULL,
+    charged     BIGINT NOT NULL,
+    overage     BIGINT NOT NULL,
+    refunded    BIGINT NOT NULL,
+    PRIMARY KEY (day, tenant_id, key_id, alias, route, upstream, currency, outcome)
+);
+-- A key's own figures (GET /v1/billing/usage).
 CREATE INDEX usage_rollups_key ON usage_rollups (key_id, hour);
-CREATE INDEX usage_rollups_tenant ON usage_rollups (tenant_id, hour);
+CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
 -- backfill: what the settlements made before this migration add up to. The same statements
 -- are `mediagen admin usage rebuild` (postgres.UsageBackfill reads them from this file), so an
 -- upgraded database and a rebuilt one agree; they compute what billing.TaskUsage and
@@ -54,3 +77,9 @@ FROM (
     FROM speeches WHERE status IN ('completed', 'failed')
 ) AS settled
 GROUP BY hour, tenant_id, key_id, model, route, upstream, currency, outcome;
+INSERT INTO usage_daily (day, tenant_id, key_id, alias, route, upstream, currency, outcome,
+    count, seconds_us, tokens, characters, reserved, charged, overage, refunded)
+SELECT hour - hour % 86400000000, tenant_id, key_id, alias, route, upstream, currency, outcome,
+    SUM(count), SUM(seconds_us), SUM(tokens), SUM(characters), SUM(reserved), SUM(charged), SUM(overage), SUM(refunded)
+FROM usage_rollups
+GROUP BY hour - hour % 86400000000, tenant_id, key_id, alias, route, upstream, currency, outcome;

@@ -24,9 +24,32 @@ CREATE TABLE usage_rollups (
     refunded    INTEGER NOT NULL,
     PRIMARY KEY (hour, tenant_id, key_id, alias, route, upstream, currency, outcome)
 ) STRICT, WITHOUT ROWID;
--- A key's own figures (GET /v1/billing/usage) and a tenant's.
+-- The same sums per UTC day, kept by the same settlements: a report of whole days reads 24
+-- times fewer rows (a 30-day report grouped by day and alias over 10 million tasks reads
+-- about 11,000 of them; bench/usage). A report's partial days at either end of its range are
+-- read from the hours.
+CREATE TABLE usage_daily (
+    day         INTEGER NOT NULL, -- µs since the epoch of the UTC day's start
+    tenant_id   TEXT NOT NULL,
+    key_id      TEXT NOT NULL,
+    alias       TEXT NOT NULL,
+    route       TEXT NOT NULL,
+    upstream    TEXT NOT NULL,
+    currency    TEXT NOT NULL,
+    outcome     TEXT NOT NULL,
+    count       INTEGER NOT NULL,
+    seconds_us  INTEGER NOT NULL,
+    tokens      INTEGER NOT NULL,
+    characters  INTEGER NOT NULL,
+    reserved    INTEGER NOT NULL,
+    charged     INTEGER NOT NULL,
+    overage     INTEGER NOT NULL,
+    refunded    INTEGER NOT NULL,
+    PRIMARY KEY (day, tenant_id, key_id, alias, route, upstream, currency, outcome)
+) STRICT, WITHOUT ROWID;
+-- A key's own figures (GET /v1/billing/usage).
 CREATE INDEX usage_rollups_key ON usage_rollups (key_id, hour);
-CREATE INDEX usage_rollups_tenant ON usage_rollups (tenant_id, hour);
+CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
 -- backfill: what the settlements made before this migration add up to. The same statements
 -- are `mediagen admin usage rebuild` (sqlite.UsageBackfill reads them from this file), so an
 -- upgraded database and a rebuilt one agree; they compute what billing.TaskUsage and
@@ -56,3 +79,9 @@ FROM (
     FROM speeches WHERE status IN ('completed', 'failed')
 )
 GROUP BY hour, tenant_id, key_id, model, route, upstream, currency, outcome;
+INSERT INTO usage_daily (day, tenant_id, key_id, alias, route, upstream, currency, outcome,
+    count, seconds_us, tokens, characters, reserved, charged, overage, refunded)
+SELECT hour - hour % 86400000000, tenant_id, key_id, alias, route, upstream, currency, outcome,
+    SUM(count), SUM(seconds_us), SUM(tokens), SUM(characters), SUM(reserved), SUM(charged), SUM(overage), SUM(refunded)
+FROM usage_rollups
+GROUP BY hour - hour % 86400000000, tenant_id, key_id, alias, route, upstream, currency, outcome;
