@@ -36,6 +36,9 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin upstream list
   mediagen admin upstream check NAME
   mediagen admin upstream excess [--upstream NAME] [--ref ID] [--limit N]
+  mediagen admin usage --from DATE [--to DATE] [--group-by tenant,key,alias,route,upstream,day|hour]
+                       [--tenant T] [--key ID] [--format table|json|csv]
+  mediagen admin usage rebuild
 
 Every command also takes --db, --data-dir and --catalog (and their MEDIAGEN_* variables).`
 
@@ -116,7 +119,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-	}, append(adminAssetCommands(), adminUpstreamCommands()...)...)
+	}, append(append(adminAssetCommands(), adminUpstreamCommands()...), adminUsageCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

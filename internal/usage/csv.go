@@ -10,6 +10,49 @@ import (
 	"mediagen/internal/store"
 )
 
+// dims are the dimension columns, in the order reports show them.
+var dims = []struct {
+	group, name string
+	get         func(Row) string
+}{
+	{store.UsageByDay, "day", func(r Row) string { return r.Day }},
+	{store.UsageByHour, "hour", func(r Row) string { return r.Hour }},
+	{store.UsageByTenant, "tenant", func(r Row) string { return r.Tenant }},
+	{store.UsageByKey, "key", func(r Row) string { return r.Key }},
+	{store.UsageByKey, "key_name", func(r Row) string { return r.KeyName }},
+	{store.UsageByAlias, "alias", func(r Row) string { return r.Alias }},
+	{store.UsageByRoute, "route", func(r Row) string { return r.Route }},
+	{store.UsageByUpstream, "upstream", func(r Row) string { return r.Upstream }},
+}
+
+// figureColumns are the columns after the dimensions.
+var figureColumns = []string{"currency", "count", "succeeded", "failed", "expired", "seconds", "tokens", "characters",
+	"reserved", "charged", "overage", "refunded"}
+
+// Columns names the columns of a report grouped by groupBy: its dimensions, then the figures.
+func Columns(groupBy []string) []string {
+	var out []string
+	for _, d := range dims {
+		if slices.Contains(groupBy, d.group) {
+			out = append(out, d.name)
+		}
+	}
+	return append(out, figureColumns...)
+}
+
+// Cells are a row's values in the order of Columns(groupBy), as text.
+func Cells(groupBy []string, r Row) []string {
+	var out []string
+	for _, d := range dims {
+		if slices.Contains(groupBy, d.group) {
+			out = append(out, d.get(r))
+		}
+	}
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return append(out, r.Currency, i64(r.Count), i64(r.Succeeded), i64(r.Failed), i64(r.Expired), r.Seconds.String(),
+		i64(r.Tokens), i64(r.Characters), r.Reserved.String(), r.Charged.String(), r.Overage.String(), r.Refunded.String())
+}
+
 // WriteCSV writes the report's rows as RFC 4180 CSV (CRLF line ends; fields with commas,
 // quotes or line breaks quoted, quotes doubled), one header line first. Totals are not
 // written: every column adds up.
@@ -23,40 +66,11 @@ import (
 func WriteCSV(w io.Writer, rep Report) error {
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = true
-	var head []string
-	dims := []struct {
-		group, name string
-		get         func(Row) string
-	}{
-		{store.UsageByDay, "day", func(r Row) string { return r.Day }},
-		{store.UsageByHour, "hour", func(r Row) string { return r.Hour }},
-		{store.UsageByTenant, "tenant", func(r Row) string { return r.Tenant }},
-		{store.UsageByKey, "key", func(r Row) string { return r.Key }},
-		{store.UsageByKey, "key_name", func(r Row) string { return r.KeyName }},
-		{store.UsageByAlias, "alias", func(r Row) string { return r.Alias }},
-		{store.UsageByRoute, "route", func(r Row) string { return r.Route }},
-		{store.UsageByUpstream, "upstream", func(r Row) string { return r.Upstream }},
-	}
-	var cols []func(Row) string
-	for _, d := range dims {
-		if slices.Contains(rep.GroupBy, d.group) {
-			head = append(head, d.name)
-			cols = append(cols, d.get)
-		}
-	}
-	head = append(head, "currency", "count", "succeeded", "failed", "expired", "seconds", "tokens", "characters",
-		"reserved", "charged", "overage", "refunded")
-	if err := cw.Write(head); err != nil {
+	if err := cw.Write(Columns(rep.GroupBy)); err != nil {
 		return fmt.Errorf("usage csv: %w", err)
 	}
-	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, r := range rep.Data {
-		rec := make([]string, 0, len(head))
-		for _, get := range cols {
-			rec = append(rec, get(r))
-		}
-		rec = append(rec, r.Currency, i64(r.Count), i64(r.Succeeded), i64(r.Failed), i64(r.Expired), r.Seconds.String(),
-			i64(r.Tokens), i64(r.Characters), r.Reserved.String(), r.Charged.String(), r.Overage.String(), r.Refunded.String())
+		rec := Cells(rep.GroupBy, r)
 		for i := range rec {
 			rec[i] = Neutralize(rec[i])
 		}

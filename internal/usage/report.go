@@ -21,8 +21,8 @@ type Store interface {
 // microsecond.
 type Report struct {
 	Object  string    `json:"object"` // "usage.report"
-	From    time.Time `json:"-"`
-	To      time.Time `json:"-"`
+	From    time.Time `json:"from"`
+	To      time.Time `json:"to"`
 	GroupBy []string  `json:"group_by"`
 	Data    []Row     `json:"data"`
 	Totals  []Row     `json:"totals"`
