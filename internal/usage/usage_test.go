@@ -49,8 +49,8 @@ func TestParseQueryRefusesWithParam(t *testing.T) {
 		{"from=2026-11-01&to=2026-11-01T12:00:01Z", "to"},
 		{"from=2026-11-02&to=2026-11-01", "to"},
 		{"from=2026-11-01T05:00:00Z&to=2026-11-01T05:00:00Z", "to"},
-		{"from=2025-01-01&to=2026-11-01", "to"},                              // over 366 days
-		{"from=2026-10-01&to=2026-11-02&group_by=hour", "to"},                // over 31 days of hours
+		{"from=2025-01-01&to=2026-11-01", "to"},               // over 366 days
+		{"from=2026-10-01&to=2026-11-02&group_by=hour", "to"}, // over 31 days of hours
 		{"from=2026-11-01&group_by=week", "group_by"},
 		{"from=2026-11-01&group_by=alias,alias", "group_by"},
 		{"from=2026-11-01&group_by=day,hour", "group_by"},
