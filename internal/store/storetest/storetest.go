@@ -76,6 +76,10 @@ func Run(t *testing.T, open Opener) {
 		{"UsageUpsertSumsPerHour", testUsageUpsertSumsPerHour},
 		{"UsageReportGroupsAndFilters", testUsageReportGroupsAndFilters},
 		{"UsageAgreesWithTheLedger", testUsageAgreesWithTheLedger},
+		{"AdminTokensCreateFindRevoke", testAdminTokens},
+		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
+		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
+		{"AdminIdempotentAnswersStoredOnceAndExpire", testAdminIdempotentAnswers},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
