@@ -22,8 +22,8 @@ func adminUsageCommands() []adminCmd {
 		{path: "usage rebuild", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			return func(e *adminEnv, _ []string) error {
 				// The rollups are kept by every settlement; a rebuild recomputes them from the
-				// settled records (the usage migration's backfill), idempotently.
-				if err := e.db.RebuildUsage(context.Background()); err != nil {
+				// settled records (the usage migration's backfill), idempotently, audited.
+				if _, err := e.svc.RebuildUsage(context.Background(), e.actor); err != nil {
 					return fmt.Errorf("usage rebuild: %w", err)
 				}
 				fmt.Fprintln(e.stdout, "usage rollups rebuilt from the settled tasks and speech records")
@@ -66,7 +66,7 @@ func (e *adminEnv) usageReport(ctx context.Context, v url.Values, format string)
 		}
 		return err
 	}
-	rep, err := usagereport.Run(ctx, e.db, q, e.keyNames)
+	rep, err := e.svc.Usage(ctx, e.actor, q)
 	if err != nil {
 		return err
 	}
@@ -82,19 +82,6 @@ func (e *adminEnv) usageReport(ctx context.Context, v url.Values, format string)
 		return usagereport.WriteCSV(e.stdout, rep)
 	}
 	return writeUsageTable(e, rep)
-}
-
-// keyNames maps key ids to their names, for reports grouped by key.
-func (e *adminEnv) keyNames(ctx context.Context) (map[string]string, error) {
-	list, err := e.db.Keys(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]string, len(list))
-	for _, k := range list {
-		m[k.ID] = k.Name
-	}
-	return m, nil
 }
 
 // writeUsageTable prints the rows and the totals per currency as columns. Names are printed

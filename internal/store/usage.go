@@ -112,4 +112,7 @@ type UsageTx interface {
 	// transaction ends (PostgreSQL locks the table), so a rebuild in the same transaction
 	// counts every settlement once.
 	ClearUsage(ctx context.Context) error
+	// RebuildUsage is ClearUsage and the usage migration's backfill in this transaction (see
+	// UsageStore.RebuildUsage); it must be the transaction's own, not a shared batch's.
+	RebuildUsage(ctx context.Context) error
 }

@@ -78,22 +78,29 @@ func (t *Tx) ClearUsage(ctx context.Context) error {
 }
 
 // RebuildUsage replaces every rollup row with the sums of the settled tasks and speech
-// records, in one transaction: the backfill statement of the usage migration, so that a
-// rebuilt database and an upgraded one agree. It is idempotent.
+// records, in one transaction of its own (Tx.RebuildUsage).
 func (db *DB) RebuildUsage(ctx context.Context) error {
-	if db.usageBackfill == "" {
-		return fmt.Errorf("rebuild usage: the %s driver set no backfill statement", db.d.Name())
+	return db.transactOnce(ctx, func(tx store.Tx) error { return tx.RebuildUsage(ctx) })
+}
+
+// RebuildUsage clears the rollups and runs the usage migration's backfill statements, so that
+// a rebuilt database and an upgraded one agree. It is idempotent. The statements are several
+// in one text, run on the transaction itself: never prepared (a prepared statement would keep
+// only the first).
+func (t *Tx) RebuildUsage(ctx context.Context) error {
+	if t.db.usageBackfill == "" {
+		return fmt.Errorf("rebuild usage: the %s driver set no backfill statement", t.db.d.Name())
 	}
-	return db.transactOnce(ctx, func(tx store.Tx) error {
-		t := tx.(*Tx)
-		if err := t.ClearUsage(ctx); err != nil {
-			return err
-		}
-		if _, err := t.tx.ExecContext(ctx, db.usageBackfill); err != nil {
-			return fmt.Errorf("rebuild usage: %w", err)
-		}
-		return nil
-	})
+	if t.tx == nil {
+		return fmt.Errorf("rebuild usage: not inside a transaction of its own")
+	}
+	if err := t.ClearUsage(ctx); err != nil {
+		return err
+	}
+	if _, err := t.tx.ExecContext(t.stmtCtx(ctx), t.db.usageBackfill); err != nil {
+		return fmt.Errorf("rebuild usage: %w", err)
+	}
+	return nil
 }
 
 // SetUsageBackfill sets the statement RebuildUsage runs (see UsageBackfill).
