@@ -149,7 +149,7 @@ func runPostgres(ctx context.Context, c config, base string) error {
 //	key     i % keys                 (tenant: key / keys per tenant)
 //	alias   (i / 7) % aliases        (route: alias % 3; upstream account: alias % 2)
 //	outcome failed when i % 20 = 0, expired when i % 50 = 1, else completed
-//	settled start + i × span / tasks (evenly over the days)
+//	settled start + i × step, step = span / tasks (evenly over the days)
 const taskColumns = `'key_' || (i % @K), 'tenant_' || ((i % @K) / @KPT),
 	CASE ((i / 7) % @A) % 3 WHEN 0 THEN 'native' WHEN 1 THEN 'enhancement' ELSE 'production' END,
 	'alias-' || ((i / 7) % @A),
@@ -161,13 +161,13 @@ const jsonColumns = `'{"upstream":"acct-' || (((i / 7) % @A) % 2) || '","upstrea
 	100000 + (i % 997) * 1000,
 	CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN 0 ELSE 90000 + (i % 997) * 900 END,
 	CASE WHEN i % 20 = 0 OR i % 50 = 1 THEN '' ELSE '{"video_key":"v","duration":' || (4 + i % 7) || '.04,"fps":24,"width":1280,"height":720,"completion_tokens":' || (50000 + i % 1000) || '}' END,
-	@S + (i * @SPAN) / @N - 60000000, @S + (i * @SPAN) / @N, @S + (i * @SPAN) / @N, 'done', ''`
+	@S + i * @STEP - 60000000, @S + i * @STEP, @S + i * @STEP, 'done', ''`
 
 func measure(ctx context.Context, name string, db *sqldb.DB, raw *sql.DB, fill string, c config) error {
 	span := int64(c.days) * 24 * int64(time.Hour/time.Microsecond)
 	nkeys := c.tenants * c.keys
 	r := strings.NewReplacer("@KPT", fmt.Sprint(c.keys), "@K", fmt.Sprint(nkeys), "@A", fmt.Sprint(c.aliases),
-		"@SPAN", fmt.Sprint(span), "@S", fmt.Sprint(c.start.UnixMicro()), "@N", fmt.Sprint(c.tasks))
+		"@STEP", fmt.Sprint(span/c.tasks), "@S", fmt.Sprint(c.start.UnixMicro()))
 	fill = r.Replace(fill)
 	t0 := time.Now()
 	for from := int64(0); from < c.tasks; from += c.batch {
