@@ -19,7 +19,7 @@ import (
 // TestAdminUsageReportsAndNeutralisesCSV: `mediagen admin usage` reads the rollups in every
 // format; a key name and aliases chosen as formulas come out neutralised in CSV; bad flags are
 // usage errors naming the flag; `usage rebuild` recomputes the rollups from the (here
-// missing) settled records.
+// missing) settled records, audited.
 func TestAdminUsageReportsAndNeutralisesCSV(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
@@ -93,6 +93,9 @@ func TestAdminUsageReportsAndNeutralisesCSV(t *testing.T) {
 	}
 	if err := admin("usage", "rebuild"); err != nil || !strings.Contains(out.String(), "rebuilt") {
 		t.Fatalf("rebuild: %v %s", err, out.String())
+	}
+	if err := admin("audit", "--action", "usage.rebuild"); err != nil || !strings.Contains(out.String(), "usage.rebuild") {
+		t.Errorf("the rebuild is not in the audit log: %v %s", err, out.String())
 	}
 	if err := admin("usage", "--from", "2026-11-01", "--to", "2026-11-01"); err != nil || !strings.Contains(out.String(), "no settlements") {
 		t.Errorf("after a rebuild without settled records: %v %s", err, out.String())
