@@ -76,6 +76,7 @@ func Run(t *testing.T, open Opener) {
 		{"UsageUpsertSumsPerHour", testUsageUpsertSumsPerHour},
 		{"UsageReportGroupsAndFilters", testUsageReportGroupsAndFilters},
 		{"UsageAgreesWithTheLedger", testUsageAgreesWithTheLedger},
+		{"UsageRebuiltFromRecordsSettledWithoutRollups", testUsageRebuiltFromRecordsSettledWithoutRollups},
 		{"AdminTokensCreateFindRevoke", testAdminTokens},
 		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
 		{"AdminKeysPagedAndFiltered", testAdminKeysPage},

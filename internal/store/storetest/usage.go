@@ -348,3 +348,90 @@ func checkDaysEqualHours(t *testing.T, s store.Store, from, to time.Time) {
 		}
 	}
 }
+
+// SettleWithoutUsage writes terminal tasks and speech records the way a database settled them
+// before the usage rollups existed (no rollup rows), including odd ones: a completed task
+// without a result, a request that is not JSON. It returns what billing.TaskUsage and
+// billing.SpeechUsage make of them, per rollup row: what a backfill must produce.
+func SettleWithoutUsage(t *testing.T, s store.Store) map[store.UsageKey]store.UsageFigures {
+	t.Helper()
+	ctx := t.Context()
+	k := newKey(t, s, "acme", true)
+	want := map[store.UsageKey]store.UsageFigures{}
+	add := func(d store.UsageDelta) {
+		d.Hour = d.Hour.UTC().Truncate(time.Hour)
+		f := want[d.UsageKey]
+		f.Add(d.UsageFigures)
+		want[d.UsageKey] = f
+	}
+	at := usageAt.Add(-5 * time.Hour)
+	for i, c := range []struct {
+		status, request, result string
+		charged                 money.Micros
+	}{
+		{store.StatusCompleted, `{"upstream":"acct-a"}`, `{"video_key":"v","duration":5.042,"completion_tokens":108900}`, 900},
+		{store.StatusCompleted, `{"upstream":"acct-a"}`, ``, 700},    // no result
+		{store.StatusCompleted, `not json`, `{"duration":2}`, 1_300}, // above the reservation
+		{store.StatusFailed, `{"upstream":"acct-b"}`, ``, 0},
+		{store.StatusExpired, `{"upstream":"acct-b"}`, ``, 0},
+	} {
+		task := newTask(k, "")
+		task.Request, task.Pricing, task.Reserved = []byte(c.request), []byte(`{"currency":"USD"}`), 1_000
+		now := at.Add(time.Duration(i) * 50 * time.Minute)
+		if err := s.Transact(ctx, func(tx store.Tx) error {
+			if err := tx.CreateTask(ctx, task); err != nil {
+				return err
+			}
+			return tx.AdvanceTask(ctx, store.Advance{ID: task.ID, Status: c.status, Result: []byte(c.result), Charged: c.charged, FinishedAt: now, Step: "done"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		task.Status, task.Charged, task.Result, task.FinishedAt = c.status, c.charged, []byte(c.result), now
+		add(billing.TaskUsage(task))
+	}
+	for i, status := range []string{store.SpeechCompleted, store.SpeechFailed} {
+		sp := newSpeech(k, "", time.Now().Add(time.Minute))
+		sp.Request, sp.Pricing = []byte(`{"upstream":"espeak"}`), []byte(`{"currency":"USD","characters":42}`)
+		createSpeech(t, s, sp)
+		charged, result := money.Micros(0), []byte(nil)
+		if status == store.SpeechCompleted {
+			charged, result = 333, []byte(`{"audio_key":"a","duration_us":1666666}`)
+		}
+		now := at.Add(time.Duration(i) * 70 * time.Minute)
+		if err := s.Transact(ctx, func(tx store.Tx) error {
+			return tx.FinishSpeech(ctx, store.SpeechFinish{ID: sp.ID, Token: sp.AttemptToken, Status: status, Charged: charged, Result: result, FinishedAt: now})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		sp.Status, sp.Charged, sp.Result, sp.FinishedAt = status, charged, result, now
+		add(billing.SpeechUsage(sp))
+	}
+	return want
+}
+
+// CheckUsageRows fails unless the rollups of the day around SettleWithoutUsage's records are
+// exactly want.
+func CheckUsageRows(t *testing.T, s store.Store, want map[store.UsageKey]store.UsageFigures) {
+	t.Helper()
+	rows := report(t, s, store.UsageQuery{From: usageAt.Add(-24 * time.Hour), To: usageAt.Add(24 * time.Hour), GroupBy: []string{store.UsageByHour,
+		store.UsageByTenant, store.UsageByKey, store.UsageByAlias, store.UsageByRoute, store.UsageByUpstream, store.UsageByOutcome}})
+	got := map[store.UsageKey]store.UsageFigures{}
+	for _, r := range rows {
+		got[store.UsageKey{Hour: r.Bucket, TenantID: r.TenantID, KeyID: r.KeyID, Alias: r.Alias, Route: r.Route, Upstream: r.Upstream,
+			Currency: r.Currency, Outcome: r.Outcome}] = r.UsageFigures
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("rollups:\n%v\nwant what the settlement path computes:\n%v", got, want)
+	}
+}
+
+// testUsageRebuiltFromRecordsSettledWithoutRollups: records settled before the rollups
+// existed are counted by RebuildUsage as the settlement path would have counted them.
+func testUsageRebuiltFromRecordsSettledWithoutRollups(t *testing.T, s store.Store) {
+	want := SettleWithoutUsage(t, s)
+	CheckUsageRows(t, s, map[store.UsageKey]store.UsageFigures{})
+	if err := s.RebuildUsage(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	CheckUsageRows(t, s, want)
+}

@@ -51,7 +51,9 @@ CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
 -- backfill: what the settlements made before this migration add up to. The same statements
 -- are `mediagen admin usage rebuild` (postgres.UsageBackfill reads them from this file), so an
 -- upgraded database and a rebuilt one agree; they compute what billing.TaskUsage and
--- billing.SpeechUsage compute at settlement.
+-- billing.SpeechUsage compute at settlement. A column that is not a JSON object (an empty
+-- result) counts as empty, as it does there; the service writes these columns with a JSON
+-- encoder, so one that looks like an object is one.
 INSERT INTO usage_rollups (hour, tenant_id, key_id, alias, route, upstream, currency, outcome,
     count, seconds_us, tokens, characters, reserved, charged, overage, refunded)
 SELECT hour, tenant_id, key_id, model, route, upstream, currency, outcome,
@@ -59,21 +61,21 @@ SELECT hour, tenant_id, key_id, model, route, upstream, currency, outcome,
     SUM(GREATEST(charged - reserved, 0)), SUM(reserved - LEAST(charged, reserved))
 FROM (
     SELECT finished_at - finished_at % 3600000000 AS hour, tenant_id, key_id, model, route,
-        COALESCE(((request::jsonb)->>'upstream'), '') AS upstream,
-        COALESCE(((pricing::jsonb)->>'currency'), '') AS currency,
+        COALESCE(((CASE WHEN request LIKE '{%}' THEN request::jsonb END)->>'upstream'), '') AS upstream,
+        COALESCE(((CASE WHEN pricing LIKE '{%}' THEN pricing::jsonb END)->>'currency'), '') AS currency,
         CASE status WHEN 'completed' THEN 'succeeded' ELSE status END AS outcome,
-        CASE WHEN status = 'completed' THEN COALESCE(ROUND(((result::jsonb)->>'duration')::numeric * 1000000)::bigint, 0) ELSE 0 END AS seconds_us,
-        CASE WHEN status = 'completed' THEN COALESCE(((result::jsonb)->>'completion_tokens')::bigint, 0) ELSE 0 END AS tokens,
+        CASE WHEN status = 'completed' THEN COALESCE(ROUND(((CASE WHEN result LIKE '{%}' THEN result::jsonb END)->>'duration')::numeric * 1000000)::bigint, 0) ELSE 0 END AS seconds_us,
+        CASE WHEN status = 'completed' THEN COALESCE(((CASE WHEN result LIKE '{%}' THEN result::jsonb END)->>'completion_tokens')::bigint, 0) ELSE 0 END AS tokens,
         0::bigint AS characters, reserved, charged
     FROM tasks WHERE status IN ('completed', 'failed', 'expired')
     UNION ALL
     SELECT finished_at - finished_at % 3600000000, tenant_id, key_id, model, 'speech',
-        COALESCE(((request::jsonb)->>'upstream'), ''),
-        COALESCE(((pricing::jsonb)->>'currency'), ''),
+        COALESCE(((CASE WHEN request LIKE '{%}' THEN request::jsonb END)->>'upstream'), ''),
+        COALESCE(((CASE WHEN pricing LIKE '{%}' THEN pricing::jsonb END)->>'currency'), ''),
         CASE status WHEN 'completed' THEN 'succeeded' ELSE status END,
-        CASE WHEN status = 'completed' THEN COALESCE(((result::jsonb)->>'duration_us')::bigint, 0) ELSE 0 END,
+        CASE WHEN status = 'completed' THEN COALESCE(((CASE WHEN result LIKE '{%}' THEN result::jsonb END)->>'duration_us')::bigint, 0) ELSE 0 END,
         0,
-        COALESCE(((pricing::jsonb)->>'characters')::bigint, 0), reserved, charged
+        COALESCE(((CASE WHEN pricing LIKE '{%}' THEN pricing::jsonb END)->>'characters')::bigint, 0), reserved, charged
     FROM speeches WHERE status IN ('completed', 'failed')
 ) AS settled
 GROUP BY hour, tenant_id, key_id, model, route, upstream, currency, outcome;

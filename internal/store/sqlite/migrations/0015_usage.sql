@@ -53,7 +53,8 @@ CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
 -- backfill: what the settlements made before this migration add up to. The same statements
 -- are `mediagen admin usage rebuild` (sqlite.UsageBackfill reads them from this file), so an
 -- upgraded database and a rebuilt one agree; they compute what billing.TaskUsage and
--- billing.SpeechUsage compute at settlement.
+-- billing.SpeechUsage compute at settlement. A column that is not valid JSON (an empty result)
+-- counts as empty, as it does there.
 INSERT INTO usage_rollups (hour, tenant_id, key_id, alias, route, upstream, currency, outcome,
     count, seconds_us, tokens, characters, reserved, charged, overage, refunded)
 SELECT hour, tenant_id, key_id, model, route, upstream, currency, outcome,
@@ -61,21 +62,21 @@ SELECT hour, tenant_id, key_id, model, route, upstream, currency, outcome,
     SUM(MAX(charged - reserved, 0)), SUM(reserved - MIN(charged, reserved))
 FROM (
     SELECT finished_at - finished_at % 3600000000 AS hour, tenant_id, key_id, model, route,
-        COALESCE(json_extract(request, '$.upstream'), '') AS upstream,
-        COALESCE(json_extract(pricing, '$.currency'), '') AS currency,
+        COALESCE(json_extract(CASE WHEN json_valid(request) THEN request END, '$.upstream'), '') AS upstream,
+        COALESCE(json_extract(CASE WHEN json_valid(pricing) THEN pricing END, '$.currency'), '') AS currency,
         CASE status WHEN 'completed' THEN 'succeeded' ELSE status END AS outcome,
-        CASE WHEN status = 'completed' THEN COALESCE(CAST(ROUND(json_extract(result, '$.duration') * 1000000) AS INTEGER), 0) ELSE 0 END AS seconds_us,
-        CASE WHEN status = 'completed' THEN COALESCE(json_extract(result, '$.completion_tokens'), 0) ELSE 0 END AS tokens,
+        CASE WHEN status = 'completed' THEN COALESCE(CAST(ROUND(json_extract(CASE WHEN json_valid(result) THEN result END, '$.duration') * 1000000) AS INTEGER), 0) ELSE 0 END AS seconds_us,
+        CASE WHEN status = 'completed' THEN COALESCE(json_extract(CASE WHEN json_valid(result) THEN result END, '$.completion_tokens'), 0) ELSE 0 END AS tokens,
         0 AS characters, reserved, charged
     FROM tasks WHERE status IN ('completed', 'failed', 'expired')
     UNION ALL
     SELECT finished_at - finished_at % 3600000000, tenant_id, key_id, model, 'speech',
-        COALESCE(json_extract(request, '$.upstream'), ''),
-        COALESCE(json_extract(pricing, '$.currency'), ''),
+        COALESCE(json_extract(CASE WHEN json_valid(request) THEN request END, '$.upstream'), ''),
+        COALESCE(json_extract(CASE WHEN json_valid(pricing) THEN pricing END, '$.currency'), ''),
         CASE status WHEN 'completed' THEN 'succeeded' ELSE status END,
-        CASE WHEN status = 'completed' THEN COALESCE(json_extract(result, '$.duration_us'), 0) ELSE 0 END,
+        CASE WHEN status = 'completed' THEN COALESCE(json_extract(CASE WHEN json_valid(result) THEN result END, '$.duration_us'), 0) ELSE 0 END,
         0,
-        COALESCE(json_extract(pricing, '$.characters'), 0), reserved, charged
+        COALESCE(json_extract(CASE WHEN json_valid(pricing) THEN pricing END, '$.characters'), 0), reserved, charged
     FROM speeches WHERE status IN ('completed', 'failed')
 )
 GROUP BY hour, tenant_id, key_id, model, route, upstream, currency, outcome;
