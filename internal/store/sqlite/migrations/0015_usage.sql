@@ -50,11 +50,11 @@ CREATE TABLE usage_daily (
 -- A key's own figures (GET /v1/billing/usage).
 CREATE INDEX usage_rollups_key ON usage_rollups (key_id, hour);
 CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
--- backfill: what the settlements made before this migration add up to. The same statements
--- are `mediagen admin usage rebuild` (sqlite.UsageBackfill reads them from this file), so an
--- upgraded database and a rebuilt one agree; they compute what billing.TaskUsage and
--- billing.SpeechUsage compute at settlement. A column that is not valid JSON (an empty result)
--- counts as empty, as it does there.
+-- backfill: what the settlements made before this migration add up to. The same statements are
+-- `mediagen admin usage rebuild` (the driver reads them from this file with
+-- sqldb.UsageBackfill), so an upgraded database and a rebuilt one agree; they compute what
+-- billing.TaskUsage and billing.SpeechUsage compute at settlement. A column that is not valid
+-- JSON (an empty result) counts as empty, as it does there.
 INSERT INTO usage_rollups (hour, tenant_id, key_id, alias, route, upstream, currency, outcome,
     count, seconds_us, tokens, characters, reserved, charged, overage, refunded)
 SELECT hour, tenant_id, key_id, model, route, upstream, currency, outcome,
