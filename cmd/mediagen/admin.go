@@ -42,6 +42,9 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin upstream list
   mediagen admin upstream check NAME
   mediagen admin upstream excess [--upstream NAME] [--ref ID] [--limit N]
+  mediagen admin usage --from DATE [--to DATE] [--group-by tenant,key,alias,route,upstream,day|hour]
+                       [--tenant T] [--key ID] [--format table|json|csv]
+  mediagen admin usage rebuild
 
 Every command also takes --db, --data-dir and --catalog (and their MEDIAGEN_* variables).
 The commands work on the database directly, so they are for the people who hold it (owners):
@@ -120,7 +123,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-	}, append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...)...)
+	}, append(append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...), adminUsageCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -166,6 +166,7 @@ func propertyRun(t *testing.T, pgURL string) {
 	if len(refs) > 0 {
 		t.Errorf("overage on %v: every charge must stay within its reservation", refs)
 	}
+	checkUsageAgreesWithLedger(t, db, keysOf(keys, func(k key) string { return k.id }), outcomes, counts["speech 200"]+counts["speech 502"])
 	records, err := db.UpstreamExcess(ctx, store.ExcessFilter{Limit: 100_000})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ type Store interface {
 	AssetGroups(ctx context.Context, q store.AssetGroupQuery) ([]store.AssetGroup, int, error)
 	AssetGroup(ctx context.Context, id string) (store.AssetGroup, error)
 	IdempotentAnswer(ctx context.Context, tokenID, key string, now time.Time) (store.IdempotentAnswer, error)
+	UsageReport(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
 }
 
 // Config is what New needs.

@@ -11,6 +11,7 @@ import (
 // asset groups, audit and tenants. Roles: docs/admin.md.
 func (s *Server) coreRoutes() {
 	svc := s.svc
+	s.usageRoutes() // usage.go
 	s.Read("GET /admin/v1/whoami", admin.RoleViewer, func(r *Request) (any, error) {
 		if _, err := r.Query(); err != nil {
 			return nil, err

@@ -53,6 +53,11 @@ func TestOpenAPIMatchesRecordedTraffic(t *testing.T) {
 	e.get(e.key, decodeTask(t, native).ID)
 	e.get(e.key, "video_unknown")
 	e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer " + e.key}, "")
+	addUsageRows(t, e.store, e.keyRec, 0)
+	for _, q := range []string{"from=2026-11-01&to=2026-11-30&group_by=day,alias", "from=2026-11-02T00:00:00Z&to=2026-11-03T00:00:00Z&group_by=hour,route",
+		"from=2026-11-01&to=2026-11-30", "from=2026-11-01&group_by=tenant"} {
+		e.do("GET", "/v1/billing/usage?"+q, map[string]string{"Authorization": "Bearer " + e.key}, "")
+	}
 	e.do("GET", "/healthz", nil, "")
 	e.do("GET", "/readyz", nil, "")
 

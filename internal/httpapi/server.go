@@ -28,6 +28,8 @@ const DefaultMaxBodyBytes = 1 << 20
 type Store interface {
 	KeyByHash(ctx context.Context, hash []byte) (store.Key, error)
 	Balance(ctx context.Context, keyID string) (store.Balance, error)
+	// UsageReport reads the usage rollups, for a key's own figures (GET /v1/billing/usage).
+	UsageReport(ctx context.Context, q store.UsageQuery) ([]store.UsageRow, error)
 	Ping(ctx context.Context) error
 }
 
@@ -177,6 +179,7 @@ func (s *Server) routes() {
 	}
 
 	s.handle("GET /v1/billing/balance", s.auth(s.getBalance))
+	s.handle("GET /v1/billing/usage", s.auth(s.getUsage))
 	s.handle("POST /v1/videos", s.auth(s.createVideo))
 	s.handle("GET /v1/videos/{task_id}", s.auth(s.getVideo))
 	s.handle("POST /v1/audio/speech", s.auth(s.createSpeech))

@@ -138,7 +138,9 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 			return err
 		}
 		var err error
-		if overage, err = billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, charge, now); err != nil {
+		settled := rec
+		settled.Status, settled.Charged, settled.Result, settled.FinishedAt = store.SpeechCompleted, charge, body, now
+		if overage, err = billing.SettleUsage(ctx, tx, rec.ID, billing.SpeechUsage(settled), now); err != nil {
 			return err
 		}
 		for _, e := range excess {
@@ -220,8 +222,7 @@ func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param,
 			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, FinishedAt: now}); err != nil {
 			return err
 		}
-		_, err := billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, 0, now)
-		return err
+		return settleFailed(ctx, tx, rec, now)
 	})
 	if err != nil {
 		return s.lost(ctx, rec, err)
@@ -432,4 +433,13 @@ func failure(rec store.Speech) error {
 		msg = "Speech generation failed; no audio was produced and the pre-charge was refunded."
 	}
 	return &apierr.Error{Kind: k, Code: code, Message: msg, Param: rec.ErrorParam}
+}
+
+// settleFailed releases a failed record's whole reservation and counts it in the usage
+// rollups, in the transaction of its terminal write.
+func settleFailed(ctx context.Context, tx store.Tx, rec store.Speech, now time.Time) error {
+	settled := rec
+	settled.Status, settled.Charged, settled.Result, settled.FinishedAt = store.SpeechFailed, 0, nil, now
+	_, err := billing.SettleUsage(ctx, tx, rec.ID, billing.SpeechUsage(settled), now)
+	return err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"mediagen/internal/billing"
 	"mediagen/internal/store"
 )
 
@@ -37,8 +36,7 @@ func (s *Service) SweepAbandoned(ctx context.Context, before time.Time, limit in
 				ErrorKind: kindTimeout, ErrorCode: CodeTimeout, ErrorMessage: sweptMessage, FinishedAt: now}); err != nil {
 				return err
 			}
-			_, err := billing.Settle(ctx, tx, rec.KeyID, rec.ID, rec.Reserved, 0, now)
-			return err
+			return settleFailed(ctx, tx, rec, now)
 		})
 		switch {
 		case err == nil:

@@ -114,6 +114,7 @@ type Store interface {
 	JobStore
 	ExcessStore
 	CatalogStore
+	UsageStore
 	AdminStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
@@ -142,6 +143,7 @@ type Tx interface {
 	AssetTx
 	JobTx
 	ExcessTx
+	UsageTx
 	AdminTx
 	CatalogTx
 }

@@ -222,7 +222,9 @@ func (h *Tasks) final(c store.TaskRun, o Outcome) jobs.Outcome {
 					return err
 				}
 			}
-			over, err := billing.Settle(ctx, tx, c.KeyID, c.ID, c.Reserved, charge, now)
+			settled := c.Task
+			settled.Status, settled.Charged, settled.Result, settled.FinishedAt = f.Status, charge, f.Result, now
+			over, err := billing.SettleUsage(ctx, tx, c.ID, billing.TaskUsage(settled), now)
 			if err != nil {
 				return err
 			}

@@ -19,6 +19,9 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// usageMigration holds the usage rollups' backfill statement, which RebuildUsage reruns.
+const usageMigration = "0015_usage.sql"
+
 // Migrations are the embedded schema files of this dialect.
 func Migrations() fs.FS {
 	sub, _ := fs.Sub(migrations, "migrations")
@@ -73,6 +76,12 @@ func Open(ctx context.Context, url string) (*sqldb.DB, error) {
 		return nil, connectError(url, cfg, err)
 	}
 	db := sqldb.New(pool, pool, dialect{})
+	backfill, err := sqldb.UsageBackfill(Migrations(), usageMigration)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	db.SetUsageBackfill(backfill)
 	db.EnableSharedCommits(sharedCommitLanes)
 	if _, err := db.Migrate(ctx, Migrations()); err != nil {
 		_ = db.Close()

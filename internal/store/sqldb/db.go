@@ -54,6 +54,8 @@ type DB struct {
 	tasks       *readCache[store.Task]    // non-nil with the task cache (EnableTaskCache)
 	balances    *readCache[store.Balance] // non-nil with the balance cache (EnableBalanceCache)
 	closers     []io.Closer               // driver helpers closed before the handles (CloseWith)
+	// usageBackfill is the usage migration's backfill statement, RebuildUsage's (usage.go).
+	usageBackfill string
 }
 
 // CloseWith registers a driver helper that Close closes first.

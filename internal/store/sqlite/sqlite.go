@@ -23,6 +23,9 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// usageMigration holds the usage rollups' backfill statement, which RebuildUsage reruns.
+const usageMigration = "0015_usage.sql"
+
 // Migrations are the embedded schema files of this dialect.
 func Migrations() fs.FS {
 	sub, _ := fs.Sub(migrations, "migrations")
@@ -65,6 +68,12 @@ func open(ctx context.Context, path string, maxWALFrames int) (*sqldb.DB, error)
 	read.SetMaxOpenConns(4)
 	read.SetMaxIdleConns(4)
 	db := sqldb.New(write, read, dialect{})
+	backfill, err := sqldb.UsageBackfill(Migrations(), usageMigration)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	db.SetUsageBackfill(backfill)
 	if _, err := db.Migrate(ctx, Migrations()); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)

@@ -1,0 +1,42 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"mediagen/internal/store/sqlite"
+	"mediagen/internal/store/storetest"
+)
+
+// TestUsageMigrationBackfillsSettledRecords: a database upgraded to the usage rollups
+// (migration 0015) counts the tasks and speech records it had already settled exactly as the
+// settlement path would have.
+func TestUsageMigrationBackfillsSettledRecords(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := storetest.SettleWithoutUsage(t, db)
+	_ = db.Close()
+	// Back to the schema before 0015, with the settled records kept.
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE usage_rollups`, `DROP TABLE usage_daily`, `DELETE FROM schema_migrations WHERE version = 15`} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = raw.Close()
+	db, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.CheckUsageRows(t, db, want)
+}

@@ -1,0 +1,99 @@
+package usage
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"mediagen/internal/store"
+)
+
+// dims are the dimension columns, in the order reports show them.
+var dims = []struct {
+	group, name string
+	get         func(Row) string
+}{
+	{store.UsageByDay, "day", func(r Row) string { return r.Day }},
+	{store.UsageByHour, "hour", func(r Row) string { return r.Hour }},
+	{store.UsageByTenant, "tenant", func(r Row) string { return r.Tenant }},
+	{store.UsageByKey, "key", func(r Row) string { return r.Key }},
+	{store.UsageByKey, "key_name", func(r Row) string { return r.KeyName }},
+	{store.UsageByAlias, "alias", func(r Row) string { return r.Alias }},
+	{store.UsageByRoute, "route", func(r Row) string { return r.Route }},
+	{store.UsageByUpstream, "upstream", func(r Row) string { return r.Upstream }},
+}
+
+// figureColumns are the columns after the dimensions.
+var figureColumns = []string{"currency", "count", "succeeded", "failed", "expired", "seconds", "tokens", "characters",
+	"reserved", "charged", "overage", "refunded"}
+
+// Columns names the columns of a report grouped by groupBy: its dimensions, then the figures.
+func Columns(groupBy []string) []string {
+	var out []string
+	for _, d := range dims {
+		if slices.Contains(groupBy, d.group) {
+			out = append(out, d.name)
+		}
+	}
+	return append(out, figureColumns...)
+}
+
+// Cells are a row's values in the order of Columns(groupBy), as text.
+func Cells(groupBy []string, r Row) []string {
+	var out []string
+	for _, d := range dims {
+		if slices.Contains(groupBy, d.group) {
+			out = append(out, d.get(r))
+		}
+	}
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return append(out, r.Currency, i64(r.Count), i64(r.Succeeded), i64(r.Failed), i64(r.Expired), r.Seconds.String(),
+		i64(r.Tokens), i64(r.Characters), r.Reserved.String(), r.Charged.String(), r.Overage.String(), r.Refunded.String())
+}
+
+// WriteCSV writes the report's rows as RFC 4180 CSV (CRLF line ends; fields with commas,
+// quotes or line breaks quoted, quotes doubled), one header line first. Totals are not
+// written: every column adds up.
+//
+// CSV injection: a spreadsheet runs a cell that starts with =, +, -, @, a tab or a carriage
+// return as a formula, and key names and aliases are chosen by people other than the one
+// opening the file. Every cell that starts with one of those is prefixed with a single quote
+// (Neutralize). Numbers are never affected: every figure in a report is zero or positive
+// (reserved, charged, overage and refunded are each ≥ 0 by construction), so none starts
+// with '-'.
+func WriteCSV(w io.Writer, rep Report) error {
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = true
+	if err := cw.Write(Columns(rep.GroupBy)); err != nil {
+		return fmt.Errorf("usage csv: %w", err)
+	}
+	for _, r := range rep.Data {
+		rec := Cells(rep.GroupBy, r)
+		for i := range rec {
+			rec[i] = Neutralize(rec[i])
+		}
+		if err := cw.Write(rec); err != nil {
+			return fmt.Errorf("usage csv: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("usage csv: %w", err)
+	}
+	return nil
+}
+
+// Neutralize prefixes a single quote to a cell a spreadsheet would read as a formula: one
+// that starts with =, +, -, @, a tab or a carriage return (OWASP's CSV injection advice).
+func Neutralize(cell string) string {
+	if cell == "" {
+		return cell
+	}
+	switch cell[0] {
+	case '=', '+', '-', '@', '\t', '\r':
+		return "'" + cell
+	}
+	return cell
+}
