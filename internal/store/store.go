@@ -113,6 +113,7 @@ type Store interface {
 	AssetStore
 	JobStore
 	ExcessStore
+	SupportStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
 	// account's balance equals the sum of its entries, and no reserved or spent account is
@@ -140,4 +141,5 @@ type Tx interface {
 	AssetTx
 	JobTx
 	ExcessTx
+	SupportTx
 }

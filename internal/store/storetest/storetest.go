@@ -73,6 +73,10 @@ func Run(t *testing.T, open Opener) {
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
 		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
+		{"TaskEventsRecordEveryChange", testTaskEventsRecordEveryChange},
+		{"SearchTasksByEachFilter", testSearchTasksByEachFilter},
+		{"SearchTasksPagesEachOnceUnderInserts", testSearchTasksPagesEachOnceUnderInserts},
+		{"SearchSpeechesAndAssets", testSearchSpeechesAndAssets},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
