@@ -114,6 +114,7 @@ type Store interface {
 	JobStore
 	ExcessStore
 	SupportStore
+	AdminStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
 	// account's balance equals the sum of its entries, and no reserved or spent account is
@@ -142,4 +143,5 @@ type Tx interface {
 	JobTx
 	ExcessTx
 	SupportTx
+	AdminTx
 }

@@ -77,6 +77,10 @@ func Run(t *testing.T, open Opener) {
 		{"SearchTasksByEachFilter", testSearchTasksByEachFilter},
 		{"SearchTasksPagesEachOnceUnderInserts", testSearchTasksPagesEachOnceUnderInserts},
 		{"SearchSpeechesAndAssets", testSearchSpeechesAndAssets},
+		{"AdminTokensCreateFindRevoke", testAdminTokens},
+		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
+		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
+		{"AdminIdempotentAnswersStoredOnceAndExpire", testAdminIdempotentAnswers},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
