@@ -72,6 +72,7 @@ func New(cfg Config) *Server {
 		cfg.Registerer.MustRegister(s.requests)
 	}
 	s.coreRoutes()
+	s.supportRoutes()
 	return s
 }
 
