@@ -47,9 +47,9 @@ type Server struct {
 	svc      *admin.Service
 	log      *slog.Logger
 	ttl      time.Duration
-	mux      *http.ServeMux // METHOD path → route
-	paths    *http.ServeMux // path alone, to tell 405 from 404
-	seen     map[string]bool
+	mux      *http.ServeMux      // METHOD path → route
+	paths    *http.ServeMux      // path alone, to tell 405 from 404
+	allow    map[string][]string // path pattern → its methods, for 405's Allow
 	requests *prometheus.CounterVec
 }
 
@@ -57,7 +57,7 @@ type Server struct {
 // operator plane add theirs with Read, ReadRaw and Write before serving.
 func New(cfg Config) *Server {
 	s := &Server{svc: cfg.Service, log: cfg.Logger, ttl: cfg.IdempotencyTTL, mux: http.NewServeMux(), paths: http.NewServeMux(),
-		seen: map[string]bool{}}
+		allow: map[string][]string{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -144,9 +144,12 @@ func (s *Server) register(pattern string) (string, string) {
 	if !ok || !strings.HasPrefix(path, "/admin/v1/") {
 		panic("adminapi: a pattern is \"METHOD /admin/v1/…\": " + pattern)
 	}
-	if !s.seen[path] {
-		s.seen[path] = true
+	if _, ok := s.allow[path]; !ok {
 		s.paths.Handle(path, http.NotFoundHandler())
+	}
+	s.allow[path] = append(s.allow[path], method)
+	if method == http.MethodGet {
+		s.allow[path] = append(s.allow[path], http.MethodHead) // the mux answers HEAD with GET's route
 	}
 	return method, path
 }
@@ -167,6 +170,7 @@ func (s *Server) Handler() http.Handler {
 			_, pathPattern := s.paths.Handler(r)
 			switch {
 			case pathPattern != "" && strings.HasPrefix(r.URL.Path, "/admin/v1/"):
+				sw.Header().Set("Allow", strings.Join(s.allow[pathPattern], ", "))
 				s.writeError(sw, r, apierr.New(apierr.KindMethodNotAllowed, "This path does not take this method. Check the admin API reference (docs/admin-openapi.yaml)."))
 			default:
 				s.writeError(sw, r, apierr.New(apierr.KindNotFound, "No admin route matches this path. Check the method and path against the admin API reference (docs/admin-openapi.yaml)."))
