@@ -25,6 +25,9 @@ func (s *Server) supportRoutes() {
 		if in.Limit, err = q.Int("limit"); err != nil {
 			return in, err
 		}
+		if in.Limit == 0 && q.Str("limit") != "" {
+			in.Limit = -1 // an explicit 0 is out of range, not the default
+		}
 		return in, nil
 	}
 	s.Read("GET /admin/v1/tasks/{id}", admin.RoleViewer, func(r *Request) (any, error) {
