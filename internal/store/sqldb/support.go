@@ -79,10 +79,10 @@ func (w *where) page(createdCol, idCol string, p store.Page) string {
 		dir, op = "ASC", ">"
 	}
 	if p.AfterID != "" {
-		// Written out rather than as a row comparison: SQLite and PostgreSQL both use the
-		// index for it.
+		// (created_at, id) after the cursor's, written so that both databases seek the index
+		// to the cursor's time (the bare OR form made SQLite scan from the table's end).
 		at := micros(p.AfterAt)
-		w.conds = append(w.conds, "("+createdCol+" "+op+" ? OR ("+createdCol+" = ? AND "+idCol+" "+op+" ?))")
+		w.conds = append(w.conds, createdCol+" "+op+"= ?", "("+createdCol+" "+op+" ? OR "+idCol+" "+op+" ?)")
 		w.args = append(w.args, at, at, p.AfterID)
 	}
 	limit := p.Limit
@@ -101,8 +101,8 @@ func (w *where) sql() string {
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
-// SearchTasks lists tasks in creation order.
-func (db *DB) SearchTasks(ctx context.Context, f store.TaskFilter) ([]store.Task, error) {
+// taskSearch is SearchTasks's statement and arguments.
+func taskSearch(f store.TaskFilter) (string, []any) {
 	var w where
 	w.eq("tenant_id", f.TenantID)
 	w.eq("key_id", f.KeyID)
@@ -115,7 +115,46 @@ func (db *DB) SearchTasks(ctx context.Context, f store.TaskFilter) ([]store.Task
 		w.args = append(w.args, f.UpstreamJob)
 	}
 	order := w.page("created_at", "id", f.Page)
-	rows, err := db.read.QueryContext(ctx, db.q(`SELECT `+readColumns+` FROM tasks`+w.sql()+order), w.args...)
+	return `SELECT ` + readColumns + ` FROM tasks` + w.sql() + order, w.args
+}
+
+// ExplainSearchTasks is the database's plan for SearchTasks with f, one line per row of
+// EXPLAIN (EXPLAIN QUERY PLAN on SQLite): how bench/support shows which index a search uses.
+func (db *DB) ExplainSearchTasks(ctx context.Context, f store.TaskFilter) ([]string, error) {
+	q, args := taskSearch(f)
+	explain := "EXPLAIN "
+	if db.d.Name() == "sqlite" {
+		explain = "EXPLAIN QUERY PLAN "
+	}
+	rows, err := db.read.QueryContext(ctx, db.q(explain+q), args...)
+	if err != nil {
+		return nil, fmt.Errorf("explain search tasks: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
+		out = append(out, fmt.Sprint(vals[len(vals)-1]))
+	}
+	return out, rows.Err()
+}
+
+// SearchTasks lists tasks in creation order.
+func (db *DB) SearchTasks(ctx context.Context, f store.TaskFilter) ([]store.Task, error) {
+	q, args := taskSearch(f)
+	rows, err := db.read.QueryContext(ctx, db.q(q), args...)
 	if err != nil {
 		return nil, fmt.Errorf("search tasks: %w", err)
 	}

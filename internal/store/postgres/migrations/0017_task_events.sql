@@ -25,6 +25,8 @@ CREATE INDEX task_events_upstream_job ON task_events (upstream_job) WHERE upstre
 CREATE INDEX tasks_by_key ON tasks (key_id, created_at, id);
 CREATE INDEX tasks_by_tenant ON tasks (tenant_id, created_at, id);
 CREATE INDEX tasks_created ON tasks (created_at, id);
+-- A status alone (every failed task, the few queued ones) must not scan the history.
+CREATE INDEX tasks_by_status ON tasks (status, created_at, id);
 CREATE INDEX speeches_by_key ON speeches (key_id, created_at, id);
 CREATE INDEX speeches_by_tenant ON speeches (tenant_id, created_at, id);
 CREATE INDEX speeches_created ON speeches (created_at, id);
