@@ -27,12 +27,11 @@ var fixtureBase = time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
 // reservation with upstream excess, a failed speech record and a processing asset, all of
 // tenant demo, written the way the services write them.
 type supportFixture struct {
-	keyID                 string
-	failed, completed     string
-	failedDetail          string
-	speech, asset, group  string
-	reserveTxn, settleTxn string
-	created               time.Time
+	keyID                string
+	failed, completed    string
+	failedDetail         string
+	speech, asset, group string
+	created              time.Time
 }
 
 func newSupportFixture(t *testing.T, e *env) supportFixture {
