@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,6 +30,7 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin audit [--actor ID] [--action A] [--target [TYPE:]ID] [--since TIME] [--limit N]
   mediagen admin key create --tenant T [--name N] [--unlimited]
   mediagen admin key list [--tenant T]
+  mediagen admin key get ID
   mediagen admin key revoke ID
   mediagen admin credit --key ID --amount 12.50 [--note TEXT]
   mediagen admin catalog check FILE
@@ -87,6 +89,14 @@ func adminCommands() []adminCmd {
 		{path: "key list", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			tenant := fs.String("tenant", "", "only this tenant's keys")
 			return func(e *adminEnv, _ []string) error { return e.keyList(context.Background(), *tenant) }
+		}},
+		{path: "key get", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, args []string) error {
+				if len(args) != 1 {
+					return usageError{"key get: give exactly one key id"}
+				}
+				return e.keyGet(context.Background(), args[0])
+			}
 		}},
 		{path: "key revoke", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			return func(e *adminEnv, args []string) error {
@@ -169,7 +179,7 @@ func runAdminTLS(ctx context.Context, args []string, getenv func(string) string,
 			defer env.db.Close()
 			cat := env.catalog
 			env.svc = opadmin.New(opadmin.Config{Store: env.db, Catalog: func() *catalog.Catalog { return cat }})
-			env.actor = opadmin.CLIActor(getenv("USER"))
+			env.actor = opadmin.CLIActor(osUser(getenv))
 		}
 		return do(env, positional)
 	}
@@ -237,6 +247,21 @@ func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 	return tw.Flush()
 }
 
+func (e *adminEnv) keyGet(ctx context.Context, id string) error {
+	k, err := e.svc.Key(ctx, e.actor, id)
+	if err != nil {
+		return cliError("key get", err)
+	}
+	state := k.State
+	if !k.RevokedAt.IsZero() {
+		state += " at " + k.RevokedAt.Format(time.RFC3339)
+	}
+	b := k.Balance
+	fmt.Fprintf(e.stdout, "key id:     %s\ntenant:     %s\nname:       %s\nprefix:     %s…\nunlimited:  %v\nstate:      %s\ncreated:    %s\navailable:  %s %s\nreserved:   %s\nused:       %s\noverage:    %s\n",
+		k.ID, k.Tenant, k.Name, k.Prefix, k.Unlimited, state, k.CreatedAt.Format(time.RFC3339), b.Available, b.Currency, b.Reserved, b.Used, b.Overage)
+	return nil
+}
+
 func (e *adminEnv) keyRevoke(ctx context.Context, id string) error {
 	if _, err := e.svc.RevokeKey(ctx, e.actor, id); err != nil {
 		return cliError("key revoke", err)
@@ -302,4 +327,19 @@ func asAPIErr(err error) *apierr.Error {
 		return e
 	}
 	return nil
+}
+
+// osUser names the person running an admin command for the audit log: $USER, then $LOGNAME,
+// then the account the process runs as (a shell started by su or a container may set
+// neither variable).
+func osUser(getenv func(string) string) string {
+	for _, v := range []string{"USER", "LOGNAME"} {
+		if u := getenv(v); u != "" {
+			return u
+		}
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }

@@ -50,6 +50,7 @@ type Server struct {
 	mux      *http.ServeMux      // METHOD path → route
 	paths    *http.ServeMux      // path alone, to tell 405 from 404
 	allow    map[string][]string // path pattern → its methods, for 405's Allow
+	routes   []string
 	requests *prometheus.CounterVec
 }
 
@@ -144,6 +145,7 @@ func (s *Server) register(pattern string) (string, string) {
 	if !ok || !strings.HasPrefix(path, "/admin/v1/") {
 		panic("adminapi: a pattern is \"METHOD /admin/v1/…\": " + pattern)
 	}
+	s.routes = append(s.routes, pattern)
 	if _, ok := s.allow[path]; !ok {
 		s.paths.Handle(path, http.NotFoundHandler())
 	}
@@ -153,6 +155,9 @@ func (s *Server) register(pattern string) (string, string) {
 	}
 	return method, path
 }
+
+// Routes lists the registered patterns ("POST /admin/v1/keys"), in registration order.
+func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
 
 // Handler serves the admin API; anything outside its routes is the envelope's 404 (or 405).
 func (s *Server) Handler() http.Handler {
@@ -239,6 +244,9 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 	if err := checkIdempotencyKey(key); err != nil {
 		return err
 	}
+	if _, err := parseQuery(r.URL.RawQuery, nil); err != nil {
+		return err // a write takes its input from the path and the body only
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Request.Body, MaxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -274,7 +282,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 		return err
 	})
 	r.Request = r.Request.WithContext(ctx)
-	result, err := h(r)
+	_, err = h(r) // the result is the answer the hook recorded
 	if errors.Is(err, errReplay) {
 		if done, err := s.replay(w, r, key, hash, sealKey); done || err != nil {
 			return err
@@ -289,7 +297,6 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 		// then neither audited nor recorded. Refuse to answer as if it had been.
 		return fmt.Errorf("write route %s answered without an audited write", r.Pattern)
 	}
-	_ = result
 	writeBody(w, status, answer)
 	return nil
 }
