@@ -200,7 +200,8 @@ func (s *Service) Speech(ctx context.Context, a Actor, id string) (SpeechDetail,
 	_ = json.Unmarshal(sp.Request, &req) // an unreadable request shows no upstream
 	d := SpeechDetail{Object: "speech_detail", ID: sp.ID, Tenant: sp.TenantID, KeyID: sp.KeyID, Alias: sp.Model, Status: sp.Status,
 		ClientRequestID: sp.ClientRequestID, Upstream: req.Upstream, UpstreamModel: req.UpstreamModel, ErrorKind: sp.ErrorKind,
-		CreatedAt: sp.CreatedAt.UTC(), UpdatedAt: sp.UpdatedAt.UTC(), FinishedAt: utc(sp.FinishedAt),
+		InternalError: sp.ErrorDetail,
+		CreatedAt:     sp.CreatedAt.UTC(), UpdatedAt: sp.UpdatedAt.UTC(), FinishedAt: utc(sp.FinishedAt),
 		Money: RecordMoney{Currency: billing.QuoteCurrency(sp.Pricing), Reserved: sp.Reserved, Charged: sp.Charged}}
 	if sp.Status == store.SpeechPending {
 		d.AttemptUntil = utc(sp.AttemptUntil)

@@ -160,14 +160,17 @@ type SpeechDetail struct {
 	Error           *PublicError `json:"error,omitempty"`
 	// ErrorKind classifies a failure (invalid, upstream, timeout, internal): the internal
 	// side of the sanitized error speech records keep.
-	ErrorKind    string      `json:"error_kind,omitempty"`
-	AttemptUntil time.Time   `json:"attempt_until,omitzero"`
-	CreatedAt    time.Time   `json:"created_at"`
-	UpdatedAt    time.Time   `json:"updated_at"`
-	FinishedAt   time.Time   `json:"finished_at,omitzero"`
-	Money        RecordMoney `json:"money"`
-	Ledger       []LedgerTxn `json:"ledger"`
-	Excess       []Excess    `json:"upstream_excess"`
+	ErrorKind string `json:"error_kind,omitempty"`
+	// InternalError is the reason behind a failure (the engine's answer, the timeout, the
+	// sweep), for operators only.
+	InternalError string      `json:"internal_error,omitempty"`
+	AttemptUntil  time.Time   `json:"attempt_until,omitzero"`
+	CreatedAt     time.Time   `json:"created_at"`
+	UpdatedAt     time.Time   `json:"updated_at"`
+	FinishedAt    time.Time   `json:"finished_at,omitzero"`
+	Money         RecordMoney `json:"money"`
+	Ledger        []LedgerTxn `json:"ledger"`
+	Excess        []Excess    `json:"upstream_excess"`
 }
 
 // SpeechSummary is a speech record as a search lists it.

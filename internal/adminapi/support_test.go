@@ -122,7 +122,8 @@ func newSupportFixture(t *testing.T, e *env) supportFixture {
 			return err
 		}
 		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: sp.ID, Token: "att_1", Status: store.SpeechFailed, ErrorKind: "upstream",
-			ErrorCode: "speech_generation_failed", ErrorMessage: "The speech could not be generated.", FinishedAt: time.Now()}); err != nil {
+			ErrorCode: "speech_generation_failed", ErrorMessage: "The speech could not be generated.",
+			ErrorDetail: "upstream: openai-main: 500 Internal Server Error", FinishedAt: time.Now()}); err != nil {
 			return err
 		}
 		_, err := billing.Settle(ctx, tx, f.keyID, sp.ID, sp.Reserved, 0, time.Now())
@@ -264,7 +265,7 @@ func TestSupportSpeechAndAssetLookups(t *testing.T) {
 		var sp admin.SpeechDetail
 		decodeInto(t, e.do("GET", "/admin/v1/speech/"+f.speech, e.viewer, "", ""), &sp)
 		if sp.Status != store.SpeechFailed || sp.Upstream != "openai-main" || sp.UpstreamModel != "gpt-4o-mini-tts" ||
-			sp.ErrorKind != "upstream" || sp.Error == nil || sp.Money.Reservation == nil || sp.Money.Settlement == nil ||
+			sp.ErrorKind != "upstream" || sp.Error == nil || sp.InternalError != "upstream: openai-main: 500 Internal Server Error" || sp.Money.Reservation == nil || sp.Money.Settlement == nil ||
 			sp.Money.Settlement.Kind != "release" || len(sp.Ledger) != 2 {
 			t.Errorf("speech: %+v", sp)
 		}

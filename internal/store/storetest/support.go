@@ -305,9 +305,13 @@ func testSearchSpeechesAndAssets(t *testing.T, s store.Store) {
 	}
 	if err := s.Transact(ctx, func(tx store.Tx) error {
 		return tx.FinishSpeech(ctx, store.SpeechFinish{ID: speeches[0].ID, Token: speeches[0].AttemptToken, Status: store.SpeechFailed,
-			ErrorKind: "upstream", ErrorCode: "speech_failed", ErrorMessage: "x", FinishedAt: base.Add(time.Hour)})
+			ErrorKind: "upstream", ErrorCode: "speech_failed", ErrorMessage: "x", ErrorDetail: "openai-main: 500 engine exploded",
+			FinishedAt: base.Add(time.Hour)})
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := s.Speech(ctx, speeches[0].ID); err != nil || got.ErrorDetail != "openai-main: 500 engine exploded" || got.ErrorMessage != "x" {
+		t.Errorf("failed speech read back: %+v %v", got, err)
 	}
 	spIDs := func(f store.SpeechFilter) []string {
 		t.Helper()

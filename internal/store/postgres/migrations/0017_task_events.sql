@@ -32,3 +32,7 @@ CREATE INDEX speeches_by_tenant ON speeches (tenant_id, created_at, id);
 CREATE INDEX speeches_created ON speeches (created_at, id);
 CREATE INDEX assets_by_tenant ON assets (tenant_id, created_at, id);
 CREATE INDEX assets_created ON assets (created_at, id);
+
+-- The internal reason behind a failed speech record, for operators only (the client sees the
+-- sanitized error_message): the engine's own answer, the timeout, the sweep.
+ALTER TABLE speeches ADD COLUMN error_detail TEXT NOT NULL DEFAULT '';
