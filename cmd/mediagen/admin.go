@@ -45,6 +45,13 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin usage --from DATE [--to DATE] [--group-by tenant,key,alias,route,upstream,day|hour]
                        [--tenant T] [--key ID] [--format table|json|csv]
   mediagen admin usage rebuild
+  mediagen admin task show ID [--json]
+  mediagen admin task search [--tenant T] [--key ID] [--status S] [--alias A] [--route R]
+                             [--upstream-job JOB] [--since TIME] [--until TIME] [--limit N] [--after CURSOR]
+  mediagen admin speech show ID [--json]
+  mediagen admin speech search [--tenant T] [--key ID] [--status S] [--alias A] [--since TIME] [--until TIME] …
+  mediagen admin asset show ID [--json]
+  mediagen admin asset search [--tenant T] [--key ID] [--group G] [--status S] [--since TIME] [--until TIME] …
 
 Every command also takes --db, --data-dir and --catalog (and their MEDIAGEN_* variables).
 The commands work on the database directly, so they are for the people who hold it (owners):
@@ -123,7 +130,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-	}, append(append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...), adminUsageCommands()...)...)
+	}, append(append(append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...), adminUsageCommands()...), adminSupportCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -73,6 +73,7 @@ func New(cfg Config) *Server {
 		cfg.Registerer.MustRegister(s.requests)
 	}
 	s.coreRoutes()
+	s.supportRoutes()
 	return s
 }
 

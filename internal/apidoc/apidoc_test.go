@@ -49,7 +49,7 @@ func TestDocumentLoads(t *testing.T) {
 	d := doc(t)
 	want := []string{
 		"GET /healthz", "GET /metrics", "GET /readyz", "GET /v1/billing/balance", "GET /v1/billing/usage",
-		"GET /v1/videos/{task_id}", "POST /v1/audio/speech", "POST /v1/videos",
+		"GET /v1/videos", "GET /v1/videos/{task_id}", "POST /v1/audio/speech", "POST /v1/videos",
 		"POST /v1/vidgen/real-human/asset-groups/delete",
 		"POST /v1/vidgen/real-human/asset-groups/get",
 		"POST /v1/vidgen/real-human/asset-groups/list",
@@ -207,6 +207,7 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 	wantStatus := map[string][]string{
 		"POST /v1/videos":          {"202", "400", "401", "402", "403", "409", "413", "415", "429", "500"},
 		"GET /v1/videos/{task_id}": {"200", "401", "403", "404", "429", "500"},
+		"GET /v1/videos":           {"200", "400", "401", "403", "429", "500"},
 		"GET /v1/billing/balance":  {"200", "401", "403", "429", "500"},
 		"GET /v1/billing/usage":    {"200", "400", "401", "403", "429", "500"},
 		"GET /healthz":             {"200"},

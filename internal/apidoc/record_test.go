@@ -208,7 +208,8 @@ func TestHasOperation(t *testing.T) {
 		{"POST", "/v1/videos", true},
 		{"post", "/v1/videos?x=1", true},
 		{"GET", "/v1/videos/abc", true},
-		{"GET", "/v1/videos", false},
+		{"GET", "/v1/videos", true},
+		{"DELETE", "/v1/videos", false},
 		{"PUT", "/v1/videos/abc", false},
 		{"GET", "/v1/billing/balance/", false},
 	} {

@@ -148,7 +148,7 @@ func TestInvalidRequests(t *testing.T) {
 		{name: "no content type", method: "POST", path: "/v1/videos", header: hdr("Authorization", key), body: `{"model":"m","prompt":"x"}`, want: "Content-Type"},
 		{name: "body on GET", method: "GET", path: "/v1/billing/balance", header: hdr("Authorization", key), body: `{}`, want: "no request body"},
 		// operations
-		{name: "unknown path", method: "GET", path: "/v1/videos", want: "no such operation"},
+		{name: "unknown path", method: "DELETE", path: "/v1/videos", want: "no such operation"},
 		{name: "unknown method", method: "DELETE", path: "/v1/videos/video_abc", want: "no such operation"},
 		{name: "empty task id", method: "GET", path: "/v1/videos/", want: "no such operation"},
 		{name: "extra segment", method: "GET", path: "/v1/videos/a/b", want: "no such operation"},

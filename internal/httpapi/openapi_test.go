@@ -52,6 +52,12 @@ func TestOpenAPIMatchesRecordedTraffic(t *testing.T) {
 
 	e.get(e.key, decodeTask(t, native).ID)
 	e.get(e.key, "video_unknown")
+	auth := map[string]string{"Authorization": "Bearer " + e.key}
+	e.do("GET", "/v1/videos", auth, "")
+	e.do("GET", "/v1/videos?limit=1&order=asc&status=queued&created_after=2026-01-01T00:00:00Z", auth, "")
+	e.do("GET", "/v1/videos?status=failed", auth, "")                                    // an empty page
+	e.do("GET", "/v1/videos?limit=0", auth, "")                                          // 400
+	e.do("GET", "/v1/videos", map[string]string{"Authorization": "Bearer mg_wrong"}, "") // 401
 	e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer " + e.key}, "")
 	addUsageRows(t, e.store, e.keyRec, 0)
 	for _, q := range []string{"from=2026-11-01&to=2026-11-30&group_by=day,alias", "from=2026-11-02T00:00:00Z&to=2026-11-03T00:00:00Z&group_by=hour,route",

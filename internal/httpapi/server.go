@@ -181,6 +181,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/billing/balance", s.auth(s.getBalance))
 	s.handle("GET /v1/billing/usage", s.auth(s.getUsage))
 	s.handle("POST /v1/videos", s.auth(s.createVideo))
+	s.handle("GET /v1/videos", s.auth(s.listVideos))
 	s.handle("GET /v1/videos/{task_id}", s.auth(s.getVideo))
 	s.handle("POST /v1/audio/speech", s.auth(s.createSpeech))
 	s.assetRoutes()

@@ -39,3 +39,35 @@ func (s *Server) getVideo(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, video.View(task, s.links))
 	return nil
 }
+
+// VideoList is GET /v1/videos's answer: the shape OpenAI's SDKs page through. first_id and
+// last_id are omitted on an empty page (no nulls).
+type VideoList struct {
+	Object  string           `json:"object"`
+	Data    []video.TaskView `json:"data"`
+	FirstID string           `json:"first_id,omitempty"`
+	LastID  string           `json:"last_id,omitempty"`
+	HasMore bool             `json:"has_more"`
+}
+
+// listVideos answers GET /v1/videos: the calling key's own tasks, each exactly as GET
+// /v1/videos/{task_id} shows it. Reads only.
+func (s *Server) listVideos(w http.ResponseWriter, r *http.Request) error {
+	q, err := video.ParseListQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	tasks, more, err := s.videos.List(r.Context(), caller(r), q)
+	if err != nil {
+		return err
+	}
+	out := VideoList{Object: "list", Data: make([]video.TaskView, 0, len(tasks)), HasMore: more}
+	for _, t := range tasks {
+		out.Data = append(out.Data, video.View(t, s.links))
+	}
+	if len(tasks) > 0 {
+		out.FirstID, out.LastID = tasks[0].ID, tasks[len(tasks)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -65,6 +65,13 @@ type Handler interface {
 	GiveUp(ctx context.Context, j Job, cause error) Outcome
 }
 
+// FailureRecorder is implemented by a handler that keeps its own record of failed runs (a
+// video task's history): the write Failed returns commits with the retry's schedule, under
+// the job's lease. It must not fail for a record that is gone or finished.
+type FailureRecorder interface {
+	Failed(j Job, cause error) Apply
+}
+
 // Causes given to Handler.GiveUp.
 var (
 	ErrDeadline    = errors.New("job deadline passed")

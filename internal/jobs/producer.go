@@ -298,8 +298,12 @@ func (p *producer) retry(ctx context.Context, log *slog.Logger, j Job, cause err
 		delay, attempts = min(delay, p.k.Every), 0
 	}
 	log.Warn("job failed; will retry", "in", delay, "err", cause)
+	var apply Apply
+	if fr, ok := p.k.Handler.(FailureRecorder); ok {
+		apply = fr.Failed(j, cause)
+	}
 	err := p.commit(ctx, store.JobUpdate{ID: j.ID, Token: j.Token, RunAt: p.e.cfg.Now().Add(delay),
-		Attempts: attempts, LastError: truncate(cause.Error(), 500)}, nil)
+		Attempts: attempts, LastError: truncate(cause.Error(), 500)}, apply)
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		log.Error("scheduling the retry failed", "err", err)
 	}

@@ -219,7 +219,7 @@ func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param,
 	now := s.now().UTC()
 	err := s.Store.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechFailed,
-			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, FinishedAt: now}); err != nil {
+			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, ErrorDetail: detail(cause), FinishedAt: now}); err != nil {
 			return err
 		}
 		return settleFailed(ctx, tx, rec, now)
@@ -231,6 +231,20 @@ func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param,
 	s.log().Warn("speech failed; reservation refunded", "speech_id", rec.ID, "code", code, "reserved", rec.Reserved.String(), "cause", cause)
 	rec.Status, rec.ErrorKind, rec.ErrorCode, rec.ErrorMessage, rec.ErrorParam, rec.FinishedAt = store.SpeechFailed, kind, code, msg, param, now
 	return nil, failure(rec)
+}
+
+// detail is a failure's internal reason as kept for operators: bounded, since an error can
+// quote a whole upstream answer.
+func detail(cause error) string {
+	if cause == nil {
+		return ""
+	}
+	const maxDetail = 1000
+	d := cause.Error()
+	if len(d) > maxDetail {
+		d = d[:maxDetail]
+	}
+	return d
 }
 
 // superseded answers for an attempt whose heartbeat found the record taken over or finished:

@@ -33,7 +33,8 @@ func (s *Service) SweepAbandoned(ctx context.Context, before time.Time, limit in
 		now := s.now().UTC()
 		err := s.Store.Transact(ctx, func(tx store.Tx) error {
 			if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechFailed,
-				ErrorKind: kindTimeout, ErrorCode: CodeTimeout, ErrorMessage: sweptMessage, FinishedAt: now}); err != nil {
+				ErrorKind: kindTimeout, ErrorCode: CodeTimeout, ErrorMessage: sweptMessage,
+				ErrorDetail: "swept: no attempt finished it before " + rec.AttemptUntil.UTC().Format(time.RFC3339Nano), FinishedAt: now}); err != nil {
 				return err
 			}
 			return settleFailed(ctx, tx, rec, now)

@@ -36,6 +36,8 @@ type Speech struct {
 	ErrorCode    string
 	ErrorMessage string
 	ErrorParam   string
+	// ErrorDetail is the internal reason behind a failure, for operators only.
+	ErrorDetail string
 	// AttemptToken names the process attempt that may finish a pending record; every finish is
 	// fenced by it. AttemptUntil is when that attempt is considered dead: after it another
 	// request for the same record (or the sweep) may take the record over. A live attempt
@@ -57,6 +59,7 @@ type SpeechFinish struct {
 	ErrorCode    string
 	ErrorMessage string
 	ErrorParam   string
+	ErrorDetail  string // the internal reason, for operators only (bounded by the caller)
 	FinishedAt   time.Time
 }
 

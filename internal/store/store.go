@@ -115,6 +115,7 @@ type Store interface {
 	ExcessStore
 	CatalogStore
 	UsageStore
+	SupportStore
 	AdminStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
@@ -144,6 +145,7 @@ type Tx interface {
 	JobTx
 	ExcessTx
 	UsageTx
+	SupportTx
 	AdminTx
 	CatalogTx
 }

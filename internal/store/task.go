@@ -99,6 +99,12 @@ type Advance struct {
 	ErrorMessage string
 	Charged      money.Micros
 	FinishedAt   time.Time
+	// What the task's event records (TaskEvent), written with the update when the status or
+	// the step changes, or when Detail is set: the job run's attempt, the upstream account
+	// and job the task now waits on, and the internal reason behind the change.
+	Attempt               int
+	Upstream, UpstreamJob string
+	Detail                string
 }
 
 // QueueStore reads tasks for their runs and counts them for metrics.

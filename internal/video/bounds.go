@@ -121,7 +121,7 @@ func (s *stepCtx) unusable(err error) (Outcome, string, error) {
 	s.upstreamErr("poll", "result_unusable")
 	s.p.logger().Error("the upstream's result cannot be measured or cut to the request; failing the task", "task_id", s.c.ID,
 		"upstream", s.account(), "err", err)
-	return permanent("video_generation_failed", "The video could not be generated."), "", nil
+	return permanent("video_generation_failed", "The video could not be generated.").because("result unusable: " + err.Error()), "", nil
 }
 
 // blobFile is blob.LocalFile, named for the steps.

@@ -396,11 +396,11 @@ func (s *stepCtx) upstreamError(call string, err error) (Outcome, string, error)
 	var pe *provider.Error
 	if errors.As(err, &pe) && errors.Is(err, provider.ErrPermanent) {
 		s.upstreamErr(call, "rejected")
-		return permanent(pe.Code, pe.Message), "", nil
+		return permanent(pe.Code, pe.Message).because(s.account() + " " + call + ": " + err.Error()), "", nil
 	}
 	if errors.Is(err, provider.ErrPermanent) {
 		s.upstreamErr(call, "rejected")
-		return permanent("video_generation_failed", "The video could not be generated."), "", nil
+		return permanent("video_generation_failed", "The video could not be generated.").because(s.account() + " " + call + ": " + err.Error()), "", nil
 	}
 	s.upstreamErr(call, "transient")
 	return Outcome{}, "", fmt.Errorf("upstream: %w", err)
@@ -462,7 +462,8 @@ func (s *stepCtx) poll(ctx context.Context, half string) (Outcome, string, error
 		} else {
 			s.upstreamErr("poll", "job_failed")
 		}
-		return Outcome{Final: &Final{Status: status, ErrorCode: code, ErrorMessage: msg}}, "", nil
+		return Outcome{Final: &Final{Status: status, ErrorCode: code, ErrorMessage: msg,
+			Internal: fmt.Sprintf("%s %s job ended %s: code %q, message %q", s.account(), half, job.Status, job.ErrorCode, job.ErrorMessage)}}, "", nil
 	case provider.StatusSucceeded:
 		if job.Output == nil {
 			return Outcome{}, "", errors.New("upstream reported success without output")
@@ -540,6 +541,16 @@ func permanent(code, msg string) Outcome {
 	return Outcome{Final: &Final{Status: store.StatusFailed, ErrorCode: code, ErrorMessage: msg}}
 }
 
+// because records the internal reason behind a terminal outcome (Final.Internal).
+func (o Outcome) because(reason string) Outcome {
+	if o.Final != nil {
+		f := *o.Final
+		f.Internal = reason
+		o.Final = &f
+	}
+	return o
+}
+
 // Expired implements Stepper: a task past the service's deadline.
 func (p *Pipeline) Expired(c store.TaskRun) Final {
 	if c.Route == string(contract.RouteEnhancement) {
@@ -572,7 +583,7 @@ func (s *stepCtx) outputError(err error) (Outcome, string, error) {
 			msg = "the upstream's result link is outside the account's result_hosts; failing the task"
 		}
 		s.p.logger().Error(msg, "task_id", s.c.ID, "upstream", s.account(), "err", err)
-		return permanent("video_generation_failed", "The video could not be generated."), "", nil
+		return permanent("video_generation_failed", "The video could not be generated.").because(msg + ": " + err.Error()), "", nil
 	}
 	return Outcome{}, "", err
 }

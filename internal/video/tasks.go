@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"mediagen/internal/billing"
@@ -47,6 +48,9 @@ type Final struct {
 	ErrorCode    string
 	ErrorMessage string
 	Charge       money.Micros // the settled amount; 0 releases the whole reservation
+	// Internal is the reason behind a failure, for operators only (the task's event): the
+	// upstream's own answer or the error, where ErrorMessage is what the client may read.
+	Internal string
 	// Excess is what the task's upstreams did beyond its request, recorded with the
 	// settlement (store.UpstreamExcess); only a completed task has any.
 	Excess []billing.Excess
@@ -102,7 +106,7 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 	// nor settle without releasing the slot it records.
 	latest := c
 	save := func(o Outcome) error {
-		a := advance(latest, o)
+		a := advance(latest, o, j.Attempt)
 		full := false
 		err := cp(ctx, func(ctx context.Context, tx store.Tx) error {
 			full = false
@@ -140,9 +144,9 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 		return jobs.Outcome{}, err
 	}
 	if out.Final != nil {
-		return h.final(latest, out), nil
+		return h.final(latest, out, j.Attempt), nil
 	}
-	a := advance(latest, out)
+	a := advance(latest, out, j.Attempt)
 	return jobs.Outcome{RunIn: out.RunIn, Apply: func(ctx context.Context, tx store.Tx) error { return tx.AdvanceTask(ctx, a) }}, nil
 }
 
@@ -159,11 +163,34 @@ func (h *Tasks) GiveUp(ctx context.Context, j jobs.Job, cause error) jobs.Outcom
 	} else {
 		h.log().Error("task step keeps failing; failing the task", "task", c.ID, "attempts", j.Attempt, "err", cause)
 	}
-	return h.final(c, Outcome{Final: &f})
+	if f.Internal == "" && cause != nil {
+		f.Internal = "gave up after attempt " + strconv.Itoa(j.Attempt) + ": " + cause.Error()
+	}
+	return h.final(c, Outcome{Final: &f}, j.Attempt)
+}
+
+// Failed implements jobs.FailureRecorder: a failed attempt of a task's step is an event of
+// the task, committed with the retry's schedule, so an operator sees every attempt and the
+// error behind it (the job row that also holds it is deleted when the task ends).
+func (h *Tasks) Failed(j jobs.Job, cause error) jobs.Apply {
+	return func(ctx context.Context, tx store.Tx) error {
+		return tx.AppendTaskEvent(ctx, store.TaskEvent{TaskID: j.Ref, At: h.now(), Attempt: j.Attempt,
+			Detail: "attempt " + strconv.Itoa(j.Attempt) + " failed: " + truncate(cause.Error(), maxDetail)})
+	}
+}
+
+// maxDetail bounds an event's internal reason: errors can quote whole upstream answers.
+const maxDetail = 1000
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }
 
 // advance is the update of a step that keeps the task running.
-func advance(c store.TaskRun, o Outcome) store.Advance {
+func advance(c store.TaskRun, o Outcome, attempt int) store.Advance {
 	status := o.Status
 	if status == "" {
 		status = c.Status
@@ -180,7 +207,29 @@ func advance(c store.TaskRun, o Outcome) store.Advance {
 	if state == nil {
 		state = c.State
 	}
-	return store.Advance{ID: c.ID, Status: status, Progress: progress, Step: step, State: state}
+	account, job := upstreamOf(c.Request, state)
+	return store.Advance{ID: c.ID, Status: status, Progress: progress, Step: step, State: state,
+		Attempt: attempt, Upstream: account, UpstreamJob: job}
+}
+
+// upstreamOf is the account and the upstream job id a task waits on, read from its stored
+// request's binding and its pipeline state: the enhancement half's once it has one.
+func upstreamOf(request, state []byte) (account, job string) {
+	var req Stored
+	if json.Unmarshal(request, &req) != nil {
+		return "", ""
+	}
+	var st pipeState
+	if len(state) > 0 && json.Unmarshal(state, &st) != nil {
+		return req.Upstream, ""
+	}
+	if st.EnhJob != "" {
+		if req.EnhanceUpstream != "" {
+			return req.EnhanceUpstream, st.EnhJob
+		}
+		return req.Upstream, st.EnhJob
+	}
+	return req.Upstream, st.GenJob
 }
 
 // advanced is c once the update a committed.
@@ -192,7 +241,7 @@ func advanced(c store.TaskRun, a store.Advance) store.TaskRun {
 // final is the terminal update and the settlement, in one transaction with the job's end.
 // The task update is a compare-and-swap on a non-terminal status, so if it does not apply,
 // neither does the settlement: money moves once.
-func (h *Tasks) final(c store.TaskRun, o Outcome) jobs.Outcome {
+func (h *Tasks) final(c store.TaskRun, o Outcome, attempt int) jobs.Outcome {
 	f := o.Final
 	progress := c.Progress
 	if f.Status == store.StatusCompleted {
@@ -207,13 +256,15 @@ func (h *Tasks) final(c store.TaskRun, o Outcome) jobs.Outcome {
 	if state == nil {
 		state = c.State
 	}
+	account, job := upstreamOf(c.Request, state)
 	var overage bool
 	return jobs.Outcome{
 		Done: true,
 		Apply: func(ctx context.Context, tx store.Tx) error {
 			now := h.now()
 			a := store.Advance{ID: c.ID, Status: f.Status, Progress: progress, Step: "done", State: state,
-				Result: f.Result, ErrorCode: f.ErrorCode, ErrorMessage: f.ErrorMessage, Charged: charge, FinishedAt: now}
+				Result: f.Result, ErrorCode: f.ErrorCode, ErrorMessage: f.ErrorMessage, Charged: charge, FinishedAt: now,
+				Attempt: attempt, Upstream: account, UpstreamJob: job, Detail: truncate(f.Internal, maxDetail)}
 			if err := tx.AdvanceTask(ctx, a); err != nil {
 				return err
 			}

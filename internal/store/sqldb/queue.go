@@ -35,11 +35,20 @@ func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
 // checked in the same transaction, is what fences a run that was taken over.
 func (t *Tx) AdvanceTask(ctx context.Context, a store.Advance) error {
 	t.touch(a.ID)
+	// The event goes first, while the row still holds the status it moves from; it is
+	// written only for an unfinished task whose status or step changes (or with a reason),
+	// so polls that only move the progress add nothing. If the update below finds the task
+	// finished, its ErrLeaseLost rolls the event back with it.
+	now := micros(t.db.now())
+	if _, err := t.exec(ctx, advanceEventSQL, a.ID, now, a.Status, a.Step, a.Attempt, a.Upstream, a.UpstreamJob,
+		a.Detail, a.ID, a.Status, a.Step, a.Detail); err != nil {
+		return fmt.Errorf("advance %s: event: %w", a.ID, err)
+	}
 	res, err := t.exec(ctx, `UPDATE tasks SET status = ?, progress = ?, step = ?, state = ?,
 		result = ?, error_code = ?, error_message = ?, charged = ?, finished_at = ?, updated_at = ?
 		WHERE id = ? AND status IN ('queued', 'in_progress')`,
 		a.Status, a.Progress, a.Step, string(a.State), string(a.Result),
-		a.ErrorCode, a.ErrorMessage, int64(a.Charged), micros(a.FinishedAt), micros(t.db.now()), a.ID)
+		a.ErrorCode, a.ErrorMessage, int64(a.Charged), micros(a.FinishedAt), now, a.ID)
 	if err != nil {
 		return fmt.Errorf("advance %s: %w", a.ID, err)
 	}
@@ -52,6 +61,13 @@ func (t *Tx) AdvanceTask(ctx context.Context, a store.Advance) error {
 	}
 	return nil
 }
+
+// advanceEventSQL appends a task's next event from its row before an update.
+const advanceEventSQL = `INSERT INTO task_events (task_id, seq, at, from_status, to_status, step, attempt, upstream,
+		upstream_job, detail)
+	SELECT id, (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM task_events e WHERE e.task_id = ?), CAST(? AS BIGINT), status,
+		CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT)
+	FROM tasks WHERE id = ? AND status IN ('queued', 'in_progress') AND (status <> ? OR step <> ? OR ? <> '')`
 
 // ActiveTasks counts unfinished tasks by route and status through the partial index tasks_active.
 func (db *DB) ActiveTasks(ctx context.Context) ([]store.TaskCount, error) {

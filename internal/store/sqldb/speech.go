@@ -11,7 +11,7 @@ import (
 
 const speechColumns = `id, key_id, tenant_id, model, status, client_request_id, payload_hash, request, pricing,
 	reserved, charged, result, error_kind, error_code, error_message, error_param, attempt_token, attempt_until,
-	created_at, updated_at, finished_at`
+	created_at, updated_at, finished_at, error_detail`
 
 func scanSpeech(row scanner) (store.Speech, error) {
 	var s store.Speech
@@ -19,7 +19,7 @@ func scanSpeech(row scanner) (store.Speech, error) {
 	var reserved, charged, until, created, updated, finished int64
 	err := row.Scan(&s.ID, &s.KeyID, &s.TenantID, &s.Model, &s.Status, &s.ClientRequestID, &s.PayloadHash,
 		&request, &pricing, &reserved, &charged, &result, &s.ErrorKind, &s.ErrorCode, &s.ErrorMessage,
-		&s.ErrorParam, &s.AttemptToken, &until, &created, &updated, &finished)
+		&s.ErrorParam, &s.AttemptToken, &until, &created, &updated, &finished, &s.ErrorDetail)
 	if err != nil {
 		return store.Speech{}, noRows(err)
 	}
@@ -40,11 +40,11 @@ func (t *Tx) CreateSpeech(ctx context.Context, s store.Speech) error {
 			return err
 		}
 	}
-	_, err := t.exec(ctx, `INSERT INTO speeches (`+speechColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, `INSERT INTO speeches (`+speechColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.KeyID, s.TenantID, s.Model, s.Status, s.ClientRequestID, s.PayloadHash, string(s.Request),
 		string(s.Pricing), int64(s.Reserved), int64(s.Charged), string(s.Result), s.ErrorKind, s.ErrorCode,
 		s.ErrorMessage, s.ErrorParam, s.AttemptToken, micros(s.AttemptUntil), micros(s.CreatedAt),
-		micros(s.UpdatedAt), micros(s.FinishedAt))
+		micros(s.UpdatedAt), micros(s.FinishedAt), s.ErrorDetail)
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create speech %s: %w", s.ID, store.ErrConflict)
@@ -88,9 +88,9 @@ func (t *Tx) FinishSpeech(ctx context.Context, f store.SpeechFinish) error {
 		return fmt.Errorf("finish speech %s: status %q is not terminal", f.ID, f.Status)
 	}
 	res, err := t.exec(ctx, `UPDATE speeches SET status = ?, charged = ?, result = ?, error_kind = ?, error_code = ?,
-		error_message = ?, error_param = ?, finished_at = ?, updated_at = ?
+		error_message = ?, error_param = ?, error_detail = ?, finished_at = ?, updated_at = ?
 		WHERE id = ? AND attempt_token = ? AND status = 'pending'`,
-		f.Status, int64(f.Charged), string(f.Result), f.ErrorKind, f.ErrorCode, f.ErrorMessage, f.ErrorParam,
+		f.Status, int64(f.Charged), string(f.Result), f.ErrorKind, f.ErrorCode, f.ErrorMessage, f.ErrorParam, f.ErrorDetail,
 		micros(f.FinishedAt), micros(t.db.now()), f.ID, f.Token)
 	if err != nil {
 		return fmt.Errorf("finish speech %s: %w", f.ID, err)
