@@ -143,8 +143,14 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 		Request: reqJSON, Pricing: pricing, Reserved: q.Amount, CreatedAt: now, UpdatedAt: now,
 	}
 	// The transaction locks only this tenant's and key's rows and has no effect outside the
-	// database, so it may share its commit with concurrent creates (store.ShareCommit).
-	err = s.Store.Transact(store.ShareCommit(ctx, c.Tenant.ID, c.Key.ID), func(tx store.Tx) error {
+	// database, so it may share its commit with concurrent creates (store.ShareCommit) —
+	// unless a spend cap counts it: its counters must be locked after the accounts, which a
+	// shared commit moves only at its end (billing.Reserve).
+	txCtx := ctx
+	if !billing.Capped(c) {
+		txCtx = store.ShareCommit(ctx, c.Tenant.ID, c.Key.ID)
+	}
+	err = s.Store.Transact(txCtx, func(tx store.Tx) error {
 		if err := tx.CreateTask(ctx, task); err != nil {
 			return err
 		}
@@ -154,7 +160,7 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 		if err := limits.AdmitTask(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {
 			return err
 		}
-		return billing.Reserve(ctx, tx, c.Key, task.ID, q.Amount, now)
+		return billing.Reserve(ctx, tx, c, task.ID, q.Amount, now)
 	})
 	switch {
 	case err == nil:
@@ -162,6 +168,9 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 			s.Scheduled(task.ID)
 		}
 		return task, true, nil
+	case errors.Is(err, store.ErrSpendCap):
+		capErr, _ := billing.AsCapError(err)
+		return store.Task{}, false, capErr
 	case errors.Is(err, store.ErrInsufficientFunds):
 		return store.Task{}, false, &apierr.Error{Kind: apierr.KindInsufficientBalance,
 			Message: fmt.Sprintf("The available balance is below this request's reservation of %s %s. Top up, and leave room for final reconciliation.", q.Amount, q.Currency)}

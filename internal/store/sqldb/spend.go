@@ -1,0 +1,147 @@
+package sqldb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"mediagen/internal/money"
+	"mediagen/internal/store"
+)
+
+// Spend caps (migration 0016). A counter row holds what one key or tenant spent in one UTC
+// period: its open reservations plus its settled charges. A reservation grows it with one
+// guarded upsert, the cap check and the growth being one statement, as Post's funds check and
+// debit are: two replicas cannot both pass a check made before either wrote, and a refused
+// statement changes nothing. Counter rows are locked tenant first, then key (holdOrder), after
+// the key's accounts, in holds and settlements alike, so they add no lock-order cycle.
+
+// holdSQL grows a counter unless it would pass its cap (args: scope, owner, period, amount,
+// cap); it returns the new value, or no row when refused. A new row needs no guard: the
+// caller refuses an amount above the cap before sending it.
+const holdSQL = `INSERT INTO spend_periods (scope, owner, period, spent) VALUES (?, ?, ?, ?)
+	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + EXCLUDED.spent
+	WHERE spend_periods.spent + EXCLUDED.spent <= ?
+	RETURNING spent`
+
+// errSharedHold: HoldSpend in an optimistic shared batch, whose account moves wait for the
+// commit: the counters would be locked before the accounts, against every other transaction's
+// order. Callers do not share the commit of a capped reservation (video.accept).
+var errSharedHold = errors.New("spend hold in a shared commit")
+
+// holdLess orders counters tenant first, then key, then by owner and period.
+func holdLess(a, b store.CappedCounter) bool {
+	if (a.Scope == "tenant") != (b.Scope == "tenant") {
+		return a.Scope == "tenant"
+	}
+	if a.Owner != b.Owner {
+		return a.Owner < b.Owner
+	}
+	return a.Period < b.Period
+}
+
+// HoldSpend grows each counter by h.Amount within its cap and records the hold.
+func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
+	if len(h.Counters) == 0 {
+		return nil
+	}
+	if t.merge != nil {
+		return fmt.Errorf("hold %s: %w", h.Ref, errSharedHold)
+	}
+	if h.Amount < 0 {
+		return fmt.Errorf("hold %s: negative amount %s", h.Ref, h.Amount)
+	}
+	// Sorted for the lock order; the refusal names the caller's index.
+	order := make([]int, len(h.Counters))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return holdLess(h.Counters[order[i]], h.Counters[order[j]]) })
+	args := make([]any, 0, 5*len(order))
+	for _, i := range order {
+		c := h.Counters[i]
+		if c.Cap <= 0 {
+			return fmt.Errorf("hold %s: counter %s %s %s without a cap", h.Ref, c.Scope, c.Owner, c.Period)
+		}
+		if h.Amount > c.Cap {
+			return fmt.Errorf("hold %s: %w", h.Ref, &store.SpendCapError{Index: i, Spent: -1})
+		}
+		refused := true
+		err := t.query(ctx, holdSQL, []any{c.Scope, c.Owner, c.Period, int64(h.Amount), int64(c.Cap)}, func(rows Rows) error {
+			refused = !rows.Next()
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("hold %s on %s %s: %w", h.Ref, c.Scope, c.Owner, err)
+		}
+		if refused {
+			spent := money.Micros(-1)
+			var v int64
+			if err := t.queryRow(ctx, `SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?`,
+				c.Scope, c.Owner, c.Period).Scan(&v); err == nil {
+				spent = money.Micros(v)
+			}
+			return fmt.Errorf("hold %s: %w", h.Ref, &store.SpendCapError{Index: i, Spent: spent})
+		}
+		args = append(args, h.Ref, c.Scope, c.Owner, c.Period, int64(h.Amount))
+	}
+	if err := t.insert(ctx, `INSERT INTO spend_holds (ref, scope, owner, period, amount)`, "", 5, args); err != nil {
+		if t.db.d.IsUniqueViolation(err) {
+			return fmt.Errorf("hold %s: %w", h.Ref, store.ErrConflict)
+		}
+		return fmt.Errorf("hold %s: %w", h.Ref, err)
+	}
+	return nil
+}
+
+// SettleSpend moves each counter the hold of ref grew by (final − held) and drops the hold.
+func (t *Tx) SettleSpend(ctx context.Context, ref string, final money.Micros) error {
+	if final < 0 {
+		return fmt.Errorf("settle spend %s: negative final amount %s", ref, final)
+	}
+	var held []store.CappedCounter // Cap carries the held amount here
+	err := t.query(ctx, `DELETE FROM spend_holds WHERE ref = ? RETURNING scope, owner, period, amount`, []any{ref},
+		func(rows Rows) error {
+			for rows.Next() {
+				var c store.CappedCounter
+				var amount int64
+				if err := rows.Scan(&c.Scope, &c.Owner, &c.Period, &amount); err != nil {
+					return err
+				}
+				c.Cap = money.Micros(amount)
+				held = append(held, c)
+			}
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("settle spend %s: %w", ref, err)
+	}
+	sort.SliceStable(held, func(i, j int) bool { return holdLess(held[i], held[j]) })
+	for _, c := range held {
+		delta := int64(final - c.Cap)
+		if delta == 0 {
+			continue
+		}
+		if _, err := t.exec(ctx, `UPDATE spend_periods SET spent = spent + ? WHERE scope = ? AND owner = ? AND period = ?`,
+			delta, c.Scope, c.Owner, c.Period); err != nil {
+			return fmt.Errorf("settle spend %s on %s %s: %w", ref, c.Scope, c.Owner, err)
+		}
+	}
+	return nil
+}
+
+// Spent reads counters; a period with no row spent nothing.
+func (db *DB) Spent(ctx context.Context, counters []store.SpendCounter) ([]money.Micros, error) {
+	out := make([]money.Micros, len(counters))
+	for i, c := range counters {
+		var v int64
+		err := db.readRow(ctx, `SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?`,
+			c.Scope, c.Owner, c.Period).Scan(&v)
+		if err != nil && !errors.Is(noRows(err), store.ErrNotFound) {
+			return nil, fmt.Errorf("spent %s %s %s: %w", c.Scope, c.Owner, c.Period, err)
+		}
+		out[i] = money.Micros(v)
+	}
+	return out, nil
+}
