@@ -13,7 +13,6 @@ import (
 
 	"mediagen/internal/billing"
 	"mediagen/internal/catalog"
-	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
@@ -25,10 +24,14 @@ func nowUTC() time.Time { return time.Now().UTC() }
 const adminUsage = `Operator commands (they work on the same database as serve):
 
   mediagen admin tenant list
-  mediagen admin key create --tenant T [--name N] [--unlimited]
+  mediagen admin key create --tenant T [--name N] [--unlimited] [--expires 720h|2027-01-01T00:00:00Z]
+                            [--daily-cap 5.00] [--monthly-cap 100] [--credit 10]
   mediagen admin key list [--tenant T]
   mediagen admin key revoke ID
+  mediagen admin key rotate ID [--grace 24h]
+  mediagen admin key update ID [--name N] [--expires D|T | --no-expiry] [--daily-cap A|none] [--monthly-cap A|none]
   mediagen admin credit --key ID --amount 12.50 [--note TEXT]
+  mediagen admin debit --key ID --amount 2.50 --note TEXT
   mediagen admin catalog check FILE
   mediagen admin asset-group grant --tenant T [--name N] [--description D] [--id ID]
   mediagen admin asset-group revoke ID
@@ -64,8 +67,9 @@ func adminCommands() []adminCmd {
 			tenant := fs.String("tenant", "", "tenant id (required)")
 			name := fs.String("name", "", "a label for the key")
 			unlimited := fs.Bool("unlimited", false, "the key may spend without a balance")
+			opts := keyCreateFlags(fs)
 			return func(e *adminEnv, _ []string) error {
-				return e.keyCreate(context.Background(), *tenant, *name, *unlimited)
+				return e.keyCreate(context.Background(), *tenant, *name, *unlimited, opts)
 			}
 		}},
 		{path: "key list", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
@@ -116,7 +120,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-	}, append(adminAssetCommands(), adminUpstreamCommands()...)...)
+	}, append(append(adminAssetCommands(), adminUpstreamCommands()...), adminKeyCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -178,7 +182,7 @@ func (e *adminEnv) tenantList(ctx context.Context) error {
 	return tw.Flush()
 }
 
-func (e *adminEnv) keyCreate(ctx context.Context, tenantID, name string, unlimited bool) error {
+func (e *adminEnv) keyCreate(ctx context.Context, tenantID, name string, unlimited bool, opts *keyCreateOpts) error {
 	if tenantID == "" {
 		return usageError{"key create: --tenant is required"}
 	}
@@ -186,13 +190,36 @@ func (e *adminEnv) keyCreate(ctx context.Context, tenantID, name string, unlimit
 	if !ok {
 		return fmt.Errorf("key create: tenant %q is not in the catalog (%s)", tenantID, catalogName(e.cfg.Catalog))
 	}
-	secret, display, hash := keys.Generate()
-	k := store.Key{ID: idgen.New("key"), TenantID: tenant.ID, Name: name, Prefix: display, Hash: hash,
-		Unlimited: unlimited, CreatedAt: nowUTC()}
-	if err := e.db.Transact(ctx, func(tx store.Tx) error { return tx.CreateKey(ctx, k, tenant.Currency) }); err != nil {
+	now := nowUTC()
+	spec, credit, err := opts.spec(now)
+	if err != nil {
+		return err
+	}
+	spec.TenantID, spec.Name, spec.Unlimited = tenant.ID, name, unlimited
+	secret, k, err := keys.New(spec, now)
+	if err != nil {
+		return usageError{"key create: " + err.Error()}
+	}
+	// The key and its initial credit are one transaction: no key is left without the money
+	// it was made with.
+	err = e.db.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateKey(ctx, k, tenant.Currency); err != nil {
+			return err
+		}
+		if credit > 0 {
+			_, err := billing.Credit(ctx, tx, k, tenant.Currency, credit, "initial credit", now)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "key id:  %s\ntenant:  %s\nsecret:  %s\n(the secret is shown only now; it is stored as a hash)\n", k.ID, tenant.ID, secret)
+	printKeyTerms(e.stdout, k, tenant.Currency)
+	if credit > 0 {
+		fmt.Fprintf(e.stdout, "credit:  %s %s\n", credit, tenant.Currency)
+	}
 	return nil
 }
 
@@ -201,8 +228,9 @@ func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 	if err != nil {
 		return err
 	}
+	now := nowUTC()
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tUNLIMITED\tAVAILABLE\tUSED\tOVERAGE\tCREATED\tREVOKED")
+	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tSTATE\tUNLIMITED\tAVAILABLE\tUSED\tOVERAGE\tEXPIRES\tDAILY CAP\tMONTHLY CAP\tCREATED\tREVOKED")
 	for _, k := range list {
 		b, err := e.db.Balance(ctx, k.ID)
 		if err != nil {
@@ -218,8 +246,12 @@ func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 		if k.Revoked() {
 			revoked = k.RevokedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%v\t%s %s\t%s\t%s\t%s\t%s\n", k.ID, k.TenantID, k.Name, k.Prefix, k.Unlimited,
-			b.Available, b.Currency, b.Used, over, k.CreatedAt.Format(time.RFC3339), revoked)
+		daily, monthly, err := capColumns(ctx, e.db, k, b.Currency, now)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%v\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.TenantID, k.Name, k.Prefix, keyState(k, now), k.Unlimited,
+			b.Available, b.Currency, b.Used, over, timeOrDash(k.ExpiresAt), daily, monthly, k.CreatedAt.Format(time.RFC3339), revoked)
 	}
 	return tw.Flush()
 }
