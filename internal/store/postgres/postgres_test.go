@@ -250,3 +250,20 @@ func TestLedgerCheckFindsEntriesWithoutTheirRows(t *testing.T) {
 		}
 	}
 }
+
+// TestSpendCapExactAcrossTwoReplicas: 50 concurrent capped reservations of one key through two
+// store handles on one database: exactly as many accepted as the cap allows, never over.
+func TestSpendCapExactAcrossTwoReplicas(t *testing.T) {
+	url := pgtest.URL(t)
+	var handles []store.Store
+	for range 2 {
+		db, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		handles = append(handles, db)
+	}
+	storetest.SpendCapExactAcrossHandles(t, handles, 50)
+	storetest.CheckLedger(t, handles[0])
+}

@@ -73,6 +73,9 @@ func Run(t *testing.T, open Opener) {
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
 		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
+		{"KeyExpiryCapsUpdateAndRotation", testKeyLifecycleFields},
+		{"SpendCapsHoldSettleAndRelease", testSpendCapsHoldSettleRelease},
+		{"SpendCapExactUnderConcurrentHolds", testSpendCapExactUnderConcurrentHolds},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
