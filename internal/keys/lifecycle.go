@@ -83,7 +83,8 @@ func New(spec Spec, now time.Time) (secret string, k store.Key, err error) {
 
 // Rotate gives key id a new secret, returned once. The secret it replaces keeps working for
 // grace (0: it stops at once), then answers 401 saying it was rotated. A secret replaced by an
-// earlier rotation stops at once: a key has at most two secrets. The id, balance and ledger
+// earlier rotation stops at once and is then unknown (401 invalid_api_key): a key keeps at
+// most two hashes. The id, balance and ledger
 // stay. It returns the key before and after.
 func Rotate(ctx context.Context, tx store.Tx, id string, grace time.Duration, now time.Time) (secret string, before, after store.Key, err error) {
 	if grace < 0 || grace > MaxGrace {
@@ -98,11 +99,10 @@ func Rotate(ctx context.Context, tx store.Tx, id string, grace time.Duration, no
 	}
 	secret, display, hash := Generate()
 	after = before
+	// The replaced hash is kept even without a grace period (valid until now: not at all), so
+	// that the old secret is answered "rotated", not "invalid".
 	after.Hash, after.Prefix, after.RotatedAt = hash, display, now.UTC()
-	after.PrevHash, after.PrevValidUntil = nil, time.Time{}
-	if grace > 0 {
-		after.PrevHash, after.PrevValidUntil = before.Hash, now.Add(grace).UTC()
-	}
+	after.PrevHash, after.PrevValidUntil = before.Hash, now.Add(grace).UTC()
 	if err := tx.RotateKey(ctx, after); err != nil {
 		return "", before, before, err
 	}
