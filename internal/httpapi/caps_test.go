@@ -48,7 +48,9 @@ func clockEnv(t *testing.T, ttl time.Duration) (*testEnv, *atomic.Int64) {
 	return &testEnv{t: t, srv: s, ts: ts, store: db}, &clock
 }
 
-func bearer(secret string) map[string]string { return map[string]string{"Authorization": "Bearer " + secret} }
+func bearer(secret string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + secret}
+}
 
 func errMessage(t *testing.T, r response) string {
 	t.Helper()
