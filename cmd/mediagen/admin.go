@@ -11,11 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mediagen/internal/billing"
+	opadmin "mediagen/internal/admin"
+	"mediagen/internal/apierr"
 	"mediagen/internal/catalog"
-	"mediagen/internal/keys"
 	"mediagen/internal/money"
-	"mediagen/internal/store"
 	"mediagen/internal/store/sqldb"
 )
 
@@ -24,6 +23,10 @@ func nowUTC() time.Time { return time.Now().UTC() }
 const adminUsage = `Operator commands (they work on the same database as serve):
 
   mediagen admin tenant list
+  mediagen admin token create --name N --role owner|operator|viewer [--expires DURATION]
+  mediagen admin token list
+  mediagen admin token revoke ID
+  mediagen admin audit [--actor ID] [--action A] [--target [TYPE:]ID] [--since TIME] [--limit N]
   mediagen admin key create --tenant T [--name N] [--unlimited] [--expires 720h|2027-01-01T00:00:00Z]
                             [--daily-cap 5.00] [--monthly-cap 100] [--credit 10]
   mediagen admin key list [--tenant T]
@@ -40,7 +43,10 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin upstream check NAME
   mediagen admin upstream excess [--upstream NAME] [--ref ID] [--limit N]
 
-Every command also takes --db, --data-dir and --catalog (and their MEDIAGEN_* variables).`
+Every command also takes --db, --data-dir and --catalog (and their MEDIAGEN_* variables).
+The commands work on the database directly, so they are for the people who hold it (owners):
+each write is audited as "cli" with the OS user ($USER); the admin API (docs/admin.md) is the
+way to give others narrower access.`
 
 // adminEnv is what an admin command has open.
 type adminEnv struct {
@@ -50,6 +56,10 @@ type adminEnv struct {
 	stdout  io.Writer
 	getenv  func(string) string // where remote upstreams' keys are read from
 	tls     *tls.Config         // roots for remote upstreams (nil: the system's; tests: a fake's)
+	// svc is the operator plane's one implementation of every write (internal/admin), and
+	// actor who the command's writes are audited as.
+	svc   *opadmin.Service
+	actor opadmin.Actor
 }
 
 type adminCmd struct {
@@ -120,7 +130,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-	}, append(append(adminAssetCommands(), adminUpstreamCommands()...), adminKeyCommands()...)...)
+	}, append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminKeyCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -155,6 +165,9 @@ func runAdminTLS(ctx context.Context, args []string, getenv func(string) string,
 				return err
 			}
 			defer env.db.Close()
+			cat := env.catalog
+			env.svc = opadmin.New(opadmin.Config{Store: env.db, Catalog: func() *catalog.Catalog { return cat }})
+			env.actor = opadmin.CLIActor(getenv("USER"))
 		}
 		return do(env, positional)
 	}
@@ -186,83 +199,56 @@ func (e *adminEnv) keyCreate(ctx context.Context, tenantID, name string, unlimit
 	if tenantID == "" {
 		return usageError{"key create: --tenant is required"}
 	}
-	tenant, ok := e.catalog.Tenant(tenantID)
-	if !ok {
-		return fmt.Errorf("key create: tenant %q is not in the catalog (%s)", tenantID, catalogName(e.cfg.Catalog))
-	}
-	now := nowUTC()
-	spec, credit, err := opts.spec(now)
+	in, err := opts.input(e.svc.Now())
 	if err != nil {
 		return err
 	}
-	spec.TenantID, spec.Name, spec.Unlimited = tenant.ID, name, unlimited
-	secret, k, err := keys.New(spec, now)
+	in.Tenant, in.Name, in.Unlimited = tenantID, name, unlimited
+	k, err := e.svc.CreateKey(ctx, e.actor, in)
 	if err != nil {
-		return usageError{"key create: " + err.Error()}
+		return cliError("key create", err)
 	}
-	// The key and its initial credit are one transaction: no key is left without the money
-	// it was made with.
-	err = e.db.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.CreateKey(ctx, k, tenant.Currency); err != nil {
-			return err
-		}
-		if credit > 0 {
-			_, err := billing.Credit(ctx, tx, k, tenant.Currency, credit, "initial credit", now)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "key id:  %s\ntenant:  %s\nsecret:  %s\n(the secret is shown only now; it is stored as a hash)\n", k.ID, tenant.ID, secret)
-	printKeyTerms(e.stdout, k, tenant.Currency)
-	if credit > 0 {
-		fmt.Fprintf(e.stdout, "credit:  %s %s\n", credit, tenant.Currency)
+	fmt.Fprintf(e.stdout, "key id:  %s\ntenant:  %s\nsecret:  %s\n(the secret is shown only now; it is stored as a hash)\n", k.ID, k.Tenant, k.Secret)
+	printKeyTerms(e.stdout, k.Key, k.Balance.Currency)
+	if c := k.InitialCredit; c != nil {
+		fmt.Fprintf(e.stdout, "credit:  %s %s\n", c.Amount, c.Currency)
 	}
 	return nil
 }
 
 func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
-	list, err := e.db.Keys(ctx, tenantID)
-	if err != nil {
-		return err
-	}
-	now := nowUTC()
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tSTATE\tUNLIMITED\tAVAILABLE\tUSED\tOVERAGE\tEXPIRES\tDAILY CAP\tMONTHLY CAP\tCREATED\tREVOKED")
-	for _, k := range list {
-		b, err := e.db.Balance(ctx, k.ID)
+	now := e.svc.Now()
+	f := opadmin.KeyFilter{Tenant: tenantID}
+	for {
+		page, err := e.svc.Keys(ctx, e.actor, f)
 		if err != nil {
-			return err
+			return cliError("key list", err)
 		}
-		// Charged above reservations (docs/billing.md): every charge is bounded by its
-		// reservation, so non-zero only after a bug (logged as an error when it happened).
-		over, err := e.db.Overage(ctx, k.ID)
-		if err != nil {
-			return err
+		for _, k := range page.Data {
+			revoked := "-"
+			if !k.RevokedAt.IsZero() {
+				revoked = k.RevokedAt.Format(time.RFC3339)
+			}
+			// Overage: charged above reservations (docs/billing.md). Every charge is bounded by
+			// its reservation, so non-zero only after a bug (logged as an error when it happened).
+			b := k.Balance
+			daily, monthly := capColumns(k)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%v\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, k.Prefix, keyState(k, now), k.Unlimited,
+				b.Available, b.Currency, b.Used, b.Overage, timeOrDash(k.ExpiresAt), daily, monthly, k.CreatedAt.Format(time.RFC3339), revoked)
 		}
-		revoked := "-"
-		if k.Revoked() {
-			revoked = k.RevokedAt.Format(time.RFC3339)
+		if !page.HasMore {
+			break
 		}
-		daily, monthly, err := capColumns(ctx, e.db, k, b.Currency, now)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%v\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.TenantID, k.Name, k.Prefix, keyState(k, now), k.Unlimited,
-			b.Available, b.Currency, b.Used, over, timeOrDash(k.ExpiresAt), daily, monthly, k.CreatedAt.Format(time.RFC3339), revoked)
+		f.Cursor = page.NextCursor
 	}
 	return tw.Flush()
 }
 
 func (e *adminEnv) keyRevoke(ctx context.Context, id string) error {
-	err := e.db.Transact(ctx, func(tx store.Tx) error { return tx.RevokeKey(ctx, id, nowUTC()) })
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("key revoke: no key with id %q", id)
-	}
-	if err != nil {
-		return err
+	if _, err := e.svc.RevokeKey(ctx, e.actor, id); err != nil {
+		return cliError("key revoke", err)
 	}
 	fmt.Fprintf(e.stdout, "revoked %s\n", id)
 	return nil
@@ -276,32 +262,30 @@ func (e *adminEnv) credit(ctx context.Context, keyID, amountText, note string) e
 	if err != nil || amount <= 0 {
 		return usageError{fmt.Sprintf("credit: --amount %q must be a positive decimal with at most 6 decimal places", amountText)}
 	}
-	k, err := e.db.Key(ctx, keyID)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("credit: no key with id %q", keyID)
-	}
+	c, err := e.svc.Credit(ctx, e.actor, keyID, opadmin.CreditInput{Amount: amount, Note: note})
 	if err != nil {
-		return err
+		return cliError("credit", err)
 	}
-	b, err := e.db.Balance(ctx, k.ID)
-	if err != nil {
-		return err
-	}
-	var txn string
-	err = e.db.Transact(ctx, func(tx store.Tx) error {
-		txn, err = billing.Credit(ctx, tx, k, b.Currency, amount, note, nowUTC())
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	after, err := e.db.Balance(ctx, k.ID)
+	after, err := e.db.Balance(ctx, keyID)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "credited %s %s to %s (ledger transaction %s); available now %s %s\n",
-		amount, b.Currency, k.ID, txn, after.Available, after.Currency)
+		c.Amount, c.Currency, c.KeyID, c.TransactionID, after.Available, after.Currency)
 	return nil
+}
+
+// cliError words a service refusal for the terminal: a client mistake (a 4xx of the API) is a
+// usage error naming the field; anything else is returned as it is.
+func cliError(cmd string, err error) error {
+	var e *apierr.Error
+	if !errors.As(err, &e) || e.Kind == apierr.KindInternal {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	if e.Param != "" {
+		return usageError{fmt.Sprintf("%s: --%s: %s", cmd, strings.ReplaceAll(e.Param, "_", "-"), e.Message)}
+	}
+	return fmt.Errorf("%s: %s", cmd, e.Message)
 }
 
 // parseInterspersed parses flags that may come before or after positional arguments
@@ -318,4 +302,13 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// asAPIErr returns the *apierr.Error in err's chain, or nil.
+func asAPIErr(err error) *apierr.Error {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
 }

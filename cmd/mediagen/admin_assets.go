@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,10 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	opadmin "mediagen/internal/admin"
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
 	"mediagen/internal/media/safefetch"
-	"mediagen/internal/store"
 )
 
 // The asset library's part of the binary: its assembly for serve, and the operator commands
@@ -95,42 +94,43 @@ func (e *adminEnv) groupGrant(ctx context.Context, tenantID, id, name, desc stri
 	if tenantID == "" {
 		return usageError{"asset-group grant: --tenant is required"}
 	}
-	if _, ok := e.catalog.Tenant(tenantID); !ok {
-		return fmt.Errorf("tenant %q is not in the catalog", tenantID)
-	}
-	g, created, err := asset.Grant(ctx, e.db, tenantID, id, name, desc, nowUTC())
+	g, err := e.svc.GrantGroup(ctx, e.actor, opadmin.GroupInput{Tenant: tenantID, ID: id, Name: name, Description: desc})
 	if err != nil {
-		return err
+		return cliError("asset-group grant", err)
 	}
 	verb := "authorized again"
-	if created {
+	if g.Created {
 		verb = "granted"
 	}
-	fmt.Fprintf(e.stdout, "virtual asset group %s (%s) %s for tenant %s\n", g.ID, g.Name, verb, g.TenantID)
+	fmt.Fprintf(e.stdout, "virtual asset group %s (%s) %s for tenant %s\n", g.ID, g.Name, verb, g.Tenant)
 	return nil
 }
 
 func (e *adminEnv) groupRevoke(ctx context.Context, id string) error {
-	g, err := asset.Revoke(ctx, e.db, id, nowUTC())
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no asset group %s", id)
-	}
+	g, err := e.svc.RevokeGroup(ctx, e.actor, id)
 	if err != nil {
-		return err
+		return cliError("asset-group revoke", err)
 	}
-	fmt.Fprintf(e.stdout, "asset group %s (%s) of tenant %s revoked: no assets can be added to it and its assets cannot be used\n", g.ID, g.Name, g.TenantID)
+	fmt.Fprintf(e.stdout, "asset group %s (%s) of tenant %s revoked: no assets can be added to it and its assets cannot be used\n", g.ID, g.Name, g.Tenant)
 	return nil
 }
 
 func (e *adminEnv) groupList(ctx context.Context, tenantID string) error {
-	groups, _, err := e.db.AssetGroups(ctx, store.AssetGroupQuery{TenantID: tenantID})
-	if err != nil {
-		return err
-	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tTENANT\tLIBRARY\tORIGIN\tSTATUS\tASSETS\tNAME")
-	for _, g := range groups {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", g.ID, g.TenantID, g.Library, g.Origin, g.Status, g.AssetCount, g.Name)
+	f := opadmin.GroupFilter{Tenant: tenantID}
+	for {
+		page, err := e.svc.Groups(ctx, e.actor, f)
+		if err != nil {
+			return cliError("asset-group list", err)
+		}
+		for _, g := range page.Data {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", g.ID, g.Tenant, g.Library, g.Origin, g.Status, g.AssetCount, g.Name)
+		}
+		if !page.HasMore {
+			break
+		}
+		f.Cursor = page.NextCursor
 	}
 	return tw.Flush()
 }

@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"mediagen/internal/billing"
+	opadmin "mediagen/internal/admin"
 	"mediagen/internal/keys"
 	"mediagen/internal/money"
-	"mediagen/internal/store"
-	"mediagen/internal/store/sqldb"
 )
 
-// The key lifecycle on the command line (docs/admin.md, "Keys: expiry, rotation, caps"): the
-// rules are internal/keys' and internal/billing's; these commands parse, run them in one
-// transaction and print.
+// The key lifecycle on the command line (docs/admin.md, "Keys: expiry, rotation, caps"): these
+// commands parse the operator's flags and call admin.Service, the one implementation the admin
+// API calls too, so both are validated and audited alike.
 
 func adminKeyCommands() []adminCmd {
 	return []adminCmd{
@@ -42,28 +39,27 @@ func adminKeyCommands() []adminCmd {
 				}
 				set := map[string]bool{}
 				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-				now := nowUTC()
-				var c keys.Changes
+				var in opadmin.KeyUpdate
 				if set["name"] {
-					c.Name = name
+					in.Name = name
 				}
 				switch {
 				case set["expires"] && *noExpiry:
 					return usageError{"key update: give --expires or --no-expiry, not both"}
 				case set["expires"]:
-					at, err := keys.ParseExpiry(*expires, now)
+					at, err := keys.ParseExpiry(*expires, e.svc.Now())
 					if err != nil {
 						return usageError{fmt.Sprintf("key update: --expires %q: %v", *expires, err)}
 					}
-					c.ExpiresAt = &at
+					in.ExpiresAt = &at
 				case *noExpiry:
-					c.ExpiresAt = &time.Time{}
+					in.ExpiresAt = &time.Time{}
 				}
 				for _, f := range []struct {
 					name string
 					v    *string
 					to   **money.Micros
-				}{{"daily-cap", daily, &c.Daily}, {"monthly-cap", monthly, &c.Monthly}} {
+				}{{"daily-cap", daily, &in.Daily}, {"monthly-cap", monthly, &in.Monthly}} {
 					if !set[f.name] {
 						continue
 					}
@@ -73,7 +69,10 @@ func adminKeyCommands() []adminCmd {
 					}
 					*f.to = &m
 				}
-				return e.keyUpdate(context.Background(), args[0], c, now)
+				if in == (opadmin.KeyUpdate{}) {
+					return usageError{"key update: give at least one of --name, --expires, --no-expiry, --daily-cap, --monthly-cap"}
+				}
+				return e.keyUpdate(context.Background(), args[0], in)
 			}
 		}},
 		{path: "debit", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
@@ -101,63 +100,61 @@ func keyCreateFlags(fs *flag.FlagSet) *keyCreateOpts {
 	}
 }
 
-// spec reads the flags into a key spec (tenant, name and unlimited left to the caller) and the
-// initial credit.
-func (o *keyCreateOpts) spec(now time.Time) (keys.Spec, money.Micros, error) {
-	var spec keys.Spec
+// input reads the flags into a key input (tenant, name and unlimited left to the caller).
+func (o *keyCreateOpts) input(now time.Time) (opadmin.KeyInput, error) {
+	var in opadmin.KeyInput
 	if *o.expires != "" {
 		at, err := keys.ParseExpiry(*o.expires, now)
 		if err != nil {
-			return spec, 0, usageError{fmt.Sprintf("key create: --expires %q: %v", *o.expires, err)}
+			return in, usageError{fmt.Sprintf("key create: --expires %q: %v", *o.expires, err)}
 		}
-		spec.ExpiresAt = at
+		in.ExpiresAt = at
 	}
 	for _, f := range []struct {
 		name string
 		v    *string
 		to   *money.Micros
-	}{{"daily-cap", o.daily, &spec.Caps.Daily}, {"monthly-cap", o.monthly, &spec.Caps.Monthly}} {
+	}{{"daily-cap", o.daily, &in.Caps.Daily}, {"monthly-cap", o.monthly, &in.Caps.Monthly}} {
 		if *f.v == "" {
 			continue
 		}
 		m, err := keys.ParseCap(*f.v)
 		if err != nil {
-			return spec, 0, usageError{fmt.Sprintf("key create: --%s %q: %v", f.name, *f.v, err)}
+			return in, usageError{fmt.Sprintf("key create: --%s %q: %v", f.name, *f.v, err)}
 		}
 		*f.to = m
 	}
-	var credit money.Micros
 	if *o.credit != "" {
 		m, err := money.Parse(*o.credit)
 		if err != nil || m <= 0 {
-			return spec, 0, usageError{fmt.Sprintf("key create: --credit %q must be a positive decimal with at most 6 decimal places", *o.credit)}
+			return in, usageError{fmt.Sprintf("key create: --credit %q must be a positive decimal with at most 6 decimal places", *o.credit)}
 		}
-		credit = m
+		in.Credit = m
 	}
-	return spec, credit, nil
+	return in, nil
 }
 
 // printKeyTerms prints a key's expiry and caps, where it has them.
-func printKeyTerms(w io.Writer, k store.Key, currency string) {
+func printKeyTerms(w io.Writer, k opadmin.Key, currency string) {
 	if !k.ExpiresAt.IsZero() {
 		fmt.Fprintf(w, "expires: %s\n", k.ExpiresAt.Format(time.RFC3339))
 	}
-	if k.Caps.Daily > 0 {
-		fmt.Fprintf(w, "daily cap:   %s %s per UTC day\n", k.Caps.Daily, currency)
+	if c := k.Caps; c != nil && c.Daily > 0 {
+		fmt.Fprintf(w, "daily cap:   %s %s per UTC day\n", c.Daily, currency)
 	}
-	if k.Caps.Monthly > 0 {
-		fmt.Fprintf(w, "monthly cap: %s %s per UTC month\n", k.Caps.Monthly, currency)
+	if c := k.Caps; c != nil && c.Monthly > 0 {
+		fmt.Fprintf(w, "monthly cap: %s %s per UTC month\n", c.Monthly, currency)
 	}
 }
 
 // keyState is a key's state as key list shows it.
-func keyState(k store.Key, now time.Time) string {
+func keyState(k opadmin.Key, now time.Time) string {
 	switch {
-	case k.Revoked():
+	case !k.RevokedAt.IsZero():
 		return "revoked"
 	case !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt):
 		return "expired"
-	case len(k.PrevHash) > 0 && now.Before(k.PrevValidUntil):
+	case now.Before(k.PreviousSecretValidUntil):
 		return "rotating" // the replaced secret is still in its grace period
 	}
 	return "active"
@@ -170,24 +167,27 @@ func timeOrDash(t time.Time) string {
 	return t.Format(time.RFC3339)
 }
 
-// capColumns shows each cap with what the current period has spent against it, for a key
-// with caps: "5.00 (1.25 spent)".
-func capColumns(ctx context.Context, db *sqldb.DB, k store.Key, currency string, now time.Time) (daily, monthly string, err error) {
+// capColumns shows each cap with what the current period has spent against it:
+// "5.00 (1.25 spent)".
+func capColumns(k opadmin.Key) (daily, monthly string) {
 	daily, monthly = "-", "-"
-	if !k.Caps.Any() {
-		return daily, monthly, nil
+	c := k.Caps
+	if c == nil {
+		return daily, monthly
 	}
-	d, m, err := billing.SpentNow(ctx, db, "key", k.ID, now)
-	if err != nil {
-		return "", "", err
+	spent := func(v *money.Micros) money.Micros {
+		if v == nil {
+			return 0
+		}
+		return *v
 	}
-	if k.Caps.Daily > 0 {
-		daily = fmt.Sprintf("%s (%s spent)", k.Caps.Daily, d)
+	if c.Daily > 0 {
+		daily = fmt.Sprintf("%s (%s spent)", c.Daily, spent(c.SpentToday))
 	}
-	if k.Caps.Monthly > 0 {
-		monthly = fmt.Sprintf("%s (%s spent)", k.Caps.Monthly, m)
+	if c.Monthly > 0 {
+		monthly = fmt.Sprintf("%s (%s spent)", c.Monthly, spent(c.SpentInMonth))
 	}
-	return daily, monthly, nil
+	return daily, monthly
 }
 
 func (e *adminEnv) keyRotate(ctx context.Context, id, graceText string) error {
@@ -195,54 +195,30 @@ func (e *adminEnv) keyRotate(ctx context.Context, id, graceText string) error {
 	if err != nil {
 		return usageError{fmt.Sprintf("key rotate: --grace %q: %v", graceText, err)}
 	}
-	now := nowUTC()
-	var secret string
-	var after store.Key
-	err = e.db.Transact(ctx, func(tx store.Tx) error {
-		var err error
-		secret, _, after, err = keys.Rotate(ctx, tx, id, grace, now)
-		return err
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("key rotate: no key with id %q", id)
-	case errors.Is(err, keys.ErrRevoked):
-		return fmt.Errorf("key rotate: key %s is revoked", id)
-	case err != nil:
-		return err
+	k, err := e.svc.RotateKey(ctx, e.actor, id, grace)
+	if err != nil {
+		return cliError("key rotate", err)
 	}
-	fmt.Fprintf(e.stdout, "key id:  %s\nsecret:  %s\n(the new secret is shown only now; it is stored as a hash)\n", after.ID, secret)
+	fmt.Fprintf(e.stdout, "key id:  %s\nsecret:  %s\n(the new secret is shown only now; it is stored as a hash)\n", k.ID, k.Secret)
 	if grace > 0 {
-		fmt.Fprintf(e.stdout, "the previous secret works until %s\n", after.PrevValidUntil.Format(time.RFC3339))
+		fmt.Fprintf(e.stdout, "the previous secret works until %s\n", k.PreviousSecretValidUntil.Format(time.RFC3339))
 	} else {
 		fmt.Fprintln(e.stdout, "the previous secret no longer works")
 	}
 	return nil
 }
 
-func (e *adminEnv) keyUpdate(ctx context.Context, id string, c keys.Changes, now time.Time) error {
-	var after store.Key
-	err := e.db.Transact(ctx, func(tx store.Tx) error {
-		var err error
-		_, after, err = keys.Update(ctx, tx, id, c, now)
-		return err
-	})
-	switch {
-	case errors.Is(err, keys.ErrNoSuchField):
-		return usageError{"key update: give at least one of --name, --expires, --no-expiry, --daily-cap, --monthly-cap"}
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("key update: no key with id %q", id)
-	case errors.Is(err, keys.ErrRevoked):
-		return fmt.Errorf("key update: key %s is revoked", id)
-	case err != nil:
-		return err
+func (e *adminEnv) keyUpdate(ctx context.Context, id string, in opadmin.KeyUpdate) error {
+	k, err := e.svc.UpdateKey(ctx, e.actor, id, in)
+	if err != nil {
+		return cliError("key update", err)
 	}
 	b, err := e.db.Balance(ctx, id)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "updated %s (name %q, expires %s)\n", after.ID, after.Name, timeOrDash(after.ExpiresAt))
-	printKeyTerms(e.stdout, after, b.Currency)
+	fmt.Fprintf(e.stdout, "updated %s (name %q, expires %s)\n", k.ID, k.Name, timeOrDash(k.ExpiresAt))
+	printKeyTerms(e.stdout, k, b.Currency)
 	return nil
 }
 
@@ -254,34 +230,15 @@ func (e *adminEnv) debit(ctx context.Context, keyID, amountText, note string) er
 	if err != nil || amount <= 0 {
 		return usageError{fmt.Sprintf("debit: --amount %q must be a positive decimal with at most 6 decimal places", amountText)}
 	}
-	k, err := e.db.Key(ctx, keyID)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("debit: no key with id %q", keyID)
-	}
+	d, err := e.svc.Debit(ctx, e.actor, keyID, opadmin.DebitInput{Amount: amount, Note: note})
 	if err != nil {
-		return err
+		return cliError("debit", err)
 	}
-	b, err := e.db.Balance(ctx, k.ID)
-	if err != nil {
-		return err
-	}
-	var txn string
-	err = e.db.Transact(ctx, func(tx store.Tx) error {
-		txn, err = billing.Debit(ctx, tx, k, b.Currency, amount, note, nowUTC())
-		return err
-	})
-	if errors.Is(err, billing.ErrBelowZero) {
-		return fmt.Errorf("debit: %s %s is more than the %s %s available to key %s; a limited key is never taken below zero",
-			amount, b.Currency, b.Available, b.Currency, k.ID)
-	}
-	if err != nil {
-		return err
-	}
-	after, err := e.db.Balance(ctx, k.ID)
+	after, err := e.db.Balance(ctx, keyID)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "debited %s %s from %s (ledger transaction %s); available now %s %s\n",
-		amount, b.Currency, k.ID, txn, after.Available, after.Currency)
+		d.Amount, d.Currency, d.KeyID, d.TransactionID, after.Available, after.Currency)
 	return nil
 }

@@ -46,6 +46,9 @@ type Config struct {
 	DebugListen string
 	// MetricsListen, when set, serves /metrics on its own listener and not on the API's.
 	MetricsListen string
+	// AdminListen, when set, serves the admin API (/admin/v1/) on its own listener; never on
+	// the API's.
+	AdminListen string
 	// MaxConns bounds the API listener's open connections (0: derived from the open-file
 	// limit, at most defaultMaxConns); MaxConnsPerClient bounds one client address's.
 	MaxConns, MaxConnsPerClient int
@@ -166,6 +169,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		num(&c.MaxConns, "max-conns", 0, "connections the API listener holds at once; 0 derives it from the open-file limit (at most 4096, docs/http.md). Past 75% of it only clients holding fewer than 8 connections get a new one; at it, idle keep-alive connections are closed first")
 		num(&c.MaxConnsPerClient, "max-conns-per-client", defaultConnsPerClient, "connections one client address (an IPv4 address, an IPv6 /64) holds at once on the API listener")
 		str(&c.TrustedProxies, "trusted-proxies", "", "reverse proxies in front of serve (addresses or CIDRs, comma-separated): their X-Forwarded-For names the client address of the file-download limits, and their connections are exempt from --max-conns-per-client; empty: the client is the connection's peer")
+		str(&c.AdminListen, "admin-listen", "", "serve the admin API (/admin/v1/, docs/admin.md) on this separate address, e.g. 127.0.0.1:9091; off when empty. It is never served on the API's address; keep it on a private network")
 		str(&c.DebugListen, "debug-listen", "", "serve Go profiling (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly")
 		str(&c.SandboxSamples, "sandbox-samples", "auto", "serve the sandbox's sample media at https://"+samples.Host+"/… to the service's own fetches, with no network I/O: auto (only with the embedded demo catalog), on or off")
 		str(&c.FetchAllow, "fetch-allow", "", "let media fetches reach these non-public addresses: 'loopback' and/or CIDRs, comma-separated (development only)")

@@ -47,6 +47,9 @@ type Main struct {
 	srv     *http.Server
 	debug   *http.Server
 	metrics *http.Server // --metrics-listen
+	admin   *http.Server // --admin-listen
+	// adminAddr is where the admin API listens (its port, when --admin-listen asked for :0).
+	adminAddr string
 	// metricsAddr is where metrics listens (its port, when --metrics-listen asked for :0).
 	metricsAddr string
 	debugAddr   string
@@ -188,6 +191,11 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if m.Config.AdminListen != "" {
+		if err := m.startAdmin(); err != nil {
+			return err
+		}
+	}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.Serve(m.ln) }()
 	m.log.Info("mediagen serving", "addr", ln.Addr().String(), "public_url", m.Config.PublicURL,
@@ -210,7 +218,7 @@ func (m *Main) planEdge() error {
 		m.log.Warn("open-file limit unknown; connection bounds from the flags alone", "err", err)
 	}
 	ops := 0
-	for _, a := range []string{m.Config.DebugListen, m.Config.MetricsListen} {
+	for _, a := range []string{m.Config.DebugListen, m.Config.MetricsListen, m.Config.AdminListen} {
 		if a != "" {
 			ops++
 		}
@@ -279,6 +287,9 @@ func (m *Main) close() error {
 	}
 	if m.metrics != nil {
 		_ = m.metrics.Close()
+	}
+	if m.admin != nil {
+		_ = m.admin.Close()
 	}
 	if m.jobs != nil {
 		m.jobs.Stop()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"mediagen/internal/apierr"
 	"mediagen/internal/catalog"
 	"mediagen/internal/idgen"
 	"mediagen/internal/store"
@@ -33,62 +34,79 @@ func Grant(ctx context.Context, st Store, tenantID, id, name, description string
 }
 
 func grant(ctx context.Context, st Store, tenantID, id, name, description, originName string, now time.Time) (store.AssetGroup, bool, error) {
-	if id == "" {
-		id = idgen.New("grp")
-	} else if !ReGroupID.MatchString(id) {
-		return store.AssetGroup{}, false, fmt.Errorf("group id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id)
-	}
-	name = strings.TrimSpace(name)
 	var out store.AssetGroup
 	created := false
 	err := st.Transact(ctx, func(tx store.Tx) error {
-		g, err := tx.AssetGroupForUpdate(ctx, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			if name == "" {
-				return fmt.Errorf("a new group needs a name")
-			}
-			out = store.AssetGroup{ID: id, TenantID: tenantID, Library: store.LibraryVirtual, Name: name,
-				Description: description, Origin: originName, Status: store.GroupActive, CreatedAt: now, UpdatedAt: now}
-			created = true
-			return tx.CreateAssetGroup(ctx, out)
-		case err != nil:
-			return err
-		case g.TenantID != tenantID:
-			return fmt.Errorf("group %s belongs to another tenant", id)
-		case g.Library != store.LibraryVirtual:
-			return fmt.Errorf("group %s is a real-human group, not a virtual one", id)
-		}
-		g.Status, g.UpdatedAt = store.GroupActive, now
-		if name != "" {
-			g.Name = name
-		}
-		if description != "" {
-			g.Description = description
-		}
-		out = g
-		return tx.UpdateAssetGroup(ctx, g)
+		var err error
+		out, created, err = grantIn(ctx, tx, tenantID, id, name, description, originName, now)
+		return err
 	})
 	return out, created, err
 }
 
-// Revoke withdraws the authorization of a group (of either library). Groups granted by the
-// catalog are revoked by removing them from the catalog instead.
+// GrantIn is Grant inside the caller's transaction (the operator plane's, which records the
+// audit entry with it). Its refusals are *apierr.Error naming the field at fault.
+func GrantIn(ctx context.Context, tx store.Tx, tenantID, id, name, description string, now time.Time) (store.AssetGroup, bool, error) {
+	return grantIn(ctx, tx, tenantID, id, name, description, store.GroupOriginOperator, now)
+}
+
+func grantIn(ctx context.Context, tx store.Tx, tenantID, id, name, description, originName string, now time.Time) (store.AssetGroup, bool, error) {
+	if id == "" {
+		id = idgen.New("grp")
+	} else if !ReGroupID.MatchString(id) {
+		return store.AssetGroup{}, false, apierr.Invalid("id", fmt.Sprintf("group id %q must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", id))
+	}
+	name = strings.TrimSpace(name)
+	g, err := tx.AssetGroupForUpdate(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if name == "" {
+			return store.AssetGroup{}, false, apierr.Invalid("name", "a new group needs a name")
+		}
+		out := store.AssetGroup{ID: id, TenantID: tenantID, Library: store.LibraryVirtual, Name: name,
+			Description: description, Origin: originName, Status: store.GroupActive, CreatedAt: now, UpdatedAt: now}
+		return out, true, tx.CreateAssetGroup(ctx, out)
+	case err != nil:
+		return store.AssetGroup{}, false, err
+	case g.TenantID != tenantID:
+		return store.AssetGroup{}, false, apierr.Invalid("id", fmt.Sprintf("group %s belongs to another tenant", id))
+	case g.Library != store.LibraryVirtual:
+		return store.AssetGroup{}, false, apierr.Invalid("id", fmt.Sprintf("group %s is a real-human group, not a virtual one", id))
+	}
+	g.Status, g.UpdatedAt = store.GroupActive, now
+	if name != "" {
+		g.Name = name
+	}
+	if description != "" {
+		g.Description = description
+	}
+	return g, false, tx.UpdateAssetGroup(ctx, g)
+}
+
+// Revoke withdraws the authorization of a group granted by the operator (or made by the
+// tenant). A group granted by the catalog is refused: the catalog would grant it again at the
+// next start; remove it from the catalog instead.
 func Revoke(ctx context.Context, st Store, id string, now time.Time) (store.AssetGroup, error) {
 	var out store.AssetGroup
 	err := st.Transact(ctx, func(tx store.Tx) error {
-		g, err := tx.AssetGroupForUpdate(ctx, id)
-		if err != nil {
-			return err
-		}
-		if g.Origin == store.GroupOriginCatalog {
-			return fmt.Errorf("group %s is granted by the catalog: remove it from virtual_groups of tenant %s and restart serve", id, g.TenantID)
-		}
-		g.Status, g.UpdatedAt = store.GroupRevoked, now
-		out = g
-		return tx.UpdateAssetGroup(ctx, g)
+		var err error
+		out, err = RevokeIn(ctx, tx, id, now)
+		return err
 	})
 	return out, err
+}
+
+// RevokeIn is Revoke inside the caller's transaction; an unknown group is store.ErrNotFound.
+func RevokeIn(ctx context.Context, tx store.Tx, id string, now time.Time) (store.AssetGroup, error) {
+	g, err := tx.AssetGroupForUpdate(ctx, id)
+	if err != nil {
+		return store.AssetGroup{}, err
+	}
+	if g.Origin == store.GroupOriginCatalog {
+		return store.AssetGroup{}, apierr.Invalid("id", fmt.Sprintf("group %s is granted by the catalog: remove it from virtual_groups of tenant %s and restart serve", id, g.TenantID))
+	}
+	g.Status, g.UpdatedAt = store.GroupRevoked, now
+	return g, tx.UpdateAssetGroup(ctx, g)
 }
 
 // SyncCatalog applies the catalog's virtual_groups: each listed group exists for its tenant,

@@ -7,6 +7,7 @@ const (
 	ListenerAPI     = "api"
 	ListenerDebug   = "debug"
 	ListenerMetrics = "metrics"
+	ListenerAdmin   = "admin"
 )
 
 // Metrics counts the connections of every bounded listener. Its label values come from the
@@ -23,7 +24,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mediagen_http_connections",
-			Help: "Connections a listener holds open (api, debug, metrics).",
+			Help: "Connections a listener holds open (api, debug, metrics, admin).",
 		}, []string{"listener"}),
 		limit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mediagen_http_connections_limit",
@@ -39,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"listener"}),
 	}
 	reg.MustRegister(m.open, m.limit, m.refused, m.shed)
-	for _, l := range []string{ListenerAPI, ListenerDebug, ListenerMetrics} {
+	for _, l := range []string{ListenerAPI, ListenerDebug, ListenerMetrics, ListenerAdmin} {
 		m.open.WithLabelValues(l)
 		m.limit.WithLabelValues(l)
 		m.shed.WithLabelValues(l)

@@ -126,6 +126,7 @@ type Store interface {
 	AssetStore
 	JobStore
 	ExcessStore
+	AdminStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
 	// account's balance equals the sum of its entries, and no reserved or spent account is
@@ -162,4 +163,5 @@ type Tx interface {
 	AssetTx
 	JobTx
 	ExcessTx
+	AdminTx
 }

@@ -76,6 +76,10 @@ func Run(t *testing.T, open Opener) {
 		{"KeyExpiryCapsUpdateAndRotation", testKeyLifecycleFields},
 		{"SpendCapsHoldSettleAndRelease", testSpendCapsHoldSettleRelease},
 		{"SpendCapExactUnderConcurrentHolds", testSpendCapExactUnderConcurrentHolds},
+		{"AdminTokensCreateFindRevoke", testAdminTokens},
+		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
+		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
+		{"AdminIdempotentAnswersStoredOnceAndExpire", testAdminIdempotentAnswers},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	opadmin "mediagen/internal/admin"
+	"mediagen/internal/adminapi"
+	"mediagen/internal/catalog"
+	"mediagen/internal/httpapi"
+	"mediagen/internal/netlimit"
+)
+
+// Timeouts of the admin listener. Its bodies are a few hundred bytes and its answers small
+// pages, so a request that takes longer than these is stuck, not slow.
+const (
+	adminReadTimeout  = 30 * time.Second
+	adminWriteTimeout = 60 * time.Second
+)
+
+// startAdmin serves the admin API on its own listener (--admin-listen), bounded like the other
+// operator listeners. The public API's handler has no /admin/ route, so the admin API cannot
+// be reached through the public address.
+func (m *Main) startAdmin() error {
+	ln, err := net.Listen("tcp", m.Config.AdminListen)
+	if err != nil {
+		return fmt.Errorf("admin listen on %s: %w", m.Config.AdminListen, err)
+	}
+	svc := opadmin.New(opadmin.Config{Store: m.db, Catalog: func() *catalog.Catalog { return m.catalog }, Registerer: m.reg})
+	srv := adminapi.New(adminapi.Config{Service: svc, Logger: m.log, Registerer: m.reg})
+	m.adminRoutes(srv)
+	bounded := wrapOps(netlimit.ListenerAdmin, ln, m.connMetrics)
+	m.admin = &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: httpapi.ReadHeaderTimeout,
+		ReadTimeout:       adminReadTimeout,
+		WriteTimeout:      adminWriteTimeout,
+		IdleTimeout:       httpapi.IdleTimeout,
+		MaxHeaderBytes:    httpapi.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
+		ConnState:         bounded.ConnState,
+	}
+	m.adminAddr = ln.Addr().String()
+	go func() { _ = m.admin.Serve(bounded) }()
+	m.log.Info("admin API on its own listener", "addr", m.adminAddr)
+	return nil
+}
+
+// AdminURL is the base URL of the admin API ("" when --admin-listen is not set).
+func (m *Main) AdminURL() string {
+	if m.adminAddr == "" {
+		return ""
+	}
+	return "http://" + m.adminAddr
+}
+
+// adminRoutes adds the routes of the operator plane's other parts to the admin API: one line
+// each, s.Read / s.ReadRaw / s.Write (internal/adminapi's package comment).
+func (m *Main) adminRoutes(s *adminapi.Server) {
+	_ = s
+}
