@@ -394,3 +394,33 @@ func TestListingsPageAndFilter(t *testing.T) {
 		}
 	})
 }
+
+// A stored answer holds the secret the first caller got, sealed: the database alone does not
+// reveal it, and a replay with another token (even an owner's) cannot read it.
+func TestStoredAnswersDoNotRevealSecrets(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		idem := newIdem()
+		r := e.do("POST", "/admin/v1/keys", e.oper, idem, `{"tenant":"demo"}`)
+		if r.status != 201 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		secret, _ := r.json(t)["secret"].(string)
+		if !strings.HasPrefix(secret, "mg_") {
+			t.Fatalf("no secret in %s", r.body)
+		}
+		tok, err := e.svc.Authenticate(context.Background(), e.oper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := e.st.IdempotentAnswer(context.Background(), tok.ID, idem, e.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(a.Body, []byte(secret)) || bytes.Contains(a.Body, []byte(`"secret"`)) {
+			t.Error("the stored answer shows the secret in clear")
+		}
+		if got := e.do("POST", "/admin/v1/keys", e.oper, idem, `{"tenant":"demo"}`); !bytes.Equal(got.body, r.body) {
+			t.Errorf("replay: %s, want %s", got.body, r.body)
+		}
+	})
+}

@@ -23,6 +23,11 @@
 // *apierr.Error for the client's mistakes; any other error is a 500 whose text is logged,
 // never sent.
 //
+// Document every route in docs/admin-openapi.yaml and check your tests' traffic against it
+// (apidoc.Middleware and a Recorder around Handler, then doc.CheckExchange for each exchange,
+// as TestTrafficMatchesAdminOpenAPI does for the core routes), and add its section to
+// docs/admin.md with a curl example (cmd/mediagen's TestDocsAdminCurlExamplesRun runs them).
+//
 // # Idempotency
 //
 // A write without Idempotency-Key (or with one longer than 255 bytes or not printable ASCII)

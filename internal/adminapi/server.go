@@ -50,6 +50,7 @@ type Server struct {
 	mux      *http.ServeMux      // METHOD path → route
 	paths    *http.ServeMux      // path alone, to tell 405 from 404
 	allow    map[string][]string // path pattern → its methods, for 405's Allow
+	routes   []string
 	requests *prometheus.CounterVec
 }
 
@@ -144,6 +145,7 @@ func (s *Server) register(pattern string) (string, string) {
 	if !ok || !strings.HasPrefix(path, "/admin/v1/") {
 		panic("adminapi: a pattern is \"METHOD /admin/v1/…\": " + pattern)
 	}
+	s.routes = append(s.routes, pattern)
 	if _, ok := s.allow[path]; !ok {
 		s.paths.Handle(path, http.NotFoundHandler())
 	}
@@ -153,6 +155,9 @@ func (s *Server) register(pattern string) (string, string) {
 	}
 	return method, path
 }
+
+// Routes lists the registered patterns ("POST /admin/v1/keys"), in registration order.
+func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
 
 // Handler serves the admin API; anything outside its routes is the envelope's 404 (or 405).
 func (s *Server) Handler() http.Handler {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"mediagen/internal/store"
 )
@@ -197,8 +198,9 @@ func (db *DB) KeysPage(ctx context.Context, q store.KeyQuery) ([]store.Key, erro
 		add("revoked_at <> 0")
 	}
 	if q.NamePrefix != "" {
-		// A range rather than LIKE: no escaping of % and _, and the same on both databases.
-		add("name >= ? AND name < ?", q.NamePrefix, q.NamePrefix+"\U0010FFFF")
+		// Neither LIKE (% and _ would need escaping) nor a range (PostgreSQL compares by the
+		// database's collation, under which a range is not a prefix): the first characters.
+		add("substr(name, 1, ?) = ?", utf8.RuneCountInString(q.NamePrefix), q.NamePrefix)
 	}
 	if q.After != "" {
 		add("id > ?", q.After)

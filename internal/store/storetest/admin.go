@@ -134,7 +134,7 @@ func testAdminAudit(t *testing.T, s store.Store) {
 func testAdminKeysPage(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	var made []store.Key
-	for i, spec := range []struct{ tenant, name string }{{"acme", "prod-a"}, {"acme", "prod-b"}, {"acme", "test"}, {"other", "prod-c"}} {
+	for i, spec := range []struct{ tenant, name string }{{"acme", "prod-a"}, {"acme", "prod-b"}, {"acme", "test"}, {"other", "prod-c"}, {"other", "été-1"}} {
 		k := store.Key{ID: fmt.Sprintf("key_page_%d", i), TenantID: spec.tenant, Name: spec.name, Prefix: "mg_x",
 			Hash: []byte(fmt.Sprintf("page-hash-%d", i)), CreatedAt: time.Now()}
 		if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateKey(ctx, k, "USD") }); err != nil {
@@ -157,8 +157,9 @@ func testAdminKeysPage(t *testing.T, s store.Store) {
 		q    store.KeyQuery
 		want string
 	}{
-		{"every key in id order", store.KeyQuery{}, "key_page_0 key_page_1 key_page_2 key_page_3 "},
-		{"one tenant", store.KeyQuery{TenantID: "other"}, "key_page_3 "},
+		{"every key in id order", store.KeyQuery{}, "key_page_0 key_page_1 key_page_2 key_page_3 key_page_4 "},
+		{"one tenant", store.KeyQuery{TenantID: "other"}, "key_page_3 key_page_4 "},
+		{"a prefix of characters, not bytes", store.KeyQuery{NamePrefix: "ét"}, "key_page_4 "},
 		{"active", store.KeyQuery{TenantID: "acme", State: store.KeyStateActive}, "key_page_0 key_page_2 "},
 		{"revoked", store.KeyQuery{State: store.KeyStateRevoked}, "key_page_1 "},
 		{"name prefix", store.KeyQuery{NamePrefix: "prod-"}, "key_page_0 key_page_1 key_page_3 "},
