@@ -89,11 +89,8 @@ func AsCapError(err error) (*apierr.Error, bool) {
 	return nil, false
 }
 
-// Capped reports whether a reservation of c is counted against caps: the caller's key or
-// tenant has one.
-func Capped(c keys.Caller) bool {
-	return len(capCounters(c, time.Time{})) > 0
-}
+// IsCapRefusal reports whether err is a reservation refused by a spend cap.
+func IsCapRefusal(err error) bool { return errors.Is(err, store.ErrSpendCap) }
 
 type capped struct {
 	store.CappedCounter

@@ -43,7 +43,7 @@ func Credit(ctx context.Context, tx store.Tx, key store.Key, currency string, am
 // statement in the store, so concurrent reservations cannot overdraw. Where the key or its
 // tenant has a spend cap it then counts the amount against each (caps.go), failing with a
 // *CapError that matches store.ErrSpendCap; the caller rolls the transaction back, so nothing
-// is written. A capped reservation must not share its commit (Capped, store.ShareCommit).
+// is written.
 func Reserve(ctx context.Context, tx store.Tx, c keys.Caller, taskID string, amount money.Micros, at time.Time) error {
 	key := c.Key
 	err := tx.Post(ctx, store.Txn{

@@ -143,14 +143,8 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 		Request: reqJSON, Pricing: pricing, Reserved: q.Amount, CreatedAt: now, UpdatedAt: now,
 	}
 	// The transaction locks only this tenant's and key's rows and has no effect outside the
-	// database, so it may share its commit with concurrent creates (store.ShareCommit) —
-	// unless a spend cap counts it: its counters must be locked after the accounts, which a
-	// shared commit moves only at its end (billing.Reserve).
-	txCtx := ctx
-	if !billing.Capped(c) {
-		txCtx = store.ShareCommit(ctx, c.Tenant.ID, c.Key.ID)
-	}
-	err = s.Store.Transact(txCtx, func(tx store.Tx) error {
+	// database, so it may share its commit with concurrent creates (store.ShareCommit).
+	err = s.Store.Transact(store.ShareCommit(ctx, c.Tenant.ID, c.Key.ID), func(tx store.Tx) error {
 		if err := tx.CreateTask(ctx, task); err != nil {
 			return err
 		}

@@ -266,4 +266,11 @@ func TestSpendCapExactAcrossTwoReplicas(t *testing.T) {
 	}
 	storetest.SpendCapExactAcrossHandles(t, handles, 50)
 	storetest.CheckLedger(t, handles[0])
+	for i, h := range handles {
+		commits, txs := h.(*sqldb.DB).GroupStats()
+		t.Logf("replica %d: %d shared transactions in %d commits", i, txs, commits)
+		if txs <= commits {
+			t.Errorf("replica %d: the capped reservations marked to share did not share commits", i)
+		}
+	}
 }

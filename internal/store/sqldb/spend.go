@@ -15,20 +15,32 @@ import (
 // guarded upsert, the cap check and the growth being one statement, as Post's funds check and
 // debit are: two replicas cannot both pass a check made before either wrote, and a refused
 // statement changes nothing. Counter rows are locked tenant first, then key (holdOrder), after
-// the key's accounts, in holds and settlements alike, so they add no lock-order cycle.
+// the key's accounts, in holds and settlements alike, so they add no lock-order cycle; in an
+// optimistic shared batch (PostgreSQL) the growths are merged and sent with the commit, after
+// the batch's account moves (merge.go).
 
 // holdSQL grows a counter unless it would pass its cap (args: scope, owner, period, amount,
 // cap); it returns the new value, or no row when refused. A new row needs no guard: the
 // caller refuses an amount above the cap before sending it.
-const holdSQL = `INSERT INTO spend_periods (scope, owner, period, spent) VALUES (?, ?, ?, ?)
-	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + EXCLUDED.spent
-	WHERE spend_periods.spent + EXCLUDED.spent <= ?
+const holdSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap) VALUES (?, ?, ?, ?, ?)
+	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + EXCLUDED.spent, cap = EXCLUDED.cap
+	WHERE spend_periods.spent + EXCLUDED.spent <= EXCLUDED.cap
 	RETURNING spent`
 
-// errSharedHold: HoldSpend in an optimistic shared batch, whose account moves wait for the
-// commit: the counters would be locked before the accounts, against every other transaction's
-// order. Callers do not share the commit of a capped reservation (video.accept).
-var errSharedHold = errors.New("spend hold in a shared commit")
+// holdSpendsSQL is holdSQL for an optimistic shared batch (PostgreSQL, merge.go): each counter
+// grows by the batch's total for it, by arrays of scopes, owners, periods, totals and caps,
+// only where the total fits the cap, new row or not. Wrapped by Piper.RequireRows, the server
+// refuses unless every counter grew; the batch then runs again with savepoints, where each
+// member's hold answers for itself. The total fitting is conservative: if the batch's sum fits,
+// every member's own amount does, in any order.
+const holdSpendsSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap)
+	SELECT v.scope, v.owner, v.period, v.spent, v.cap
+	FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[]) WITH ORDINALITY AS v(scope, owner, period, spent, cap, i)
+	WHERE v.spent <= v.cap
+	ORDER BY v.i
+	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + EXCLUDED.spent, cap = EXCLUDED.cap
+	WHERE spend_periods.spent + EXCLUDED.spent <= EXCLUDED.cap
+	RETURNING 1`
 
 // holdLess orders counters tenant first, then key, then by owner and period.
 func holdLess(a, b store.CappedCounter) bool {
@@ -45,9 +57,6 @@ func holdLess(a, b store.CappedCounter) bool {
 func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 	if len(h.Counters) == 0 {
 		return nil
-	}
-	if t.merge != nil {
-		return fmt.Errorf("hold %s: %w", h.Ref, errSharedHold)
 	}
 	if h.Amount < 0 {
 		return fmt.Errorf("hold %s: negative amount %s", h.Ref, h.Amount)
@@ -67,6 +76,14 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 		if h.Amount > c.Cap {
 			return fmt.Errorf("hold %s: %w", h.Ref, &store.SpendCapError{Index: i, Spent: -1})
 		}
+		args = append(args, h.Ref, c.Scope, c.Owner, c.Period, int64(h.Amount))
+		if t.merge != nil {
+			// In an optimistic shared batch the growth waits for the commit, merged with the
+			// other members' and guarded by their sum, after the batch's account moves: the
+			// same lock order as below (merge.go).
+			t.merge.hold(c, int64(h.Amount))
+			continue
+		}
 		refused := true
 		err := t.query(ctx, holdSQL, []any{c.Scope, c.Owner, c.Period, int64(h.Amount), int64(c.Cap)}, func(rows Rows) error {
 			refused = !rows.Next()
@@ -84,7 +101,6 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 			}
 			return fmt.Errorf("hold %s: %w", h.Ref, &store.SpendCapError{Index: i, Spent: spent})
 		}
-		args = append(args, h.Ref, c.Scope, c.Owner, c.Period, int64(h.Amount))
 	}
 	if err := t.insert(ctx, `INSERT INTO spend_holds (ref, scope, owner, period, amount)`, "", 5, args); err != nil {
 		if t.db.d.IsUniqueViolation(err) {

@@ -231,8 +231,62 @@ func testSpendCapExactUnderConcurrentHolds(t *testing.T, s store.Store) {
 // SpendCapExactAcrossHandles: n concurrent reservations of one key, spread over the handles
 // (replicas), against a daily cap of the key and a monthly cap of its tenant: exactly as many
 // are accepted as the tighter cap allows, the counters hold exactly what was accepted, and the
-// reserved balance agrees.
+// reserved balance agrees. It runs twice: transactions of their own, and transactions marked
+// to share their commits (store.ShareCommit, as creates are), which PostgreSQL merges.
 func SpendCapExactAcrossHandles(t *testing.T, handles []store.Store, n int) {
+	t.Helper()
+	for _, shared := range []bool{false, true} {
+		spendCapExact(t, handles, n, shared)
+	}
+	spendCapNotBinding(t, handles, n)
+}
+
+// spendCapNotBinding: n concurrent shared reservations under caps they all fit are all
+// accepted, and the counters (merged on PostgreSQL) hold exactly their sum.
+func spendCapNotBinding(t *testing.T, handles []store.Store, n int) {
+	t.Helper()
+	ctx := t.Context()
+	tenant := fmt.Sprintf("capn_%d", seq.Add(1))
+	k := newKey(t, handles[0], tenant, true)
+	day := store.CappedCounter{SpendCounter: store.SpendCounter{Scope: "key", Owner: k.ID, Period: "day:2026-11-25"}, Cap: money.Micros(3 * n)}
+	month := store.CappedCounter{SpendCounter: store.SpendCounter{Scope: "tenant", Owner: tenant, Period: "month:2026-11"}, Cap: money.Micros(3 * n)}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			errs <- hold(store.ShareCommit(ctx, tenant, k.ID), handles[i%len(handles)], k, fmt.Sprintf("%s_n%d", k.ID, i), 3, day, month)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a hold within the caps failed: %v", err)
+		}
+	}
+	if got, gotT := spent(t, handles[0], day.SpendCounter), spent(t, handles[0], month.SpendCounter); got != money.Micros(3*n) || gotT != money.Micros(3*n) {
+		t.Errorf("counters %d and %d after %d holds of 3, want %d", got, gotT, n, 3*n)
+	}
+	// Settling them all (8 at a time) brings the counters to what was charged.
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := settle(ctx, handles[i%len(handles)], k, fmt.Sprintf("%s_n%d", k.ID, i), 3, 1); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := spent(t, handles[0], day.SpendCounter); got != money.Micros(n) {
+		t.Errorf("after settling each at 1: %d, want %d", got, n)
+	}
+}
+
+func spendCapExact(t *testing.T, handles []store.Store, n int, shared bool) {
 	t.Helper()
 	ctx := t.Context()
 	s := handles[0]
@@ -260,7 +314,11 @@ func SpendCapExactAcrossHandles(t *testing.T, handles []store.Store, n int) {
 	for i := range n {
 		wg.Go(func() {
 			h := handles[i%len(handles)]
-			err := hold(ctx, h, k, fmt.Sprintf("%s_c%d", k.ID, i), amount, day, month(tenantCap))
+			hctx := ctx
+			if shared {
+				hctx = store.ShareCommit(ctx, tenant, k.ID)
+			}
+			err := hold(hctx, h, k, fmt.Sprintf("%s_c%d", k.ID, i), amount, day, month(tenantCap))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -278,7 +336,7 @@ func SpendCapExactAcrossHandles(t *testing.T, handles []store.Store, n int) {
 	// The key's day allows 100/7 = 14; the tenant's month 109/7 = 15: the key's cap binds.
 	want := min(keyCap/amount, (tenantCap-21)/amount)
 	if accepted != want {
-		t.Errorf("accepted %d of %d, want exactly %d", accepted, n, want)
+		t.Errorf("shared %v: accepted %d of %d, want exactly %d", shared, accepted, n, want)
 	}
 	if got := spent(t, s, day.SpendCounter); got != money.Micros(accepted*amount) || got > keyCap {
 		t.Errorf("key's day spent %d, want %d (cap %d)", got, accepted*amount, keyCap)

@@ -17,6 +17,8 @@ CREATE TABLE spend_periods (
     owner   TEXT NOT NULL,
     period  TEXT NOT NULL,
     spent   BIGINT NOT NULL,
+    -- the cap the last reservation was checked against (for operators reading the table)
+    cap     BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (scope, owner, period)
 );
 
