@@ -57,6 +57,13 @@ func TestAdminKeyLifecycleCommands(t *testing.T) {
 	if out := admin(t, dir, "ledger", "check"); !strings.Contains(out, "ledger: OK") {
 		t.Errorf("ledger check:\n%s", out)
 	}
+	// Every write went through admin.Service: audited as the CLI's user.
+	audit := admin(t, dir, "audit", "--target", id[1])
+	for _, action := range []string{"key.create", "key.rotate", "key.update", "debit.create"} {
+		if !strings.Contains(audit, action) {
+			t.Errorf("no %s in the audit log:\n%s", action, audit)
+		}
+	}
 
 	for _, args := range [][]string{
 		{"key", "create", "--tenant", "demo", "--expires", "2001-01-01T00:00:00Z"},
