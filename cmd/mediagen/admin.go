@@ -30,6 +30,7 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin key create --tenant T [--name N] [--unlimited] [--expires 720h|2027-01-01T00:00:00Z]
                             [--daily-cap 5.00] [--monthly-cap 100] [--credit 10]
   mediagen admin key list [--tenant T]
+  mediagen admin key get ID
   mediagen admin key revoke ID
   mediagen admin key rotate ID [--grace 24h]
   mediagen admin key update ID [--name N] [--expires D|T | --no-expiry] [--daily-cap A|none] [--monthly-cap A|none]
@@ -85,6 +86,14 @@ func adminCommands() []adminCmd {
 		{path: "key list", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			tenant := fs.String("tenant", "", "only this tenant's keys")
 			return func(e *adminEnv, _ []string) error { return e.keyList(context.Background(), *tenant) }
+		}},
+		{path: "key get", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			return func(e *adminEnv, args []string) error {
+				if len(args) != 1 {
+					return usageError{"key get: give exactly one key id"}
+				}
+				return e.keyGet(context.Background(), args[0])
+			}
 		}},
 		{path: "key revoke", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			return func(e *adminEnv, args []string) error {
@@ -244,6 +253,21 @@ func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 		f.Cursor = page.NextCursor
 	}
 	return tw.Flush()
+}
+
+func (e *adminEnv) keyGet(ctx context.Context, id string) error {
+	k, err := e.svc.Key(ctx, e.actor, id)
+	if err != nil {
+		return cliError("key get", err)
+	}
+	state := k.State
+	if !k.RevokedAt.IsZero() {
+		state += " at " + k.RevokedAt.Format(time.RFC3339)
+	}
+	b := k.Balance
+	fmt.Fprintf(e.stdout, "key id:     %s\ntenant:     %s\nname:       %s\nprefix:     %s…\nunlimited:  %v\nstate:      %s\ncreated:    %s\navailable:  %s %s\nreserved:   %s\nused:       %s\noverage:    %s\n",
+		k.ID, k.Tenant, k.Name, k.Prefix, k.Unlimited, state, k.CreatedAt.Format(time.RFC3339), b.Available, b.Currency, b.Reserved, b.Used, b.Overage)
+	return nil
 }
 
 func (e *adminEnv) keyRevoke(ctx context.Context, id string) error {

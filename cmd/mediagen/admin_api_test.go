@@ -99,6 +99,9 @@ func TestAdminCLIWritesAreAudited(t *testing.T) {
 		t.Fatalf("key create:\n%s", out)
 	}
 	adminAs(t, dir, "alice", "credit", "--key", id[1], "--amount", "3.5", "--note", "welcome")
+	if got := adminAs(t, dir, "alice", "key", "get", id[1]); !strings.Contains(got, "available:  3.5 USD") || !strings.Contains(got, "state:      active") {
+		t.Errorf("key get:\n%s", got)
+	}
 	adminAs(t, dir, "alice", "key", "revoke", id[1])
 	tok := adminAs(t, dir, "bob", "token", "create", "--name", "ops", "--role", "operator", "--expires", "24h")
 	tokID := regexp.MustCompile(`token id:\s+(adt_\S+)`).FindStringSubmatch(tok)

@@ -96,7 +96,7 @@ func TestServiceRefusesLowRolesWithNothingWritten(t *testing.T) {
 			_, err := svc.CreateToken(ctx, a, admin.TokenInput{Name: "t", Role: "owner"})
 			return err
 		}},
-		{"token list", operator, func(a admin.Actor) error { _, err := svc.Tokens(ctx, a); return err }},
+		{"token revoke", operator, func(a admin.Actor) error { _, err := svc.RevokeToken(ctx, a, "adt_x"); return err }},
 	}
 	for _, c := range calls {
 		err := c.do(c.who)

@@ -23,7 +23,7 @@ type AuditFilter struct {
 
 // Audit lists audit entries, newest first.
 func (s *Service) Audit(ctx context.Context, a Actor, f AuditFilter) (List[AuditEntry], error) {
-	if err := need(a, RoleViewer); err != nil {
+	if err := Need(a, RoleViewer); err != nil {
 		return List[AuditEntry]{}, err
 	}
 	for _, p := range []struct{ name, v string }{{"actor", f.Actor}, {"action", f.Action}, {"target", f.Target}} {
@@ -66,7 +66,7 @@ func (s *Service) Audit(ctx context.Context, a Actor, f AuditFilter) (List[Audit
 
 // Tenants lists the tenants of the catalog in force.
 func (s *Service) Tenants(ctx context.Context, a Actor) (List[Tenant], error) {
-	if err := need(a, RoleViewer); err != nil {
+	if err := Need(a, RoleViewer); err != nil {
 		return List[Tenant]{}, err
 	}
 	var out []Tenant

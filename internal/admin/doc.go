@@ -9,16 +9,16 @@
 // change, its audit entry and its recorded answer commit together or not at all. Nothing in
 // the product updates or deletes an audit entry.
 //
-// Adding a write: give Service a method that checks the actor's role (need), validates its
+// Adding a write: give Service a method that checks the actor's role (Need), validates its
 // input into *apierr.Error values naming the field at fault (param = the JSON member name),
-// and runs its change through write with the change's description:
+// and runs its change through Write with the change's description:
 //
 //	func (s *Service) DoThing(ctx context.Context, a Actor, in ThingInput) (ThingView, error) {
-//		if err := need(a, RoleOperator); err != nil {
+//		if err := Need(a, RoleOperator); err != nil {
 //			return ThingView{}, err
 //		}
 //		… validate in …
-//		return write(ctx, s, a, func(tx store.Tx) (ThingView, Change, error) {
+//		return Write(ctx, s, a, func(tx store.Tx) (ThingView, Change, error) {
 //			… change the store through tx …
 //			return view, Change{Action: "thing.do", TargetType: "thing", TargetID: id, Before: old, After: view}, nil
 //		})

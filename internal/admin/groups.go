@@ -19,7 +19,7 @@ type GroupInput struct {
 
 // GrantGroup authorizes a virtual asset group for a tenant (asset.GrantIn says how).
 func (s *Service) GrantGroup(ctx context.Context, a Actor, in GroupInput) (GroupGranted, error) {
-	if err := need(a, RoleOperator); err != nil {
+	if err := Need(a, RoleOperator); err != nil {
 		return GroupGranted{}, err
 	}
 	if in.Tenant == "" {
@@ -35,7 +35,7 @@ func (s *Service) GrantGroup(ctx context.Context, a Actor, in GroupInput) (Group
 		return GroupGranted{}, err
 	}
 	now := s.Now()
-	return write(ctx, s, a, func(tx store.Tx) (GroupGranted, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (GroupGranted, Change, error) {
 		var before any
 		if in.ID != "" {
 			if old, err := tx.AssetGroupForUpdate(ctx, in.ID); err == nil {
@@ -57,14 +57,14 @@ func (s *Service) GrantGroup(ctx context.Context, a Actor, in GroupInput) (Group
 // RevokeGroup withdraws a group's authorization: no assets can be added to it and its assets
 // cannot be used. A group the catalog grants is refused (remove it from the catalog).
 func (s *Service) RevokeGroup(ctx context.Context, a Actor, id string) (AssetGroup, error) {
-	if err := need(a, RoleOperator); err != nil {
+	if err := Need(a, RoleOperator); err != nil {
 		return AssetGroup{}, err
 	}
 	if err := checkID("asset group", id); err != nil {
 		return AssetGroup{}, err
 	}
 	now := s.Now()
-	return write(ctx, s, a, func(tx store.Tx) (AssetGroup, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (AssetGroup, Change, error) {
 		old, err := tx.AssetGroupForUpdate(ctx, id)
 		if isNotFound(err) {
 			return AssetGroup{}, Change{}, notFound("asset group", id)
@@ -91,7 +91,7 @@ type GroupFilter struct {
 
 // Groups lists asset groups, newest first.
 func (s *Service) Groups(ctx context.Context, a Actor, f GroupFilter) (List[AssetGroup], error) {
-	if err := need(a, RoleViewer); err != nil {
+	if err := Need(a, RoleViewer); err != nil {
 		return List[AssetGroup]{}, err
 	}
 	if err := checkText("tenant", f.Tenant, MaxNameChars, false); err != nil {

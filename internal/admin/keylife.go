@@ -35,7 +35,7 @@ type KeyRotated struct {
 
 // RotateKey gives a key a new secret; the one it replaces works for grace (0: not at all).
 func (s *Service) RotateKey(ctx context.Context, a Actor, id string, grace time.Duration) (KeyRotated, error) {
-	if err := need(a, RoleOperator); err != nil {
+	if err := Need(a, RoleOperator); err != nil {
 		return KeyRotated{}, err
 	}
 	if err := checkID("key", id); err != nil {
@@ -45,7 +45,7 @@ func (s *Service) RotateKey(ctx context.Context, a Actor, id string, grace time.
 		return KeyRotated{}, invalidf("grace", "grace must be a number of seconds from 0 to %d (90 days).", int64(keys.MaxGrace/time.Second))
 	}
 	now := s.Now()
-	return write(ctx, s, a, func(tx store.Tx) (KeyRotated, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (KeyRotated, Change, error) {
 		secret, before, after, err := keys.Rotate(ctx, tx, id, grace, now)
 		if err != nil {
 			return KeyRotated{}, Change{}, keyErr(id, err)
@@ -67,7 +67,7 @@ type KeyUpdate struct {
 
 // UpdateKey changes a key's name, expiry and caps.
 func (s *Service) UpdateKey(ctx context.Context, a Actor, id string, in KeyUpdate) (Key, error) {
-	if err := need(a, RoleOperator); err != nil {
+	if err := Need(a, RoleOperator); err != nil {
 		return Key{}, err
 	}
 	if err := checkID("key", id); err != nil {
@@ -89,7 +89,7 @@ func (s *Service) UpdateKey(ctx context.Context, a Actor, id string, in KeyUpdat
 		return Key{}, err
 	}
 	now := s.Now()
-	return write(ctx, s, a, func(tx store.Tx) (Key, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (Key, Change, error) {
 		before, after, err := keys.Update(ctx, tx, id, keys.Changes{Name: in.Name, ExpiresAt: in.ExpiresAt, Daily: in.Daily, Monthly: in.Monthly}, now)
 		if err != nil {
 			return Key{}, Change{}, keyErr(id, err)
@@ -136,7 +136,7 @@ type Debit struct {
 // Debit takes money back from a key's available balance (a correction). It never takes a
 // limited key below zero: there is no force (docs/admin.md says why).
 func (s *Service) Debit(ctx context.Context, a Actor, keyID string, in DebitInput) (Debit, error) {
-	if err := need(a, RoleOperator); err != nil {
+	if err := Need(a, RoleOperator); err != nil {
 		return Debit{}, err
 	}
 	if err := checkID("key", keyID); err != nil {
@@ -156,7 +156,7 @@ func (s *Service) Debit(ctx context.Context, a Actor, keyID string, in DebitInpu
 		return Debit{}, fmt.Errorf("debit %s: %w", keyID, err)
 	}
 	now := s.Now()
-	return write(ctx, s, a, func(tx store.Tx) (Debit, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (Debit, Change, error) {
 		k, err := tx.Key(ctx, keyID)
 		if isNotFound(err) {
 			return Debit{}, Change{}, notFound("key", keyID)

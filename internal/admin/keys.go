@@ -25,7 +25,7 @@ type KeyInput struct {
 
 // CreateKey makes an API key of a catalog tenant and returns its secret, shown once.
 func (s *Service) CreateKey(ctx context.Context, a Actor, in KeyInput) (KeyCreated, error) {
-	if err := need(a, RoleOperator); err != nil {
+	if err := Need(a, RoleOperator); err != nil {
 		return KeyCreated{}, err
 	}
 	if in.Tenant == "" {
@@ -55,7 +55,7 @@ func (s *Service) CreateKey(ctx context.Context, a Actor, in KeyInput) (KeyCreat
 	k.CreatedAt = now
 	// The key and its initial credit are one transaction (with the audit entry): no key is
 	// left without the money it was made with.
-	return write(ctx, s, a, func(tx store.Tx) (KeyCreated, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (KeyCreated, Change, error) {
 		if err := tx.CreateKey(ctx, k, tenant.Currency); err != nil {
 			return KeyCreated{}, Change{}, err
 		}
@@ -92,7 +92,7 @@ type KeyFilter struct {
 
 // Keys lists API keys with their balances, in creation order.
 func (s *Service) Keys(ctx context.Context, a Actor, f KeyFilter) (List[Key], error) {
-	if err := need(a, RoleViewer); err != nil {
+	if err := Need(a, RoleViewer); err != nil {
 		return List[Key]{}, err
 	}
 	if f.State != "" && f.State != store.KeyStateActive && f.State != store.KeyStateRevoked {
@@ -155,7 +155,7 @@ func (s *Service) withBalance(ctx context.Context, k store.Key) (Key, error) {
 
 // Key reads one API key with its balance.
 func (s *Service) Key(ctx context.Context, a Actor, id string) (Key, error) {
-	if err := need(a, RoleViewer); err != nil {
+	if err := Need(a, RoleViewer); err != nil {
 		return Key{}, err
 	}
 	if err := checkID("key", id); err != nil {
@@ -174,14 +174,14 @@ func (s *Service) Key(ctx context.Context, a Actor, id string) (Key, error) {
 // RevokeKey revokes an API key: it stops authenticating within --key-cache-ttl. Revoking a
 // revoked key changes nothing but is answered and audited like the first time.
 func (s *Service) RevokeKey(ctx context.Context, a Actor, id string) (Key, error) {
-	if err := need(a, RoleOperator); err != nil {
+	if err := Need(a, RoleOperator); err != nil {
 		return Key{}, err
 	}
 	if err := checkID("key", id); err != nil {
 		return Key{}, err
 	}
 	now := s.Now()
-	return write(ctx, s, a, func(tx store.Tx) (Key, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (Key, Change, error) {
 		old, err := tx.Key(ctx, id)
 		if isNotFound(err) {
 			return Key{}, Change{}, notFound("key", id)
@@ -210,7 +210,7 @@ type CreditInput struct {
 // Credit adds money to a key's available balance: one balanced ledger transaction from the
 // currency's funding account.
 func (s *Service) Credit(ctx context.Context, a Actor, keyID string, in CreditInput) (Credit, error) {
-	if err := need(a, RoleOperator); err != nil {
+	if err := Need(a, RoleOperator); err != nil {
 		return Credit{}, err
 	}
 	if err := checkID("key", keyID); err != nil {
@@ -231,7 +231,7 @@ func (s *Service) Credit(ctx context.Context, a Actor, keyID string, in CreditIn
 		return Credit{}, fmt.Errorf("credit %s: %w", keyID, err)
 	}
 	now := s.Now()
-	return write(ctx, s, a, func(tx store.Tx) (Credit, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (Credit, Change, error) {
 		k, err := tx.Key(ctx, keyID)
 		if isNotFound(err) {
 			return Credit{}, Change{}, notFound("key", keyID)

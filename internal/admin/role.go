@@ -37,8 +37,8 @@ func Forbidden(have, need Role) *apierr.Error {
 		Message: fmt.Sprintf("This needs an admin token with the %s role; this token's role is %s.", need, have)}
 }
 
-// need refuses an actor whose role does not include the one asked for.
-func need(a Actor, r Role) error {
+// Need refuses an actor whose role does not include the one asked for.
+func Need(a Actor, r Role) error {
 	if !a.Role.Allows(r) {
 		return Forbidden(a.Role, r)
 	}

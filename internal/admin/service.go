@@ -102,8 +102,10 @@ func WithAnswer(ctx context.Context, fn Answer) context.Context {
 	return context.WithValue(ctx, answerKey{}, fn)
 }
 
-// write runs fn in one transaction with the audit entry it describes and the answer hook.
-func write[T any](ctx context.Context, s *Service, a Actor, fn func(tx store.Tx) (T, Change, error)) (T, error) {
+// Write runs fn in one transaction with the audit entry its Change describes and the answer
+// hook (WithAnswer): the one way every operator write is made. Packages of the operator plane
+// outside this one use it too, after checking the actor's role with Need.
+func Write[T any](ctx context.Context, s *Service, a Actor, fn func(tx store.Tx) (T, Change, error)) (T, error) {
 	var out T
 	var action string
 	err := s.st.Transact(ctx, func(tx store.Tx) error {
@@ -185,3 +187,16 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (store.AdminT
 	}
 	return tok, nil
 }
+
+// write and need are Write and Need under the names the first framework commit (CORE_READY)
+// documented, so code written against it in this package keeps compiling.
+func write[T any](ctx context.Context, s *Service, a Actor, fn func(tx store.Tx) (T, Change, error)) (T, error) {
+	return Write(ctx, s, a, fn)
+}
+
+func need(a Actor, r Role) error { return Need(a, r) }
+
+var (
+	_ = write[struct{}]
+	_ = need
+)

@@ -18,7 +18,7 @@ type TokenInput struct {
 
 // CreateToken makes an admin token (owners only) and returns its secret, shown once.
 func (s *Service) CreateToken(ctx context.Context, a Actor, in TokenInput) (TokenCreated, error) {
-	if err := need(a, RoleOwner); err != nil {
+	if err := Need(a, RoleOwner); err != nil {
 		return TokenCreated{}, err
 	}
 	if err := checkText("name", in.Name, MaxNameChars, true); err != nil {
@@ -38,7 +38,7 @@ func (s *Service) CreateToken(ctx context.Context, a Actor, in TokenInput) (Toke
 	if in.ExpiresIn > 0 {
 		tok.ExpiresAt = now.Add(in.ExpiresIn)
 	}
-	return write(ctx, s, a, func(tx store.Tx) (TokenCreated, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (TokenCreated, Change, error) {
 		if err := tx.CreateAdminToken(ctx, tok); err != nil {
 			return TokenCreated{}, Change{}, err
 		}
@@ -55,9 +55,9 @@ func actorLabel(a Actor) string {
 	return a.TokenID
 }
 
-// Tokens lists every admin token (owners only: the list names who can do what).
+// Tokens lists every admin token (any role: viewers read everything; the list shows no secret).
 func (s *Service) Tokens(ctx context.Context, a Actor) (List[Token], error) {
-	if err := need(a, RoleOwner); err != nil {
+	if err := Need(a, RoleViewer); err != nil {
 		return List[Token]{}, err
 	}
 	list, err := s.st.AdminTokens(ctx)
@@ -75,14 +75,14 @@ func (s *Service) Tokens(ctx context.Context, a Actor) (List[Token], error) {
 // RevokeToken revokes an admin token (owners only). Revoking a revoked token changes nothing
 // but is answered and audited like the first time.
 func (s *Service) RevokeToken(ctx context.Context, a Actor, id string) (Token, error) {
-	if err := need(a, RoleOwner); err != nil {
+	if err := Need(a, RoleOwner); err != nil {
 		return Token{}, err
 	}
 	if err := checkID("admin token", id); err != nil {
 		return Token{}, err
 	}
 	now := s.Now()
-	return write(ctx, s, a, func(tx store.Tx) (Token, Change, error) {
+	return Write(ctx, s, a, func(tx store.Tx) (Token, Change, error) {
 		old, err := tx.AdminTokenForUpdate(ctx, id)
 		if isNotFound(err) {
 			return Token{}, Change{}, notFound("admin token", id)

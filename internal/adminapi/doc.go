@@ -17,7 +17,10 @@
 // Idempotency-Key header, read the (bounded) body into Request.Body and found no stored
 // answer for the key; it must make its change through an admin.Service write method called
 // with r.Context(), so that the change, its audit entry and the answer stored for replays
-// commit in one transaction. Its result is the answer body, sent with the route's status.
+// commit in one transaction — exactly one such call per request: a second would find the
+// answer of the first already recorded. Its result is the answer body, sent with the route's
+// status; a write route that answers without a service write is a 500 (nothing would have been
+// audited or recorded).
 // Decode the body with r.Decode (strict: unknown members, wrong types and nulls are 400 with
 // param), and the query with r.Query (unknown parameters are 400 with param). Return
 // *apierr.Error for the client's mistakes; any other error is a 500 whose text is logged,

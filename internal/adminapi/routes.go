@@ -30,7 +30,7 @@ func (s *Server) coreRoutes() {
 		}
 		return svc.CreateToken(r.Context(), r.Actor, admin.TokenInput{Name: b.Str("name"), Role: b.Str("role"), ExpiresIn: time.Duration(exp) * time.Second})
 	})
-	s.Read("GET /admin/v1/tokens", admin.RoleOwner, func(r *Request) (any, error) {
+	s.Read("GET /admin/v1/tokens", admin.RoleViewer, func(r *Request) (any, error) {
 		if _, err := r.Query(); err != nil {
 			return nil, err
 		}

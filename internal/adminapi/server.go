@@ -244,6 +244,9 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 	if err := checkIdempotencyKey(key); err != nil {
 		return err
 	}
+	if _, err := parseQuery(r.URL.RawQuery, nil); err != nil {
+		return err // a write takes its input from the path and the body only
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Request.Body, MaxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -279,7 +282,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 		return err
 	})
 	r.Request = r.Request.WithContext(ctx)
-	result, err := h(r)
+	_, err = h(r) // the result is the answer the hook recorded
 	if errors.Is(err, errReplay) {
 		if done, err := s.replay(w, r, key, hash, sealKey); done || err != nil {
 			return err
@@ -294,7 +297,6 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 		// then neither audited nor recorded. Refuse to answer as if it had been.
 		return fmt.Errorf("write route %s answered without an audited write", r.Pattern)
 	}
-	_ = result
 	writeBody(w, status, answer)
 	return nil
 }

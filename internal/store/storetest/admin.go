@@ -206,6 +206,17 @@ func testAdminIdempotentAnswers(t *testing.T, s store.Store) {
 	if got, err := s.IdempotentAnswer(ctx, "adt_1", "k1", later); err != nil || string(got.Body) != "after expiry" {
 		t.Errorf("replaced = %+v, %v", got, err)
 	}
+	// A later write sweeps expired answers: k0, stored at now, is gone once a write after its
+	// expiry ran, even for a reader whose clock says it is still live.
+	if err := put(ans("k0", "old", now), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := put(ans("k-sweeper", "x", later.Add(time.Hour)), later.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.IdempotentAnswer(ctx, "adt_1", "k0", now); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an expired answer was not swept: %v", err)
+	}
 	// A failed write leaves no answer.
 	boom := errors.New("change failed")
 	if err := s.Transact(ctx, func(tx store.Tx) error {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"mediagen/bench/internal/proc"
+)
+
+// pgSchema creates a schema of its own on the server at base and returns base with
+// search_path set to it, and a function that drops it again.
+func pgSchema(ctx context.Context, base string) (string, func(), error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", nil, fmt.Errorf("bad -pg-url: %w", err)
+	}
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		return "", nil, err
+	}
+	defer db.Close()
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", proc.Redact(u), err)
+	}
+	schema := fmt.Sprintf("bench_admin_%d", time.Now().UnixNano())
+	if _, err := db.ExecContext(pctx, `CREATE SCHEMA `+schema); err != nil {
+		return "", nil, fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	drop := func() {
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = db.ExecContext(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), drop, nil
+}
