@@ -260,13 +260,14 @@ func (e *adminEnv) keyGet(ctx context.Context, id string) error {
 	if err != nil {
 		return cliError("key get", err)
 	}
-	state := k.State
+	state := keyState(k, e.svc.Now())
 	if !k.RevokedAt.IsZero() {
 		state += " at " + k.RevokedAt.Format(time.RFC3339)
 	}
 	b := k.Balance
 	fmt.Fprintf(e.stdout, "key id:     %s\ntenant:     %s\nname:       %s\nprefix:     %s…\nunlimited:  %v\nstate:      %s\ncreated:    %s\navailable:  %s %s\nreserved:   %s\nused:       %s\noverage:    %s\n",
 		k.ID, k.Tenant, k.Name, k.Prefix, k.Unlimited, state, k.CreatedAt.Format(time.RFC3339), b.Available, b.Currency, b.Reserved, b.Used, b.Overage)
+	printKeyLifecycle(e.stdout, k)
 	return nil
 }
 

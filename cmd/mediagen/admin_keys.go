@@ -147,6 +147,17 @@ func printKeyTerms(w io.Writer, k opadmin.Key, currency string) {
 	}
 }
 
+// printKeyLifecycle prints what key get shows of a key's lifecycle: expiry, last rotation and
+// the old secret's grace, caps with the current periods' spending.
+func printKeyLifecycle(w io.Writer, k opadmin.Key) {
+	fmt.Fprintf(w, "expires:    %s\n", timeOrDash(k.ExpiresAt))
+	if !k.RotatedAt.IsZero() {
+		fmt.Fprintf(w, "rotated:    %s (previous secret valid until %s)\n", k.RotatedAt.Format(time.RFC3339), timeOrDash(k.PreviousSecretValidUntil))
+	}
+	daily, monthly := capColumns(k)
+	fmt.Fprintf(w, "daily cap:  %s\nmonthly cap: %s\n", daily, monthly)
+}
+
 // keyState is a key's state as key list shows it.
 func keyState(k opadmin.Key, now time.Time) string {
 	switch {

@@ -36,6 +36,10 @@ func TestAdminKeyLifecycleCommands(t *testing.T) {
 	if list := admin(t, dir, "key", "list"); !strings.Contains(list, "rotating") || !strings.Contains(list, second[:10]) {
 		t.Errorf("key list after rotate:\n%s", list)
 	}
+	if get := admin(t, dir, "key", "get", id[1]); !strings.Contains(get, "rotating") || !strings.Contains(get, "previous secret valid until") ||
+		!strings.Contains(get, "daily cap:  5 (0 spent)") || !strings.Contains(get, "expires:    2099-01-01T00:00:00Z") {
+		t.Errorf("key get:\n%s", get)
+	}
 	out = admin(t, dir, "key", "rotate", id[1])
 	if !strings.Contains(out, "the previous secret no longer works") {
 		t.Errorf("rotate without grace:\n%s", out)
