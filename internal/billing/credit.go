@@ -41,11 +41,16 @@ func Credit(ctx context.Context, tx store.Tx, key store.Key, currency string, am
 // For a key that is not unlimited it fails with store.ErrInsufficientFunds, changing nothing,
 // when the available balance is below the amount: the check and the debit are one guarded
 // statement in the store, so concurrent reservations cannot overdraw. Where the key or its
-// tenant has a spend cap it then counts the amount against each (caps.go), failing with a
+// tenant has a spend cap it first counts the amount against each (caps.go), failing with a
 // *CapError that matches store.ErrSpendCap; the caller rolls the transaction back, so nothing
 // is written.
 func Reserve(ctx context.Context, tx store.Tx, c keys.Caller, taskID string, amount money.Micros, at time.Time) error {
 	key := c.Key
+	// Spend counters are locked before the key's accounts, in reservations and settlements
+	// alike (store.SpendTx), so the two never wait for each other in opposite orders.
+	if err := holdCaps(ctx, tx, c, taskID, amount, at); err != nil {
+		return fmt.Errorf("reserve %s for %s: %w", amount, taskID, err)
+	}
 	err := tx.Post(ctx, store.Txn{
 		ID: idgen.New("txn"), Kind: "reserve", Ref: taskID, CreatedAt: at,
 		Entries: []store.Entry{
@@ -54,9 +59,6 @@ func Reserve(ctx context.Context, tx store.Tx, c keys.Caller, taskID string, amo
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("reserve %s for %s: %w", amount, taskID, err)
-	}
-	if err := holdCaps(ctx, tx, c, taskID, amount, at); err != nil {
 		return fmt.Errorf("reserve %s for %s: %w", amount, taskID, err)
 	}
 	return nil

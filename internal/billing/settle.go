@@ -41,13 +41,19 @@ func Settle(ctx context.Context, tx store.Tx, keyID, taskID string, reserved, fi
 	if final == 0 {
 		kind = "release"
 	}
+	// The spend counters the reservation grew (if a cap counted it) now hold the final charge,
+	// overage included, in the period the reservation was made (caps.go). First, as in
+	// Reserve: counters are locked before the key's accounts.
+	if err := tx.SettleSpend(ctx, taskID, final); err != nil {
+		return 0, fmt.Errorf("settle %s: %w", taskID, err)
+	}
 	// The settlement only returns money to available, never takes it; AllowOverdraft lets
 	// that return land on an available balance an earlier overage left below zero.
 	if err := tx.Post(ctx, store.Txn{ID: idgen.New("txn"), Kind: kind, Ref: taskID, CreatedAt: at, Entries: entries, AllowOverdraft: true}); err != nil {
 		return 0, fmt.Errorf("settle %s: %w", taskID, err)
 	}
 	if overage == 0 {
-		return 0, settleSpend(ctx, tx, taskID, final)
+		return 0, nil
 	}
 	err = tx.Post(ctx, store.Txn{ID: idgen.New("txn"), Kind: TxnOverage, Ref: taskID, CreatedAt: at,
 		Note: fmt.Sprintf("final %s above the reservation %s", final, reserved),
@@ -58,19 +64,5 @@ func Settle(ctx context.Context, tx store.Tx, keyID, taskID string, reserved, fi
 	if err != nil {
 		return 0, fmt.Errorf("settle %s overage: %w", taskID, err)
 	}
-	if err := settleSpend(ctx, tx, taskID, final); err != nil {
-		return 0, err
-	}
 	return overage, nil
-}
-
-// settleSpend makes the spend counters the reservation grew (if a cap counted it) hold the
-// final charge, overage included, in the period the reservation was made (caps.go). It runs
-// after every account move of the settlement: counters are locked after accounts, as in
-// Reserve.
-func settleSpend(ctx context.Context, tx store.Tx, taskID string, final money.Micros) error {
-	if err := tx.SettleSpend(ctx, taskID, final); err != nil {
-		return fmt.Errorf("settle %s: %w", taskID, err)
-	}
-	return nil
 }

@@ -56,13 +56,14 @@ func (e *SpendCapError) Is(target error) bool { return target == ErrSpendCap }
 
 // SpendTx is the write side of spend caps.
 type SpendTx interface {
-	// HoldSpend grows each counter of h by h.Amount, in order, each with one guarded
+	// HoldSpend grows each counter of h by h.Amount, tenant's first, each with one guarded
 	// statement, and records the hold under h.Ref. If a counter would exceed its cap it fails
 	// with a *SpendCapError, and the caller must roll the transaction back. A hold without
-	// counters does nothing.
+	// counters does nothing. Callers hold before moving the key's accounts (lock order).
 	HoldSpend(ctx context.Context, h SpendHold) error
 	// SettleSpend ends the hold of ref, if there is one: each counter it grew moves by
 	// (final − held), so the period holds what was charged; final = 0 gives the hold back.
-	// No hold (a reservation made with no cap) is not an error.
+	// No hold (a reservation made with no cap) is not an error. Callers settle the counters
+	// before moving the key's accounts, as they hold them.
 	SettleSpend(ctx context.Context, ref string, final money.Micros) error
 }

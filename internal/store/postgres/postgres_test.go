@@ -265,6 +265,7 @@ func TestSpendCapExactAcrossTwoReplicas(t *testing.T) {
 		handles = append(handles, db)
 	}
 	storetest.SpendCapExactAcrossHandles(t, handles, 50)
+	storetest.SpendHoldsAndSettlementsInterleave(t, handles)
 	storetest.CheckLedger(t, handles[0])
 	for i, h := range handles {
 		commits, txs := h.(*sqldb.DB).GroupStats()

@@ -33,8 +33,8 @@ import (
 //
 // The row locks keep their order: the counter upsert is sent first (tenant, then key: the
 // members are sorted by tenant and key, and each adds its tenant before its key), then the
-// inserts, then the accounts, then the spend counters of capped reservations (spend.go), by
-// the batch's total for each, guarded by the cap.
+// inserts, then the spend counters of capped reservations (spend.go), by the batch's total for
+// each, guarded by the cap, then the accounts.
 
 // merged holds an optimistic shared batch's writes until they are sent.
 type merged struct {
@@ -47,7 +47,7 @@ type merged struct {
 	answered map[counterRow]int64
 	// moves: net balance moves per account, in first-added order.
 	moves []*accountMove
-	// spends: spend counter growths (spend.go), per counter, sent after the moves.
+	// spends: spend counter growths (spend.go), per counter, sent before the moves.
 	spends []*spendDelta
 }
 
@@ -202,17 +202,9 @@ func (m *merged) queue(p Pipe, rebind func(string) string, moveBalances, holdSpe
 		}
 	}
 	m.inserts = nil
-	if len(m.moves) > 0 {
-		n := len(m.moves)
-		ids, nets, debits, ats := make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		for i, mv := range m.moves {
-			ids[i], nets[i], debits[i], ats[i] = mv.account, mv.net, mv.debits, mv.at
-		}
-		p.QueueRead(moveBalances, []any{ids, nets, debits, ats, int64(n)}, nil)
-		m.moves = nil
-	}
 	if len(m.spends) > 0 {
-		// Tenant counters before key counters, as every hold and settlement locks them.
+		// Tenant counters before key counters, and all before the accounts, as every hold and
+		// settlement locks them (spend.go).
 		sort.SliceStable(m.spends, func(i, j int) bool { return holdLess(m.spends[i].CappedCounter, m.spends[j].CappedCounter) })
 		n := len(m.spends)
 		scopes, owners, periods, totals, caps := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([]int64, n)
@@ -221,5 +213,14 @@ func (m *merged) queue(p Pipe, rebind func(string) string, moveBalances, holdSpe
 		}
 		p.QueueRead(holdSpends, []any{scopes, owners, periods, totals, caps, int64(n)}, nil)
 		m.spends = nil
+	}
+	if len(m.moves) > 0 {
+		n := len(m.moves)
+		ids, nets, debits, ats := make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		for i, mv := range m.moves {
+			ids[i], nets[i], debits[i], ats[i] = mv.account, mv.net, mv.debits, mv.at
+		}
+		p.QueueRead(moveBalances, []any{ids, nets, debits, ats, int64(n)}, nil)
+		m.moves = nil
 	}
 }

@@ -14,10 +14,15 @@ import (
 // period: its open reservations plus its settled charges. A reservation grows it with one
 // guarded upsert, the cap check and the growth being one statement, as Post's funds check and
 // debit are: two replicas cannot both pass a check made before either wrote, and a refused
-// statement changes nothing. Counter rows are locked tenant first, then key (holdOrder), after
-// the key's accounts, in holds and settlements alike, so they add no lock-order cycle; in an
-// optimistic shared batch (PostgreSQL) the growths are merged and sent with the commit, after
-// the batch's account moves (merge.go).
+// statement changes nothing.
+//
+// Lock order: counter rows are locked tenant first, then key (holdLess), after the in-flight
+// counters and before the key's accounts, in holds (billing.Reserve) and settlements
+// (billing.Settle) alike. Before, not after: a shared batch running its members one by one
+// with savepoints would otherwise hold the tenant's counter while it waits for a later
+// member's accounts, which a settlement of that key could hold while it waits for the
+// tenant's counter. In an optimistic shared batch (PostgreSQL) the growths are merged and sent
+// with the commit, before the batch's account moves (merge.go).
 
 // holdSQL grows a counter unless it would pass its cap (args: scope, owner, period, amount,
 // cap); it returns the new value, or no row when refused. A new row needs no guard: the
@@ -79,7 +84,7 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 		args = append(args, h.Ref, c.Scope, c.Owner, c.Period, int64(h.Amount))
 		if t.merge != nil {
 			// In an optimistic shared batch the growth waits for the commit, merged with the
-			// other members' and guarded by their sum, after the batch's account moves: the
+			// other members' and guarded by their sum, before the batch's account moves: the
 			// same lock order as below (merge.go).
 			t.merge.hold(c, int64(h.Amount))
 			continue

@@ -284,5 +284,6 @@ func TestSpendCapExactThroughTwoHandles(t *testing.T) {
 		handles = append(handles, db)
 	}
 	storetest.SpendCapExactAcrossHandles(t, handles, 50)
+	storetest.SpendHoldsAndSettlementsInterleave(t, handles)
 	storetest.CheckLedger(t, handles[0])
 }

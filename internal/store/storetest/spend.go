@@ -97,23 +97,27 @@ func hashOf(secret string) []byte {
 	return h[:]
 }
 
-// hold reserves amount for ref on k (a reserve posting, as billing.Reserve makes) and holds it
-// against counters, in one transaction.
+// hold holds amount for ref against counters and reserves it on k (a reserve posting), in one
+// transaction, in billing.Reserve's order: counters before accounts.
 func hold(ctx context.Context, s store.Store, k store.Key, ref string, amount money.Micros, counters ...store.CappedCounter) error {
 	return s.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.Post(ctx, store.Txn{ID: "txn_" + ref, Kind: "reserve", Ref: ref, Entries: []store.Entry{
-			{Account: store.AccountID(k.ID, store.AccountAvailable), Amount: -amount},
-			{Account: store.AccountID(k.ID, store.AccountReserved), Amount: amount},
-		}}); err != nil {
+		if err := tx.HoldSpend(ctx, store.SpendHold{Ref: ref, Amount: amount, Counters: counters}); err != nil {
 			return err
 		}
-		return tx.HoldSpend(ctx, store.SpendHold{Ref: ref, Amount: amount, Counters: counters})
+		return tx.Post(ctx, store.Txn{ID: "txn_" + ref, Kind: "reserve", Ref: ref, Entries: []store.Entry{
+			{Account: store.AccountID(k.ID, store.AccountAvailable), Amount: -amount},
+			{Account: store.AccountID(k.ID, store.AccountReserved), Amount: amount},
+		}})
 	})
 }
 
-// settle ends ref's reservation with final, as billing.Settle does (no overage here).
+// settle ends ref's reservation with final, as billing.Settle does (no overage here): the
+// counters first, then the accounts.
 func settle(ctx context.Context, s store.Store, k store.Key, ref string, reserved, final money.Micros) error {
 	return s.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.SettleSpend(ctx, ref, final); err != nil {
+			return err
+		}
 		entries := []store.Entry{
 			{Account: store.AccountID(k.ID, store.AccountReserved), Amount: -reserved},
 			{Account: store.AccountID(k.ID, store.AccountSpent), Amount: final},
@@ -121,10 +125,7 @@ func settle(ctx context.Context, s store.Store, k store.Key, ref string, reserve
 		if reserved != final {
 			entries = append(entries, store.Entry{Account: store.AccountID(k.ID, store.AccountAvailable), Amount: reserved - final})
 		}
-		if err := tx.Post(ctx, store.Txn{ID: "txn_settle_" + ref, Kind: "settle", Ref: ref, Entries: entries, AllowOverdraft: true}); err != nil {
-			return err
-		}
-		return tx.SettleSpend(ctx, ref, final)
+		return tx.Post(ctx, store.Txn{ID: "txn_settle_" + ref, Kind: "settle", Ref: ref, Entries: entries, AllowOverdraft: true})
 	})
 }
 
@@ -346,5 +347,57 @@ func spendCapExact(t *testing.T, handles []store.Store, n int, shared bool) {
 	}
 	if b := balance(t, s, k); b.Reserved != money.Micros(accepted*amount) {
 		t.Errorf("reserved %d, want %d", b.Reserved, accepted*amount)
+	}
+}
+
+// SpendHoldsAndSettlementsInterleave: shared holds of two keys of one capped tenant (batches
+// that the binding cap sends back to run member by member) while earlier reservations of both
+// keys settle: nothing fails but by the cap — no deadlock between a batch holding the tenant's
+// counter and a settlement holding a key's accounts — and the counters end exact.
+func SpendHoldsAndSettlementsInterleave(t *testing.T, handles []store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	s := handles[0]
+	tenant := fmt.Sprintf("capi_%d", seq.Add(1))
+	ks := []store.Key{newKey(t, s, tenant, true), newKey(t, s, tenant, true)}
+	month := store.CappedCounter{SpendCounter: store.SpendCounter{Scope: "tenant", Owner: tenant, Period: "month:2026-11"}, Cap: 1_000}
+	const early, late, amount = 20, 100, 10
+	for i := range early {
+		k := ks[i%2]
+		if err := hold(ctx, s, k, fmt.Sprintf("%s_e%d", k.ID, i), amount, month); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := 0
+	for i := range late {
+		wg.Go(func() {
+			k := ks[i%2]
+			err := hold(store.ShareCommit(ctx, tenant, k.ID), handles[i%len(handles)], k, fmt.Sprintf("%s_l%d", k.ID, i), amount, month)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				accepted++
+			case !errors.Is(err, store.ErrSpendCap):
+				t.Errorf("hold: %v", err)
+			}
+		})
+	}
+	for i := range early {
+		wg.Go(func() {
+			k := ks[i%2]
+			if err := settle(ctx, handles[(i+1)%len(handles)], k, fmt.Sprintf("%s_e%d", k.ID, i), amount, 4); err != nil {
+				t.Errorf("settle: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := spent(t, s, month.SpendCounter); got != money.Micros(early*4+accepted*amount) || got > 1_000 {
+		t.Errorf("tenant's month %d, want %d (%d settled at 4, %d accepted at %d)", got, early*4+accepted*amount, early, accepted, amount)
+	}
+	if accepted < 1_000/amount-early {
+		t.Errorf("only %d accepted: the cap left room for at least %d", accepted, 1_000/amount-early)
 	}
 }
