@@ -143,8 +143,10 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Speec
 	case err == nil:
 		return rec, stored, nil
 	case errors.Is(err, store.ErrSpendCap):
-		capErr, _ := billing.AsCapError(err)
-		return store.Speech{}, Stored{}, capErr
+		if capErr, ok := billing.AsCapError(err); ok {
+			return store.Speech{}, Stored{}, capErr
+		}
+		return store.Speech{}, Stored{}, err
 	case errors.Is(err, store.ErrInsufficientFunds):
 		return store.Speech{}, Stored{}, &apierr.Error{Kind: apierr.KindInsufficientBalance,
 			Message: fmt.Sprintf("The available balance is below this request's reservation of %s %s. Top up, and leave room for final reconciliation.", q.Amount, q.Currency)}

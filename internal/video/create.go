@@ -163,8 +163,10 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 		}
 		return task, true, nil
 	case errors.Is(err, store.ErrSpendCap):
-		capErr, _ := billing.AsCapError(err)
-		return store.Task{}, false, capErr
+		if capErr, ok := billing.AsCapError(err); ok {
+			return store.Task{}, false, capErr
+		}
+		return store.Task{}, false, err
 	case errors.Is(err, store.ErrInsufficientFunds):
 		return store.Task{}, false, &apierr.Error{Kind: apierr.KindInsufficientBalance,
 			Message: fmt.Sprintf("The available balance is below this request's reservation of %s %s. Top up, and leave room for final reconciliation.", q.Amount, q.Currency)}
