@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -251,5 +253,48 @@ func TestSpeechRefusesOverTheCap(t *testing.T) {
 	assertCapRefused(t, se.store, r, se.keyRec, before, 0, "monthly")
 	if n := se.engine.calls.Load(); n != 0 {
 		t.Errorf("engine calls %d", n)
+	}
+}
+
+// 50 concurrent POST /v1/videos on one key with a daily cap that holds exactly 7 of their
+// reservations: exactly 7 are accepted and 43 answer 402 spend_cap_exceeded, on each store
+// (on PostgreSQL the creates share commits, their counter growths merged).
+func TestCapExactUnder50ConcurrentRequests(t *testing.T) {
+	t.Parallel()
+	for _, driver := range []string{"sqlite", "postgres"} {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			// Every other limit unlimited: only the cap refuses.
+			e := newTestEnvOn(t, driver, limitedCatalog(t, nil, nil), nil, DefaultMaxBodyBytes)
+			secret, k := e.newKey("acme", startCredit, false)
+			const reservation = 136_080 // native fast 720p 16:9 5 s
+			setCaps(t, e.store, k, store.Caps{Daily: 7*reservation + reservation/2})
+			body := `{"model":"acme-video-fast","prompt":"a cat","metadata":{"duration":5,"resolution":"720p","ratio":"16:9","client_request_id":"c%d"}}`
+			var wg sync.WaitGroup
+			var accepted, capped atomic.Int64
+			for i := range 50 {
+				wg.Go(func() {
+					r := e.do("POST", "/v1/videos", map[string]string{"Authorization": "Bearer " + secret, "Content-Type": "application/json"},
+						strings.Replace(body, "%d", strconv.Itoa(i), 1))
+					switch {
+					case r.status == 202:
+						accepted.Add(1)
+					case r.status == 402 && strings.Contains(string(r.body), `"spend_cap_exceeded"`):
+						capped.Add(1)
+					default:
+						t.Errorf("request %d: %d %s", i, r.status, r.body)
+					}
+				})
+			}
+			wg.Wait()
+			if accepted.Load() != 7 || capped.Load() != 43 {
+				t.Errorf("%d accepted and %d refused by the cap, want exactly 7 and 43", accepted.Load(), capped.Load())
+			}
+			b, _ := e.store.Balance(t.Context(), k.ID)
+			if b.Reserved != 7*reservation {
+				t.Errorf("reserved %s, want 7 reservations", b.Reserved)
+			}
+			storetest.CheckLedger(t, e.store)
+		})
 	}
 }
