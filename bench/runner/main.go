@@ -37,6 +37,7 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/idgen"
 	"mediagen/internal/jobs"
+	apikeys "mediagen/internal/keys"
 	"mediagen/internal/store"
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/postgres/pgtest"
@@ -183,7 +184,7 @@ func run(kind string, n, workers, batch, drain, submitters, nkeys, ntenants int)
 					if err := tx.EnqueueJob(ctx, video.TaskJob(t)); err != nil {
 						return err
 					}
-					return billing.Reserve(ctx, tx, key, t.ID, 10, now)
+					return billing.Reserve(ctx, tx, apikeys.Caller{Key: key}, t.ID, 10, now)
 				})
 				if err != nil {
 					errs <- err

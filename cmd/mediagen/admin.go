@@ -28,11 +28,15 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin token list
   mediagen admin token revoke ID
   mediagen admin audit [--actor ID] [--action A] [--target [TYPE:]ID] [--since TIME] [--limit N]
-  mediagen admin key create --tenant T [--name N] [--unlimited]
+  mediagen admin key create --tenant T [--name N] [--unlimited] [--expires 720h|2027-01-01T00:00:00Z]
+                            [--daily-cap 5.00] [--monthly-cap 100] [--credit 10]
   mediagen admin key list [--tenant T]
   mediagen admin key get ID
   mediagen admin key revoke ID
+  mediagen admin key rotate ID [--grace 24h]
+  mediagen admin key update ID [--name N] [--expires D|T | --no-expiry] [--daily-cap A|none] [--monthly-cap A|none]
   mediagen admin credit --key ID --amount 12.50 [--note TEXT]
+  mediagen admin debit --key ID --amount 2.50 --note TEXT
   mediagen admin catalog check FILE [--public-url URL] [--role R] [--blob B]
   mediagen admin catalog reload [--wait 30s]
   mediagen admin catalog status
@@ -87,8 +91,9 @@ func adminCommands() []adminCmd {
 			tenant := fs.String("tenant", "", "tenant id (required)")
 			name := fs.String("name", "", "a label for the key")
 			unlimited := fs.Bool("unlimited", false, "the key may spend without a balance")
+			opts := keyCreateFlags(fs)
 			return func(e *adminEnv, _ []string) error {
-				return e.keyCreate(context.Background(), *tenant, *name, *unlimited)
+				return e.keyCreate(context.Background(), *tenant, *name, *unlimited, opts)
 			}
 		}},
 		{path: "key list", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
@@ -130,7 +135,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-	}, append(append(append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...), adminUsageCommands()...), adminSupportCommands()...)...)
+	}, append(append(append(append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...), adminUsageCommands()...), adminSupportCommands()...), adminKeyCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -195,21 +200,31 @@ func (e *adminEnv) tenantList(ctx context.Context) error {
 	return tw.Flush()
 }
 
-func (e *adminEnv) keyCreate(ctx context.Context, tenantID, name string, unlimited bool) error {
+func (e *adminEnv) keyCreate(ctx context.Context, tenantID, name string, unlimited bool, opts *keyCreateOpts) error {
 	if tenantID == "" {
 		return usageError{"key create: --tenant is required"}
 	}
-	k, err := e.svc.CreateKey(ctx, e.actor, opadmin.KeyInput{Tenant: tenantID, Name: name, Unlimited: unlimited})
+	in, err := opts.input(e.svc.Now())
+	if err != nil {
+		return err
+	}
+	in.Tenant, in.Name, in.Unlimited = tenantID, name, unlimited
+	k, err := e.svc.CreateKey(ctx, e.actor, in)
 	if err != nil {
 		return cliError("key create", err)
 	}
 	fmt.Fprintf(e.stdout, "key id:  %s\ntenant:  %s\nsecret:  %s\n(the secret is shown only now; it is stored as a hash)\n", k.ID, k.Tenant, k.Secret)
+	printKeyTerms(e.stdout, k.Key, k.Balance.Currency)
+	if c := k.InitialCredit; c != nil {
+		fmt.Fprintf(e.stdout, "credit:  %s %s\n", c.Amount, c.Currency)
+	}
 	return nil
 }
 
 func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tUNLIMITED\tAVAILABLE\tUSED\tOVERAGE\tCREATED\tREVOKED")
+	fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tSTATE\tUNLIMITED\tAVAILABLE\tUSED\tOVERAGE\tEXPIRES\tDAILY CAP\tMONTHLY CAP\tCREATED\tREVOKED")
+	now := e.svc.Now()
 	f := opadmin.KeyFilter{Tenant: tenantID}
 	for {
 		page, err := e.svc.Keys(ctx, e.actor, f)
@@ -224,8 +239,9 @@ func (e *adminEnv) keyList(ctx context.Context, tenantID string) error {
 			// Overage: charged above reservations (docs/billing.md). Every charge is bounded by
 			// its reservation, so non-zero only after a bug (logged as an error when it happened).
 			b := k.Balance
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%v\t%s %s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, k.Prefix, k.Unlimited,
-				b.Available, b.Currency, b.Used, b.Overage, k.CreatedAt.Format(time.RFC3339), revoked)
+			daily, monthly := capColumns(k)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%v\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, k.Prefix, keyState(k, now), k.Unlimited,
+				b.Available, b.Currency, b.Used, b.Overage, timeOrDash(k.ExpiresAt), daily, monthly, k.CreatedAt.Format(time.RFC3339), revoked)
 		}
 		if !page.HasMore {
 			break
@@ -240,13 +256,14 @@ func (e *adminEnv) keyGet(ctx context.Context, id string) error {
 	if err != nil {
 		return cliError("key get", err)
 	}
-	state := k.State
+	state := keyState(k, e.svc.Now())
 	if !k.RevokedAt.IsZero() {
 		state += " at " + k.RevokedAt.Format(time.RFC3339)
 	}
 	b := k.Balance
 	fmt.Fprintf(e.stdout, "key id:     %s\ntenant:     %s\nname:       %s\nprefix:     %s…\nunlimited:  %v\nstate:      %s\ncreated:    %s\navailable:  %s %s\nreserved:   %s\nused:       %s\noverage:    %s\n",
 		k.ID, k.Tenant, k.Name, k.Prefix, k.Unlimited, state, k.CreatedAt.Format(time.RFC3339), b.Available, b.Currency, b.Reserved, b.Used, b.Overage)
+	printKeyLifecycle(e.stdout, k)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	opadmin "mediagen/internal/admin"
 	"mediagen/internal/billing"
+	"mediagen/internal/keys"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"
 )
@@ -52,7 +53,7 @@ func TestAdminTaskShowAndSearchCommands(t *testing.T) {
 			if err := tx.CreateTask(ctx, task); err != nil {
 				return err
 			}
-			return billing.Reserve(ctx, tx, key, id, task.Reserved, task.CreatedAt)
+			return billing.Reserve(ctx, tx, keys.Caller{Key: key}, id, task.Reserved, task.CreatedAt)
 		}); err != nil {
 			t.Fatal(err)
 		}

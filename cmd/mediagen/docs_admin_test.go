@@ -68,15 +68,18 @@ func TestDocsAdminCurlExamplesRun(t *testing.T) {
 		if u == nil {
 			t.Fatalf("%s: no admin URL", c)
 		}
-		method, body := "GET", ""
+		method, body, explicit := "GET", "", false
 		header := http.Header{}
 		for i := 0; i < len(args); i++ {
 			switch args[i] {
 			case "-X":
-				method = args[i+1]
+				method, explicit = args[i+1], true
 				i++
 			case "-d":
-				method, body = "POST", args[i+1]
+				body = args[i+1]
+				if !explicit { // as curl: -d means POST unless -X names the method
+					method = "POST"
+				}
 				i++
 			case "-H":
 				k, v, _ := strings.Cut(args[i+1], ":")

@@ -22,7 +22,8 @@ import (
 //     catalog of the repository, e.g. examples/catalog.yaml) — mappings key by key, list items
 //     with the same id or alias merged, other values replaced — and the result must load;
 //   - every `mediagen admin …` line of a ```sh block runs, in order, against one fresh data
-//     directory with the demo catalog (grp_… ids the commands print stand in for $GROUP_ID);
+//     directory with the demo catalog (grp_… ids the commands print stand in for $GROUP_ID,
+//     the first "key id:" a command prints for $KEY_ID);
 //   - every ```json or ```http block whose info string starts with "response" is an answer that
 //     docs/openapi.yaml documents (docs_responses_test.go).
 
@@ -239,6 +240,7 @@ func TestDocsAdminCommandsRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	groupID := regexp.MustCompile(`\bgrp_[a-z0-9]+`)
+	keyID := regexp.MustCompile(`key id:\s+(key_[a-z0-9]+)`)
 	vars := map[string]string{}
 	for _, a := range lines {
 		args := append([]string(nil), a.args...)
@@ -266,6 +268,11 @@ func TestDocsAdminCommandsRun(t *testing.T) {
 		if id := groupID.FindString(got); id != "" {
 			if _, set := vars["GROUP_ID"]; !set {
 				vars["GROUP_ID"] = id
+			}
+		}
+		if m := keyID.FindStringSubmatch(got); m != nil {
+			if _, set := vars["KEY_ID"]; !set {
+				vars["KEY_ID"] = m[1]
 			}
 		}
 	}

@@ -2,7 +2,9 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/idgen"
@@ -11,12 +13,14 @@ import (
 	"mediagen/internal/store"
 )
 
-// KeyInput is what a new API key is made from. (The key-lifecycle work adds expiry, caps and
-// an initial credit here.)
+// KeyInput is what a new API key is made from.
 type KeyInput struct {
 	Tenant    string
 	Name      string
 	Unlimited bool
+	ExpiresAt time.Time    // zero: never
+	Caps      store.Caps   // zero: none
+	Credit    money.Micros // initial credit, in the same transaction (0: none)
 }
 
 // CreateKey makes an API key of a catalog tenant and returns its secret, shown once.
@@ -34,9 +38,23 @@ func (s *Service) CreateKey(ctx context.Context, a Actor, in KeyInput) (KeyCreat
 	if err := checkText("name", in.Name, MaxNameChars, false); err != nil {
 		return KeyCreated{}, err
 	}
-	secret, display, hash := keys.Generate()
-	k := store.Key{ID: idgen.New("key"), TenantID: tenant.ID, Name: in.Name, Prefix: display, Hash: hash,
-		Unlimited: in.Unlimited, CreatedAt: s.Now()}
+	now := s.Now()
+	if err := checkCaps(in.Caps.Daily, in.Caps.Monthly); err != nil {
+		return KeyCreated{}, err
+	}
+	if in.Credit < 0 {
+		return KeyCreated{}, invalidf("credit", "credit must be a positive amount, or omitted.")
+	}
+	secret, k, err := keys.New(keys.Spec{TenantID: tenant.ID, Name: in.Name, Unlimited: in.Unlimited, ExpiresAt: in.ExpiresAt, Caps: in.Caps}, now)
+	if errors.Is(err, keys.ErrPastExpiry) {
+		return KeyCreated{}, invalidf("expires_at", "expires_at must be in the future.")
+	}
+	if err != nil {
+		return KeyCreated{}, err
+	}
+	k.CreatedAt = now
+	// The key and its initial credit are one transaction (with the audit entry): no key is
+	// left without the money it was made with.
 	return Write(ctx, s, a, func(tx store.Tx) (KeyCreated, Change, error) {
 		if err := tx.CreateKey(ctx, k, tenant.Currency); err != nil {
 			return KeyCreated{}, Change{}, err
@@ -44,7 +62,22 @@ func (s *Service) CreateKey(ctx context.Context, a Actor, in KeyInput) (KeyCreat
 		v := keyView(k)
 		audited := v
 		v.Balance = &Balance{Currency: tenant.Currency}
-		return KeyCreated{Key: v, Secret: secret}, Change{Action: "key.create", TargetType: "key", TargetID: k.ID, After: audited}, nil
+		var initial *Credit
+		if in.Credit > 0 {
+			txn, err := billing.Credit(ctx, tx, k, tenant.Currency, in.Credit, "initial credit", now)
+			if err != nil {
+				return KeyCreated{}, Change{}, err
+			}
+			v.Balance.Available = in.Credit
+			initial = &Credit{Object: "credit", TransactionID: txn, KeyID: k.ID, Amount: in.Credit, Currency: tenant.Currency,
+				Note: "initial credit", CreatedAt: now}
+		}
+		if v.Caps != nil {
+			zero := money.Micros(0)
+			v.Caps = &KeyCaps{Daily: k.Caps.Daily, Monthly: k.Caps.Monthly, SpentToday: &zero, SpentInMonth: &zero}
+		}
+		return KeyCreated{Key: v, Secret: secret, InitialCredit: initial},
+			Change{Action: "key.create", TargetType: "key", TargetID: k.ID, After: KeyCreated{Key: audited, InitialCredit: initial}}, nil
 	})
 }
 
@@ -110,6 +143,13 @@ func (s *Service) withBalance(ctx context.Context, k store.Key) (Key, error) {
 		return Key{}, fmt.Errorf("overage of %s: %w", k.ID, err)
 	}
 	v.Balance = &Balance{Currency: b.Currency, Available: b.Available, Reserved: b.Reserved, Used: b.Used, Overage: over}
+	if v.Caps != nil {
+		day, month, err := billing.SpentNow(ctx, s.st, "key", k.ID, s.Now())
+		if err != nil {
+			return Key{}, fmt.Errorf("spending of %s: %w", k.ID, err)
+		}
+		v.Caps.SpentToday, v.Caps.SpentInMonth = &day, &month
+	}
 	return v, nil
 }
 

@@ -24,6 +24,7 @@ type Store interface {
 	Keys(ctx context.Context, tenantID string) ([]store.Key, error)
 	Balance(ctx context.Context, keyID string) (store.Balance, error)
 	Overage(ctx context.Context, keyID string) (money.Micros, error)
+	Spent(ctx context.Context, counters []store.SpendCounter) ([]money.Micros, error)
 	AdminTokenByHash(ctx context.Context, hash []byte) (store.AdminToken, error)
 	AdminToken(ctx context.Context, id string) (store.AdminToken, error)
 	AdminTokens(ctx context.Context) ([]store.AdminToken, error)

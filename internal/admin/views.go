@@ -73,8 +73,25 @@ type Key struct {
 	State     string    `json:"state"` // active, revoked
 	CreatedAt time.Time `json:"created_at"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// ExpiresAt: from then on the key answers 401 expired_api_key (absent: never).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// RotatedAt is the last rotation; the secret it replaced works until
+	// PreviousSecretValidUntil (absent, or past: not at all).
+	RotatedAt                time.Time `json:"rotated_at,omitzero"`
+	PreviousSecretValidUntil time.Time `json:"previous_secret_valid_until,omitzero"`
+	// Caps are the key's spend caps, with what the current UTC day and month spent against
+	// them where the answer reads balances (absent: no cap).
+	Caps *KeyCaps `json:"caps,omitempty"`
 	// Balance is set where the answer reads it (get, list, create).
 	Balance *Balance `json:"balance,omitempty"`
+}
+
+// KeyCaps are a key's spend caps per UTC day and month (docs/billing.md, "Spend caps").
+type KeyCaps struct {
+	Daily        money.Micros  `json:"daily,omitzero"`
+	Monthly      money.Micros  `json:"monthly,omitzero"`
+	SpentToday   *money.Micros `json:"spent_today,omitempty"`
+	SpentInMonth *money.Micros `json:"spent_this_month,omitempty"`
 }
 
 // Balance is a key's money.
@@ -89,7 +106,9 @@ type Balance struct {
 // KeyCreated is the answer to a key creation: the only time the secret is shown.
 type KeyCreated struct {
 	Key    `json:",inline"`
-	Secret string `json:"secret"`
+	Secret string `json:"secret,omitempty"` // never in the audit entry
+	// InitialCredit is the credit made with the key, in the same transaction.
+	InitialCredit *Credit `json:"initial_credit,omitempty"`
 }
 
 func keyView(k store.Key) Key {
@@ -97,8 +116,16 @@ func keyView(k store.Key) Key {
 	if k.Revoked() {
 		state = store.KeyStateRevoked
 	}
-	return Key{Object: "api_key", ID: k.ID, Tenant: k.TenantID, Name: k.Name, Prefix: k.Prefix, Unlimited: k.Unlimited,
-		State: state, CreatedAt: k.CreatedAt.UTC(), RevokedAt: utc(k.RevokedAt)}
+	v := Key{Object: "api_key", ID: k.ID, Tenant: k.TenantID, Name: k.Name, Prefix: k.Prefix, Unlimited: k.Unlimited,
+		State: state, CreatedAt: k.CreatedAt.UTC(), RevokedAt: utc(k.RevokedAt),
+		ExpiresAt: utc(k.ExpiresAt), RotatedAt: utc(k.RotatedAt)}
+	if len(k.PrevHash) > 0 {
+		v.PreviousSecretValidUntil = utc(k.PrevValidUntil)
+	}
+	if k.Caps.Any() {
+		v.Caps = &KeyCaps{Daily: k.Caps.Daily, Monthly: k.Caps.Monthly}
+	}
+	return v
 }
 
 // Credit is one credit: a ledger transaction from the currency's funding account to the key.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"mediagen/internal/admin"
+	"mediagen/internal/store"
 )
 
 // coreRoutes are the routes of the admin framework itself: who am I, tokens, keys, credits,
@@ -44,11 +45,19 @@ func (s *Server) coreRoutes() {
 	})
 
 	s.Write("POST /admin/v1/keys", admin.RoleOperator, http.StatusCreated, func(r *Request) (any, error) {
-		b, err := r.Decode(Str("tenant").Req(), Str("name"), Bool("unlimited"))
+		b, err := r.Decode(Str("tenant").Req(), Str("name"), Bool("unlimited"), Str("expires_at"), Dec("daily_cap"), Dec("monthly_cap"), Dec("credit"))
 		if err != nil {
 			return nil, err
 		}
-		return svc.CreateKey(r.Context(), r.Actor, admin.KeyInput{Tenant: b.Str("tenant"), Name: b.Str("name"), Unlimited: b.Bool("unlimited")})
+		in := admin.KeyInput{Tenant: b.Str("tenant"), Name: b.Str("name"), Unlimited: b.Bool("unlimited"),
+			Caps: store.Caps{Daily: b.Dec("daily_cap"), Monthly: b.Dec("monthly_cap")}, Credit: b.Dec("credit")}
+		if in.ExpiresAt, err = optionalTime(b, "expires_at"); err != nil {
+			return nil, err
+		}
+		if b.Has("credit") && in.Credit <= 0 {
+			return nil, invalid("credit", "credit must be a positive amount, or omitted.")
+		}
+		return svc.CreateKey(r.Context(), r.Actor, in)
 	})
 	s.Read("GET /admin/v1/keys", admin.RoleViewer, func(r *Request) (any, error) {
 		q, err := r.Query("tenant", "state", "name_prefix", "cursor", "limit")

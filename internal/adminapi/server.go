@@ -74,6 +74,7 @@ func New(cfg Config) *Server {
 	}
 	s.coreRoutes()
 	s.supportRoutes()
+	s.keyLifecycleRoutes()
 	return s
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"mediagen/internal/admin"
 	"mediagen/internal/billing"
+	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
 )
@@ -60,7 +61,7 @@ func newSupportFixture(t *testing.T, e *env) supportFixture {
 				KeyID: f.keyID, RunAt: task.CreatedAt, CreatedAt: task.CreatedAt}); err != nil {
 				return err
 			}
-			return billing.Reserve(ctx, tx, key, task.ID, task.Reserved, task.CreatedAt)
+			return billing.Reserve(ctx, tx, keys.Caller{Key: key}, task.ID, task.Reserved, task.CreatedAt)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +119,7 @@ func newSupportFixture(t *testing.T, e *env) supportFixture {
 		if err := tx.CreateSpeech(ctx, sp); err != nil {
 			return err
 		}
-		if err := billing.Reserve(ctx, tx, key, sp.ID, sp.Reserved, f.created); err != nil {
+		if err := billing.Reserve(ctx, tx, keys.Caller{Key: key}, sp.ID, sp.Reserved, f.created); err != nil {
 			return err
 		}
 		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: sp.ID, Token: "att_1", Status: store.SpeechFailed, ErrorKind: "upstream",

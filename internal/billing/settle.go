@@ -41,6 +41,12 @@ func Settle(ctx context.Context, tx store.Tx, keyID, taskID string, reserved, fi
 	if final == 0 {
 		kind = "release"
 	}
+	// The spend counters the reservation grew (if a cap counted it) now hold the final charge,
+	// overage included, in the period the reservation was made (caps.go). First, as in
+	// Reserve: counters are locked before the key's accounts.
+	if err := tx.SettleSpend(ctx, taskID, final); err != nil {
+		return 0, fmt.Errorf("settle %s: %w", taskID, err)
+	}
 	// The settlement only returns money to available, never takes it; AllowOverdraft lets
 	// that return land on an available balance an earlier overage left below zero.
 	if err := tx.Post(ctx, store.Txn{ID: idgen.New("txn"), Kind: kind, Ref: taskID, CreatedAt: at, Entries: entries, AllowOverdraft: true}); err != nil {

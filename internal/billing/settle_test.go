@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"
@@ -37,8 +38,8 @@ func TestSettleAfterAnOverageLeftAvailableNegative(t *testing.T) {
 		return err
 	})
 	// Two tasks reserve 0.4 each; the first settles 1.0 (0.6 of overage) → available -0.4.
-	step(func(tx store.Tx) error { return Reserve(ctx, tx, k, "t1", 400_000, now) })
-	step(func(tx store.Tx) error { return Reserve(ctx, tx, k, "t2", 400_000, now) })
+	step(func(tx store.Tx) error { return Reserve(ctx, tx, keys.Caller{Key: k}, "t1", 400_000, now) })
+	step(func(tx store.Tx) error { return Reserve(ctx, tx, keys.Caller{Key: k}, "t2", 400_000, now) })
 	var over money.Micros
 	step(func(tx store.Tx) (err error) {
 		over, err = Settle(ctx, tx, k.ID, "t1", 400_000, 1_000_000, now)

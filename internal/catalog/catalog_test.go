@@ -92,6 +92,9 @@ func TestParseRejectsBrokenCatalogs(t *testing.T) {
 		{"zero weight", "    currency: EUR\n", "    currency: EUR\n    weight: 0\n", "weight 0 must be 1 to 100"},
 		{"weight above the bound", "    currency: EUR\n", "    currency: EUR\n    weight: 101\n", "weight 101 must be 1 to 100"},
 		{"weight not a number", "    currency: EUR\n", "    currency: EUR\n    weight: heavy\n", "line 5"},
+		{"zero spend cap", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      daily: 0\n", "spend_caps.daily must be a positive amount"},
+		{"negative spend cap", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      monthly: -5\n", "must not be negative"},
+		{"unknown spend cap period", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      weekly: 5\n", `unknown key "weekly"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -425,5 +428,17 @@ func TestCheckListsEveryProblemAtOnce(t *testing.T) {
 	}
 	if _, err := Parse("c.yaml", []byte(src)); err == nil || err.Error() != p.Error() {
 		t.Errorf("Parse's error %v is not Check's problems", err)
+	}
+}
+
+func TestTenantSpendCapsAreOptionalAmounts(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("c.yaml", []byte(strings.Replace(minimal, "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      monthly: 100.50\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme, _ := c.Tenant("acme")
+	if d, m := acme.SpendCaps.Amounts(); d != 0 || m != 100_500_000 {
+		t.Errorf("caps %s and %s, want none and 100.50", d, m)
 	}
 }

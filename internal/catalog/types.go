@@ -80,9 +80,31 @@ type Tenant struct {
 	// with work waiting (optional, 1 to MaxWeight; absent: 1): with weight 3 against 1 it gets
 	// three workers for the other's one. Weight() reads it.
 	WeightSetting *int `yaml:"weight"`
+	// SpendCaps cap what all the tenant's keys together spend per UTC day and month
+	// (optional; docs/billing.md, "Spend caps"). They live here, not in the database, because
+	// tenants themselves do: a tenant is a catalog entry, and its caps change with it.
+	SpendCaps SpendCaps `yaml:"spend_caps"`
 
 	byAlias map[string]*Alias
 	limits  Limits
+}
+
+// SpendCaps are caps on spending per UTC calendar day and month, in the tenant's currency;
+// absent is no cap (0 is refused by the check: it would admit nothing).
+type SpendCaps struct {
+	Daily   *Rate `yaml:"daily"`
+	Monthly *Rate `yaml:"monthly"`
+}
+
+// Amounts returns the caps as amounts, 0 where there is none.
+func (c SpendCaps) Amounts() (daily, monthly money.Micros) {
+	if c.Daily != nil {
+		daily = c.Daily.Micros()
+	}
+	if c.Monthly != nil {
+		monthly = c.Monthly.Micros()
+	}
+	return daily, monthly
 }
 
 // VirtualGroup is an operator-granted virtual asset group: its id (unique across the

@@ -56,8 +56,11 @@ func (s *Server) auth(next handlerFunc) handlerFunc {
 			}
 			s.keys.put(hash, key, now)
 		}
-		if key.Revoked() {
-			return authErr("revoked_api_key", "The API key has been revoked.")
+		// Revocation, expiry and a rotated-out secret are checked on every request against
+		// the request's clock, cached key or not: the cache can keep a key for its TTL, never
+		// let it through past its expiry or its old secret's grace.
+		if no := keys.Usable(key, hash, now); no != nil {
+			return authErr(no.Code, no.Message)
 		}
 		cat := s.catalogs.Current() // this request's catalog, to its end
 		tenant, ok := cat.Tenant(key.TenantID)

@@ -3,8 +3,10 @@ package httpapi
 import (
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"mediagen/internal/apidoc"
+	"mediagen/internal/store"
 )
 
 // TestOpenAPIMatchesRecordedTraffic sends a representative request of every documented
@@ -43,7 +45,16 @@ func TestOpenAPIMatchesRecordedTraffic(t *testing.T) {
 	e.post(e.key, `{"model":"acme-video-2.5","prompt":"a cat","metadata":{"duration":99}}`)                           // 400
 	e.post(poor, `{"model":"acme-video-2.5","prompt":"a cat"}`)                                                       // 402
 	e.post("mg_wrong", `{"model":"acme-video-2.5","prompt":"a cat"}`)                                                 // 401
-	lim.post(lim.key, `{"model":"lim-video","prompt":"a cat","metadata":{"resolution":"4k"}}`)                        // 403
+	capped, cappedKey := e.newKey("acme", startCredit, false)
+	setCaps(t, e.store, cappedKey, store.Caps{Daily: 1})
+	e.post(capped, `{"model":"acme-video-2.5","prompt":"a cat"}`) // 402 spend_cap_exceeded
+	expired, expiredKey := e.newKey("acme", 0, false)
+	expiredKey.ExpiresAt = time.Now().Add(-time.Second)
+	if err := e.store.Transact(t.Context(), func(tx store.Tx) error { return tx.UpdateKey(t.Context(), expiredKey) }); err != nil {
+		t.Fatal(err)
+	}
+	e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer " + expired}, "") // 401 expired_api_key
+	lim.post(lim.key, `{"model":"lim-video","prompt":"a cat","metadata":{"resolution":"4k"}}`)      // 403
 	e.do("POST", "/v1/videos", map[string]string{"Authorization": "Bearer " + e.key, "Content-Type": "text/plain"}, "{}")
 	full.post(full.key, createBody("f1"))
 	full.post(full.key, createBody("f2")) // 429 too_many_tasks_in_flight

@@ -141,11 +141,16 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Speec
 		if err := limits.AdmitSpeech(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {
 			return err
 		}
-		return billing.Reserve(ctx, tx, c.Key, rec.ID, q.Amount, now)
+		return billing.Reserve(ctx, tx, c, rec.ID, q.Amount, now)
 	})
 	switch {
 	case err == nil:
 		return rec, stored, nil
+	case errors.Is(err, store.ErrSpendCap):
+		if capErr, ok := billing.AsCapError(err); ok {
+			return store.Speech{}, Stored{}, capErr
+		}
+		return store.Speech{}, Stored{}, err
 	case errors.Is(err, store.ErrInsufficientFunds):
 		return store.Speech{}, Stored{}, &apierr.Error{Kind: apierr.KindInsufficientBalance,
 			Message: fmt.Sprintf("The available balance is below this request's reservation of %s %s. Top up, and leave room for final reconciliation.", q.Amount, q.Currency)}

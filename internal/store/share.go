@@ -9,7 +9,8 @@ import "context"
 //
 // By marking it the caller promises two things. The transaction locks rows of this tenant and
 // key only, in the order every transaction uses (tenant in-flight counter, key in-flight
-// counter, then the key's accounts), which lets the store run a batch's transactions in
+// counter, then the spend counters of a capped reservation, tenant's then key's, then the key's
+// accounts), which lets the store run a batch's transactions in
 // (tenant, key) order without deadlocking other replicas' batches. And fn may run more than
 // once: when a shared transaction fails as a whole before its commit (a deadlock the database
 // broke, a lost connection) the store runs each of its members again alone. Its effects outside

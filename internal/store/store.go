@@ -18,6 +18,8 @@ var (
 	ErrConflict          = errors.New("conflict")
 	ErrInsufficientFunds = errors.New("insufficient funds")
 	ErrUnbalanced        = errors.New("ledger transaction does not balance")
+	// ErrSpendCap: a spend counter's guarded update refused (see SpendCapError).
+	ErrSpendCap = errors.New("spend cap exceeded")
 )
 
 // Key is an API key. Only the SHA-256 hash of the secret is stored: keys are 160+ bits of
@@ -31,6 +33,15 @@ type Key struct {
 	Unlimited bool
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is active
+	// ExpiresAt is when the key stops authenticating (zero: never).
+	ExpiresAt time.Time
+	// Caps are the key's spend caps per UTC day and month (spend.go).
+	Caps Caps
+	// PrevHash is the hash of the secret the last rotation replaced, accepted until
+	// PrevValidUntil (both zero when there is none); RotatedAt is when the key was last rotated.
+	PrevHash       []byte
+	PrevValidUntil time.Time
+	RotatedAt      time.Time
 }
 
 // Revoked reports whether the key may no longer authenticate.
@@ -106,6 +117,8 @@ type Store interface {
 	// Overage is the total a key was charged above its reservations: the sum of what its
 	// ledger transactions of kind TxnKindOverage moved into its spent account.
 	Overage(ctx context.Context, keyID string) (money.Micros, error)
+	// Spent reads spend counters (zero for a period with none).
+	Spent(ctx context.Context, counters []SpendCounter) ([]money.Micros, error)
 	Meta(ctx context.Context, name string) (string, bool, error)
 	TaskStore
 	QueueStore
@@ -133,6 +146,15 @@ type Tx interface {
 	CreateKey(ctx context.Context, k Key, currency string) error
 	RevokeKey(ctx context.Context, id string, at time.Time) error
 	Key(ctx context.Context, id string) (Key, error)
+	// KeyForUpdate reads a key and locks its row until the transaction ends, so a read-modify-
+	// write of it (UpdateKey, RotateKey) cannot lose a concurrent one.
+	KeyForUpdate(ctx context.Context, id string) (Key, error)
+	// UpdateKey writes the key's name, expiry and caps.
+	UpdateKey(ctx context.Context, k Key) error
+	// RotateKey replaces the key's hash and prefix, keeping the replaced hash valid until
+	// k.PrevValidUntil (k.PrevHash, k.PrevValidUntil and k.RotatedAt as given).
+	RotateKey(ctx context.Context, k Key) error
+	SpendTx
 	// Post appends a balanced transaction and moves the account balances. It fails with
 	// ErrInsufficientFunds, changing nothing, when an account that may not go negative would.
 	Post(ctx context.Context, t Txn) error

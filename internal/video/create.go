@@ -158,7 +158,7 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 		if err := limits.AdmitTask(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {
 			return err
 		}
-		return billing.Reserve(ctx, tx, c.Key, task.ID, q.Amount, now)
+		return billing.Reserve(ctx, tx, c, task.ID, q.Amount, now)
 	})
 	switch {
 	case err == nil:
@@ -166,6 +166,11 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 			s.Scheduled(task.ID)
 		}
 		return task, true, nil
+	case errors.Is(err, store.ErrSpendCap):
+		if capErr, ok := billing.AsCapError(err); ok {
+			return store.Task{}, false, capErr
+		}
+		return store.Task{}, false, err
 	case errors.Is(err, store.ErrInsufficientFunds):
 		return store.Task{}, false, &apierr.Error{Kind: apierr.KindInsufficientBalance,
 			Message: fmt.Sprintf("The available balance is below this request's reservation of %s %s. Top up, and leave room for final reconciliation.", q.Amount, q.Currency)}

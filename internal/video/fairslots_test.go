@@ -14,6 +14,7 @@ import (
 
 	"mediagen/internal/billing"
 	"mediagen/internal/jobs"
+	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/provider"
 	"mediagen/internal/store"
@@ -76,7 +77,7 @@ func (e *env) taskOf(k store.Key, n int) string {
 		if err := tx.EnqueueJob(ctx, TaskJob(task)); err != nil {
 			return err
 		}
-		return billing.Reserve(ctx, tx, k, task.ID, 1_000, now)
+		return billing.Reserve(ctx, tx, keys.Caller{Key: k}, task.ID, 1_000, now)
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/contract"
 	"mediagen/internal/jobs"
+	"mediagen/internal/keys"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/money"
@@ -65,7 +66,7 @@ func (e *env) storedTask(req Stored, quote billing.Quote, reserve money.Micros) 
 		if err := tx.EnqueueJob(ctx, TaskJob(task)); err != nil {
 			return err
 		}
-		return billing.Reserve(ctx, tx, e.key, id, reserve, now)
+		return billing.Reserve(ctx, tx, keys.Caller{Key: e.key}, id, reserve, now)
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"mediagen/internal/billing"
 	"mediagen/internal/jobs"
+	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"
@@ -99,7 +100,7 @@ func (e *env) task(reserve money.Micros, created time.Time) string {
 		if err := tx.EnqueueJob(ctx, TaskJob(task)); err != nil {
 			return err
 		}
-		return billing.Reserve(ctx, tx, e.key, id, reserve, created)
+		return billing.Reserve(ctx, tx, keys.Caller{Key: e.key}, id, reserve, created)
 	})
 	if err != nil {
 		e.t.Fatal(err)

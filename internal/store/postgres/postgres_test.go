@@ -250,3 +250,28 @@ func TestLedgerCheckFindsEntriesWithoutTheirRows(t *testing.T) {
 		}
 	}
 }
+
+// TestSpendCapExactAcrossTwoReplicas: 50 concurrent capped reservations of one key through two
+// store handles on one database: exactly as many accepted as the cap allows, never over.
+func TestSpendCapExactAcrossTwoReplicas(t *testing.T) {
+	url := pgtest.URL(t)
+	var handles []store.Store
+	for range 2 {
+		db, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		handles = append(handles, db)
+	}
+	storetest.SpendCapExactAcrossHandles(t, handles, 50)
+	storetest.SpendHoldsAndSettlementsInterleave(t, handles)
+	storetest.CheckLedger(t, handles[0])
+	for i, h := range handles {
+		commits, txs := h.(*sqldb.DB).GroupStats()
+		t.Logf("replica %d: %d shared transactions in %d commits", i, txs, commits)
+		if txs <= commits {
+			t.Errorf("replica %d: the capped reservations marked to share did not share commits", i)
+		}
+	}
+}

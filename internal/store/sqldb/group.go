@@ -69,6 +69,8 @@ type grouper struct {
 	// postGuarded and moveBalances are postQueued and moveBalancesSQL as the pipe's dialect
 	// refuses them (Piper.RequireRows), in its placeholder form.
 	postGuarded, moveBalances string
+	// holdSpends is holdSpendsSQL as the pipe's dialect refuses it (spend.go).
+	holdSpends string
 
 	// batches and grouped count commits and the transactions they carried (for tests and
 	// metrics: grouped/batches is the mean batch size).
@@ -100,6 +102,7 @@ func startGrouper(db *DB, lanes int, shared bool) *grouper {
 		g.pipe = p
 		g.postGuarded = db.q(p.RequireRows(postQueued, "account update"))
 		g.moveBalances = db.q(p.RequireRows(moveBalancesSQL, "balance move"))
+		g.holdSpends = db.q(p.RequireRows(holdSpendsSQL, "spend cap"))
 	}
 	for range lanes {
 		ch := make(chan *groupJob)

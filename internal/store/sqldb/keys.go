@@ -7,30 +7,47 @@ import (
 	"fmt"
 	"time"
 
+	"mediagen/internal/money"
 	"mediagen/internal/store"
 )
 
-const keyColumns = `id, tenant_id, name, prefix, hash, unlimited, created_at, revoked_at`
+const keyColumns = `id, tenant_id, name, prefix, hash, unlimited, created_at, revoked_at,
+	expires_at, daily_cap, monthly_cap, prev_hash, prev_valid_until, rotated_at`
 
 type scanner interface{ Scan(...any) error }
 
 func scanKey(row scanner) (store.Key, error) {
 	var k store.Key
 	var unlimited int
-	var created, revoked int64
-	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.Prefix, &k.Hash, &unlimited, &created, &revoked); err != nil {
+	var created, revoked, expires, daily, monthly, prevUntil, rotated int64
+	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.Prefix, &k.Hash, &unlimited, &created, &revoked,
+		&expires, &daily, &monthly, &k.PrevHash, &prevUntil, &rotated); err != nil {
 		return store.Key{}, noRows(err)
 	}
 	k.Unlimited = unlimited != 0
 	k.CreatedAt, k.RevokedAt = fromMicros(created), fromMicros(revoked)
+	k.ExpiresAt, k.PrevValidUntil, k.RotatedAt = fromMicros(expires), fromMicros(prevUntil), fromMicros(rotated)
+	k.Caps = store.Caps{Daily: money.Micros(daily), Monthly: money.Micros(monthly)}
 	return k, nil
+}
+
+// nullBytes stores an empty hash as NULL: the unique index on prev_hash skips NULLs.
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // CreateKey stores the key and opens its three accounts, plus the currency's funding account
 // the first time that currency is seen.
 func (t *Tx) CreateKey(ctx context.Context, k store.Key, currency string) error {
-	_, err := t.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
-		k.ID, k.TenantID, k.Name, k.Prefix, k.Hash, boolInt(k.Unlimited), micros(k.CreatedAt))
+	if k.Caps.Daily < 0 || k.Caps.Monthly < 0 {
+		return fmt.Errorf("create key %s: negative cap", k.ID)
+	}
+	_, err := t.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, NULL, 0, 0)`,
+		k.ID, k.TenantID, k.Name, k.Prefix, k.Hash, boolInt(k.Unlimited), micros(k.CreatedAt),
+		micros(k.ExpiresAt), int64(k.Caps.Daily), int64(k.Caps.Monthly))
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create key %s: %w", k.ID, store.ErrConflict)
@@ -83,9 +100,56 @@ func (t *Tx) Key(ctx context.Context, id string) (store.Key, error) {
 	return k, nil
 }
 
-// KeyByHash finds the key whose secret hashes to hash.
+// KeyForUpdate reads a key and locks its row: the no-op update takes PostgreSQL's row lock
+// (SQLite's one writer already excludes every other).
+func (t *Tx) KeyForUpdate(ctx context.Context, id string) (store.Key, error) {
+	k, err := scanKey(t.queryRow(ctx, `UPDATE api_keys SET name = name WHERE id = ? RETURNING `+keyColumns, id))
+	if err != nil {
+		return k, fmt.Errorf("key %s for update: %w", id, err)
+	}
+	return k, nil
+}
+
+// UpdateKey writes the key's name, expiry and caps.
+func (t *Tx) UpdateKey(ctx context.Context, k store.Key) error {
+	if k.Caps.Daily < 0 || k.Caps.Monthly < 0 {
+		return fmt.Errorf("update key %s: negative cap", k.ID)
+	}
+	res, err := t.exec(ctx, `UPDATE api_keys SET name = ?, expires_at = ?, daily_cap = ?, monthly_cap = ? WHERE id = ?`,
+		k.Name, micros(k.ExpiresAt), int64(k.Caps.Daily), int64(k.Caps.Monthly), k.ID)
+	if err != nil {
+		return fmt.Errorf("update key %s: %w", k.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("update key %s: %w", k.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// RotateKey replaces the key's secret, keeping the replaced one valid until k.PrevValidUntil.
+func (t *Tx) RotateKey(ctx context.Context, k store.Key) error {
+	res, err := t.exec(ctx, `UPDATE api_keys SET hash = ?, prefix = ?, prev_hash = ?, prev_valid_until = ?, rotated_at = ? WHERE id = ?`,
+		k.Hash, k.Prefix, nullBytes(k.PrevHash), micros(k.PrevValidUntil), micros(k.RotatedAt), k.ID)
+	if err != nil {
+		if t.db.d.IsUniqueViolation(err) {
+			return fmt.Errorf("rotate key %s: %w", k.ID, store.ErrConflict)
+		}
+		return fmt.Errorf("rotate key %s: %w", k.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("rotate key %s: %w", k.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// KeyByHash finds the key whose secret, or whose secret before its last rotation, hashes to
+// hash. The second look-up only runs for a hash no current secret has: every request with a
+// current secret still costs one indexed read.
 func (db *DB) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
 	k, err := scanKey(db.readRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
+	if errors.Is(err, store.ErrNotFound) {
+		k, err = scanKey(db.readRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE prev_hash = ?`, hash))
+	}
 	if err != nil {
 		return k, fmt.Errorf("key by hash: %w", err)
 	}

@@ -3,7 +3,10 @@ package sqldb
 import (
 	"context"
 	"math/bits"
+	"sort"
 	"strings"
+
+	"mediagen/internal/store"
 )
 
 // Merged writes (PostgreSQL shared commits).
@@ -30,7 +33,8 @@ import (
 //
 // The row locks keep their order: the counter upsert is sent first (tenant, then key: the
 // members are sorted by tenant and key, and each adds its tenant before its key), then the
-// inserts, then the accounts.
+// inserts, then the spend counters of capped reservations (spend.go), by the batch's total for
+// each, guarded by the cap, then the accounts.
 
 // merged holds an optimistic shared batch's writes until they are sent.
 type merged struct {
@@ -43,6 +47,13 @@ type merged struct {
 	answered map[counterRow]int64
 	// moves: net balance moves per account, in first-added order.
 	moves []*accountMove
+	// spends: spend counter growths (spend.go), per counter, sent before the moves.
+	spends []*spendDelta
+}
+
+type spendDelta struct {
+	store.CappedCounter
+	total int64
 }
 
 type pendingInsert struct {
@@ -123,6 +134,19 @@ func (m *merged) move(account string, amount, at int64) {
 	mv.at = max(mv.at, at)
 }
 
+// hold adds a capped reservation's amount to its counter; the tightest cap a member gave
+// guards the sum.
+func (m *merged) hold(c store.CappedCounter, amount int64) {
+	for _, d := range m.spends {
+		if d.SpendCounter == c.SpendCounter {
+			d.total += amount
+			d.Cap = min(d.Cap, c.Cap)
+			return
+		}
+	}
+	m.spends = append(m.spends, &spendDelta{CappedCounter: c, total: amount})
+}
+
 // addInFlightSQL upserts counter rows by arrays of kinds, owners and increments (one row each).
 const addInFlightSQL = `INSERT INTO in_flight (kind, owner, n)
 	SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[])
@@ -165,7 +189,7 @@ func (m *merged) queueCounts(p Pipe, rebind func(string) string) {
 // queue queues everything the batch holds back, for its commit (see above for the order).
 // Inserts go in chunks of powers of two rows (13 rows: 8, 4 and 1), so each has a handful of
 // statement texts for the driver's statement cache instead of one per batch size.
-func (m *merged) queue(p Pipe, rebind func(string) string, moveBalances string) {
+func (m *merged) queue(p Pipe, rebind func(string) string, moveBalances, holdSpends string) {
 	m.queueCounts(p, rebind)
 	for _, in := range m.inserts {
 		rows := len(in.args) / in.cols
@@ -178,6 +202,18 @@ func (m *merged) queue(p Pipe, rebind func(string) string, moveBalances string) 
 		}
 	}
 	m.inserts = nil
+	if len(m.spends) > 0 {
+		// Tenant counters before key counters, and all before the accounts, as every hold and
+		// settlement locks them (spend.go).
+		sort.SliceStable(m.spends, func(i, j int) bool { return holdLess(m.spends[i].CappedCounter, m.spends[j].CappedCounter) })
+		n := len(m.spends)
+		scopes, owners, periods, totals, caps := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([]int64, n)
+		for i, d := range m.spends {
+			scopes[i], owners[i], periods[i], totals[i], caps[i] = d.Scope, d.Owner, d.Period, d.total, int64(d.Cap)
+		}
+		p.QueueRead(holdSpends, []any{scopes, owners, periods, totals, caps, int64(n)}, nil)
+		m.spends = nil
+	}
 	if len(m.moves) > 0 {
 		n := len(m.moves)
 		ids, nets, debits, ats := make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n)

@@ -161,7 +161,7 @@ func (s pipeTxn) member(queue bool) *Tx {
 }
 
 func (s pipeTxn) commit() (queued, err error) {
-	s.merge.queue(s.p, s.db.q, s.db.group.moveBalances)
+	s.merge.queue(s.p, s.db.q, s.db.group.moveBalances, s.db.group.holdSpends)
 	return s.p.Commit(context.Background())
 }
 func (s pipeTxn) rollback() { _ = s.p.Rollback(context.Background()) }

@@ -269,3 +269,21 @@ func TestJobsMigrationMovesUnfinishedWork(t *testing.T) {
 		t.Errorf("asset after the migration: %+v %v", a, err)
 	}
 }
+
+// TestSpendCapExactThroughTwoHandles: 50 concurrent capped reservations of one key through two
+// handles on one file: exactly as many accepted as the cap allows, never over.
+func TestSpendCapExactThroughTwoHandles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "test.db")
+	var handles []store.Store
+	for range 2 {
+		db, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		handles = append(handles, db)
+	}
+	storetest.SpendCapExactAcrossHandles(t, handles, 50)
+	storetest.SpendHoldsAndSettlementsInterleave(t, handles)
+	storetest.CheckLedger(t, handles[0])
+}

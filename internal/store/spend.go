@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"mediagen/internal/money"
+)
+
+// Caps are spend caps per UTC calendar period, in the owner's currency; zero is no cap.
+type Caps struct {
+	Daily   money.Micros
+	Monthly money.Micros
+}
+
+// Any reports whether any cap is set.
+func (c Caps) Any() bool { return c.Daily > 0 || c.Monthly > 0 }
+
+// SpendCounter names one spend counter: what one owner (a key or a tenant) spent in one
+// period. The period is a text the caller makes ("day:2026-11-25", "month:2026-11"); the
+// store only compares it.
+type SpendCounter struct {
+	Scope  string // "key" or "tenant"
+	Owner  string // the key or tenant id
+	Period string
+}
+
+// SpendHold is a reservation counted against caps: each counter's spending grows by Amount
+// only if it stays at most its Cap. The counts are kept with Ref, so the settlement of Ref
+// adjusts the very counters the reservation grew, in the period it was made.
+type SpendHold struct {
+	Ref      string
+	Amount   money.Micros
+	Counters []CappedCounter
+}
+
+// CappedCounter is a counter and the cap it must stay within (Cap > 0).
+type CappedCounter struct {
+	SpendCounter
+	Cap money.Micros
+}
+
+// SpendCapError is the refusal of a hold: the counter of Counters[Index] would have gone
+// above its cap. It matches ErrSpendCap.
+type SpendCapError struct {
+	Index int
+	Spent money.Micros // what the counter held when it refused (-1 if unknown)
+}
+
+func (e *SpendCapError) Error() string {
+	return fmt.Sprintf("spend counter %d: %v", e.Index, ErrSpendCap)
+}
+
+// Is makes errors.Is(err, ErrSpendCap) true.
+func (e *SpendCapError) Is(target error) bool { return target == ErrSpendCap }
+
+// SpendTx is the write side of spend caps.
+type SpendTx interface {
+	// HoldSpend grows each counter of h by h.Amount, tenant's first, each with one guarded
+	// statement, and records the hold under h.Ref. If a counter would exceed its cap it fails
+	// with a *SpendCapError, and the caller must roll the transaction back. A hold without
+	// counters does nothing. Callers hold before moving the key's accounts (lock order).
+	HoldSpend(ctx context.Context, h SpendHold) error
+	// SettleSpend ends the hold of ref, if there is one: each counter it grew moves by
+	// (final − held), so the period holds what was charged; final = 0 gives the hold back.
+	// No hold (a reservation made with no cap) is not an error. Callers settle the counters
+	// before moving the key's accounts, as they hold them.
+	SettleSpend(ctx context.Context, ref string, final money.Micros) error
+}
