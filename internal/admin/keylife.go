@@ -50,9 +50,9 @@ func (s *Service) RotateKey(ctx context.Context, a Actor, id string, grace time.
 		if err != nil {
 			return KeyRotated{}, Change{}, keyErr(id, err)
 		}
-		v := keyView(after)
+		v := keyView(after, s.Now())
 		return KeyRotated{Key: v, Secret: secret},
-			Change{Action: "key.rotate", TargetType: "key", TargetID: id, Before: keyView(before), After: v}, nil
+			Change{Action: "key.rotate", TargetType: "key", TargetID: id, Before: keyView(before, s.Now()), After: v}, nil
 	})
 }
 
@@ -94,8 +94,8 @@ func (s *Service) UpdateKey(ctx context.Context, a Actor, id string, in KeyUpdat
 		if err != nil {
 			return Key{}, Change{}, keyErr(id, err)
 		}
-		v := keyView(after)
-		return v, Change{Action: "key.update", TargetType: "key", TargetID: id, Before: keyView(before), After: v}, nil
+		v := keyView(after, s.Now())
+		return v, Change{Action: "key.update", TargetType: "key", TargetID: id, Before: keyView(before, s.Now()), After: v}, nil
 	})
 }
 

@@ -59,7 +59,7 @@ func (s *Service) CreateKey(ctx context.Context, a Actor, in KeyInput) (KeyCreat
 		if err := tx.CreateKey(ctx, k, tenant.Currency); err != nil {
 			return KeyCreated{}, Change{}, err
 		}
-		v := keyView(k)
+		v := keyView(k, s.Now())
 		audited := v
 		v.Balance = &Balance{Currency: tenant.Currency}
 		var initial *Credit
@@ -84,7 +84,7 @@ func (s *Service) CreateKey(ctx context.Context, a Actor, in KeyInput) (KeyCreat
 // KeyFilter selects API keys for a listing.
 type KeyFilter struct {
 	Tenant     string
-	State      string // "", active or revoked
+	State      string // "", active, expired or revoked
 	NamePrefix string
 	Cursor     string // next_cursor of the previous page
 	Limit      int    // 0: MaxPageSize
@@ -95,8 +95,10 @@ func (s *Service) Keys(ctx context.Context, a Actor, f KeyFilter) (List[Key], er
 	if err := Need(a, RoleViewer); err != nil {
 		return List[Key]{}, err
 	}
-	if f.State != "" && f.State != store.KeyStateActive && f.State != store.KeyStateRevoked {
-		return List[Key]{}, invalidf("state", "state must be active or revoked.")
+	switch f.State {
+	case "", store.KeyStateActive, store.KeyStateExpired, store.KeyStateRevoked:
+	default:
+		return List[Key]{}, invalidf("state", "state must be active, expired or revoked.")
 	}
 	if f.Cursor != "" && !idgen.Plausible(f.Cursor) {
 		return List[Key]{}, invalidf("cursor", "cursor is not one this service handed out.")
@@ -111,7 +113,7 @@ func (s *Service) Keys(ctx context.Context, a Actor, f KeyFilter) (List[Key], er
 	if err != nil {
 		return List[Key]{}, err
 	}
-	page, err := s.st.KeysPage(ctx, store.KeyQuery{TenantID: f.Tenant, State: f.State, NamePrefix: f.NamePrefix, After: f.Cursor, Limit: limit + 1})
+	page, err := s.st.KeysPage(ctx, store.KeyQuery{TenantID: f.Tenant, State: f.State, Now: s.Now(), NamePrefix: f.NamePrefix, After: f.Cursor, Limit: limit + 1})
 	if err != nil {
 		return List[Key]{}, fmt.Errorf("list keys: %w", err)
 	}
@@ -133,7 +135,7 @@ func (s *Service) Keys(ctx context.Context, a Actor, f KeyFilter) (List[Key], er
 }
 
 func (s *Service) withBalance(ctx context.Context, k store.Key) (Key, error) {
-	v := keyView(k)
+	v := keyView(k, s.Now())
 	b, err := s.st.Balance(ctx, k.ID)
 	if err != nil {
 		return Key{}, fmt.Errorf("balance of %s: %w", k.ID, err)
@@ -196,8 +198,8 @@ func (s *Service) RevokeKey(ctx context.Context, a Actor, id string) (Key, error
 		if !cur.Revoked() {
 			cur.RevokedAt = now
 		}
-		after := keyView(cur)
-		return after, Change{Action: "key.revoke", TargetType: "key", TargetID: id, Before: keyView(old), After: after}, nil
+		after := keyView(cur, s.Now())
+		return after, Change{Action: "key.revoke", TargetType: "key", TargetID: id, Before: keyView(old, s.Now()), After: after}, nil
 	})
 }
 

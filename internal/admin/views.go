@@ -70,7 +70,7 @@ type Key struct {
 	Name      string    `json:"name"`
 	Prefix    string    `json:"prefix"`
 	Unlimited bool      `json:"unlimited"`
-	State     string    `json:"state"` // active, revoked
+	State     string    `json:"state"` // active, expired, revoked
 	CreatedAt time.Time `json:"created_at"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	// ExpiresAt: from then on the key answers 401 expired_api_key (absent: never).
@@ -111,10 +111,14 @@ type KeyCreated struct {
 	InitialCredit *Credit `json:"initial_credit,omitempty"`
 }
 
-func keyView(k store.Key) Key {
+// keyView shows k as it stands at now: a key past its expiry is "expired" until revoked.
+func keyView(k store.Key, now time.Time) Key {
 	state := store.KeyStateActive
-	if k.Revoked() {
+	switch {
+	case k.Revoked():
 		state = store.KeyStateRevoked
+	case !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt):
+		state = store.KeyStateExpired
 	}
 	v := Key{Object: "api_key", ID: k.ID, Tenant: k.TenantID, Name: k.Name, Prefix: k.Prefix, Unlimited: k.Unlimited,
 		State: state, CreatedAt: k.CreatedAt.UTC(), RevokedAt: utc(k.RevokedAt),

@@ -217,3 +217,40 @@ func TestKeyLifecycleBadInputIs400WithParam(t *testing.T) {
 		}
 	})
 }
+
+// A key past its expiry reads as "expired" (until revoked) and the listing's state filter
+// follows the clock: the same key is active one second before.
+func TestExpiredKeysShowAndFilterAsExpired(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		expires := e.clock.Now().Add(time.Hour).UTC().Truncate(time.Second)
+		r := e.write("/admin/v1/keys", e.oper, `{"tenant":"demo","name":"short-lived","expires_at":"`+expires.Format(time.RFC3339)+`"}`)
+		if r.status != http.StatusCreated {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		id := r.json(t)["id"].(string)
+		listed := func(state string) bool {
+			t.Helper()
+			page := e.do("GET", "/admin/v1/keys?name_prefix=short-lived&state="+state, e.viewer, "", "").json(t)
+			for _, k := range page["data"].([]any) {
+				if k.(map[string]any)["id"] == id {
+					return true
+				}
+			}
+			return false
+		}
+		if !listed("active") || listed("expired") {
+			t.Fatal("a key before its expiry is not listed as active only")
+		}
+		e.clock.Add(time.Hour)
+		if got := e.do("GET", "/admin/v1/keys/"+id, e.viewer, "", "").json(t)["state"]; got != "expired" {
+			t.Errorf("state at the expiry %v, want expired", got)
+		}
+		if listed("active") || !listed("expired") {
+			t.Error("a key at its expiry is not listed as expired only")
+		}
+		e.write("/admin/v1/keys/"+id+"/revoke", e.oper, `{}`)
+		if got := e.do("GET", "/admin/v1/keys/"+id, e.viewer, "", "").json(t)["state"]; got != "revoked" {
+			t.Errorf("state after revoking %v, want revoked", got)
+		}
+	})
+}

@@ -66,7 +66,8 @@ const DefaultAuditLimit = 100
 // KeyQuery selects API keys in id order (ids sort by creation), for paged listings.
 type KeyQuery struct {
 	TenantID   string
-	State      string // "" for every key, "active" or "revoked"
+	State      string    // "" for every key, "active", "expired" (at Now) or "revoked"
+	Now        time.Time // the instant "active" and "expired" are judged at
 	NamePrefix string
 	After      string // cursor: only keys whose id sorts after this one
 	Limit      int    // at most this many (0: DefaultKeyLimit)
@@ -76,6 +77,7 @@ type KeyQuery struct {
 const (
 	KeyStateActive  = "active"
 	KeyStateRevoked = "revoked"
+	KeyStateExpired = "expired" // not revoked, past its expires_at
 )
 
 // DefaultKeyLimit is the page size of a key listing unless asked otherwise.

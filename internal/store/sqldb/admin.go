@@ -193,7 +193,9 @@ func (db *DB) KeysPage(ctx context.Context, q store.KeyQuery) ([]store.Key, erro
 	}
 	switch q.State {
 	case store.KeyStateActive:
-		add("revoked_at = 0")
+		add("revoked_at = 0 AND (expires_at = 0 OR expires_at > ?)", micros(q.Now))
+	case store.KeyStateExpired:
+		add("revoked_at = 0 AND expires_at <> 0 AND expires_at <= ?", micros(q.Now))
 	case store.KeyStateRevoked:
 		add("revoked_at <> 0")
 	}

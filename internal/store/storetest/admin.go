@@ -131,12 +131,18 @@ func testAdminAudit(t *testing.T, s store.Store) {
 	}
 }
 
+// keyPageExpiry is when testAdminKeysPage's "test" key expires.
+var keyPageExpiry = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
 func testAdminKeysPage(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	var made []store.Key
 	for i, spec := range []struct{ tenant, name string }{{"acme", "prod-a"}, {"acme", "prod-b"}, {"acme", "test"}, {"other", "prod-c"}, {"other", "été-1"}} {
 		k := store.Key{ID: fmt.Sprintf("key_page_%d", i), TenantID: spec.tenant, Name: spec.name, Prefix: "mg_x",
 			Hash: []byte(fmt.Sprintf("page-hash-%d", i)), CreatedAt: time.Now()}
+		if i == 2 {
+			k.ExpiresAt = keyPageExpiry
+		}
 		if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateKey(ctx, k, "USD") }); err != nil {
 			t.Fatal(err)
 		}
@@ -160,8 +166,11 @@ func testAdminKeysPage(t *testing.T, s store.Store) {
 		{"every key in id order", store.KeyQuery{}, "key_page_0 key_page_1 key_page_2 key_page_3 key_page_4 "},
 		{"one tenant", store.KeyQuery{TenantID: "other"}, "key_page_3 key_page_4 "},
 		{"a prefix of characters, not bytes", store.KeyQuery{NamePrefix: "ét"}, "key_page_4 "},
-		{"active", store.KeyQuery{TenantID: "acme", State: store.KeyStateActive}, "key_page_0 key_page_2 "},
-		{"revoked", store.KeyQuery{State: store.KeyStateRevoked}, "key_page_1 "},
+		{"active before an expiry", store.KeyQuery{TenantID: "acme", State: store.KeyStateActive, Now: keyPageExpiry.Add(-time.Second)}, "key_page_0 key_page_2 "},
+		{"active at an expiry", store.KeyQuery{TenantID: "acme", State: store.KeyStateActive, Now: keyPageExpiry}, "key_page_0 "},
+		{"expired at its expiry", store.KeyQuery{State: store.KeyStateExpired, Now: keyPageExpiry}, "key_page_2 "},
+		{"not yet expired", store.KeyQuery{State: store.KeyStateExpired, Now: keyPageExpiry.Add(-time.Second)}, ""},
+		{"revoked", store.KeyQuery{State: store.KeyStateRevoked, Now: keyPageExpiry}, "key_page_1 "},
 		{"name prefix", store.KeyQuery{NamePrefix: "prod-"}, "key_page_0 key_page_1 key_page_3 "},
 		{"name prefix with LIKE's wildcards matches literally", store.KeyQuery{NamePrefix: "pro%"}, ""},
 		{"a page after a cursor", store.KeyQuery{After: "key_page_0", Limit: 2}, "key_page_1 key_page_2 "},
