@@ -87,10 +87,11 @@ func (e *adminEnv) catalogCheck(path string, serve Config, withEnv bool) error {
 // --catalog-poll, and waits until each has reported its outcome: the version it has, or the
 // problems for which it refused the file (and kept its catalog).
 func (e *adminEnv) catalogReload(ctx context.Context, wait time.Duration) error {
-	id, err := e.db.RequestCatalogReload(ctx, "cli", time.Now().UTC())
+	req, err := e.svc.RequestCatalogReload(ctx, e.actor)
 	if err != nil {
 		return err
 	}
+	id := req.Request
 	deadline := time.Now().Add(wait)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mediagen/internal/store"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -367,6 +368,9 @@ func TestTwoReplicasPickUpACLIReload(t *testing.T) {
 		t.Fatalf("catalog reload: %v\n%s", err, out.String())
 	}
 	t.Logf("the CLI saw both replicas reloaded %s after its request (--catalog-poll 20ms)", time.Since(began).Round(time.Millisecond))
+	if got, err := r1.db.Audit(context.Background(), store.AuditQuery{Action: "catalog.reload"}); err != nil || len(got) != 1 || got[0].Via != "cli" {
+		t.Errorf("audit of the CLI's reload: %+v, %v; want one catalog.reload entry via cli", got, err)
+	}
 	for _, m := range []*Main{r1, r2} {
 		if got := m.CatalogVersion().Hash; got != next {
 			t.Errorf("replica %s has %s after the CLI reload answered, want %s", m.ReplicaID(), got, next)

@@ -156,3 +156,28 @@ func (s *Service) ReloadCatalog(ctx context.Context, a Actor, r CatalogReloader)
 	}
 	return out, err
 }
+
+// CatalogReloadRequest is the answer of a reload requested without reloading a catalog here
+// (the CLI, which serves nothing): every running replica follows it within its poll.
+type CatalogReloadRequest struct {
+	Object  string `json:"object"` // "catalog_reload_request"
+	Request int64  `json:"request"`
+}
+
+// RequestCatalogReload records a reload request for every running replica, audited as
+// catalog.reload with the request's number: the CLI's reload, which is an operator action
+// like the API's even though it changes no catalog in its own process.
+func (s *Service) RequestCatalogReload(ctx context.Context, a Actor) (CatalogReloadRequest, error) {
+	if err := need(a, RoleOwner); err != nil {
+		return CatalogReloadRequest{}, err
+	}
+	now := s.Now()
+	return write(ctx, s, a, func(tx store.Tx) (CatalogReloadRequest, Change, error) {
+		id, err := tx.RequestCatalogReload(ctx, a.Via+":"+a.Name, now)
+		if err != nil {
+			return CatalogReloadRequest{}, Change{}, err
+		}
+		res := CatalogReloadRequest{Object: "catalog_reload_request", Request: id}
+		return res, Change{Action: "catalog.reload", TargetType: "catalog", TargetID: fmt.Sprint(id), After: res}, nil
+	})
+}
