@@ -18,7 +18,14 @@ const eventColumns = `task_id, seq, at, from_status, to_status, step, attempt, u
 
 // TaskEvents lists a task's events in the order they were written.
 func (db *DB) TaskEvents(ctx context.Context, taskID string) ([]store.TaskEvent, error) {
-	rows, err := db.read.QueryContext(ctx, db.q(`SELECT `+eventColumns+` FROM task_events WHERE task_id = ? ORDER BY seq`), taskID)
+	// Event 0, the acceptance, is the task's row itself (CreateTask writes no event: the hot
+	// path stays one insert); a task is always accepted queued. A seq-0 row, if one was ever
+	// written, wins.
+	rows, err := db.read.QueryContext(ctx, db.q(`SELECT `+eventColumns+` FROM task_events WHERE task_id = ?
+		UNION ALL
+		SELECT id, 0, created_at, '', '`+string(store.StatusQueued)+`', '', 0, '', '', '' FROM tasks
+		WHERE id = ? AND NOT EXISTS (SELECT 1 FROM task_events WHERE task_id = ? AND seq = 0)
+		ORDER BY 2`), taskID, taskID, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("task events %s: %w", taskID, err)
 	}

@@ -53,16 +53,10 @@ func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
 		}
 		return fmt.Errorf("create task %s: %w", task.ID, err)
 	}
-	// Its history starts with its acceptance: one narrow row, merged like the task's own
-	// insert in a shared batch, so the create costs no round trip more.
-	if err := t.insert(ctx, insertAcceptedEvent, "", 5,
-		[]any{task.ID, 0, micros(task.CreatedAt), "", task.Status}); err != nil {
-		return fmt.Errorf("create task %s: event: %w", task.ID, err)
-	}
+	// Its history starts with its acceptance, which is not written here: the task's row is
+	// that event (TaskEvents reads it as event 0), so a create costs no insert more.
 	return nil
 }
-
-const insertAcceptedEvent = `INSERT INTO task_events (task_id, seq, at, from_status, to_status)`
 
 // readColumns are taskColumns without the request and pricing documents: readers (polling,
 // replays) never need them, and polling is the hottest path, so it reads less.
