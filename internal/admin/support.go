@@ -206,6 +206,14 @@ func (s *Service) Speech(ctx context.Context, a Actor, id string) (SpeechDetail,
 	if sp.Status == store.SpeechPending {
 		d.AttemptUntil = utc(sp.AttemptUntil)
 	}
+	events, err := st.SpeechEvents(ctx, id)
+	if err != nil {
+		return SpeechDetail{}, fmt.Errorf("speech %s: %w", id, err)
+	}
+	d.Events = make([]TaskEvent, 0, len(events))
+	for _, e := range events {
+		d.Events = append(d.Events, TaskEvent{Seq: e.Seq, At: e.At.UTC(), From: e.From, To: e.To, Step: e.Step, Attempt: e.Attempt, Detail: e.Detail})
+	}
 	if k, err := st.Key(ctx, sp.KeyID); err == nil {
 		d.KeyName = k.Name
 	}

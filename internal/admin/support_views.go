@@ -163,14 +163,16 @@ type SpeechDetail struct {
 	ErrorKind string `json:"error_kind,omitempty"`
 	// InternalError is the reason behind a failure (the engine's answer, the timeout, the
 	// sweep), for operators only.
-	InternalError string      `json:"internal_error,omitempty"`
-	AttemptUntil  time.Time   `json:"attempt_until,omitzero"`
-	CreatedAt     time.Time   `json:"created_at"`
-	UpdatedAt     time.Time   `json:"updated_at"`
-	FinishedAt    time.Time   `json:"finished_at,omitzero"`
-	Money         RecordMoney `json:"money"`
-	Ledger        []LedgerTxn `json:"ledger"`
-	Excess        []Excess    `json:"upstream_excess"`
+	InternalError string `json:"internal_error,omitempty"`
+	// Events are the record's acceptance, each takeover of an abandoned attempt, and its end.
+	Events       []TaskEvent `json:"events"`
+	AttemptUntil time.Time   `json:"attempt_until,omitzero"`
+	CreatedAt    time.Time   `json:"created_at"`
+	UpdatedAt    time.Time   `json:"updated_at"`
+	FinishedAt   time.Time   `json:"finished_at,omitzero"`
+	Money        RecordMoney `json:"money"`
+	Ledger       []LedgerTxn `json:"ledger"`
+	Excess       []Excess    `json:"upstream_excess"`
 }
 
 // SpeechSummary is a speech record as a search lists it.

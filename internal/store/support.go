@@ -80,6 +80,9 @@ type JobState struct {
 type SupportStore interface {
 	// TaskEvents lists a task's events in the order they were written.
 	TaskEvents(ctx context.Context, taskID string) ([]TaskEvent, error)
+	// SpeechEvents lists a speech record's events the same way: its acceptance (event 0, the
+	// record itself), each takeover of an abandoned attempt, and its end.
+	SpeechEvents(ctx context.Context, speechID string) ([]TaskEvent, error)
 	// SearchTasks lists tasks in creation order (Request and Pricing left empty).
 	SearchTasks(ctx context.Context, f TaskFilter) ([]Task, error)
 	SearchSpeeches(ctx context.Context, f SpeechFilter) ([]Speech, error)

@@ -65,6 +65,9 @@ func (t *Tx) TakeOverSpeech(ctx context.Context, id, oldToken, newToken string, 
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("take over speech %s: %w", id, store.ErrLeaseLost)
 	}
+	if err := t.speechEvent(ctx, id, store.SpeechPending, speechStepTakeover, 2, "the previous attempt's lease lapsed"); err != nil {
+		return fmt.Errorf("take over speech %s: %w", id, err)
+	}
 	return nil
 }
 
@@ -98,7 +101,31 @@ func (t *Tx) FinishSpeech(ctx context.Context, f store.SpeechFinish) error {
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("finish speech %s: %w", f.ID, store.ErrLeaseLost)
 	}
+	if err := t.speechEvent(ctx, f.ID, f.Status, "", 1, f.ErrorDetail); err != nil {
+		return fmt.Errorf("finish speech %s: %w", f.ID, err)
+	}
 	return t.dropInFlight(ctx, "speech", "speeches", f.ID)
+}
+
+// speechStepTakeover marks the events of a speech record handed to a new attempt; their
+// count numbers the attempts.
+const speechStepTakeover = "takeover"
+
+// speechEvent appends a speech record's next event (in task_events, whose ids never collide
+// with a speech record's) after a fenced change. The attempt is the takeovers before it plus
+// base: 1 for the end of a record no one took over, 2 for the first takeover.
+func (t *Tx) speechEvent(ctx context.Context, id, to, step string, base int, detail string) error {
+	_, err := t.exec(ctx, `INSERT INTO task_events (task_id, seq, at, from_status, to_status, step, attempt, upstream,
+			upstream_job, detail)
+		SELECT id, (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM task_events e WHERE e.task_id = ?), CAST(? AS BIGINT), CAST(? AS TEXT),
+			CAST(? AS TEXT), CAST(? AS TEXT),
+			(SELECT COUNT(*) FROM task_events e WHERE e.task_id = ? AND e.step = ?) + CAST(? AS INTEGER), '', '', CAST(? AS TEXT)
+		FROM speeches WHERE id = ?`,
+		id, micros(t.db.now()), store.SpeechPending, to, step, id, speechStepTakeover, base, detail, id)
+	if err != nil {
+		return fmt.Errorf("event: %w", err)
+	}
+	return nil
 }
 
 // Speech reads one record by id.

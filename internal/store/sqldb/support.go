@@ -21,13 +21,25 @@ func (db *DB) TaskEvents(ctx context.Context, taskID string) ([]store.TaskEvent,
 	// Event 0, the acceptance, is the task's row itself (CreateTask writes no event: the hot
 	// path stays one insert); a task is always accepted queued. A seq-0 row, if one was ever
 	// written, wins.
+	return db.events(ctx, "tasks", store.StatusQueued, taskID)
+}
+
+// SpeechEvents lists a speech record's events: its acceptance (the record's row, pending),
+// then what TakeOverSpeech and FinishSpeech appended.
+func (db *DB) SpeechEvents(ctx context.Context, speechID string) ([]store.TaskEvent, error) {
+	return db.events(ctx, "speeches", store.SpeechPending, speechID)
+}
+
+// events reads the history of the record id of table, whose row is its event 0 (accepted in
+// status first).
+func (db *DB) events(ctx context.Context, table, first, id string) ([]store.TaskEvent, error) {
 	rows, err := db.read.QueryContext(ctx, db.q(`SELECT `+eventColumns+` FROM task_events WHERE task_id = ?
 		UNION ALL
-		SELECT id, 0, created_at, '', '`+string(store.StatusQueued)+`', '', 0, '', '', '' FROM tasks
+		SELECT id, 0, created_at, '', '`+first+`', '', 0, '', '', '' FROM `+table+`
 		WHERE id = ? AND NOT EXISTS (SELECT 1 FROM task_events WHERE task_id = ? AND seq = 0)
-		ORDER BY 2`), taskID, taskID, taskID)
+		ORDER BY 2`), id, id, id)
 	if err != nil {
-		return nil, fmt.Errorf("task events %s: %w", taskID, err)
+		return nil, fmt.Errorf("events of %s: %w", id, err)
 	}
 	defer rows.Close()
 	var out []store.TaskEvent
@@ -35,7 +47,7 @@ func (db *DB) TaskEvents(ctx context.Context, taskID string) ([]store.TaskEvent,
 		var e store.TaskEvent
 		var at int64
 		if err := rows.Scan(&e.TaskID, &e.Seq, &at, &e.From, &e.To, &e.Step, &e.Attempt, &e.Upstream, &e.UpstreamJob, &e.Detail); err != nil {
-			return nil, fmt.Errorf("task events %s: %w", taskID, err)
+			return nil, fmt.Errorf("events of %s: %w", id, err)
 		}
 		e.At = fromMicros(at)
 		out = append(out, e)

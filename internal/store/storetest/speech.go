@@ -259,6 +259,7 @@ func testSpeechTakeOverAndFailure(t *testing.T, s store.Store) {
 	}
 	f.Token = got.AttemptToken
 	f.ErrorParam = "input"
+	f.ErrorDetail = "espeak-ng: exit status 1"
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, f) }); err != nil {
 		t.Fatal(err)
 	}
@@ -266,6 +267,27 @@ func testSpeechTakeOverAndFailure(t *testing.T, s store.Store) {
 	if got.Status != store.SpeechFailed || got.ErrorKind != "timeout" || got.ErrorCode != "speech_timeout" ||
 		got.ErrorMessage != "Too slow." || got.ErrorParam != "input" || got.Result != nil || got.Charged != 0 {
 		t.Fatalf("failed record %+v", got)
+	}
+	// Its history: the acceptance, the one takeover that won (the five that lost and the
+	// fenced-out finish wrote nothing), and the end, on the second attempt, with its reason.
+	events, err := s.SpeechEvents(ctx, sp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var story []string
+	for _, e := range events {
+		story = append(story, fmt.Sprintf("%d %s>%s %s #%d %s", e.Seq, e.From, e.To, e.Step, e.Attempt, e.Detail))
+	}
+	want := []string{
+		"0 >pending  #0 ",
+		"1 pending>pending takeover #2 the previous attempt's lease lapsed",
+		"2 pending>failed  #2 espeak-ng: exit status 1",
+	}
+	if fmt.Sprint(story) != fmt.Sprint(want) {
+		t.Errorf("speech history\n%q\nwant\n%q", story, want)
+	}
+	if events[0].At.UnixMicro() != sp.CreatedAt.UnixMicro() {
+		t.Errorf("acceptance at %v, want the record's %v", events[0].At, sp.CreatedAt)
 	}
 }
 
