@@ -42,6 +42,14 @@ func PeriodOf(kind string, at time.Time) (period string, resets time.Time) {
 	return "month:" + start.Format("2006-01"), start.AddDate(0, 1, 0)
 }
 
+// periodStart is when the daily or monthly period ending at resets began.
+func periodStart(kind string, resets time.Time) time.Time {
+	if kind == Daily {
+		return resets.AddDate(0, 0, -1)
+	}
+	return resets.AddDate(0, -1, 0)
+}
+
 // CapError is a reservation refused by a cap: which one, and when its period resets.
 type CapError struct {
 	Scope    string // "key" or "tenant"
@@ -111,8 +119,11 @@ func capCounters(c keys.Caller, at time.Time) []capped {
 				continue
 			}
 			period, resets := PeriodOf(p.kind, at)
+			// The bounds let the store seed a new counter with what the period spent before
+			// a cap counted it (a cap set mid-period).
 			out = append(out, capped{CappedCounter: store.CappedCounter{
-				SpendCounter: store.SpendCounter{Scope: scope, Owner: owner, Period: period}, Cap: p.cap},
+				SpendCounter: store.SpendCounter{Scope: scope, Owner: owner, Period: period}, Cap: p.cap,
+				From: periodStart(p.kind, resets), Until: resets},
 				kind: p.kind, resets: resets})
 		}
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"mediagen/internal/money"
 )
@@ -35,9 +36,16 @@ type SpendHold struct {
 }
 
 // CappedCounter is a counter and the cap it must stay within (Cap > 0).
+//
+// From and Until bound the period [From, Until). A counter's row is made by the first hold of
+// its period, which may come after the owner spent in it (a cap set mid-period): the row then
+// starts seeded with what the owner's video tasks and speech records accepted in [From, Until)
+// spent so far, each its final charge if settled, else its open reservation. A zero From
+// seeds nothing (the row starts at the hold's amount).
 type CappedCounter struct {
 	SpendCounter
-	Cap money.Micros
+	Cap         money.Micros
+	From, Until time.Time
 }
 
 // SpendCapError is the refusal of a hold: the counter of Counters[Index] would have gone

@@ -208,9 +208,16 @@ func (m *merged) queue(p Pipe, rebind func(string) string, moveBalances, holdSpe
 		sort.SliceStable(m.spends, func(i, j int) bool { return holdLess(m.spends[i].CappedCounter, m.spends[j].CappedCounter) })
 		n := len(m.spends)
 		scopes, owners, periods, totals, caps := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([]int64, n)
+		froms, untils := make([]int64, n), make([]int64, n)
 		for i, d := range m.spends {
 			scopes[i], owners[i], periods[i], totals[i], caps[i] = d.Scope, d.Owner, d.Period, d.total, int64(d.Cap)
+			if !d.From.IsZero() && d.From.Before(d.Until) {
+				froms[i], untils[i] = micros(d.From), micros(d.Until)
+			}
 		}
+		// Missing rows first, seeded with what their period spent before a cap counted it
+		// (spend.go); speeches never share commits, so only the batch's tasks hold here.
+		p.Queue(rebind(seedSpendsSQL), []any{scopes, owners, periods, caps, froms, untils}, nil)
 		p.QueueRead(holdSpends, []any{scopes, owners, periods, totals, caps, int64(n)}, nil)
 		m.spends = nil
 	}

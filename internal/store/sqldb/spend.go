@@ -32,6 +32,61 @@ const holdSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap) VA
 	WHERE spend_periods.spent + EXCLUDED.spent <= EXCLUDED.cap
 	RETURNING spent`
 
+// Seeding (a cap set mid-period). A counter row exists only from the first capped hold of its
+// period; the owner may have spent in that period before (no cap then, or a cap added by an
+// update or a catalog reload). So the statement that makes the row seeds it with what the
+// owner's records accepted in the period spent so far: a settled record its final charge
+// (charged, overage included), an open one its reservation (reserved). Spending counts in the
+// period the reservation was made, and a record's created_at is its reservation's time. The
+// seed subqueries run only when the row is missing (the CASE does not reach them otherwise),
+// once per scope and period, on the indexes tasks_by_key, tasks_by_tenant, speeches_by_key
+// and speeches_by_tenant (key_id or tenant_id, created_at) of migration 0017.
+//
+// The records seeded had no hold, so their settlement later leaves the counter as it is: an
+// open reservation counted by the seed stays counted at its reservation even if it settles
+// below it — an over-count, never an under-count.
+
+// seedSQL is what one scope's records in [from, until) spent, but the record being held (its
+// row is written before its hold, in the same transaction). %[1]s is the owner's column.
+const seedSQL = `COALESCE((SELECT SUM(CASE WHEN status IN ('queued', 'in_progress') THEN reserved ELSE charged END)
+		FROM tasks WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND id <> ?), 0)
+	+ COALESCE((SELECT SUM(CASE WHEN status = 'pending' THEN reserved ELSE charged END)
+		FROM speeches WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND id <> ?), 0)`
+
+// holdSeededSQL is holdSQL for a counter with bounds: a new row starts at the seed plus the
+// amount, and is refused (no row) if that passes the cap; an existing row grows as in holdSQL.
+// Two replicas making the row at once both compute a seed, one inserts, the other's insert
+// meets the conflict and grows the first's row by its amount alone (the update adds the
+// parameter, not EXCLUDED.spent). Args: holdSeededArgs.
+const holdSeededSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap)
+	SELECT n.scope, n.owner, n.period, n.spent, n.cap FROM (SELECT CAST(? AS TEXT) AS scope, CAST(? AS TEXT) AS owner,
+		CAST(? AS TEXT) AS period, CAST(? AS BIGINT) AS cap,
+		CAST(? AS BIGINT) + CASE WHEN EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?) THEN 0
+			ELSE %s END AS spent) n
+	WHERE n.spent <= n.cap
+	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + ?, cap = EXCLUDED.cap
+	WHERE spend_periods.spent + ? <= EXCLUDED.cap
+	RETURNING spent`
+
+var (
+	holdSeededKeySQL    = fmt.Sprintf(holdSeededSQL, fmt.Sprintf(seedSQL, "key_id"))
+	holdSeededTenantSQL = fmt.Sprintf(holdSeededSQL, fmt.Sprintf(seedSQL, "tenant_id"))
+)
+
+// holdStatement is the statement and arguments growing c by amount for the hold of ref.
+func holdStatement(c store.CappedCounter, ref string, amount int64) (string, []any) {
+	if c.From.IsZero() || !c.From.Before(c.Until) {
+		return holdSQL, []any{c.Scope, c.Owner, c.Period, amount, int64(c.Cap)}
+	}
+	q := holdSeededKeySQL
+	if c.Scope == "tenant" {
+		q = holdSeededTenantSQL
+	}
+	from, until := micros(c.From), micros(c.Until)
+	return q, []any{c.Scope, c.Owner, c.Period, int64(c.Cap), amount, c.Scope, c.Owner, c.Period,
+		c.Owner, from, until, ref, c.Owner, from, until, ref, amount, amount}
+}
+
 // holdSpendsSQL is holdSQL for an optimistic shared batch (PostgreSQL, merge.go): each counter
 // grows by the batch's total for it, by arrays of scopes, owners, periods, totals and caps,
 // only where the total fits the cap, new row or not. Wrapped by Piper.RequireRows, the server
@@ -46,6 +101,31 @@ const holdSpendsSQL = `INSERT INTO spend_periods (scope, owner, period, spent, c
 	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + EXCLUDED.spent, cap = EXCLUDED.cap
 	WHERE spend_periods.spent + EXCLUDED.spent <= EXCLUDED.cap
 	RETURNING 1`
+
+// seedSpendsSQL makes the missing counter rows of an optimistic shared batch (PostgreSQL,
+// merge.go), seeded as holdSeededSQL's are, before holdSpendsSQL grows them; by arrays of
+// scopes, owners, periods, caps and bounds (micros; a zero from seeds nothing, as it makes no
+// row). It runs after the batch's inserts, so the seed leaves out the records the batch holds
+// for this counter by their spend_holds rows. A row another replica makes meanwhile wins: this
+// one's insert does nothing and the hold grows that row.
+const seedSpendsSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap)
+	SELECT v.scope, v.owner, v.period,
+		COALESCE((SELECT SUM(CASE WHEN t.status IN ('queued', 'in_progress') THEN t.reserved ELSE t.charged END)
+			FROM tasks t WHERE v.scope = 'key' AND t.key_id = v.owner AND t.created_at >= v.since AND t.created_at < v.until
+			AND NOT EXISTS (SELECT 1 FROM spend_holds h WHERE h.ref = t.id AND h.scope = v.scope AND h.period = v.period)), 0)
+		+ COALESCE((SELECT SUM(CASE WHEN t.status IN ('queued', 'in_progress') THEN t.reserved ELSE t.charged END)
+			FROM tasks t WHERE v.scope = 'tenant' AND t.tenant_id = v.owner AND t.created_at >= v.since AND t.created_at < v.until
+			AND NOT EXISTS (SELECT 1 FROM spend_holds h WHERE h.ref = t.id AND h.scope = v.scope AND h.period = v.period)), 0)
+		+ COALESCE((SELECT SUM(CASE WHEN s.status = 'pending' THEN s.reserved ELSE s.charged END)
+			FROM speeches s WHERE v.scope = 'key' AND s.key_id = v.owner AND s.created_at >= v.since AND s.created_at < v.until), 0)
+		+ COALESCE((SELECT SUM(CASE WHEN s.status = 'pending' THEN s.reserved ELSE s.charged END)
+			FROM speeches s WHERE v.scope = 'tenant' AND s.tenant_id = v.owner AND s.created_at >= v.since AND s.created_at < v.until), 0),
+		v.cap
+	FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[]) WITH ORDINALITY AS v(scope, owner, period, cap, since, until, i)
+	WHERE v.since < v.until
+		AND NOT EXISTS (SELECT 1 FROM spend_periods p WHERE p.scope = v.scope AND p.owner = v.owner AND p.period = v.period)
+	ORDER BY v.i
+	ON CONFLICT (scope, owner, period) DO NOTHING`
 
 // holdLess orders counters tenant first, then key, then by owner and period.
 func holdLess(a, b store.CappedCounter) bool {
@@ -90,7 +170,8 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 			continue
 		}
 		refused := true
-		err := t.query(ctx, holdSQL, []any{c.Scope, c.Owner, c.Period, int64(h.Amount), int64(c.Cap)}, func(rows Rows) error {
+		q, qargs := holdStatement(c, h.Ref, int64(h.Amount))
+		err := t.query(ctx, q, qargs, func(rows Rows) error {
 			refused = !rows.Next()
 			return nil
 		})

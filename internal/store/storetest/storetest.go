@@ -85,6 +85,8 @@ func Run(t *testing.T, open Opener) {
 		{"KeyExpiryCapsUpdateAndRotation", testKeyLifecycleFields},
 		{"SpendCapsHoldSettleAndRelease", testSpendCapsHoldSettleRelease},
 		{"SpendCapExactUnderConcurrentHolds", testSpendCapExactUnderConcurrentHolds},
+		{"SpendCapSeededMidPeriod", testSpendCapSeededMidPeriod},
+		{"SpendCapSeededOnceUnderConcurrentHolds", testSpendCapSeededOnceUnderConcurrentHolds},
 		{"AdminTokensCreateFindRevoke", testAdminTokens},
 		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
 		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
