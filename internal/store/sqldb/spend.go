@@ -58,11 +58,15 @@ const seedSQL = `COALESCE((SELECT SUM(CASE WHEN status IN ('queued', 'in_progres
 // Two replicas making the row at once both compute a seed, one inserts, the other's insert
 // meets the conflict and grows the first's row by its amount alone (the update adds the
 // parameter, not EXCLUDED.spent). Args: holdSeededArgs.
-const holdSeededSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap)
-	SELECT n.scope, n.owner, n.period, n.spent, n.cap FROM (SELECT CAST(? AS TEXT) AS scope, CAST(? AS TEXT) AS owner,
+//
+// n is MATERIALIZED so the planner does not copy its expression into the WHERE: PostgreSQL
+// would then compute the seed twice.
+const holdSeededSQL = `WITH n AS MATERIALIZED (SELECT CAST(? AS TEXT) AS scope, CAST(? AS TEXT) AS owner,
 		CAST(? AS TEXT) AS period, CAST(? AS BIGINT) AS cap,
 		CAST(? AS BIGINT) + CASE WHEN EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?) THEN 0
-			ELSE %s END AS spent) n
+			ELSE %s END AS spent)
+	INSERT INTO spend_periods (scope, owner, period, spent, cap)
+	SELECT n.scope, n.owner, n.period, n.spent, n.cap FROM n
 	WHERE n.spent <= n.cap
 	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + ?, cap = EXCLUDED.cap
 	WHERE spend_periods.spent + ? <= EXCLUDED.cap
