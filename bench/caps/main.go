@@ -287,9 +287,8 @@ func seedFigures(ctx context.Context, db *sqldb.DB, n, submitters int) error {
 		day, month, money.Micros(n+1+next)*amount, n, 1+next)
 	dp, resets := billing.PeriodOf(billing.Daily, now)
 	for _, scope := range []struct{ scope, owner string }{{"key", k.ID}, {"tenant", k.TenantID}} {
-		plan, err := db.ExplainSpendSeed(ctx, store.CappedCounter{
-			SpendCounter: store.SpendCounter{Scope: scope.scope, Owner: scope.owner, Period: dp},
-			From:         resets.AddDate(0, 0, -1), Until: resets})
+		plan, err := db.ExplainSpendSeed(ctx, store.SpendCounter{Scope: scope.scope, Owner: scope.owner, Period: dp,
+			From: resets.AddDate(0, 0, -1), Until: resets})
 		if err != nil {
 			return err
 		}

@@ -327,15 +327,24 @@ func TestCapSetMidPeriodCountsWhatThePeriodSpent(t *testing.T) {
 			e.task(k, store.StatusQueued, unit/2, 0, tt.before.Add(2*time.Minute))
 			e.task(k, store.StatusCompleted, 9*unit, 9*unit, tt.old)
 			c := tt.caller(k)
-			wantCapError(t, e.reserve(c, "vid_over", unit, at), tt.scope, tt.kind, tt.resets)
-			if err := e.reserve(c, "vid_fits", unit/2, at); err != nil {
-				t.Fatalf("a reservation the cap still holds: %v", err)
-			}
 			owner := k.ID
 			if tt.scope == "tenant" {
 				owner = "acme"
 			}
+			// What `admin key list` shows before the first capped reservation.
 			day, month, err := SpentNow(e.ctx, e.db, tt.scope, owner, at)
+			if got := map[string]money.Micros{Daily: day, Monthly: month}[tt.kind]; err != nil || got != 19*unit/2 {
+				t.Errorf("the %s period reads %s (%v) before any capped reservation, want 9.5", tt.kind, got, err)
+			}
+			err = e.reserve(c, "vid_over", unit, at)
+			wantCapError(t, err, tt.scope, tt.kind, tt.resets)
+			if ce := (*CapError)(nil); errors.As(err, &ce) && ce.Spent != 19*unit/2 {
+				t.Errorf("refused with %s spent, want 9.5", ce.Spent)
+			}
+			if err := e.reserve(c, "vid_fits", unit/2, at); err != nil {
+				t.Fatalf("a reservation the cap still holds: %v", err)
+			}
+			day, month, err = SpentNow(e.ctx, e.db, tt.scope, owner, at)
 			if got := map[string]money.Micros{Daily: day, Monthly: month}[tt.kind]; err != nil || got != 10*unit {
 				t.Errorf("the %s counter holds %s (%v), want 10", tt.kind, got, err)
 			}

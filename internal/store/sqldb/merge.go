@@ -138,7 +138,7 @@ func (m *merged) move(account string, amount, at int64) {
 // guards the sum.
 func (m *merged) hold(c store.CappedCounter, amount int64) {
 	for _, d := range m.spends {
-		if d.SpendCounter == c.SpendCounter {
+		if d.Same(c.SpendCounter) {
 			d.total += amount
 			d.Cap = min(d.Cap, c.Cap)
 			return

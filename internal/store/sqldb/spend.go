@@ -185,8 +185,9 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 		if refused {
 			spent := money.Micros(-1)
 			var v int64
-			if err := t.queryRow(ctx, `SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?`,
-				c.Scope, c.Owner, c.Period).Scan(&v); err == nil {
+			// A new row refused by its seed was not written: the read answers the seed.
+			q, qargs := spentStatement(c.SpendCounter, h.Ref)
+			if err := t.queryRow(ctx, q, qargs...).Scan(&v); err == nil {
 				spent = money.Micros(v)
 			}
 			return fmt.Errorf("hold %s: %w", h.Ref, &store.SpendCapError{Index: i, Spent: spent})
@@ -237,13 +238,35 @@ func (t *Tx) SettleSpend(ctx context.Context, ref string, final money.Micros) er
 	return nil
 }
 
-// Spent reads counters; a period with no row spent nothing.
+// spentSeededSQL reads a counter, or what its row would be seeded with when it has none.
+var (
+	spentSeededKeySQL    = fmt.Sprintf(spentSeededSQL, fmt.Sprintf(seedSQL, "key_id"))
+	spentSeededTenantSQL = fmt.Sprintf(spentSeededSQL, fmt.Sprintf(seedSQL, "tenant_id"))
+)
+
+const spentSeededSQL = `SELECT CAST(COALESCE((SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?), %s) AS BIGINT)`
+
+// spentStatement reads counter c, or its seed if it has no row, leaving out the record ref.
+func spentStatement(c store.SpendCounter, ref string) (string, []any) {
+	q, args := `SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?`, []any{c.Scope, c.Owner, c.Period}
+	if c.From.IsZero() || !c.From.Before(c.Until) {
+		return q, args
+	}
+	q = spentSeededKeySQL
+	if c.Scope == "tenant" {
+		q = spentSeededTenantSQL
+	}
+	from, until := micros(c.From), micros(c.Until)
+	return q, append(args, c.Owner, from, until, ref, c.Owner, from, until, ref)
+}
+
+// Spent reads counters; a period with no row reads its seed (spend.go), or 0 without bounds.
 func (db *DB) Spent(ctx context.Context, counters []store.SpendCounter) ([]money.Micros, error) {
 	out := make([]money.Micros, len(counters))
 	for i, c := range counters {
+		q, args := spentStatement(c, "")
 		var v int64
-		err := db.readRow(ctx, `SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?`,
-			c.Scope, c.Owner, c.Period).Scan(&v)
+		err := db.readRow(ctx, q, args...).Scan(&v)
 		if err != nil && !errors.Is(noRows(err), store.ErrNotFound) {
 			return nil, fmt.Errorf("spent %s %s %s: %w", c.Scope, c.Owner, c.Period, err)
 		}

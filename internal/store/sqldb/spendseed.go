@@ -10,7 +10,7 @@ import (
 // ExplainSpendSeed is the database's plan for the seed of a new counter c (spend.go), one line
 // per row of EXPLAIN (EXPLAIN QUERY PLAN on SQLite): how bench/caps shows that the seed reads
 // the owner's records of the period by index, not the tables.
-func (db *DB) ExplainSpendSeed(ctx context.Context, c store.CappedCounter) ([]string, error) {
+func (db *DB) ExplainSpendSeed(ctx context.Context, c store.SpendCounter) ([]string, error) {
 	col := "key_id"
 	if c.Scope == "tenant" {
 		col = "tenant_id"

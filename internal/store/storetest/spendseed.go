@@ -77,8 +77,8 @@ func seededCounter(scope, owner, kind string, c money.Micros) store.CappedCounte
 		from = time.Date(y, m, 1, 0, 0, 0, 0, time.UTC)
 		until, period = from.AddDate(0, 1, 0), "month:"+from.Format("2006-01")
 	}
-	return store.CappedCounter{SpendCounter: store.SpendCounter{Scope: scope, Owner: owner, Period: period}, Cap: c,
-		From: from, Until: until}
+	return store.CappedCounter{SpendCounter: store.SpendCounter{Scope: scope, Owner: owner, Period: period,
+		From: from, Until: until}, Cap: c}
 }
 
 // spentNine is a period's spending before its cap: 9 settled (a task's 6 with overage above
@@ -99,22 +99,23 @@ func testSpendCapSeededMidPeriod(t *testing.T, s store.Store) {
 		scope   string // the capped counter's scope; "key" records of the other key are its own
 		kind    string
 		records []seedRecord
+		seed    money.Micros   // what the period spent before its first hold
 		holds   []money.Micros // in order; wantOK says which are accepted
 		wantOK  []bool
 		want    money.Micros // the counter after the holds
 	}{
-		{name: "KeyDailyCountsTodaysSpending", scope: "key", kind: "day", records: spentNine(morning),
+		{name: "KeyDailyCountsTodaysSpending", seed: 19 * mu1 / 2, scope: "key", kind: "day", records: spentNine(morning),
 			holds: []money.Micros{mu1, mu1 / 2, 1}, wantOK: []bool{false, true, false}, want: 10 * mu1},
-		{name: "KeyMonthlyCountsThisMonthsSpending", scope: "key", kind: "month", records: spentNine(seedDay.AddDate(0, 0, -20)),
+		{name: "KeyMonthlyCountsThisMonthsSpending", seed: 19 * mu1 / 2, scope: "key", kind: "month", records: spentNine(seedDay.AddDate(0, 0, -20)),
 			holds: []money.Micros{mu1, mu1 / 2}, wantOK: []bool{false, true}, want: 10 * mu1},
-		{name: "TenantDailyCountsEveryKeysSpending", scope: "tenant", kind: "day", records: spentNine(morning),
+		{name: "TenantDailyCountsEveryKeysSpending", seed: 19 * mu1 / 2, scope: "tenant", kind: "day", records: spentNine(morning),
 			holds: []money.Micros{mu1, mu1 / 2}, wantOK: []bool{false, true}, want: 10 * mu1},
-		{name: "TenantMonthlyCountsEveryKeysSpending", scope: "tenant", kind: "month", records: spentNine(seedDay.AddDate(0, 0, -24)),
+		{name: "TenantMonthlyCountsEveryKeysSpending", seed: 19 * mu1 / 2, scope: "tenant", kind: "month", records: spentNine(seedDay.AddDate(0, 0, -24)),
 			holds: []money.Micros{mu1, mu1 / 2}, wantOK: []bool{false, true}, want: 10 * mu1},
-		{name: "YesterdayDoesNotCountToday", scope: "key", kind: "day",
+		{name: "YesterdayDoesNotCountToday", seed: mu1, scope: "key", kind: "day",
 			records: append(spentNine(morning.Add(-24*time.Hour)), seedRecord{status: store.StatusCompleted, reserved: mu1, charged: mu1, at: morning}),
 			holds:   []money.Micros{mu1, 8 * mu1, 1}, wantOK: []bool{true, true, false}, want: 10 * mu1},
-		{name: "LastMonthDoesNotCountThisMonth", scope: "tenant", kind: "month", records: spentNine(seedDay.AddDate(0, -1, 0)),
+		{name: "LastMonthDoesNotCountThisMonth", seed: 0, scope: "tenant", kind: "month", records: spentNine(seedDay.AddDate(0, -1, 0)),
 			holds: []money.Micros{10 * mu1}, wantOK: []bool{true}, want: 10 * mu1},
 	}
 	for _, tt := range tests {
@@ -138,13 +139,24 @@ func testSpendCapSeededMidPeriod(t *testing.T, s store.Store) {
 				owner = tenant
 			}
 			c := seededCounter(tt.scope, owner, tt.kind, 10*mu1)
+			// Before any hold, a read of the period answers what its records spent.
+			now := spent(t, s, c.SpendCounter)
+			if now != tt.seed {
+				t.Errorf("the period reads %s before its first hold, want %s", now, tt.seed)
+			}
 			for i, amount := range tt.holds {
 				err := holdTask(ctx, s, k, amount, seedDay, c)
 				if ok := err == nil; ok != tt.wantOK[i] {
 					t.Fatalf("hold %d of %s: %v, want accepted %v", i, amount, err, tt.wantOK[i])
 				}
-				if err != nil && !errors.Is(err, store.ErrSpendCap) {
+				var ce *store.SpendCapError
+				switch {
+				case err == nil:
+					now += amount
+				case !errors.As(err, &ce):
 					t.Fatalf("hold %d: %v", i, err)
+				case ce.Spent != now:
+					t.Errorf("hold %d refused with %s spent, want %s", i, ce.Spent, now)
 				}
 			}
 			if got := spent(t, s, c.SpendCounter); got != tt.want {
