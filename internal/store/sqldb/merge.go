@@ -47,8 +47,10 @@ type merged struct {
 	answered map[counterRow]int64
 	// moves: net balance moves per account, in first-added order.
 	moves []*accountMove
-	// spends: spend counter growths (spend.go), per counter, sent before the moves.
+	// spends: spend counter growths (spend.go), per counter, sent before the moves; refs: the
+	// holds' refs, which a new counter's seed leaves out.
 	spends []*spendDelta
+	refs   []string
 }
 
 type spendDelta struct {
@@ -136,7 +138,10 @@ func (m *merged) move(account string, amount, at int64) {
 
 // hold adds a capped reservation's amount to its counter; the tightest cap a member gave
 // guards the sum.
-func (m *merged) hold(c store.CappedCounter, amount int64) {
+func (m *merged) hold(c store.CappedCounter, amount int64, ref string) {
+	if len(m.refs) == 0 || m.refs[len(m.refs)-1] != ref {
+		m.refs = append(m.refs, ref)
+	}
 	for _, d := range m.spends {
 		if d.Same(c.SpendCounter) {
 			d.total += amount
@@ -215,9 +220,11 @@ func (m *merged) queue(p Pipe, rebind func(string) string, moveBalances, holdSpe
 				froms[i], untils[i] = micros(d.From), micros(d.Until)
 			}
 		}
-		// Missing rows first, seeded with what their period spent before a cap counted it
-		// (spend.go); speeches never share commits, so only the batch's tasks hold here.
-		p.Queue(rebind(seedSpendsSQL), []any{scopes, owners, periods, caps, froms, untils}, nil)
+		// Missing rows first, seeded with what their period spent before a cap counted it, the
+		// open records given holds on them (spend.go).
+		p.Queue(rebind(holdOpenSpendsSQL), []any{scopes, owners, periods, froms, untils}, nil)
+		p.Queue(rebind(seedSpendsSQL), []any{m.refs, m.refs, scopes, owners, periods, caps, froms, untils}, nil)
+		m.refs = nil
 		p.QueueRead(holdSpends, []any{scopes, owners, periods, totals, caps, int64(n)}, nil)
 		m.spends = nil
 	}

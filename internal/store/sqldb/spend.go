@@ -42,9 +42,12 @@ const holdSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap) VA
 // once per scope and period, on the indexes tasks_by_key, tasks_by_tenant, speeches_by_key
 // and speeches_by_tenant (key_id or tenant_id, created_at) of migration 0017.
 //
-// The records seeded had no hold, so their settlement later leaves the counter as it is: an
-// open reservation counted by the seed stays counted at its reservation even if it settles
-// below it — an over-count, never an under-count.
+// The records seeded had no hold. So that an open one's settlement still moves the counter to
+// its final charge, the statement before the seeding one (holdOpenSQL) gives each open record
+// of the period a hold of its reservation on the new counter. Only a settlement committed
+// while the seeding transaction runs can miss it (its DELETE does not see the uncommitted
+// hold): that record then stays counted at its reservation, an over-count, never an
+// under-count.
 
 // seedSQL is what one scope's records in [from, until) spent, but the record being held (its
 // row is written before its hold, in the same transaction). %[1]s is the owner's column.
@@ -52,6 +55,39 @@ const seedSQL = `COALESCE((SELECT SUM(CASE WHEN status IN ('queued', 'in_progres
 		FROM tasks WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND id <> ?), 0)
 	+ COALESCE((SELECT SUM(CASE WHEN status = 'pending' THEN reserved ELSE charged END)
 		FROM speeches WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND id <> ?), 0)`
+
+// holdOpenSQL gives every open record of the period a hold of its reservation on counter
+// (scope, owner, period), if the counter has no row yet (so once, before the statement that
+// makes the row), leaving out ref. %[1]s is the owner's column. Args: holdOpenArgs.
+const holdOpenSQL = `INSERT INTO spend_holds (ref, scope, owner, period, amount)
+	SELECT id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), reserved FROM tasks
+	WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND status IN ('queued', 'in_progress') AND id <> ?
+		AND NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)
+	UNION ALL
+	SELECT id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), reserved FROM speeches
+	WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND status = 'pending' AND id <> ?
+		AND NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)
+	ON CONFLICT (ref, scope, period) DO NOTHING`
+
+var (
+	holdOpenKeySQL    = fmt.Sprintf(holdOpenSQL, "key_id")
+	holdOpenTenantSQL = fmt.Sprintf(holdOpenSQL, "tenant_id")
+)
+
+// holdOpenStatement is holdOpenSQL and its arguments for counter c and the hold of ref, or ""
+// for a counter without bounds.
+func holdOpenStatement(c store.SpendCounter, ref string) (string, []any) {
+	if c.From.IsZero() || !c.From.Before(c.Until) {
+		return "", nil
+	}
+	q := holdOpenKeySQL
+	if c.Scope == "tenant" {
+		q = holdOpenTenantSQL
+	}
+	from, until := micros(c.From), micros(c.Until)
+	one := []any{c.Scope, c.Owner, c.Period, c.Owner, from, until, ref, c.Scope, c.Owner, c.Period}
+	return q, append(one, one...)
+}
 
 // holdSeededSQL is holdSQL for a counter with bounds: a new row starts at the seed plus the
 // amount, and is refused (no row) if that passes the cap; an existing row grows as in holdSQL.
@@ -109,17 +145,17 @@ const holdSpendsSQL = `INSERT INTO spend_periods (scope, owner, period, spent, c
 // seedSpendsSQL makes the missing counter rows of an optimistic shared batch (PostgreSQL,
 // merge.go), seeded as holdSeededSQL's are, before holdSpendsSQL grows them; by arrays of
 // scopes, owners, periods, caps and bounds (micros; a zero from seeds nothing, as it makes no
-// row). It runs after the batch's inserts, so the seed leaves out the records the batch holds
-// for this counter by their spend_holds rows. A row another replica makes meanwhile wins: this
-// one's insert does nothing and the hold grows that row.
+// row), and the batch's refs. It runs after the batch's inserts, so the seed leaves out the
+// batch's own records by their ids. A row another replica makes meanwhile wins: this one's
+// insert does nothing and the hold grows that row.
 const seedSpendsSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap)
 	SELECT v.scope, v.owner, v.period,
 		COALESCE((SELECT SUM(CASE WHEN t.status IN ('queued', 'in_progress') THEN t.reserved ELSE t.charged END)
 			FROM tasks t WHERE v.scope = 'key' AND t.key_id = v.owner AND t.created_at >= v.since AND t.created_at < v.until
-			AND NOT EXISTS (SELECT 1 FROM spend_holds h WHERE h.ref = t.id AND h.scope = v.scope AND h.period = v.period)), 0)
+			AND t.id <> ALL(?::text[])), 0)
 		+ COALESCE((SELECT SUM(CASE WHEN t.status IN ('queued', 'in_progress') THEN t.reserved ELSE t.charged END)
 			FROM tasks t WHERE v.scope = 'tenant' AND t.tenant_id = v.owner AND t.created_at >= v.since AND t.created_at < v.until
-			AND NOT EXISTS (SELECT 1 FROM spend_holds h WHERE h.ref = t.id AND h.scope = v.scope AND h.period = v.period)), 0)
+			AND t.id <> ALL(?::text[])), 0)
 		+ COALESCE((SELECT SUM(CASE WHEN s.status = 'pending' THEN s.reserved ELSE s.charged END)
 			FROM speeches s WHERE v.scope = 'key' AND s.key_id = v.owner AND s.created_at >= v.since AND s.created_at < v.until), 0)
 		+ COALESCE((SELECT SUM(CASE WHEN s.status = 'pending' THEN s.reserved ELSE s.charged END)
@@ -130,6 +166,30 @@ const seedSpendsSQL = `INSERT INTO spend_periods (scope, owner, period, spent, c
 		AND NOT EXISTS (SELECT 1 FROM spend_periods p WHERE p.scope = v.scope AND p.owner = v.owner AND p.period = v.period)
 	ORDER BY v.i
 	ON CONFLICT (scope, owner, period) DO NOTHING`
+
+// holdOpenSpendsSQL is holdOpenSQL for an optimistic shared batch, before seedSpendsSQL, by
+// the same arrays (but the caps). The batch's own tasks already hold on these counters (their
+// spend_holds rows were inserted before), so the conflict leaves them as they are; speeches
+// never share commits.
+const holdOpenSpendsSQL = `INSERT INTO spend_holds (ref, scope, owner, period, amount)
+	SELECT o.id, v.scope, v.owner, v.period, o.reserved
+	FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[]) AS v(scope, owner, period, since, until),
+	LATERAL (
+		SELECT t.id, t.reserved FROM tasks t WHERE v.scope = 'key' AND t.key_id = v.owner
+			AND t.created_at >= v.since AND t.created_at < v.until AND t.status IN ('queued', 'in_progress')
+		UNION ALL
+		SELECT t.id, t.reserved FROM tasks t WHERE v.scope = 'tenant' AND t.tenant_id = v.owner
+			AND t.created_at >= v.since AND t.created_at < v.until AND t.status IN ('queued', 'in_progress')
+		UNION ALL
+		SELECT s.id, s.reserved FROM speeches s WHERE v.scope = 'key' AND s.key_id = v.owner
+			AND s.created_at >= v.since AND s.created_at < v.until AND s.status = 'pending'
+		UNION ALL
+		SELECT s.id, s.reserved FROM speeches s WHERE v.scope = 'tenant' AND s.tenant_id = v.owner
+			AND s.created_at >= v.since AND s.created_at < v.until AND s.status = 'pending'
+	) o
+	WHERE v.since < v.until
+		AND NOT EXISTS (SELECT 1 FROM spend_periods p WHERE p.scope = v.scope AND p.owner = v.owner AND p.period = v.period)
+	ON CONFLICT (ref, scope, period) DO NOTHING`
 
 // holdLess orders counters tenant first, then key, then by owner and period.
 func holdLess(a, b store.CappedCounter) bool {
@@ -170,10 +230,15 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 			// In an optimistic shared batch the growth waits for the commit, merged with the
 			// other members' and guarded by their sum, before the batch's account moves: the
 			// same lock order as below (merge.go).
-			t.merge.hold(c, int64(h.Amount))
+			t.merge.hold(c, int64(h.Amount), h.Ref)
 			continue
 		}
 		refused := true
+		if q, qargs := holdOpenStatement(c.SpendCounter, h.Ref); q != "" {
+			if _, err := t.exec(ctx, q, qargs...); err != nil {
+				return fmt.Errorf("hold %s: open records on %s %s: %w", h.Ref, c.Scope, c.Owner, err)
+			}
+		}
 		q, qargs := holdStatement(c, h.Ref, int64(h.Amount))
 		err := t.query(ctx, q, qargs, func(rows Rows) error {
 			refused = !rows.Next()

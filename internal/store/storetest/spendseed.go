@@ -29,23 +29,28 @@ type seedRecord struct {
 	at                time.Time
 }
 
-// createSeedRecord writes r for key k as accepted (without any hold: no cap counted it).
-func createSeedRecord(t *testing.T, s store.Store, k store.Key, r seedRecord) {
+// createSeedRecord writes r for key k as accepted (without any hold: no cap counted it) and
+// returns its id.
+func createSeedRecord(t *testing.T, s store.Store, k store.Key, r seedRecord) string {
 	t.Helper()
 	ctx := t.Context()
+	var id string
 	err := s.Transact(ctx, func(tx store.Tx) error {
 		if r.speech {
 			sp := newSpeech(k, "", r.at.Add(time.Minute))
 			sp.Status, sp.Reserved, sp.Charged, sp.CreatedAt, sp.UpdatedAt = r.status, r.reserved, r.charged, r.at, r.at
+			id = sp.ID
 			return tx.CreateSpeech(ctx, sp)
 		}
 		task := newTask(k, "")
 		task.Status, task.Reserved, task.Charged, task.CreatedAt, task.UpdatedAt = r.status, r.reserved, r.charged, r.at, r.at
+		id = task.ID
 		return tx.CreateTask(ctx, task)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return id
 }
 
 // holdTask accepts a task of amount for k at at and holds it against counters, in one
@@ -123,12 +128,18 @@ func testSpendCapSeededMidPeriod(t *testing.T, s store.Store) {
 			ctx := t.Context()
 			tenant := fmt.Sprintf("seed_%d", seq.Add(1))
 			k, other := newKey(t, s, tenant, true), newKey(t, s, tenant, true)
+			c := seededCounter(tt.scope, "", tt.kind, 10*mu1)
+			var open []seedRecord // in the period, still open
+			var openIDs []string
 			for _, r := range tt.records {
 				owner := k
 				if r.other && tt.scope == "tenant" {
 					owner = other
 				}
-				createSeedRecord(t, s, owner, r)
+				id := createSeedRecord(t, s, owner, r)
+				if (r.status == store.StatusQueued || r.status == store.SpeechPending) && !r.at.Before(c.From) && r.at.Before(c.Until) {
+					open, openIDs = append(open, r), append(openIDs, id)
+				}
 			}
 			// The tenant's other key spends too; a key's counter never counts it.
 			if tt.scope == "key" {
@@ -138,7 +149,7 @@ func testSpendCapSeededMidPeriod(t *testing.T, s store.Store) {
 			if tt.scope == "tenant" {
 				owner = tenant
 			}
-			c := seededCounter(tt.scope, owner, tt.kind, 10*mu1)
+			c = seededCounter(tt.scope, owner, tt.kind, 10*mu1)
 			// Before any hold, a read of the period answers what its records spent.
 			now := spent(t, s, c.SpendCounter)
 			if now != tt.seed {
@@ -162,6 +173,18 @@ func testSpendCapSeededMidPeriod(t *testing.T, s store.Store) {
 			if got := spent(t, s, c.SpendCounter); got != tt.want {
 				t.Errorf("counter holds %s, want %s", got, tt.want)
 			}
+			// A reservation open when the counter was made settles to its final charge on it.
+			want := tt.want
+			for i, id := range openIDs {
+				final := open[i].reserved / 5
+				if err := s.Transact(ctx, func(tx store.Tx) error { return tx.SettleSpend(ctx, id, final) }); err != nil {
+					t.Fatal(err)
+				}
+				want -= open[i].reserved - final
+			}
+			if got := spent(t, s, c.SpendCounter); got != want {
+				t.Errorf("after the open records settled the counter holds %s, want %s", got, want)
+			}
 		})
 	}
 }
@@ -177,7 +200,7 @@ func SpendCapSeededOnceAcrossHandles(t *testing.T, handles []store.Store, n int)
 	tenant := fmt.Sprintf("seedc_%d", seq.Add(1))
 	k, other := newKey(t, s, tenant, true), newKey(t, s, tenant, true)
 	createSeedRecord(t, s, k, seedRecord{status: store.StatusCompleted, reserved: 30, charged: 30, at: seedDay.Add(-time.Hour)})
-	createSeedRecord(t, s, other, seedRecord{status: store.StatusQueued, reserved: 50, at: seedDay.AddDate(0, 0, -3)})
+	open := createSeedRecord(t, s, other, seedRecord{status: store.StatusQueued, reserved: 50, at: seedDay.AddDate(0, 0, -3)})
 	const amount = 7
 	day := seededCounter("key", k.ID, "day", 100)
 	month := seededCounter("tenant", tenant, "month", 200)
@@ -218,6 +241,13 @@ func SpendCapSeededOnceAcrossHandles(t *testing.T, handles []store.Store, n int)
 	}
 	if got := spent(t, s, month.SpendCounter); got != money.Micros(80+accepted*amount) {
 		t.Errorf("tenant's month holds %d, want %d", got, 80+accepted*amount)
+	}
+	// The other key's reservation, open when the counters were made, settles at 10 on them.
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.SettleSpend(ctx, open, 10) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := spent(t, s, month.SpendCounter); got != money.Micros(40+accepted*amount) {
+		t.Errorf("tenant's month holds %d after the open reservation settled at 10, want %d", got, 40+accepted*amount)
 	}
 }
 
