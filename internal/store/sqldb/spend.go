@@ -58,15 +58,20 @@ const seedSQL = `COALESCE((SELECT SUM(CASE WHEN status IN ('queued', 'in_progres
 
 // holdOpenSQL gives every open record of the period a hold of its reservation on counter
 // (scope, owner, period), if the counter has no row yet (so once, before the statement that
-// makes the row), leaving out ref. %[1]s is the owner's column. Args: holdOpenArgs.
+// makes the row), leaving out ref. %[1]s is the owner's column. The check of the row is a
+// one-row table joined first (CROSS JOIN fixes SQLite's loop order), so when the row exists,
+// the usual case, nothing is scanned: as a plain WHERE term SQLite checked it per record, a
+// scan of the period's records on every capped reservation.
 const holdOpenSQL = `INSERT INTO spend_holds (ref, scope, owner, period, amount)
-	SELECT id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), reserved FROM tasks
-	WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND status IN ('queued', 'in_progress') AND id <> ?
-		AND NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)
+	SELECT o.id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), o.reserved
+	FROM (SELECT 1 AS missing WHERE NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)) AS g
+	CROSS JOIN tasks AS o
+	WHERE o.%[1]s = ? AND o.created_at >= ? AND o.created_at < ? AND o.status IN ('queued', 'in_progress') AND o.id <> ?
 	UNION ALL
-	SELECT id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), reserved FROM speeches
-	WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND status = 'pending' AND id <> ?
-		AND NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)
+	SELECT o.id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), o.reserved
+	FROM (SELECT 1 AS missing WHERE NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)) AS g
+	CROSS JOIN speeches AS o
+	WHERE o.%[1]s = ? AND o.created_at >= ? AND o.created_at < ? AND o.status = 'pending' AND o.id <> ?
 	ON CONFLICT (ref, scope, period) DO NOTHING`
 
 var (
@@ -85,7 +90,7 @@ func holdOpenStatement(c store.SpendCounter, ref string) (string, []any) {
 		q = holdOpenTenantSQL
 	}
 	from, until := micros(c.From), micros(c.Until)
-	one := []any{c.Scope, c.Owner, c.Period, c.Owner, from, until, ref, c.Scope, c.Owner, c.Period}
+	one := []any{c.Scope, c.Owner, c.Period, c.Scope, c.Owner, c.Period, c.Owner, from, until, ref}
 	return q, append(one, one...)
 }
 
@@ -169,11 +174,15 @@ const seedSpendsSQL = `INSERT INTO spend_periods (scope, owner, period, spent, c
 
 // holdOpenSpendsSQL is holdOpenSQL for an optimistic shared batch, before seedSpendsSQL, by
 // the same arrays (but the caps). The batch's own tasks already hold on these counters (their
-// spend_holds rows were inserted before), so the conflict leaves them as they are; speeches
-// never share commits.
-const holdOpenSpendsSQL = `INSERT INTO spend_holds (ref, scope, owner, period, amount)
+// spend_holds rows were inserted before), so the conflict leaves them as they are. The
+// counters missing a row are picked first (m), so a batch whose counters exist scans nothing.
+const holdOpenSpendsSQL = `WITH m AS MATERIALIZED (
+		SELECT v.* FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[]) AS v(scope, owner, period, since, until)
+		WHERE v.since < v.until
+			AND NOT EXISTS (SELECT 1 FROM spend_periods p WHERE p.scope = v.scope AND p.owner = v.owner AND p.period = v.period))
+	INSERT INTO spend_holds (ref, scope, owner, period, amount)
 	SELECT o.id, v.scope, v.owner, v.period, o.reserved
-	FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[]) AS v(scope, owner, period, since, until),
+	FROM m AS v,
 	LATERAL (
 		SELECT t.id, t.reserved FROM tasks t WHERE v.scope = 'key' AND t.key_id = v.owner
 			AND t.created_at >= v.since AND t.created_at < v.until AND t.status IN ('queued', 'in_progress')
@@ -187,8 +196,6 @@ const holdOpenSpendsSQL = `INSERT INTO spend_holds (ref, scope, owner, period, a
 		SELECT s.id, s.reserved FROM speeches s WHERE v.scope = 'tenant' AND s.tenant_id = v.owner
 			AND s.created_at >= v.since AND s.created_at < v.until AND s.status = 'pending'
 	) o
-	WHERE v.since < v.until
-		AND NOT EXISTS (SELECT 1 FROM spend_periods p WHERE p.scope = v.scope AND p.owner = v.owner AND p.period = v.period)
 	ON CONFLICT (ref, scope, period) DO NOTHING`
 
 // holdLess orders counters tenant first, then key, then by owner and period.
