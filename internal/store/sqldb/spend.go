@@ -58,10 +58,10 @@ const seedSQL = `COALESCE((SELECT SUM(CASE WHEN status IN ('queued', 'in_progres
 
 // holdOpenSQL gives every open record of the period a hold of its reservation on counter
 // (scope, owner, period), if the counter has no row yet (so once, before the statement that
-// makes the row), leaving out ref. %[1]s is the owner's column. The check of the row is a
-// one-row table joined first (CROSS JOIN fixes SQLite's loop order), so when the row exists,
-// the usual case, nothing is scanned: as a plain WHERE term SQLite checked it per record, a
-// scan of the period's records on every capped reservation.
+// makes the row), leaving out ref; args: holdOpenStatement. %[1]s is the owner's column. The
+// check of the row is a one-row table joined first (CROSS JOIN fixes SQLite's loop order), so
+// when the row exists, the usual case, nothing is scanned: as a plain WHERE term SQLite
+// checked it per record, a scan of the period's records on every capped reservation.
 const holdOpenSQL = `INSERT INTO spend_holds (ref, scope, owner, period, amount)
 	SELECT o.id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), o.reserved
 	FROM (SELECT 1 AS missing WHERE NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)) AS g
@@ -98,7 +98,7 @@ func holdOpenStatement(c store.SpendCounter, ref string) (string, []any) {
 // amount, and is refused (no row) if that passes the cap; an existing row grows as in holdSQL.
 // Two replicas making the row at once both compute a seed, one inserts, the other's insert
 // meets the conflict and grows the first's row by its amount alone (the update adds the
-// parameter, not EXCLUDED.spent). Args: holdSeededArgs.
+// parameter, not EXCLUDED.spent). Args: holdStatement.
 //
 // n is MATERIALIZED so the planner does not copy its expression into the WHERE: PostgreSQL
 // would then compute the seed twice.
