@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
 
 	"mediagen/internal/money"
 	"mediagen/internal/store"
@@ -56,13 +58,17 @@ const seedSQL = `COALESCE((SELECT SUM(CASE WHEN status IN ('queued', 'in_progres
 	+ COALESCE((SELECT SUM(CASE WHEN status = 'pending' THEN reserved ELSE charged END)
 		FROM speeches WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND id <> ?), 0)`
 
-// holdOpenSQL gives every open record of the period a hold of its reservation on counter
-// (scope, owner, period), if the counter has no row yet (so once, before the statement that
-// makes the row), leaving out ref; args: holdOpenStatement. %[1]s is the owner's column. The
-// check of the row is a one-row table joined first (CROSS JOIN fixes SQLite's loop order), so
-// when the row exists, the usual case, nothing is scanned: as a plain WHERE term SQLite
-// checked it per record, a scan of the period's records on every capped reservation.
-const holdOpenSQL = `INSERT INTO spend_holds (ref, scope, owner, period, amount)
+// holdOpenSQL (holdOpenHead, a holdOpenBlock per counter joined by UNION ALL, holdOpenTail)
+// gives every open record of the period a hold of its reservation on each counter (scope,
+// owner, period) that has no row yet (so once, before the statement that makes the row),
+// leaving out ref. A hold costs one statement more however many caps it counts against; args:
+// holdOpenStatement. %[1]s is the owner's column. The check of the row is a one-row table
+// joined first (CROSS JOIN fixes SQLite's loop order), so when the row exists, the usual case,
+// nothing is scanned: as a plain WHERE term SQLite checked it per record, a scan of the
+// period's records on every capped reservation.
+const (
+	holdOpenHead  = `INSERT INTO spend_holds (ref, scope, owner, period, amount)`
+	holdOpenBlock = `
 	SELECT o.id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), o.reserved
 	FROM (SELECT 1 AS missing WHERE NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)) AS g
 	CROSS JOIN tasks AS o
@@ -71,27 +77,46 @@ const holdOpenSQL = `INSERT INTO spend_holds (ref, scope, owner, period, amount)
 	SELECT o.id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), o.reserved
 	FROM (SELECT 1 AS missing WHERE NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)) AS g
 	CROSS JOIN speeches AS o
-	WHERE o.%[1]s = ? AND o.created_at >= ? AND o.created_at < ? AND o.status = 'pending' AND o.id <> ?
+	WHERE o.%[1]s = ? AND o.created_at >= ? AND o.created_at < ? AND o.status = 'pending' AND o.id <> ?`
+	holdOpenTail = `
 	ON CONFLICT (ref, scope, period) DO NOTHING`
-
-var (
-	holdOpenKeySQL    = fmt.Sprintf(holdOpenSQL, "key_id")
-	holdOpenTenantSQL = fmt.Sprintf(holdOpenSQL, "tenant_id")
 )
 
-// holdOpenStatement is holdOpenSQL and its arguments for counter c and the hold of ref, or ""
-// for a counter without bounds.
-func holdOpenStatement(c store.SpendCounter, ref string) (string, []any) {
-	if c.From.IsZero() || !c.From.Before(c.Until) {
+// holdOpenTexts caches holdOpenSQL per sequence of scopes ("tenant,key,key").
+var holdOpenTexts sync.Map
+
+// holdOpenStatement is holdOpenSQL and its arguments for the counters with bounds of cs (in
+// their order) and the hold of ref, or "" when none has bounds.
+func holdOpenStatement(cs []store.SpendCounter, ref string) (string, []any) {
+	var scopes []string
+	var args []any
+	for _, c := range cs {
+		if c.From.IsZero() || !c.From.Before(c.Until) {
+			continue
+		}
+		scopes = append(scopes, c.Scope)
+		from, until := micros(c.From), micros(c.Until)
+		one := []any{c.Scope, c.Owner, c.Period, c.Scope, c.Owner, c.Period, c.Owner, from, until, ref}
+		args = append(append(args, one...), one...)
+	}
+	if len(scopes) == 0 {
 		return "", nil
 	}
-	q := holdOpenKeySQL
-	if c.Scope == "tenant" {
-		q = holdOpenTenantSQL
+	key := strings.Join(scopes, ",")
+	if q, ok := holdOpenTexts.Load(key); ok {
+		return q.(string), args
 	}
-	from, until := micros(c.From), micros(c.Until)
-	one := []any{c.Scope, c.Owner, c.Period, c.Scope, c.Owner, c.Period, c.Owner, from, until, ref}
-	return q, append(one, one...)
+	blocks := make([]string, len(scopes))
+	for i, scope := range scopes {
+		col := "key_id"
+		if scope == "tenant" {
+			col = "tenant_id"
+		}
+		blocks[i] = fmt.Sprintf(holdOpenBlock, col)
+	}
+	q := holdOpenHead + strings.Join(blocks, "\n\tUNION ALL") + holdOpenTail
+	holdOpenTexts.Store(key, q)
+	return q, args
 }
 
 // holdSeededSQL is holdSQL for a counter with bounds: a new row starts at the seed plus the
@@ -223,6 +248,24 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(i, j int) bool { return holdLess(h.Counters[order[i]], h.Counters[order[j]]) })
+	if t.merge == nil {
+		// The open records' holds on the counters that have no row yet, before any is made
+		// (holdOpenSQL); checks first, so a hold refused by them sends nothing.
+		sorted := make([]store.SpendCounter, 0, len(order))
+		for _, i := range order {
+			c := h.Counters[i]
+			if c.Cap <= 0 || h.Amount > c.Cap {
+				sorted = nil
+				break
+			}
+			sorted = append(sorted, c.SpendCounter)
+		}
+		if q, qargs := holdOpenStatement(sorted, h.Ref); q != "" {
+			if _, err := t.exec(ctx, q, qargs...); err != nil {
+				return fmt.Errorf("hold %s: open records: %w", h.Ref, err)
+			}
+		}
+	}
 	args := make([]any, 0, 5*len(order))
 	for _, i := range order {
 		c := h.Counters[i]
@@ -241,11 +284,6 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 			continue
 		}
 		refused := true
-		if q, qargs := holdOpenStatement(c.SpendCounter, h.Ref); q != "" {
-			if _, err := t.exec(ctx, q, qargs...); err != nil {
-				return fmt.Errorf("hold %s: open records on %s %s: %w", h.Ref, c.Scope, c.Owner, err)
-			}
-		}
 		q, qargs := holdStatement(c, h.Ref, int64(h.Amount))
 		err := t.query(ctx, q, qargs, func(rows Rows) error {
 			refused = !rows.Next()
