@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
-	"sync"
 
 	"mediagen/internal/money"
 	"mediagen/internal/store"
@@ -24,7 +22,8 @@ import (
 // with savepoints would otherwise hold the tenant's counter while it waits for a later
 // member's accounts, which a settlement of that key could hold while it waits for the
 // tenant's counter. In an optimistic shared batch (PostgreSQL) the growths are merged and sent
-// with the commit, before the batch's account moves (merge.go).
+// with the commit, before the batch's account moves (merge.go). A counter made mid-period
+// starts seeded with what its period spent before (spendseed.go).
 
 // holdSQL grows a counter unless it would pass its cap (args: scope, owner, period, amount,
 // cap); it returns the new value, or no row when refused. A new row needs no guard: the
@@ -33,129 +32,6 @@ const holdSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap) VA
 	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + EXCLUDED.spent, cap = EXCLUDED.cap
 	WHERE spend_periods.spent + EXCLUDED.spent <= EXCLUDED.cap
 	RETURNING spent`
-
-// Seeding (a cap set mid-period). A counter row exists only from the first capped hold of its
-// period; the owner may have spent in that period before (no cap then, or a cap added by an
-// update or a catalog reload). So the statement that makes the row seeds it with what the
-// owner's records accepted in the period spent so far: a settled record its final charge
-// (charged, overage included), an open one its reservation (reserved). Spending counts in the
-// period the reservation was made, and a record's created_at is its reservation's time. The
-// seed subqueries run only when the row is missing (the CASE does not reach them otherwise),
-// once per scope and period, on the indexes tasks_by_key, tasks_by_tenant, speeches_by_key
-// and speeches_by_tenant (key_id or tenant_id, created_at) of migration 0017.
-//
-// The records seeded had no hold. So that an open one's settlement still moves the counter to
-// its final charge, the statement before the seeding one (holdOpenSQL) gives each open record
-// of the period a hold of its reservation on the new counter. Only a settlement committed
-// while the seeding transaction runs can miss it (its DELETE does not see the uncommitted
-// hold): that record then stays counted at its reservation, an over-count, never an
-// under-count.
-
-// seedSQL is what one scope's records in [from, until) spent, but the record being held (its
-// row is written before its hold, in the same transaction). %[1]s is the owner's column.
-const seedSQL = `COALESCE((SELECT SUM(CASE WHEN status IN ('queued', 'in_progress') THEN reserved ELSE charged END)
-		FROM tasks WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND id <> ?), 0)
-	+ COALESCE((SELECT SUM(CASE WHEN status = 'pending' THEN reserved ELSE charged END)
-		FROM speeches WHERE %[1]s = ? AND created_at >= ? AND created_at < ? AND id <> ?), 0)`
-
-// holdOpenSQL (holdOpenHead, a holdOpenBlock per counter joined by UNION ALL, holdOpenTail)
-// gives every open record of the period a hold of its reservation on each counter (scope,
-// owner, period) that has no row yet (so once, before the statement that makes the row),
-// leaving out ref. A hold costs one statement more however many caps it counts against; args:
-// holdOpenStatement. %[1]s is the owner's column. The check of the row is a one-row table
-// joined first (CROSS JOIN fixes SQLite's loop order), so when the row exists, the usual case,
-// nothing is scanned: as a plain WHERE term SQLite checked it per record, a scan of the
-// period's records on every capped reservation.
-const (
-	holdOpenHead  = `INSERT INTO spend_holds (ref, scope, owner, period, amount)`
-	holdOpenBlock = `
-	SELECT o.id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), o.reserved
-	FROM (SELECT 1 AS missing WHERE NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)) AS g
-	CROSS JOIN tasks AS o
-	WHERE o.%[1]s = ? AND o.created_at >= ? AND o.created_at < ? AND o.status IN ('queued', 'in_progress') AND o.id <> ?
-	UNION ALL
-	SELECT o.id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), o.reserved
-	FROM (SELECT 1 AS missing WHERE NOT EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?)) AS g
-	CROSS JOIN speeches AS o
-	WHERE o.%[1]s = ? AND o.created_at >= ? AND o.created_at < ? AND o.status = 'pending' AND o.id <> ?`
-	holdOpenTail = `
-	ON CONFLICT (ref, scope, period) DO NOTHING`
-)
-
-// holdOpenTexts caches holdOpenSQL per sequence of scopes ("tenant,key,key").
-var holdOpenTexts sync.Map
-
-// holdOpenStatement is holdOpenSQL and its arguments for the counters with bounds of cs (in
-// their order) and the hold of ref, or "" when none has bounds.
-func holdOpenStatement(cs []store.SpendCounter, ref string) (string, []any) {
-	var scopes []string
-	var args []any
-	for _, c := range cs {
-		if c.From.IsZero() || !c.From.Before(c.Until) {
-			continue
-		}
-		scopes = append(scopes, c.Scope)
-		from, until := micros(c.From), micros(c.Until)
-		one := []any{c.Scope, c.Owner, c.Period, c.Scope, c.Owner, c.Period, c.Owner, from, until, ref}
-		args = append(append(args, one...), one...)
-	}
-	if len(scopes) == 0 {
-		return "", nil
-	}
-	key := strings.Join(scopes, ",")
-	if q, ok := holdOpenTexts.Load(key); ok {
-		return q.(string), args
-	}
-	blocks := make([]string, len(scopes))
-	for i, scope := range scopes {
-		col := "key_id"
-		if scope == "tenant" {
-			col = "tenant_id"
-		}
-		blocks[i] = fmt.Sprintf(holdOpenBlock, col)
-	}
-	q := holdOpenHead + strings.Join(blocks, "\n\tUNION ALL") + holdOpenTail
-	holdOpenTexts.Store(key, q)
-	return q, args
-}
-
-// holdSeededSQL is holdSQL for a counter with bounds: a new row starts at the seed plus the
-// amount, and is refused (no row) if that passes the cap; an existing row grows as in holdSQL.
-// Two replicas making the row at once both compute a seed, one inserts, the other's insert
-// meets the conflict and grows the first's row by its amount alone (the update adds the
-// parameter, not EXCLUDED.spent). Args: holdStatement.
-//
-// n is MATERIALIZED so the planner does not copy its expression into the WHERE: PostgreSQL
-// would then compute the seed twice.
-const holdSeededSQL = `WITH n AS MATERIALIZED (SELECT CAST(? AS TEXT) AS scope, CAST(? AS TEXT) AS owner,
-		CAST(? AS TEXT) AS period, CAST(? AS BIGINT) AS cap,
-		CAST(? AS BIGINT) + CASE WHEN EXISTS (SELECT 1 FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?) THEN 0
-			ELSE %s END AS spent)
-	INSERT INTO spend_periods (scope, owner, period, spent, cap)
-	SELECT n.scope, n.owner, n.period, n.spent, n.cap FROM n
-	WHERE n.spent <= n.cap
-	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + ?, cap = EXCLUDED.cap
-	WHERE spend_periods.spent + ? <= EXCLUDED.cap
-	RETURNING spent`
-
-var (
-	holdSeededKeySQL    = fmt.Sprintf(holdSeededSQL, fmt.Sprintf(seedSQL, "key_id"))
-	holdSeededTenantSQL = fmt.Sprintf(holdSeededSQL, fmt.Sprintf(seedSQL, "tenant_id"))
-)
-
-// holdStatement is the statement and arguments growing c by amount for the hold of ref.
-func holdStatement(c store.CappedCounter, ref string, amount int64) (string, []any) {
-	if c.From.IsZero() || !c.From.Before(c.Until) {
-		return holdSQL, []any{c.Scope, c.Owner, c.Period, amount, int64(c.Cap)}
-	}
-	q := holdSeededKeySQL
-	if c.Scope == "tenant" {
-		q = holdSeededTenantSQL
-	}
-	from, until := micros(c.From), micros(c.Until)
-	return q, []any{c.Scope, c.Owner, c.Period, int64(c.Cap), amount, c.Scope, c.Owner, c.Period,
-		c.Owner, from, until, ref, c.Owner, from, until, ref, amount, amount}
-}
 
 // holdSpendsSQL is holdSQL for an optimistic shared batch (PostgreSQL, merge.go): each counter
 // grows by the batch's total for it, by arrays of scopes, owners, periods, totals and caps,
@@ -171,57 +47,6 @@ const holdSpendsSQL = `INSERT INTO spend_periods (scope, owner, period, spent, c
 	ON CONFLICT (scope, owner, period) DO UPDATE SET spent = spend_periods.spent + EXCLUDED.spent, cap = EXCLUDED.cap
 	WHERE spend_periods.spent + EXCLUDED.spent <= EXCLUDED.cap
 	RETURNING 1`
-
-// seedSpendsSQL makes the missing counter rows of an optimistic shared batch (PostgreSQL,
-// merge.go), seeded as holdSeededSQL's are, before holdSpendsSQL grows them; by arrays of
-// scopes, owners, periods, caps and bounds (micros; a zero from seeds nothing, as it makes no
-// row), and the batch's refs. It runs after the batch's inserts, so the seed leaves out the
-// batch's own records by their ids. A row another replica makes meanwhile wins: this one's
-// insert does nothing and the hold grows that row.
-const seedSpendsSQL = `INSERT INTO spend_periods (scope, owner, period, spent, cap)
-	SELECT v.scope, v.owner, v.period,
-		COALESCE((SELECT SUM(CASE WHEN t.status IN ('queued', 'in_progress') THEN t.reserved ELSE t.charged END)
-			FROM tasks t WHERE v.scope = 'key' AND t.key_id = v.owner AND t.created_at >= v.since AND t.created_at < v.until
-			AND t.id <> ALL(?::text[])), 0)
-		+ COALESCE((SELECT SUM(CASE WHEN t.status IN ('queued', 'in_progress') THEN t.reserved ELSE t.charged END)
-			FROM tasks t WHERE v.scope = 'tenant' AND t.tenant_id = v.owner AND t.created_at >= v.since AND t.created_at < v.until
-			AND t.id <> ALL(?::text[])), 0)
-		+ COALESCE((SELECT SUM(CASE WHEN s.status = 'pending' THEN s.reserved ELSE s.charged END)
-			FROM speeches s WHERE v.scope = 'key' AND s.key_id = v.owner AND s.created_at >= v.since AND s.created_at < v.until), 0)
-		+ COALESCE((SELECT SUM(CASE WHEN s.status = 'pending' THEN s.reserved ELSE s.charged END)
-			FROM speeches s WHERE v.scope = 'tenant' AND s.tenant_id = v.owner AND s.created_at >= v.since AND s.created_at < v.until), 0),
-		v.cap
-	FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[]) WITH ORDINALITY AS v(scope, owner, period, cap, since, until, i)
-	WHERE v.since < v.until
-		AND NOT EXISTS (SELECT 1 FROM spend_periods p WHERE p.scope = v.scope AND p.owner = v.owner AND p.period = v.period)
-	ORDER BY v.i
-	ON CONFLICT (scope, owner, period) DO NOTHING`
-
-// holdOpenSpendsSQL is holdOpenSQL for an optimistic shared batch, before seedSpendsSQL, by
-// the same arrays (but the caps). The batch's own tasks already hold on these counters (their
-// spend_holds rows were inserted before), so the conflict leaves them as they are. The
-// counters missing a row are picked first (m), so a batch whose counters exist scans nothing.
-const holdOpenSpendsSQL = `WITH m AS MATERIALIZED (
-		SELECT v.* FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[]) AS v(scope, owner, period, since, until)
-		WHERE v.since < v.until
-			AND NOT EXISTS (SELECT 1 FROM spend_periods p WHERE p.scope = v.scope AND p.owner = v.owner AND p.period = v.period))
-	INSERT INTO spend_holds (ref, scope, owner, period, amount)
-	SELECT o.id, v.scope, v.owner, v.period, o.reserved
-	FROM m AS v,
-	LATERAL (
-		SELECT t.id, t.reserved FROM tasks t WHERE v.scope = 'key' AND t.key_id = v.owner
-			AND t.created_at >= v.since AND t.created_at < v.until AND t.status IN ('queued', 'in_progress')
-		UNION ALL
-		SELECT t.id, t.reserved FROM tasks t WHERE v.scope = 'tenant' AND t.tenant_id = v.owner
-			AND t.created_at >= v.since AND t.created_at < v.until AND t.status IN ('queued', 'in_progress')
-		UNION ALL
-		SELECT s.id, s.reserved FROM speeches s WHERE v.scope = 'key' AND s.key_id = v.owner
-			AND s.created_at >= v.since AND s.created_at < v.until AND s.status = 'pending'
-		UNION ALL
-		SELECT s.id, s.reserved FROM speeches s WHERE v.scope = 'tenant' AND s.tenant_id = v.owner
-			AND s.created_at >= v.since AND s.created_at < v.until AND s.status = 'pending'
-	) o
-	ON CONFLICT (ref, scope, period) DO NOTHING`
 
 // holdLess orders counters tenant first, then key, then by owner and period.
 func holdLess(a, b store.CappedCounter) bool {
@@ -346,28 +171,6 @@ func (t *Tx) SettleSpend(ctx context.Context, ref string, final money.Micros) er
 		}
 	}
 	return nil
-}
-
-// spentSeededSQL reads a counter, or what its row would be seeded with when it has none.
-var (
-	spentSeededKeySQL    = fmt.Sprintf(spentSeededSQL, fmt.Sprintf(seedSQL, "key_id"))
-	spentSeededTenantSQL = fmt.Sprintf(spentSeededSQL, fmt.Sprintf(seedSQL, "tenant_id"))
-)
-
-const spentSeededSQL = `SELECT CAST(COALESCE((SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?), %s) AS BIGINT)`
-
-// spentStatement reads counter c, or its seed if it has no row, leaving out the record ref.
-func spentStatement(c store.SpendCounter, ref string) (string, []any) {
-	q, args := `SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?`, []any{c.Scope, c.Owner, c.Period}
-	if c.From.IsZero() || !c.From.Before(c.Until) {
-		return q, args
-	}
-	q = spentSeededKeySQL
-	if c.Scope == "tenant" {
-		q = spentSeededTenantSQL
-	}
-	from, until := micros(c.From), micros(c.Until)
-	return q, append(args, c.Owner, from, until, ref, c.Owner, from, until, ref)
 }
 
 // Spent reads counters; a period with no row reads its seed (spend.go), or 0 without bounds.
