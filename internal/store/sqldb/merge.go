@@ -214,16 +214,20 @@ func (m *merged) queue(p Pipe, rebind func(string) string, moveBalances, holdSpe
 		n := len(m.spends)
 		scopes, owners, periods, totals, caps := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([]int64, n)
 		froms, untils := make([]int64, n), make([]int64, n)
+		seed := false
 		for i, d := range m.spends {
 			scopes[i], owners[i], periods[i], totals[i], caps[i] = d.Scope, d.Owner, d.Period, d.total, int64(d.Cap)
 			if !d.From.IsZero() && d.From.Before(d.Until) {
-				froms[i], untils[i] = micros(d.From), micros(d.Until)
+				froms[i], untils[i], seed = micros(d.From), micros(d.Until), true
 			}
 		}
-		// Missing rows first, seeded with what their period spent before a cap counted it, the
-		// open records given holds on them (spend.go).
-		p.Queue(rebind(holdOpenSpendsSQL), []any{scopes, owners, periods, froms, untils}, nil)
-		p.Queue(rebind(seedSpendsSQL), []any{m.refs, m.refs, scopes, owners, periods, caps, froms, untils}, nil)
+		if seed {
+			// Missing rows first, seeded with what their period spent before a cap counted it,
+			// the open records given holds on them (spendseed.go). Counters whose rows are known
+			// to exist came without bounds: a batch with only those sends neither.
+			p.Queue(rebind(holdOpenSpendsSQL), []any{scopes, owners, periods, froms, untils}, nil)
+			p.Queue(rebind(seedSpendsSQL), []any{m.refs, m.refs, scopes, owners, periods, caps, froms, untils}, nil)
+		}
 		m.refs = nil
 		p.QueueRead(holdSpends, []any{scopes, owners, periods, totals, caps, int64(n)}, nil)
 		m.spends = nil

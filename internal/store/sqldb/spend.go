@@ -78,7 +78,7 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 		// (holdOpenSQL); checks first, so a hold refused by them sends nothing.
 		sorted := make([]store.SpendCounter, 0, len(order))
 		for _, i := range order {
-			c := h.Counters[i]
+			c := t.db.unseeded(h.Counters[i])
 			if c.Cap <= 0 || h.Amount > c.Cap {
 				sorted = nil
 				break
@@ -93,7 +93,7 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 	}
 	args := make([]any, 0, 5*len(order))
 	for _, i := range order {
-		c := h.Counters[i]
+		c := t.db.unseeded(h.Counters[i])
 		if c.Cap <= 0 {
 			return fmt.Errorf("hold %s: counter %s %s %s without a cap", h.Ref, c.Scope, c.Owner, c.Period)
 		}
@@ -106,6 +106,7 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 			// other members' and guarded by their sum, before the batch's account moves: the
 			// same lock order as below (merge.go).
 			t.merge.hold(c, int64(h.Amount), h.Ref)
+			t.held = append(t.held, counterKey(c.SpendCounter))
 			continue
 		}
 		refused := true
@@ -127,6 +128,7 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 			}
 			return fmt.Errorf("hold %s: %w", h.Ref, &store.SpendCapError{Index: i, Spent: spent})
 		}
+		t.held = append(t.held, counterKey(c.SpendCounter))
 	}
 	if err := t.insert(ctx, `INSERT INTO spend_holds (ref, scope, owner, period, amount)`, "", 5, args); err != nil {
 		if t.db.d.IsUniqueViolation(err) {

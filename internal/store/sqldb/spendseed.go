@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"mediagen/internal/store"
 )
@@ -203,6 +204,52 @@ func spentStatement(c store.SpendCounter, ref string) (string, []any) {
 	}
 	from, until := micros(c.From), micros(c.Until)
 	return q, append(args, c.Owner, from, until, ref, c.Owner, from, until, ref)
+}
+
+// knownRows remembers the spend counter rows known to exist. Rows are never deleted, so once a
+// transaction whose holds grew a counter committed, the counter's row exists for good, and
+// later holds of it need neither the seed nor the open records' holds: they send holdSQL alone
+// (and a shared batch whose counters are all known sends neither seeding statement). Only
+// committed transactions teach it; it forgets everything past maxKnownRows entries (a miss
+// only costs the probes).
+type knownRows struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+const maxKnownRows = 1 << 16
+
+func counterKey(c store.SpendCounter) string { return c.Scope + "\x00" + c.Owner + "\x00" + c.Period }
+
+// has reports whether c's row is known to exist.
+func (k *knownRows) has(c store.SpendCounter) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.m[counterKey(c)]
+	return ok
+}
+
+// committed learns the counters t's holds grew; t has committed.
+func (k *knownRows) committed(t *Tx) {
+	if len(t.held) == 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil || len(k.m)+len(t.held) > maxKnownRows {
+		k.m = make(map[string]struct{})
+	}
+	for _, key := range t.held {
+		k.m[key] = struct{}{}
+	}
+}
+
+// unseeded is c without bounds when its row is known to exist: its hold needs no seed.
+func (db *DB) unseeded(c store.CappedCounter) store.CappedCounter {
+	if !c.From.IsZero() && db.spendRows.has(c.SpendCounter) {
+		c.From, c.Until = time.Time{}, time.Time{}
+	}
+	return c
 }
 
 // ExplainSpendSeed is the database's plan for the seed of a new counter c (spend.go), one line

@@ -254,3 +254,32 @@ func SpendCapSeededOnceAcrossHandles(t *testing.T, handles []store.Store, n int)
 func testSpendCapSeededOnceUnderConcurrentHolds(t *testing.T, s store.Store) {
 	SpendCapSeededOnceAcrossHandles(t, []store.Store{s, s}, 30)
 }
+
+// testSpendCapSeedSurvivesARolledBackFirstHold: the first hold of a period made (and seeded)
+// the counter's row in a transaction that then rolled back; the row is gone, so the next hold
+// seeds again and still counts what the period spent.
+func testSpendCapSeedSurvivesARolledBackFirstHold(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := newKey(t, s, fmt.Sprintf("seedr_%d", seq.Add(1)), true)
+	createSeedRecord(t, s, k, seedRecord{status: store.StatusCompleted, reserved: 9 * mu1, charged: 9 * mu1, at: seedDay.Add(-time.Hour)})
+	c := seededCounter("key", k.ID, "day", 10*mu1)
+	errLater := errors.New("a later step failed")
+	err := s.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.HoldSpend(ctx, store.SpendHold{Ref: "vid_rolled_back", Amount: mu1 / 2, Counters: []store.CappedCounter{c}}); err != nil {
+			return err
+		}
+		return errLater
+	})
+	if !errors.Is(err, errLater) {
+		t.Fatalf("transaction: %v", err)
+	}
+	if err := holdTask(ctx, s, k, mu1+1, seedDay, c); !errors.Is(err, store.ErrSpendCap) {
+		t.Fatalf("a hold past the seeded cap after a rolled-back first hold: %v", err)
+	}
+	if err := holdTask(ctx, s, k, mu1, seedDay, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := spent(t, s, c.SpendCounter); got != 10*mu1 {
+		t.Errorf("counter holds %s, want 10", got)
+	}
+}

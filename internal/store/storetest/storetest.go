@@ -87,6 +87,7 @@ func Run(t *testing.T, open Opener) {
 		{"SpendCapExactUnderConcurrentHolds", testSpendCapExactUnderConcurrentHolds},
 		{"SpendCapSeededMidPeriod", testSpendCapSeededMidPeriod},
 		{"SpendCapSeededOnceUnderConcurrentHolds", testSpendCapSeededOnceUnderConcurrentHolds},
+		{"SpendCapSeedSurvivesARolledBackFirstHold", testSpendCapSeedSurvivesARolledBackFirstHold},
 		{"AdminTokensCreateFindRevoke", testAdminTokens},
 		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
 		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
