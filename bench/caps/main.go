@@ -7,6 +7,11 @@
 //
 //	go run ./bench/caps [-store sqlite|postgres] [-n 4000] [-submitters 64]
 //
+// Last, a cap set mid-period: a key that made -n tasks today with no cap gets daily and
+// monthly caps, and its tenant a daily cap; the first capped create seeds the three counters
+// from the records (the key's -n, the tenant's every task today), and the bench prints what it
+// took, what a create takes once the counters exist, and the seed's plan.
+//
 // It prints figures and never fails on a number.
 package main
 
@@ -24,6 +29,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"mediagen/internal/billing"
+	"mediagen/internal/catalog"
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/money"
@@ -230,9 +236,66 @@ func run(kind string, n, submitters int) error {
 	}
 	fmt.Printf("\ncap of 100 reservations, 400 concurrent creates: %d accepted, %d refused 402, day's counter %s (cap %s)\n",
 		len(tasks), refused, day, 100*amount)
+	if err := seedFigures(ctx, db, n, submitters); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
 	if err := db.CheckLedger(ctx); err != nil {
 		return err
 	}
 	fmt.Println("ledger: OK")
+	return nil
+}
+
+// seedFigures times the first capped create of a key and tenant that spent today before any
+// cap (it seeds their counters from the records), a create after it, and shows the seed's plans.
+func seedFigures(ctx context.Context, db *sqldb.DB, n, submitters int) error {
+	k, err := newKey(ctx, db, store.Caps{})
+	if err != nil {
+		return err
+	}
+	if _, _, _, err := create(ctx, db, keys.Caller{Key: k}, n, submitters); err != nil {
+		return err
+	}
+	k.Caps = store.Caps{Daily: 1 << 50, Monthly: 1 << 50}
+	tenant := &catalog.Tenant{ID: k.TenantID, Currency: "USD"}
+	huge := catalog.Rate(1 << 50)
+	tenant.SpendCaps.Daily = &huge
+	c := keys.Caller{Key: k, Tenant: tenant}
+	start := time.Now()
+	if _, _, _, err := create(ctx, db, c, 1, 1); err != nil {
+		return err
+	}
+	first := time.Since(start)
+	const next = 200
+	_, _, rate, err := create(ctx, db, c, next, 1)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	day, month, err := billing.SpentNow(ctx, db, "key", k.ID, now)
+	if err != nil {
+		return err
+	}
+	tday, _, err := billing.SpentNow(ctx, db, "tenant", k.TenantID, now)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\ncap set mid-period on a key with %d tasks today (its tenant: %s spent or reserved today before the cap):\n", n, tday-money.Micros(1+next)*amount)
+	fmt.Printf("  first capped create, seeding 3 counters from the records: %.2f ms\n", float64(first.Microseconds())/1000)
+	fmt.Printf("  next creates, one at a time: %.2f ms each\n", 1000/rate)
+	fmt.Printf("  key's day %s, month %s (want %s: the %d tasks before the cap and the %d after)\n",
+		day, month, money.Micros(n+1+next)*amount, n, 1+next)
+	dp, resets := billing.PeriodOf(billing.Daily, now)
+	for _, scope := range []struct{ scope, owner string }{{"key", k.ID}, {"tenant", k.TenantID}} {
+		plan, err := db.ExplainSpendSeed(ctx, store.SpendCounter{Scope: scope.scope, Owner: scope.owner, Period: dp,
+			From: resets.AddDate(0, 0, -1), Until: resets})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  plan of the %s seed:\n", scope.scope)
+		for _, line := range plan {
+			fmt.Printf("    %s\n", line)
+		}
+	}
 	return nil
 }

@@ -42,6 +42,18 @@ func PeriodOf(kind string, at time.Time) (period string, resets time.Time) {
 	return "month:" + start.Format("2006-01"), start.AddDate(0, 1, 0)
 }
 
+// counterOf is the daily or monthly counter of an owner at at, with the period's bounds: the
+// store seeds a new counter with what the period spent before a cap counted it (a cap set
+// mid-period), and a read of a period with no counter yet answers that.
+func counterOf(scope, owner, kind string, at time.Time) store.SpendCounter {
+	period, resets := PeriodOf(kind, at)
+	from := resets.AddDate(0, 0, -1)
+	if kind == Monthly {
+		from = resets.AddDate(0, -1, 0)
+	}
+	return store.SpendCounter{Scope: scope, Owner: owner, Period: period, From: from, Until: resets}
+}
+
 // CapError is a reservation refused by a cap: which one, and when its period resets.
 type CapError struct {
 	Scope    string // "key" or "tenant"
@@ -110,9 +122,9 @@ func capCounters(c keys.Caller, at time.Time) []capped {
 			if p.cap <= 0 {
 				continue
 			}
-			period, resets := PeriodOf(p.kind, at)
+			_, resets := PeriodOf(p.kind, at)
 			out = append(out, capped{CappedCounter: store.CappedCounter{
-				SpendCounter: store.SpendCounter{Scope: scope, Owner: owner, Period: period}, Cap: p.cap},
+				SpendCounter: counterOf(scope, owner, p.kind, at), Cap: p.cap},
 				kind: p.kind, resets: resets})
 		}
 	}
@@ -148,13 +160,12 @@ func holdCaps(ctx context.Context, tx store.Tx, c keys.Caller, ref string, amoun
 	return err
 }
 
-// SpentNow reads what a key (with its tenant's id) spent in the current day and month.
+// SpentNow reads what a key or a tenant spent in the current day and month; a period no cap
+// has counted yet reads what its records spent.
 func SpentNow(ctx context.Context, s interface {
 	Spent(context.Context, []store.SpendCounter) ([]money.Micros, error)
 }, scope, owner string, at time.Time) (day, month money.Micros, err error) {
-	dp, _ := PeriodOf(Daily, at)
-	mp, _ := PeriodOf(Monthly, at)
-	v, err := s.Spent(ctx, []store.SpendCounter{{Scope: scope, Owner: owner, Period: dp}, {Scope: scope, Owner: owner, Period: mp}})
+	v, err := s.Spent(ctx, []store.SpendCounter{counterOf(scope, owner, Daily, at), counterOf(scope, owner, Monthly, at)})
 	if err != nil {
 		return 0, 0, err
 	}

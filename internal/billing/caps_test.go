@@ -284,3 +284,82 @@ func TestDebit(t *testing.T) {
 		t.Errorf("funding balance %s, want 2 (credits 10 back by debits 10 and 2)", funding)
 	}
 }
+
+// TestCapSetMidPeriodCountsWhatThePeriodSpent: a key updated from no cap to a daily cap of 10
+// after spending 9 (settled, overage included) with 0.5 open today, and a tenant whose monthly
+// cap of 10 is added to the catalog after its keys spent as much this month, are refused a
+// reservation of 1 and accept one of 0.5; what was spent yesterday or last month does not
+// count.
+func TestCapSetMidPeriodCountsWhatThePeriodSpent(t *testing.T) {
+	const unit = money.Micros(1_000_000)
+	at := time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		before time.Time // when the spending before the cap was accepted
+		old    time.Time // spending of the period before, which must not count
+		caller func(k store.Key) keys.Caller
+		scope  string
+		kind   string
+		resets time.Time
+	}{
+		{name: "KeyDailyCapSetByAnUpdate", before: at.Add(-5 * time.Hour), old: at.AddDate(0, 0, -1),
+			caller: func(k store.Key) keys.Caller {
+				k.Caps = store.Caps{Daily: 10 * unit}
+				return keys.Caller{Key: k, Tenant: &catalog.Tenant{ID: "acme", Currency: "USD"}}
+			},
+			scope: "key", kind: Daily, resets: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)},
+		{name: "TenantMonthlyCapAddedToTheCatalog", before: at.AddDate(0, 0, -20), old: at.AddDate(0, -1, 0),
+			caller: func(k store.Key) keys.Caller { return keys.Caller{Key: k, Tenant: tenantWithCaps(0, 10*unit)} },
+			scope:  "tenant", kind: Monthly, resets: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newCapEnv(t)
+			k, other := e.key(true, store.Caps{}, 0), e.key(true, store.Caps{}, 0)
+			// 6 charged on a reservation of 5 (overage), 3 on another key of the tenant (for
+			// the key's cap, on the key itself), 0.5 still open; 9 in the period before.
+			second := other
+			if tt.scope == "key" {
+				second = k
+			}
+			e.task(k, store.StatusCompleted, 5*unit, 6*unit, tt.before)
+			e.task(second, store.StatusCompleted, 4*unit, 3*unit, tt.before.Add(time.Minute))
+			e.task(k, store.StatusQueued, unit/2, 0, tt.before.Add(2*time.Minute))
+			e.task(k, store.StatusCompleted, 9*unit, 9*unit, tt.old)
+			c := tt.caller(k)
+			owner := k.ID
+			if tt.scope == "tenant" {
+				owner = "acme"
+			}
+			// What `admin key list` shows before the first capped reservation.
+			day, month, err := SpentNow(e.ctx, e.db, tt.scope, owner, at)
+			if got := map[string]money.Micros{Daily: day, Monthly: month}[tt.kind]; err != nil || got != 19*unit/2 {
+				t.Errorf("the %s period reads %s (%v) before any capped reservation, want 9.5", tt.kind, got, err)
+			}
+			err = e.reserve(c, "vid_over", unit, at)
+			wantCapError(t, err, tt.scope, tt.kind, tt.resets)
+			if ce := (*CapError)(nil); errors.As(err, &ce) && ce.Spent != 19*unit/2 {
+				t.Errorf("refused with %s spent, want 9.5", ce.Spent)
+			}
+			if err := e.reserve(c, "vid_fits", unit/2, at); err != nil {
+				t.Fatalf("a reservation the cap still holds: %v", err)
+			}
+			day, month, err = SpentNow(e.ctx, e.db, tt.scope, owner, at)
+			if got := map[string]money.Micros{Daily: day, Monthly: month}[tt.kind]; err != nil || got != 10*unit {
+				t.Errorf("the %s counter holds %s (%v), want 10", tt.kind, got, err)
+			}
+		})
+	}
+}
+
+// task writes a video task of k accepted at at (as if no cap had counted it).
+func (e *capEnv) task(k store.Key, status string, reserved, charged money.Micros, at time.Time) {
+	e.t.Helper()
+	e.n++
+	task := store.Task{ID: fmt.Sprintf("vid_%d", e.n), KeyID: k.ID, TenantID: k.TenantID, Route: "native", Model: "m",
+		Status: status, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: reserved,
+		Charged: charged, CreatedAt: at, UpdatedAt: at}
+	if err := e.db.Transact(e.ctx, func(tx store.Tx) error { return tx.CreateTask(e.ctx, task) }); err != nil {
+		e.t.Fatal(err)
+	}
+}

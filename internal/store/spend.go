@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"mediagen/internal/money"
 )
@@ -18,11 +19,24 @@ func (c Caps) Any() bool { return c.Daily > 0 || c.Monthly > 0 }
 
 // SpendCounter names one spend counter: what one owner (a key or a tenant) spent in one
 // period. The period is a text the caller makes ("day:2026-11-25", "month:2026-11"); the
-// store only compares it.
+// store only compares it, and two counters are the same when Scope, Owner and Period are.
+//
+// From and Until bound the period [From, Until). A counter's row is made by the first hold of
+// its period, which may come after the owner spent in it (a cap set mid-period): the row then
+// starts seeded with what the owner's video tasks and speech records accepted in [From, Until)
+// spent so far, each its final charge if settled, else its open reservation; and a read of a
+// period with no row yet answers that seed. A zero From seeds nothing (the row starts at the
+// hold's amount, and a read of no row answers 0).
 type SpendCounter struct {
-	Scope  string // "key" or "tenant"
-	Owner  string // the key or tenant id
-	Period string
+	Scope       string // "key" or "tenant"
+	Owner       string // the key or tenant id
+	Period      string
+	From, Until time.Time
+}
+
+// Same reports whether c and o name the same counter (their bounds aside).
+func (c SpendCounter) Same(o SpendCounter) bool {
+	return c.Scope == o.Scope && c.Owner == o.Owner && c.Period == o.Period
 }
 
 // SpendHold is a reservation counted against caps: each counter's spending grows by Amount

@@ -266,6 +266,7 @@ func TestSpendCapExactAcrossTwoReplicas(t *testing.T) {
 	}
 	storetest.SpendCapExactAcrossHandles(t, handles, 50)
 	storetest.SpendHoldsAndSettlementsInterleave(t, handles)
+	storetest.SpendCapSeededOnceAcrossHandles(t, handles, 30)
 	storetest.CheckLedger(t, handles[0])
 	for i, h := range handles {
 		commits, txs := h.(*sqldb.DB).GroupStats()

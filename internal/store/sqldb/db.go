@@ -54,6 +54,7 @@ type DB struct {
 	tasks       *readCache[store.Task]    // non-nil with the task cache (EnableTaskCache)
 	balances    *readCache[store.Balance] // non-nil with the balance cache (EnableBalanceCache)
 	closers     []io.Closer               // driver helpers closed before the handles (CloseWith)
+	spendRows   knownRows                 // spend counter rows known to exist (spendseed.go)
 	// usageBackfill is the usage migration's backfill statement, RebuildUsage's (usage.go).
 	usageBackfill string
 }
@@ -195,6 +196,7 @@ func (db *DB) transactOnce(ctx context.Context, fn func(store.Tx) error) (err er
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	db.spendRows.committed(t)
 	db.preparePending(ctx)
 	return nil
 }
@@ -215,6 +217,9 @@ type Tx struct {
 	touched, touchedKeys []string
 	// counted is what the last in-flight increment of this transaction returned (inflight.go).
 	counted countedInFlight
+	// held: the spend counters this transaction's holds grew, known to exist once it commits
+	// (spendseed.go).
+	held []string
 }
 
 // writeStmt returns the statement prepared on the write handle, or nil the first time a query

@@ -444,6 +444,11 @@ func (g *grouper) runIn(st sharedTxn, jobs []*groupJob, savepoints bool) (again 
 		return nil
 	}
 	db.preparePending(bg)
+	for i, j := range jobs {
+		if j.err == nil && !j.panicked {
+			db.spendRows.committed(txs[i])
+		}
+	}
 	finish(nil)
 	return nil
 }

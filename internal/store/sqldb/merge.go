@@ -47,8 +47,10 @@ type merged struct {
 	answered map[counterRow]int64
 	// moves: net balance moves per account, in first-added order.
 	moves []*accountMove
-	// spends: spend counter growths (spend.go), per counter, sent before the moves.
+	// spends: spend counter growths (spend.go), per counter, sent before the moves; refs: the
+	// holds' refs, which a new counter's seed leaves out.
 	spends []*spendDelta
+	refs   []string
 }
 
 type spendDelta struct {
@@ -136,9 +138,12 @@ func (m *merged) move(account string, amount, at int64) {
 
 // hold adds a capped reservation's amount to its counter; the tightest cap a member gave
 // guards the sum.
-func (m *merged) hold(c store.CappedCounter, amount int64) {
+func (m *merged) hold(c store.CappedCounter, amount int64, ref string) {
+	if len(m.refs) == 0 || m.refs[len(m.refs)-1] != ref {
+		m.refs = append(m.refs, ref)
+	}
 	for _, d := range m.spends {
-		if d.SpendCounter == c.SpendCounter {
+		if d.Same(c.SpendCounter) {
 			d.total += amount
 			d.Cap = min(d.Cap, c.Cap)
 			return
@@ -208,9 +213,22 @@ func (m *merged) queue(p Pipe, rebind func(string) string, moveBalances, holdSpe
 		sort.SliceStable(m.spends, func(i, j int) bool { return holdLess(m.spends[i].CappedCounter, m.spends[j].CappedCounter) })
 		n := len(m.spends)
 		scopes, owners, periods, totals, caps := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([]int64, n)
+		froms, untils := make([]int64, n), make([]int64, n)
+		seed := false
 		for i, d := range m.spends {
 			scopes[i], owners[i], periods[i], totals[i], caps[i] = d.Scope, d.Owner, d.Period, d.total, int64(d.Cap)
+			if !d.From.IsZero() && d.From.Before(d.Until) {
+				froms[i], untils[i], seed = micros(d.From), micros(d.Until), true
+			}
 		}
+		if seed {
+			// Missing rows first, seeded with what their period spent before a cap counted it,
+			// the open records given holds on them (spendseed.go). Counters whose rows are known
+			// to exist came without bounds: a batch with only those sends neither.
+			p.Queue(rebind(holdOpenSpendsSQL), []any{scopes, owners, periods, froms, untils}, nil)
+			p.Queue(rebind(seedSpendsSQL), []any{m.refs, m.refs, scopes, owners, periods, caps, froms, untils}, nil)
+		}
+		m.refs = nil
 		p.QueueRead(holdSpends, []any{scopes, owners, periods, totals, caps, int64(n)}, nil)
 		m.spends = nil
 	}

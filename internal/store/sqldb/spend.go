@@ -22,7 +22,8 @@ import (
 // with savepoints would otherwise hold the tenant's counter while it waits for a later
 // member's accounts, which a settlement of that key could hold while it waits for the
 // tenant's counter. In an optimistic shared batch (PostgreSQL) the growths are merged and sent
-// with the commit, before the batch's account moves (merge.go).
+// with the commit, before the batch's account moves (merge.go). A counter made mid-period
+// starts seeded with what its period spent before (spendseed.go).
 
 // holdSQL grows a counter unless it would pass its cap (args: scope, owner, period, amount,
 // cap); it returns the new value, or no row when refused. A new row needs no guard: the
@@ -72,9 +73,27 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(i, j int) bool { return holdLess(h.Counters[order[i]], h.Counters[order[j]]) })
+	if t.merge == nil {
+		// The open records' holds on the counters that have no row yet, before any is made
+		// (holdOpenSQL); checks first, so a hold refused by them sends nothing.
+		sorted := make([]store.SpendCounter, 0, len(order))
+		for _, i := range order {
+			c := t.db.unseeded(h.Counters[i])
+			if c.Cap <= 0 || h.Amount > c.Cap {
+				sorted = nil
+				break
+			}
+			sorted = append(sorted, c.SpendCounter)
+		}
+		if q, qargs := holdOpenStatement(sorted, h.Ref); q != "" {
+			if _, err := t.exec(ctx, q, qargs...); err != nil {
+				return fmt.Errorf("hold %s: open records: %w", h.Ref, err)
+			}
+		}
+	}
 	args := make([]any, 0, 5*len(order))
 	for _, i := range order {
-		c := h.Counters[i]
+		c := t.db.unseeded(h.Counters[i])
 		if c.Cap <= 0 {
 			return fmt.Errorf("hold %s: counter %s %s %s without a cap", h.Ref, c.Scope, c.Owner, c.Period)
 		}
@@ -86,11 +105,13 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 			// In an optimistic shared batch the growth waits for the commit, merged with the
 			// other members' and guarded by their sum, before the batch's account moves: the
 			// same lock order as below (merge.go).
-			t.merge.hold(c, int64(h.Amount))
+			t.merge.hold(c, int64(h.Amount), h.Ref)
+			t.held = append(t.held, counterKey(c.SpendCounter))
 			continue
 		}
 		refused := true
-		err := t.query(ctx, holdSQL, []any{c.Scope, c.Owner, c.Period, int64(h.Amount), int64(c.Cap)}, func(rows Rows) error {
+		q, qargs := holdStatement(c, h.Ref, int64(h.Amount))
+		err := t.query(ctx, q, qargs, func(rows Rows) error {
 			refused = !rows.Next()
 			return nil
 		})
@@ -100,12 +121,14 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 		if refused {
 			spent := money.Micros(-1)
 			var v int64
-			if err := t.queryRow(ctx, `SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?`,
-				c.Scope, c.Owner, c.Period).Scan(&v); err == nil {
+			// A new row refused by its seed was not written: the read answers the seed.
+			q, qargs := spentStatement(c.SpendCounter, h.Ref)
+			if err := t.queryRow(ctx, q, qargs...).Scan(&v); err == nil {
 				spent = money.Micros(v)
 			}
 			return fmt.Errorf("hold %s: %w", h.Ref, &store.SpendCapError{Index: i, Spent: spent})
 		}
+		t.held = append(t.held, counterKey(c.SpendCounter))
 	}
 	if err := t.insert(ctx, `INSERT INTO spend_holds (ref, scope, owner, period, amount)`, "", 5, args); err != nil {
 		if t.db.d.IsUniqueViolation(err) {
@@ -152,13 +175,13 @@ func (t *Tx) SettleSpend(ctx context.Context, ref string, final money.Micros) er
 	return nil
 }
 
-// Spent reads counters; a period with no row spent nothing.
+// Spent reads counters; a period with no row reads its seed (spend.go), or 0 without bounds.
 func (db *DB) Spent(ctx context.Context, counters []store.SpendCounter) ([]money.Micros, error) {
 	out := make([]money.Micros, len(counters))
 	for i, c := range counters {
+		q, args := spentStatement(c, "")
 		var v int64
-		err := db.readRow(ctx, `SELECT spent FROM spend_periods WHERE scope = ? AND owner = ? AND period = ?`,
-			c.Scope, c.Owner, c.Period).Scan(&v)
+		err := db.readRow(ctx, q, args...).Scan(&v)
 		if err != nil && !errors.Is(noRows(err), store.ErrNotFound) {
 			return nil, fmt.Errorf("spent %s %s %s: %w", c.Scope, c.Owner, c.Period, err)
 		}

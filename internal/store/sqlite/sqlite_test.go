@@ -285,5 +285,6 @@ func TestSpendCapExactThroughTwoHandles(t *testing.T) {
 	}
 	storetest.SpendCapExactAcrossHandles(t, handles, 50)
 	storetest.SpendHoldsAndSettlementsInterleave(t, handles)
+	storetest.SpendCapSeededOnceAcrossHandles(t, handles, 30)
 	storetest.CheckLedger(t, handles[0])
 }
