@@ -145,6 +145,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.resultFiles()}, Assets: assets, OpsOnly: c.Role == "worker", MetricsElsewhere: c.MetricsListen != "",
 		KeyCacheTTL: c.KeyCacheTTL,
 		Speech:      speechSvc,
+		Uploads:     m.blobs,
 		Limiter:     limits.New(time.Now, c.LimitReplicas),
 		Downloads:   limits.NewDownloads(time.Now, limits.DownloadLimits{Total: m.edge.Downloads}),
 		Proxies:     c.proxies,

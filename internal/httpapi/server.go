@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"mediagen/internal/asset"
+	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/limits"
 	"mediagen/internal/netlimit"
@@ -63,6 +64,10 @@ type Config struct {
 	Speech *speech.Service
 	// Assets serves the asset library and the verification page (nil: they answer 503).
 	Assets *asset.Service
+	// Uploads stores input_reference files of OpenAI-shaped creates (nil: multipart creates
+	// answer 503); MaxUploadBytes bounds one (0: DefaultMaxUploadBytes).
+	Uploads        blob.Store
+	MaxUploadBytes int64
 	// Limiter enforces the catalog's request-rate and concurrent-request limits in this
 	// process (nil: a limiter of its own on Now, each limit enforced in full).
 	Limiter *limits.Limiter
@@ -101,6 +106,8 @@ type Server struct {
 	keys             *keyCache
 	speech           *speech.Service
 	assets           *asset.Service
+	uploads          blob.Store
+	maxUpload        int64
 	limiter          *limits.Limiter
 	// rateLimited counts 429s by scope and limit (limits.go).
 	rateLimited *prometheus.CounterVec
@@ -119,6 +126,10 @@ func New(c Config) *Server {
 		maxBody: c.MaxBodyBytes, now: c.Now, mux: http.NewServeMux(),
 		videos: c.Videos, links: c.Links, files: c.Files, opsOnly: c.OpsOnly, metricsElsewhere: c.MetricsElsewhere,
 		keys: newKeyCache(c.KeyCacheTTL), speech: c.Speech,
+		uploads: c.Uploads, maxUpload: c.MaxUploadBytes,
+	}
+	if s.maxUpload <= 0 {
+		s.maxUpload = DefaultMaxUploadBytes
 	}
 	if vs, ok := c.Store.(video.Store); ok && s.videos == nil {
 		// A server built without a video service (tests of other routes) still answers the

@@ -14,10 +14,25 @@ func caller(r *http.Request) keys.Caller {
 
 // createVideo answers POST /v1/videos with 202 and the task, for a new task and for an
 // identical replay alike (the replay carries the original id).
+//
+// Two request shapes are accepted (docs/video.md): a multipart/form-data body is always
+// OpenAI's; a JSON body is OpenAI's only when video.IsOpenAIJSON says so (seconds, size or
+// input_reference at its top level and no metadata). Every other body is the contract's and
+// is decided exactly as before.
 func (s *Server) createVideo(w http.ResponseWriter, r *http.Request) error {
+	if isMultipart(r) {
+		return s.createVideoMultipart(w, r)
+	}
 	body, err := s.readJSONBody(w, r)
 	if err != nil {
 		return err
+	}
+	if video.IsOpenAIJSON(body) {
+		o, err := video.ParseOpenAIJSON(body)
+		if err != nil {
+			return err
+		}
+		return s.createVideoOpenAI(w, r, o, nil)
 	}
 	task, created, err := s.videos.Create(r.Context(), caller(r), body)
 	if err != nil {

@@ -56,7 +56,7 @@ type measured struct {
 // up, and every input video — reference videos on both generation routes and the enhancement
 // source — is measured, so a file that is not a video, a reference outside the edit-mode
 // length, or an unreachable source is a 400 on its param with nothing written.
-func (s *Service) resolveContent(ctx context.Context, c keys.Caller, req *contract.VideoRequest, stored *Stored) (measured, error) {
+func (s *Service) resolveContent(ctx context.Context, c keys.Caller, req *contract.VideoRequest, stored *Stored, upload *Asset) (measured, error) {
 	var m measured
 	type job struct {
 		param string
@@ -69,7 +69,14 @@ func (s *Service) resolveContent(ctx context.Context, c keys.Caller, req *contra
 	for i, it := range req.Content {
 		param := itemParam(i, it)
 		if it.IsAsset {
-			a, err := s.resolveAsset(ctx, c, it, param)
+			var a Asset
+			var err error
+			if upload != nil && it.AssetID == upload.ID {
+				// An input_reference this very request uploaded: stored and checked already.
+				a = *upload
+			} else {
+				a, err = s.resolveAsset(ctx, c, it, param)
+			}
 			if err != nil {
 				return m, err
 			}

@@ -37,6 +37,12 @@ type Stored struct {
 // Create accepts a POST /v1/videos body for the caller. It returns the task and whether it was
 // newly created (false for an identical replay).
 func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store.Task, bool, error) {
+	return s.create(ctx, c, body, nil)
+}
+
+// create is Create with an uploaded first frame (CreateOpenAI) that the body refers to as
+// asset://<upload.ID>; nil for every contract request.
+func (s *Service) create(ctx context.Context, c keys.Caller, body []byte, upload *Asset) (store.Task, bool, error) {
 	// One parse serves both steps: finding the alias, then decoding for its product.
 	parsed, perr := contract.ParseVideo(body)
 	if perr != nil {
@@ -92,7 +98,7 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store
 	if alias.Product == catalog.ProductProduction && alias.EnhanceUpstream != "" {
 		stored.EnhanceUpstream = string(alias.EnhanceUpstream)
 	}
-	m, err := s.resolveContent(ctx, c, req, stored)
+	m, err := s.resolveContent(ctx, c, req, stored, upload)
 	if err != nil {
 		return store.Task{}, false, err
 	}

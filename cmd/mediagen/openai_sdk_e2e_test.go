@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"mediagen/internal/httpapi"
+)
+
+// sdkClient is the official OpenAI Go SDK pointed at the started service, with the demo key.
+func sdkClient(e *e2e) openai.Client {
+	return openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey(e.key), option.WithMaxRetries(0))
+}
+
+// uploads lists the stored input_reference files under the data directory.
+func (e *e2e) uploads() []string {
+	e.t.Helper()
+	var found []string
+	_ = filepath.WalkDir(e.m.Config.DataDir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(filepath.ToSlash(path), "/"+httpapi.UploadKeyPrefix) {
+			found = append(found, path)
+		}
+		return nil
+	})
+	return found
+}
+
+// The official SDK's typed create works against the service in OpenAI's request shape:
+// model, prompt, seconds and size (sent as multipart, as the SDK always does), then with an
+// input_reference image as the first frame, and through NewAndPoll; each task completes with
+// the contract's answer and the upload is kept for the task.
+func TestOpenAISDKCreatesNativeVideos(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t)
+	client := sdkClient(e)
+	ctx := context.Background()
+
+	v, err := client.Videos.New(ctx, openai.VideoNewParams{Model: "demo-video-fast", Prompt: "a paper boat on a pond",
+		Seconds: openai.VideoSeconds4, Size: openai.VideoSize1280x720})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.ID == "" || v.Object != "video" || v.Model != "demo-video-fast" || v.Status != openai.VideoStatusQueued {
+		t.Fatalf("create answer: %+v", v)
+	}
+	done := e.wait(v.ID)
+	if done.Status != "completed" || done.Metadata.Resolution != "720p" {
+		t.Fatalf("task: %+v", done)
+	}
+	got, err := client.Videos.Get(ctx, v.ID)
+	if err != nil || got.Status != openai.VideoStatusCompleted || got.Progress != 100 {
+		t.Fatalf("Get: %+v %v", got, err)
+	}
+
+	frame := pngOf(t, 128, 72)
+	withRef, err := client.Videos.New(ctx, openai.VideoNewParams{Model: "demo-video-fast", Prompt: "the frame comes alive",
+		Seconds: openai.VideoSeconds4, Size: openai.VideoSize720x1280,
+		InputReference: openai.VideoNewParamsInputReferenceUnion{OfFile: openai.File(bytes.NewReader(frame), "frame.png", "image/png")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.uploads()); n != 1 {
+		t.Fatalf("%d stored uploads, want 1", n)
+	}
+	if done := e.wait(withRef.ID); done.Status != "completed" {
+		t.Fatalf("first-frame task: %+v", done)
+	}
+
+	polled, err := client.Videos.NewAndPoll(ctx, openai.VideoNewParams{Model: "demo-video-fast", Prompt: "a kite",
+		Seconds: openai.VideoSeconds8, Size: openai.VideoSize1280x720}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if polled.Status != openai.VideoStatusCompleted {
+		t.Fatalf("NewAndPoll: %+v", polled)
+	}
+}
+
+// endless is a PNG header followed by bytes that never end.
+type endless struct{ sent bool }
+
+func (r *endless) Read(p []byte) (int, error) {
+	if !r.sent {
+		r.sent = true
+		return copy(p, pngHeader), nil
+	}
+	for i := range p {
+		p[i] = 0x42
+	}
+	return len(p), nil
+}
+
+var pngHeader = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x02\x00\x00\x00")
+
+// Requests in OpenAI's shape that cannot be mapped or whose upload is refused are 400s naming
+// the OpenAI field, with nothing written: no task, no reservation, no stored upload.
+func TestOpenAISDKRefusalsWriteNothing(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t)
+	client := sdkClient(e)
+	ctx := context.Background()
+	available, used := e.balance()
+	file := func(r io.Reader, name string) openai.VideoNewParamsInputReferenceUnion {
+		return openai.VideoNewParamsInputReferenceUnion{OfFile: openai.File(r, name, "image/png")}
+	}
+	cases := []struct {
+		name  string
+		req   openai.VideoNewParams
+		param string
+	}{
+		{"size with no native mapping", openai.VideoNewParams{Model: "demo-video-fast", Prompt: "p", Size: openai.VideoSize1792x1024}, "size"},
+		{"size at a resolution the alias lacks", openai.VideoNewParams{Model: "demo-video-fast", Prompt: "p", Size: "1920x1080"}, "size"},
+		{"seconds not a number", openai.VideoNewParams{Model: "demo-video-fast", Prompt: "p", Seconds: "four"}, "seconds"},
+		{"seconds outside the family's durations", openai.VideoNewParams{Model: "demo-video-fast", Prompt: "p", Seconds: "2"}, "seconds"},
+		{"upload not an image", openai.VideoNewParams{Model: "demo-video-fast", Prompt: "p", Seconds: "4",
+			InputReference: file(strings.NewReader("this is plain text, not an image at all"), "x.png")}, "input_reference"},
+		{"upload a corrupt PNG", openai.VideoNewParams{Model: "demo-video-fast", Prompt: "p", Seconds: "4",
+			InputReference: file(bytes.NewReader(pngHeader[:12]), "x.png")}, "input_reference"},
+		{"upload beyond the bound", openai.VideoNewParams{Model: "demo-video-fast", Prompt: "p", Seconds: "4",
+			InputReference: file(io.LimitReader(&endless{}, httpapi.DefaultMaxUploadBytes+1<<20), "big.png")}, "input_reference"},
+		{"not a native alias", openai.VideoNewParams{Model: "demo-production-standard", Prompt: "p", Seconds: "4"}, "model"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := client.Videos.New(ctx, c.req)
+			var apiErr *openai.Error
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != c.param {
+				t.Fatalf("got %v, want a 400 on %s", err, c.param)
+			}
+		})
+	}
+	if a, u := e.balance(); a != available || u != used {
+		t.Errorf("balance moved: %s/%s → %s/%s", available, used, a, u)
+	}
+	if status, b := e.call("GET", "/v1/videos", ""); status != 200 || !strings.Contains(string(b), `"data":[]`) {
+		t.Errorf("tasks were written: %d %s", status, b)
+	}
+	if left := e.uploads(); len(left) != 0 {
+		t.Errorf("stray uploads: %v", left)
+	}
+}

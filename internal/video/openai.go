@@ -1,0 +1,191 @@
+package video
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/catalog"
+	"mediagen/internal/contract"
+	"mediagen/internal/keys"
+	"mediagen/internal/store"
+)
+
+// OpenAIRequest is a create in OpenAI's request shape (POST /v1/videos as OpenAI's SDKs send
+// it): the fields as sent, strings all, before any mapping.
+type OpenAIRequest struct {
+	Model, Prompt, Seconds, Size string
+	// Present records which of the optional fields were sent at all.
+	HasModel, HasPrompt, HasSeconds, HasSize bool
+}
+
+// openAISizes maps OpenAI's size onto the contract's resolution and ratio: exactly the
+// sizes that contract.Dimensions gives for a named ratio (not adaptive) at a native
+// resolution. Whether the alias offers that resolution is the contract's own rule.
+var openAISizes = func() map[string][2]string {
+	m := map[string][2]string{}
+	for _, res := range []string{"480p", "720p", "1080p", "4k"} {
+		for _, ratio := range []string{"16:9", "4:3", "1:1", "3:4", "9:16", "21:9"} {
+			w, h := contract.Dimensions(res, ratio)
+			m[fmt.Sprintf("%dx%d", w, h)] = [2]string{res, ratio}
+		}
+	}
+	return m
+}()
+
+// OpenAISize returns the contract resolution and ratio of an OpenAI size, if it has one.
+func OpenAISize(size string) (resolution, ratio string, ok bool) {
+	v, ok := openAISizes[size]
+	return v[0], v[1], ok
+}
+
+// IsOpenAIJSON reports whether a JSON body of POST /v1/videos is in OpenAI's request shape:
+// a JSON object with seconds, size or input_reference at its top level and no metadata.
+// Every other body (including one that is not a JSON object, or has duplicate names) is the
+// contract's and is decided exactly as the contract says.
+func IsOpenAIJSON(body []byte) bool {
+	var top map[string]jsontext.Value
+	if err := json.Unmarshal(body, &top); err != nil {
+		return false
+	}
+	if _, ok := top["metadata"]; ok {
+		return false
+	}
+	for _, name := range []string{"seconds", "size", "input_reference"} {
+		if _, ok := top[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseOpenAIJSON reads a body IsOpenAIJSON accepted: model, prompt and size are strings,
+// seconds a string of digits (as OpenAI's API has it) or an integer. input_reference is
+// accepted only as a multipart file upload.
+func ParseOpenAIJSON(body []byte) (OpenAIRequest, error) {
+	var top map[string]jsontext.Value
+	if err := json.Unmarshal(body, &top); err != nil {
+		return OpenAIRequest{}, apierr.Invalid("", "The request body is not valid JSON.")
+	}
+	var o OpenAIRequest
+	for name, raw := range top {
+		var s string
+		switch name {
+		case "model", "prompt", "size", "seconds":
+			if name == "seconds" && raw.Kind() == '0' {
+				var n int64
+				if err := json.Unmarshal(raw, &n); err != nil {
+					return o, apierr.Invalid("seconds", "seconds must be a whole number of seconds, such as \"4\".")
+				}
+				s = strconv.FormatInt(n, 10)
+			} else if err := json.Unmarshal(raw, &s); err != nil || raw.Kind() != '"' {
+				return o, apierr.Invalid(name, name+" must be a string.")
+			}
+		case "input_reference":
+			return o, apierr.Invalid("input_reference", "input_reference is accepted only as a file in a multipart/form-data request.")
+		default:
+			return o, apierr.Invalid(name, fmt.Sprintf("Unknown field %q. OpenAI's request shape takes model, prompt, seconds, size and (multipart only) input_reference.", name))
+		}
+		o.Set(name, s)
+	}
+	return o, nil
+}
+
+// Set records one field of the request by its OpenAI name; it reports false for a name the
+// shape does not have.
+func (o *OpenAIRequest) Set(name, v string) bool {
+	switch name {
+	case "model":
+		o.Model, o.HasModel = v, true
+	case "prompt":
+		o.Prompt, o.HasPrompt = v, true
+	case "seconds":
+		o.Seconds, o.HasSeconds = v, true
+	case "size":
+		o.Size, o.HasSize = v, true
+	default:
+		return false
+	}
+	return true
+}
+
+// UploadID starts the id under which an uploaded input_reference stands in the request's
+// content, as an asset:// reference only this create resolves.
+const UploadID = "upload-"
+
+// CreateOpenAI accepts a create in OpenAI's shape for a native alias: size becomes resolution
+// and ratio, seconds duration, an uploaded input_reference (already stored and checked by the
+// caller) the first frame. The contract's request built from them then goes through Create's
+// own path: the same validation, pricing, reservation and idempotency. A refusal names the
+// OpenAI field it comes from.
+func (s *Service) CreateOpenAI(ctx context.Context, c keys.Caller, o OpenAIRequest, upload *Asset) (store.Task, bool, error) {
+	if o.HasModel {
+		if a, ok := c.Tenant.Alias(o.Model); ok && a.Product != catalog.ProductNative {
+			return store.Task{}, false, apierr.Invalid("model",
+				fmt.Sprintf("OpenAI's request shape is accepted for native video aliases only; %q is not one. Use the contract's request shape for it.", o.Model))
+		}
+	}
+	meta := map[string]any{}
+	if o.HasSize {
+		res, ratio, ok := OpenAISize(o.Size)
+		if !ok {
+			return store.Task{}, false, apierr.Invalid("size", fmt.Sprintf("Size %q has no native resolution and ratio; use one listed in docs/video.md, such as 1280x720 or 720x1280.", o.Size))
+		}
+		meta["resolution"], meta["ratio"] = res, ratio
+	}
+	if o.HasSeconds {
+		n, err := strconv.Atoi(strings.TrimSpace(o.Seconds))
+		if err != nil || n <= 0 || n > 1000 {
+			return store.Task{}, false, apierr.Invalid("seconds", fmt.Sprintf("Seconds %q is not a whole number of seconds, such as \"4\".", o.Seconds))
+		}
+		meta["duration"] = n
+	}
+	if upload != nil {
+		meta["content"] = []any{map[string]any{"type": "image_url", "role": "first_frame",
+			"image_url": map[string]any{"url": "asset://" + upload.ID}}}
+	}
+	body := map[string]any{"metadata": meta}
+	if o.HasModel {
+		body["model"] = o.Model
+	}
+	if o.HasPrompt {
+		body["prompt"] = o.Prompt
+	}
+	raw, err := json.Marshal(body, json.Deterministic(true))
+	if err != nil {
+		return store.Task{}, false, fmt.Errorf("encode mapped request: %w", err)
+	}
+	task, created, err := s.create(ctx, c, raw, upload)
+	return task, created, openAIParam(err)
+}
+
+// openAIParam renames a refusal's param from the mapped contract field to the OpenAI field
+// it came from, so that the client sees the name it sent.
+func openAIParam(err error) error {
+	var e *apierr.Error
+	if !errors.As(err, &e) || e.Param == "" {
+		return err
+	}
+	param := ""
+	switch {
+	case e.Param == "metadata.resolution" || e.Param == "metadata.ratio":
+		param = "size"
+	case e.Param == "metadata.duration":
+		param = "seconds"
+	case strings.HasPrefix(e.Param, "metadata.content"):
+		param = "input_reference"
+	default:
+		return err
+	}
+	named := *e
+	named.Param = param
+	named.Message = strings.NewReplacer("metadata.resolution", "size", "metadata.ratio", "size", "metadata.duration", "seconds",
+		"metadata.content[0].image_url.url", "input_reference").Replace(e.Message)
+	return &named
+}
