@@ -137,7 +137,12 @@ func (s *Service) CreateOpenAI(ctx context.Context, c keys.Caller, o OpenAIReque
 		if !ok {
 			return store.Task{}, false, apierr.Invalid("size", fmt.Sprintf("Size %q has no native resolution and ratio; use one listed in docs/video.md, such as 1280x720 or 720x1280.", o.Size))
 		}
-		meta["resolution"], meta["ratio"] = res, ratio
+		meta["resolution"] = res
+		if upload == nil {
+			// With a first frame the contract takes no ratio (the frame's shape decides), so
+			// size then gives the resolution alone.
+			meta["ratio"] = ratio
+		}
 	}
 	if o.HasSeconds {
 		n, err := strconv.Atoi(strings.TrimSpace(o.Seconds))
