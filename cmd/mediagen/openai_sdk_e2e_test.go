@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,12 +14,21 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"mediagen/internal/apidoc"
 	"mediagen/internal/httpapi"
 )
 
 // sdkClient is the official OpenAI Go SDK pointed at the started service, with the demo key.
+// Every exchange it makes is checked against docs/openapi.yaml.
 func sdkClient(e *e2e) openai.Client {
-	return openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey(e.key), option.WithMaxRetries(0))
+	rec := &apidoc.Transport{Record: func(ex apidoc.Exchange) {
+		// The oversize upload is the one exchange too large to record whole.
+		if !ex.Truncated {
+			checkAgainstOpenAPI(e.t, ex)
+		}
+	}}
+	return openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey(e.key), option.WithMaxRetries(0),
+		option.WithHTTPClient(&http.Client{Transport: rec}))
 }
 
 // uploads lists the stored input_reference files under the data directory.
