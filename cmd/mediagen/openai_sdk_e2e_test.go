@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"mime/multipart"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -93,6 +94,11 @@ func TestOpenAISDKCreatesNativeVideos(t *testing.T) {
 		t.Fatalf("first-frame task: %+v", done)
 	}
 
+	// The JSON variant of OpenAI's shape, through the recorded exchange check.
+	if id := e.create(`{"model":"demo-video-fast","prompt":"a lantern","seconds":"4","size":"720x1280"}`); e.wait(id).Status != "completed" {
+		t.Fatal("JSON-shaped task did not complete")
+	}
+
 	polled, err := client.Videos.NewAndPoll(ctx, openai.VideoNewParams{Model: "demo-video-fast", Prompt: "a kite",
 		Seconds: openai.VideoSeconds8, Size: openai.VideoSize1280x720}, 100)
 	if err != nil {
@@ -153,6 +159,46 @@ func TestOpenAISDKRefusalsWriteNothing(t *testing.T) {
 			var apiErr *openai.Error
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != c.param {
 				t.Fatalf("got %v, want a 400 on %s", err, c.param)
+			}
+		})
+	}
+	// Multipart bodies the SDK would not send: a second file (the first one already stored
+	// is deleted), an unknown form field, a file in a text field.
+	png := pngOf(t, 32, 18)
+	for _, c := range []struct {
+		name, param string
+		parts       func(mw *multipart.Writer)
+	}{
+		{"second file", "input_reference", func(mw *multipart.Writer) {
+			for range 2 {
+				fw, _ := mw.CreateFormFile("input_reference", "f.png")
+				fw.Write(png)
+			}
+		}},
+		{"unknown field", "quality", func(mw *multipart.Writer) { mw.WriteField("quality", "high") }},
+		{"file as prompt", "prompt", func(mw *multipart.Writer) {
+			fw, _ := mw.CreateFormFile("prompt", "p.txt")
+			fw.Write([]byte("hello"))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var body bytes.Buffer
+			mw := multipart.NewWriter(&body)
+			mw.WriteField("model", "demo-video-fast")
+			mw.WriteField("seconds", "4")
+			c.parts(mw)
+			mw.Close()
+			req, _ := http.NewRequest("POST", e.baseURL()+"/v1/videos", &body)
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			req.Header.Set("Content-Type", mw.FormDataContentType())
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 400 || !strings.Contains(string(b), `"param":"`+c.param+`"`) {
+				t.Fatalf("%d %s, want 400 on %s", res.StatusCode, b, c.param)
 			}
 		})
 	}
