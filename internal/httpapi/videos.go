@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"mediagen/internal/apierr"
 	"mediagen/internal/keys"
 	"mediagen/internal/video"
 )
@@ -69,5 +70,38 @@ func (s *Server) listVideos(w http.ResponseWriter, r *http.Request) error {
 		out.FirstID, out.LastID = tasks[0].ID, tasks[len(tasks)-1].ID
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// videoContent answers GET /v1/videos/{task_id}/content (OpenAI's download) with a 302 to a
+// fresh signed link of the result: the file route already serves ranges within the download
+// bounds, and on S3 the link is the presigned object itself, so no byte passes through here.
+func (s *Server) videoContent(w http.ResponseWriter, r *http.Request) error {
+	key, err := s.videos.ContentKey(r.Context(), caller(r), r.PathValue("task_id"), r.URL.Query().Get("variant"))
+	if err != nil {
+		return err
+	}
+	if s.links == nil {
+		return apierr.New(apierr.KindUnavailable, "Video content cannot be linked right now. Retry later.")
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, s.links.Link(key), http.StatusFound)
+	return nil
+}
+
+// VideoDeleted is DELETE /v1/videos/{task_id}'s answer, in OpenAI's shape.
+type VideoDeleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}
+
+// deleteVideo answers DELETE /v1/videos/{task_id}: the stored result goes, the task stays.
+func (s *Server) deleteVideo(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("task_id")
+	if err := s.videos.Delete(r.Context(), caller(r), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, VideoDeleted{ID: id, Object: "video.deleted", Deleted: true})
 	return nil
 }

@@ -3,6 +3,8 @@ package video
 import (
 	"context"
 	"errors"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -26,6 +28,9 @@ type Result struct {
 	Resolution       string  `json:"resolution,omitempty"`
 	ToolVersion      string  `json:"tool_version,omitempty"`
 	CompletionTokens int64   `json:"completion_tokens,omitempty"`
+	// DeletedAt (Unix seconds) marks files removed by DELETE /v1/videos/{id}: never linked
+	// again.
+	DeletedAt int64 `json:"deleted_at,omitempty"`
 }
 
 // Linker mints a fresh temporary link to a stored file.
@@ -45,6 +50,16 @@ type TaskView struct {
 	Metadata  *Metadata  `json:"metadata,omitempty"`
 	Usage     *Usage     `json:"usage,omitempty"`
 	Error     *TaskError `json:"error,omitempty"`
+	// The fields below are OpenAI's (what its SDKs read on a video); the contract has none of
+	// these names. Each is omitted when unknown, never null.
+	// Seconds is the measured length of the result, as a string like OpenAI's "8".
+	Seconds string `json:"seconds,omitempty"`
+	// Size is the result's "WxH".
+	Size string `json:"size,omitempty"`
+	// CompletedAt is when the task finished (Unix seconds), on a completed task.
+	CompletedAt int64 `json:"completed_at,omitzero"`
+	// ExpiresAt is when the result links in this answer expire (Unix seconds).
+	ExpiresAt int64 `json:"expires_at,omitzero"`
 }
 
 // Metadata is route-dependent; absent fields are omitted.
@@ -80,7 +95,16 @@ func View(t store.Task, links Linker) TaskView {
 	if t.Status == store.StatusCompleted && len(t.Result) > 0 && links != nil {
 		var r Result
 		if err := json.Unmarshal(t.Result, &r); err == nil {
-			fillResult(md, &v, t.Route, r, links)
+			fillOpenAI(&v, r)
+			if r.DeletedAt == 0 {
+				fillResult(md, &v, t.Route, r, links)
+				if e, ok := links.(interface{ Expiry() time.Time }); ok {
+					v.ExpiresAt = e.Expiry().Unix()
+				}
+			}
+		}
+		if !t.FinishedAt.IsZero() {
+			v.CompletedAt = t.FinishedAt.Unix()
 		}
 	}
 	if *md != (Metadata{}) {
@@ -97,6 +121,17 @@ func View(t store.Task, links Linker) TaskView {
 		v.Error = &TaskError{Code: code, Message: msg}
 	}
 	return v
+}
+
+// fillOpenAI sets OpenAI's seconds and size from the measured result; they stay after the
+// files are deleted (they describe the task, not a link).
+func fillOpenAI(v *TaskView, r Result) {
+	if r.Duration > 0 {
+		v.Seconds = strconv.FormatFloat(math.Round(r.Duration*1000)/1000, 'f', -1, 64)
+	}
+	if r.Width > 0 && r.Height > 0 {
+		v.Size = strconv.Itoa(r.Width) + "x" + strconv.Itoa(r.Height)
+	}
 }
 
 func fillResult(md *Metadata, v *TaskView, route string, r Result, links Linker) {
@@ -139,6 +174,11 @@ func taskNotFound() error {
 type BlobLinker struct {
 	Blobs blob.Store
 	TTL   time.Duration
+}
+
+// Expiry is when a link minted now expires: the expires_at of a task view.
+func (l BlobLinker) Expiry() time.Time {
+	return time.Now().Add(l.TTL)
 }
 
 // Link returns a fresh signed link to key.
