@@ -17,6 +17,8 @@ import (
 const (
 	VariantVideo     = "video"
 	VariantThumbnail = "thumbnail"
+	// VariantSpritesheet is OpenAI's third variant; like the thumbnail, not stored here.
+	VariantSpritesheet = "spritesheet"
 )
 
 // ContentKey finds the stored file behind GET /v1/videos/{id}/content for the owning key:
@@ -25,9 +27,9 @@ const (
 // refusals that say so.
 func (s *Service) ContentKey(ctx context.Context, c keys.Caller, id, variant string) (string, error) {
 	switch variant {
-	case "", VariantVideo, VariantThumbnail:
+	case "", VariantVideo, VariantThumbnail, VariantSpritesheet:
 	default:
-		return "", apierr.Invalid("variant", fmt.Sprintf("Unknown variant %q: use video or thumbnail.", variant))
+		return "", apierr.Invalid("variant", fmt.Sprintf("Unknown variant %q: use video, thumbnail or spritesheet.", variant))
 	}
 	t, err := s.Get(ctx, c, id)
 	if err != nil {
@@ -40,9 +42,9 @@ func (s *Service) ContentKey(ctx context.Context, c keys.Caller, id, variant str
 	if r.DeletedAt != 0 {
 		return "", resultDeleted()
 	}
-	if variant == VariantThumbnail {
-		return "", &apierr.Error{Kind: apierr.KindNotFound, Code: "thumbnail_not_available",
-			Message: "thumbnail not available: this service stores no thumbnail of a video. Use variant=video."}
+	if variant == VariantThumbnail || variant == VariantSpritesheet {
+		return "", &apierr.Error{Kind: apierr.KindNotFound, Code: variant + "_not_available",
+			Message: variant + " not available: this service stores no " + variant + " of a video. Use variant=video."}
 	}
 	return r.VideoKey, nil
 }

@@ -60,6 +60,9 @@ type TaskView struct {
 	CompletedAt int64 `json:"completed_at,omitzero"`
 	// ExpiresAt is when the result links in this answer expire (Unix seconds).
 	ExpiresAt int64 `json:"expires_at,omitzero"`
+	// DeletedAt is when DELETE /v1/videos/{id} removed the result (Unix seconds): such a
+	// completed task shows no result links.
+	DeletedAt int64 `json:"deleted_at,omitzero"`
 }
 
 // Metadata is route-dependent; absent fields are omitted.
@@ -96,6 +99,7 @@ func View(t store.Task, links Linker) TaskView {
 		var r Result
 		if err := json.Unmarshal(t.Result, &r); err == nil {
 			fillOpenAI(&v, r)
+			v.DeletedAt = r.DeletedAt
 			if r.DeletedAt == 0 {
 				fillResult(md, &v, t.Route, r, links)
 				if e, ok := links.(interface{ Expiry() time.Time }); ok {
