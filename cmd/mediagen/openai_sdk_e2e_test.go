@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"mediagen/internal/money"
 )
 
 // The official OpenAI Go SDK, as a real client of a started service with the sandbox engine,
@@ -82,6 +86,14 @@ func TestOpenAISDKReadsListsDownloadsAndDeletesTasks(t *testing.T) {
 		t.Fatalf("thumbnail: %v, want 404", err)
 	}
 
+	var before struct {
+		Metadata struct {
+			URL string `json:"url"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(v.RawJSON()), &before); err != nil || before.Metadata.URL == "" {
+		t.Fatalf("result link before delete: %q, %v", before.Metadata.URL, err)
+	}
 	for i := range 2 {
 		d, err := sdk.Videos.Delete(ctx, ids[0])
 		if err != nil {
@@ -95,17 +107,69 @@ func TestOpenAISDKReadsListsDownloadsAndDeletesTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Status != openai.VideoStatusCompleted || after.ExpiresAt != 0 || after.JSON.ExtraFields["metadata"].Raw() != "" && after.JSON.ExtraFields["metadata"].Raw() != "null" {
-		t.Fatalf("after delete: %s; want completed, no links", after.RawJSON())
+	if after.Status != openai.VideoStatusCompleted || after.ExpiresAt != 0 || after.Seconds != v.Seconds ||
+		strings.Contains(after.RawJSON(), `"url"`) || !strings.Contains(after.RawJSON(), `"deleted_at":`) || !strings.Contains(after.RawJSON(), `"usage":`) {
+		t.Fatalf("after delete: %s; want completed with deleted_at and usage, no links", after.RawJSON())
+	}
+	if res, err := http.Get(before.Metadata.URL); err != nil || res.StatusCode != http.StatusNotFound {
+		t.Fatalf("result link handed out before the delete: %v %v, want 404", res, err)
+	} else {
+		_ = res.Body.Close()
 	}
 	_, err = sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{})
 	if status := apiStatus(err); status != http.StatusNotFound {
 		t.Fatalf("content after delete: %v, want 404", err)
 	}
-	// Another key sees none of it.
-	other := openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey("sk-not-a-key"), option.WithMaxRetries(0))
-	if _, err := other.Videos.Delete(ctx, ids[1]); apiStatus(err) != http.StatusUnauthorized {
-		t.Fatalf("delete with an unknown key: %v, want 401", err)
+	// Another key of the same account sees none of it: the 404 of an unknown id.
+	otherKey := (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+	other := openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey(otherKey), option.WithMaxRetries(0))
+	if _, err := other.Videos.Delete(ctx, ids[1]); apiStatus(err) != http.StatusNotFound {
+		t.Fatalf("delete with another key: %v, want 404", err)
+	}
+	if _, err := other.Videos.DownloadContent(ctx, ids[1], openai.VideoDownloadContentParams{}); apiStatus(err) != http.StatusNotFound {
+		t.Fatalf("content with another key: %v, want 404", err)
+	}
+	if _, err := sdk.Videos.Get(ctx, ids[1]); err != nil {
+		t.Fatalf("the owner's task after another key's delete: %v", err)
+	}
+}
+
+// The refusals of the content and delete routes: an unknown variant names its param, a task
+// not finished has no content and cannot be deleted (there is no cancel).
+func TestVideoContentAndDeleteRefuseWhatTheyCannotDo(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t)
+	done := e.create(`{"model":"demo-video-fast","prompt":"done","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
+	slow := e.create(`{"model":"demo-video-fast","prompt":"slow [sandbox:slow=60s]","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`)
+	e.wait(done)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		want         string
+	}{
+		{"GET", "/v1/videos/" + done + "/content?variant=gif", 400, `"param":"variant"`},
+		{"GET", "/v1/videos/" + done + "/content?variant=spritesheet", 404, `"code":"spritesheet_not_available"`},
+		{"GET", "/v1/videos/" + slow + "/content", 400, `"code":"video_not_completed"`},
+		{"DELETE", "/v1/videos/" + slow, 400, `"code":"video_not_completed"`},
+		{"GET", "/v1/videos/video_23oceerndxzmmul55kslsvr5nq/content", 404, `"code":"not_found"`},
+		{"DELETE", "/v1/videos/video_23oceerndxzmmul55kslsvr5nq", 404, `"code":"not_found"`},
+	} {
+		status, b := e.call(tc.method, tc.path, "")
+		if status != tc.status || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s %s: %d %s; want %d with %s", tc.method, tc.path, status, b, tc.status, tc.want)
+		}
+	}
+	// The redirect itself: a 302 to the signed file link, not followed here.
+	req, _ := http.NewRequest("GET", e.baseURL()+"/v1/videos/"+done+"/content", nil)
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusFound || !strings.HasPrefix(loc, e.baseURL()+"/v1/files/") {
+		t.Fatalf("content: %d Location %q; want 302 to %s/v1/files/…", res.StatusCode, loc, e.baseURL())
 	}
 }
 

@@ -99,12 +99,14 @@ func View(t store.Task, links Linker) TaskView {
 		var r Result
 		if err := json.Unmarshal(t.Result, &r); err == nil {
 			fillOpenAI(&v, r)
+			if t.Route == "native" {
+				// Usage describes the charge, not a file: it stays after a delete.
+				v.Usage = &Usage{CompletionTokens: r.CompletionTokens, TotalTokens: r.CompletionTokens}
+			}
 			v.DeletedAt = r.DeletedAt
-			if r.DeletedAt == 0 {
-				fillResult(md, &v, t.Route, r, links)
-				if e, ok := links.(interface{ Expiry() time.Time }); ok {
-					v.ExpiresAt = e.Expiry().Unix()
-				}
+			fillResult(md, t.Route, r, links)
+			if e, ok := links.(interface{ Expiry() time.Time }); ok && r.DeletedAt == 0 {
+				v.ExpiresAt = e.Expiry().Unix()
 			}
 		}
 		if !t.FinishedAt.IsZero() {
@@ -138,20 +140,24 @@ func fillOpenAI(v *TaskView, r Result) {
 	}
 }
 
-func fillResult(md *Metadata, v *TaskView, route string, r Result, links Linker) {
+// fillResult sets the route's result metadata: links to the files, minted now, unless the
+// files were deleted; the enhancement's measured facts stay either way.
+func fillResult(md *Metadata, route string, r Result, links Linker) {
 	if route == "enhancement" {
-		md.VideoURL = links.Link(r.VideoKey)
+		if r.DeletedAt == 0 {
+			md.VideoURL = links.Link(r.VideoKey)
+		}
 		d, f := r.Duration, r.FPS
 		md.Duration, md.FPS = &d, &f
 		md.Resolution, md.ToolVersion = r.Resolution, r.ToolVersion
 		return
 	}
+	if r.DeletedAt != 0 {
+		return
+	}
 	md.URL = links.Link(r.VideoKey)
 	if r.LastFrameKey != "" {
 		md.LastFrameURL = links.Link(r.LastFrameKey)
-	}
-	if route == "native" {
-		v.Usage = &Usage{CompletionTokens: r.CompletionTokens, TotalTokens: r.CompletionTokens}
 	}
 }
 
