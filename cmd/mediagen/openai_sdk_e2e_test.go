@@ -17,6 +17,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"mediagen/internal/blob/s3test"
+	"mediagen/internal/catalog"
 	"mediagen/internal/money"
 )
 
@@ -181,4 +183,57 @@ func apiStatus(err error) int {
 		return apiErr.StatusCode
 	}
 	return 0
+}
+
+// With results on S3 the signed link is on the bucket's origin, which OpenAI's Go SDK will not
+// follow a redirect to ("request URL origin must match the configured base URL"): the content
+// route streams the object from the bucket instead, and the SDK gets the video.
+func TestOpenAISDKDownloadsContentFromS3(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	minio := s3test.Start(t)
+	blobURL, creds := minio.URL(t, "mediagen")
+	dir := t.TempDir()
+	m := NewMain(env(creds), io.Discard, io.Discard)
+	if err := m.ParseFlags([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "200ms",
+		"--log-level", "warn", "--blob", blobURL}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	e := &e2e{t: t, m: m, key: m.DemoKey, tools: tools, cat: catalog.Demo()}
+	id := e.create(`{"model":"demo-video-fast","prompt":"a kite","metadata":{"duration":4,"resolution":"480p"}}`)
+	if task := e.wait(id); task.Status != "completed" {
+		t.Fatalf("task on S3: %+v", task)
+	}
+	ctx := context.Background()
+	sdk := openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey(e.key), option.WithMaxRetries(0))
+	res, err := sdk.Videos.DownloadContent(ctx, id, openai.VideoDownloadContentParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	// The SDK refuses a redirect to another origin, so the content is streamed by the API.
+	if res.Request.URL.Host == minio.Endpoint || res.StatusCode != http.StatusOK {
+		t.Errorf("content: %d from %s; want 200 from the API, not a redirect to the bucket", res.StatusCode, res.Request.URL.Host)
+	}
+	path := filepath.Join(t.TempDir(), "s3.mp4")
+	b, err := io.ReadAll(res.Body)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := tools.Probe(ctx, path); err != nil || info.Height != 480 {
+		t.Fatalf("content from S3: %+v %v (%d bytes: %.200s)", info, err, len(b), b)
+	}
+	if _, err := sdk.Videos.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdk.Videos.DownloadContent(ctx, id, openai.VideoDownloadContentParams{}); apiStatus(err) != http.StatusNotFound {
+		t.Fatalf("content after delete on S3: %v, want 404", err)
+	}
 }
