@@ -70,6 +70,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		return nil, err
 	}
 	videos.Assets = assets
+	videos.Blobs = m.blobs
 	var tasks *video.Tasks
 	engines := &engineSet{}
 	if c.Role != "api" {

@@ -48,8 +48,9 @@ func jsonResp() http.Header {
 func TestDocumentLoads(t *testing.T) {
 	d := doc(t)
 	want := []string{
+		"DELETE /v1/videos/{task_id}",
 		"GET /healthz", "GET /metrics", "GET /readyz", "GET /v1/billing/balance", "GET /v1/billing/usage",
-		"GET /v1/videos", "GET /v1/videos/{task_id}", "POST /v1/audio/speech", "POST /v1/videos",
+		"GET /v1/videos", "GET /v1/videos/{task_id}", "GET /v1/videos/{task_id}/content", "POST /v1/audio/speech", "POST /v1/videos",
 		"POST /v1/vidgen/real-human/asset-groups/delete",
 		"POST /v1/vidgen/real-human/asset-groups/get",
 		"POST /v1/vidgen/real-human/asset-groups/list",
@@ -205,15 +206,17 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 	}
 	// The status lists of the brief.
 	wantStatus := map[string][]string{
-		"POST /v1/videos":          {"202", "400", "401", "402", "403", "409", "413", "415", "429", "500"},
-		"GET /v1/videos/{task_id}": {"200", "401", "403", "404", "429", "500"},
-		"GET /v1/videos":           {"200", "400", "401", "403", "429", "500"},
-		"GET /v1/billing/balance":  {"200", "401", "403", "429", "500"},
-		"GET /v1/billing/usage":    {"200", "400", "401", "403", "429", "500"},
-		"GET /healthz":             {"200"},
-		"GET /readyz":              {"200", "503"},
-		"GET /metrics":             {"200"},
-		"POST /v1/audio/speech":    {"200", "400", "401", "402", "403", "409", "413", "415", "429", "500", "502", "503", "504"},
+		"POST /v1/videos":                                    {"202", "400", "401", "402", "403", "409", "413", "415", "429", "500"},
+		"GET /v1/videos/{task_id}":                           {"200", "401", "403", "404", "429", "500"},
+		"GET /v1/videos/{task_id}/content":                   {"200", "206", "302", "400", "401", "403", "404", "429", "500"},
+		"DELETE /v1/videos/{task_id}":                        {"200", "400", "401", "403", "404", "429", "500"},
+		"GET /v1/videos":                                     {"200", "400", "401", "403", "429", "500"},
+		"GET /v1/billing/balance":                            {"200", "401", "403", "429", "500"},
+		"GET /v1/billing/usage":                              {"200", "400", "401", "403", "429", "500"},
+		"GET /healthz":                                       {"200"},
+		"GET /readyz":                                        {"200", "503"},
+		"GET /metrics":                                       {"200"},
+		"POST /v1/audio/speech":                              {"200", "400", "401", "402", "403", "409", "413", "415", "429", "500", "502", "503", "504"},
 		"POST /v1/vidgen/real-human/asset-groups/delete":     {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
 		"POST /v1/vidgen/real-human/asset-groups/get":        {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
 		"POST /v1/vidgen/real-human/asset-groups/list":       {"200", "400", "401", "403", "413", "415", "429", "500", "503"},

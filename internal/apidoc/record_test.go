@@ -222,7 +222,7 @@ func TestHasOperation(t *testing.T) {
 func TestValidateUnrouted(t *testing.T) {
 	d := doc(t)
 	notFound := `{"error":{"message":"No route matches this path.","type":"not_found_error","code":"not_found"}}`
-	notAllowed := `{"error":{"message":"Method DELETE is not allowed on this path; see the Allow header.","type":"invalid_request_error","code":"method_not_allowed"}}`
+	notAllowed := `{"error":{"message":"Method PUT is not allowed on this path; see the Allow header.","type":"invalid_request_error","code":"method_not_allowed"}}`
 	cases := []struct {
 		method, path string
 		status       int
@@ -231,9 +231,9 @@ func TestValidateUnrouted(t *testing.T) {
 	}{
 		{"GET", "/v2/nothing", 404, jsonResp(), notFound, ""},
 		{"GET", "/v1/videos/a/b?x=1", 404, jsonResp(), notFound, ""},
-		{"DELETE", "/v1/videos/video_a", 405, hdr("Content-Type", "application/json", "X-Request-Id", "r", "Allow", "GET, HEAD"), notAllowed, ""},
-		{"DELETE", "/v1/videos/video_a", 405, jsonResp(), notAllowed, "Allow"},
-		{"DELETE", "/v1/videos/video_a", 404, jsonResp(), notFound, "answered 405"},
+		{"PUT", "/v1/videos/video_a", 405, hdr("Content-Type", "application/json", "X-Request-Id", "r", "Allow", "DELETE, GET, HEAD"), notAllowed, ""},
+		{"PUT", "/v1/videos/video_a", 405, jsonResp(), notAllowed, "Allow"},
+		{"PUT", "/v1/videos/video_a", 404, jsonResp(), notFound, "answered 405"},
 		{"GET", "/v2/nothing", 405, jsonResp(), notAllowed, "answered 404"},
 		{"GET", "/v2/nothing", 404, jsonResp(), `{"error":{"message":"m","type":"invalid_request_error","code":"x"}}`, "type"},
 		{"GET", "/v2/nothing", 404, hdr("Content-Type", "text/plain; charset=utf-8", "X-Request-Id", "r"), "404 page not found\n", "Content-Type"},

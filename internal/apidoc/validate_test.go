@@ -149,7 +149,7 @@ func TestInvalidRequests(t *testing.T) {
 		{name: "body on GET", method: "GET", path: "/v1/billing/balance", header: hdr("Authorization", key), body: `{}`, want: "no request body"},
 		// operations
 		{name: "unknown path", method: "DELETE", path: "/v1/videos", want: "no such operation"},
-		{name: "unknown method", method: "DELETE", path: "/v1/videos/video_abc", want: "no such operation"},
+		{name: "unknown method", method: "PUT", path: "/v1/videos/video_abc", want: "no such operation"},
 		{name: "empty task id", method: "GET", path: "/v1/videos/", want: "no such operation"},
 		{name: "extra segment", method: "GET", path: "/v1/videos/a/b", want: "no such operation"},
 	})

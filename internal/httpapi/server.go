@@ -194,6 +194,8 @@ func (s *Server) routes() {
 	s.handle("POST /v1/videos", s.auth(s.createVideo))
 	s.handle("GET /v1/videos", s.auth(s.listVideos))
 	s.handle("GET /v1/videos/{task_id}", s.auth(s.getVideo))
+	s.handle("GET /v1/videos/{task_id}/content", s.auth(s.videoContent))
+	s.handle("DELETE /v1/videos/{task_id}", s.auth(s.deleteVideo))
 	s.handle("POST /v1/audio/speech", s.auth(s.createSpeech))
 	s.assetRoutes()
 	if s.files != nil {

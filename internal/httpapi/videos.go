@@ -1,8 +1,12 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
+	"path"
 
+	"mediagen/internal/apierr"
 	"mediagen/internal/keys"
 	"mediagen/internal/video"
 )
@@ -84,5 +88,72 @@ func (s *Server) listVideos(w http.ResponseWriter, r *http.Request) error {
 		out.FirstID, out.LastID = tasks[0].ID, tasks[len(tasks)-1].ID
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// videoContent answers GET /v1/videos/{task_id}/content (OpenAI's download). When the
+// result's signed link is on the origin the client called, the answer is a 302 to it: the
+// file route serves ranges within the download bounds. Otherwise (results on S3: a presigned
+// link on the bucket's host) the bytes are streamed from the store here, with ranges, under
+// the same download bounds: OpenAI's Go SDK refuses to follow a redirect to another origin.
+func (s *Server) videoContent(w http.ResponseWriter, r *http.Request) error {
+	key, err := s.videos.ContentKey(r.Context(), caller(r), r.PathValue("task_id"), r.URL.Query().Get("variant"))
+	if err != nil {
+		return err
+	}
+	if s.links == nil {
+		return apierr.New(apierr.KindUnavailable, "Video content cannot be linked right now. Retry later.")
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	link := s.links.Link(key)
+	if u, err := url.Parse(link); err == nil && u.Host == r.Host {
+		http.Redirect(w, r, link, http.StatusFound)
+		return nil
+	}
+	return s.streamResult(w, r, key)
+}
+
+// streamResult serves a stored result from the blob store, with Range support, bounded like
+// a file link download.
+func (s *Server) streamResult(w http.ResponseWriter, r *http.Request, key string) error {
+	if s.videos.Blobs == nil {
+		return apierr.New(apierr.KindUnavailable, "Video content cannot be served right now. Retry later.")
+	}
+	end, err := s.downloads.Begin(s.proxies.ClientOfRequest(r), key)
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		return err
+	}
+	defer end()
+	obj, err := s.videos.Blobs.Open(r.Context(), key)
+	if err != nil {
+		return fmt.Errorf("content %s: %w", key, err)
+	}
+	defer obj.Close()
+	info, err := s.videos.Blobs.Stat(r.Context(), key)
+	if err != nil {
+		return fmt.Errorf("content %s: %w", key, err)
+	}
+	if info.ContentType != "" {
+		w.Header().Set("Content-Type", info.ContentType)
+	}
+	http.ServeContent(w, r, path.Base(key), info.ModTime, obj)
+	return nil
+}
+
+// VideoDeleted is DELETE /v1/videos/{task_id}'s answer, in OpenAI's shape.
+type VideoDeleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}
+
+// deleteVideo answers DELETE /v1/videos/{task_id}: the stored result goes, the task stays.
+func (s *Server) deleteVideo(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("task_id")
+	if err := s.videos.Delete(r.Context(), caller(r), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, VideoDeleted{ID: id, Object: "video.deleted", Deleted: true})
 	return nil
 }

@@ -62,6 +62,11 @@ type TaskTx interface {
 	// include it, and on PostgreSQL the counter rows stay locked by this transaction, so
 	// concurrent creates of the key or tenant on any replica wait and then see it.
 	TasksInFlight(ctx context.Context, keyID, tenantID string) (InFlight, error)
+	// ReplaceTaskResult rewrites the result document of a completed task: the only change a
+	// completed task's result ever sees is the mark that its files were deleted (DELETE
+	// /v1/videos/{id}), recorded before the files go so that no replica links them again.
+	// ErrNotFound when the task is not completed.
+	ReplaceTaskResult(ctx context.Context, id string, result []byte) error
 }
 
 // InFlight is how much unfinished work a key and its tenant have.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/store"
 )
@@ -62,7 +63,9 @@ type Service struct {
 	Store  Store
 	Prober Prober
 	Assets Assets
-	Now    func() time.Time
+	// Blobs holds the results; DELETE /v1/videos/{id} removes them (nil: nothing removed).
+	Blobs blob.Store
+	Now   func() time.Time
 	// Scheduled reports newly accepted tasks to the job engine (may be nil).
 	Scheduled func(taskID string)
 	// Accounts finds the upstream account an alias is bound to, so that a request its engine

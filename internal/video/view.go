@@ -3,6 +3,8 @@ package video
 import (
 	"context"
 	"errors"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -26,6 +28,9 @@ type Result struct {
 	Resolution       string  `json:"resolution,omitempty"`
 	ToolVersion      string  `json:"tool_version,omitempty"`
 	CompletionTokens int64   `json:"completion_tokens,omitempty"`
+	// DeletedAt (Unix seconds) marks files removed by DELETE /v1/videos/{id}: never linked
+	// again.
+	DeletedAt int64 `json:"deleted_at,omitempty"`
 }
 
 // Linker mints a fresh temporary link to a stored file.
@@ -45,6 +50,19 @@ type TaskView struct {
 	Metadata  *Metadata  `json:"metadata,omitempty"`
 	Usage     *Usage     `json:"usage,omitempty"`
 	Error     *TaskError `json:"error,omitempty"`
+	// The fields below are OpenAI's (what its SDKs read on a video); the contract has none of
+	// these names. Each is omitted when unknown, never null.
+	// Seconds is the measured length of the result, as a string like OpenAI's "8".
+	Seconds string `json:"seconds,omitempty"`
+	// Size is the result's "WxH".
+	Size string `json:"size,omitempty"`
+	// CompletedAt is when the task finished (Unix seconds), on a completed task.
+	CompletedAt int64 `json:"completed_at,omitzero"`
+	// ExpiresAt is when the result links in this answer expire (Unix seconds).
+	ExpiresAt int64 `json:"expires_at,omitzero"`
+	// DeletedAt is when DELETE /v1/videos/{id} removed the result (Unix seconds): such a
+	// completed task shows no result links.
+	DeletedAt int64 `json:"deleted_at,omitzero"`
 }
 
 // Metadata is route-dependent; absent fields are omitted.
@@ -80,7 +98,19 @@ func View(t store.Task, links Linker) TaskView {
 	if t.Status == store.StatusCompleted && len(t.Result) > 0 && links != nil {
 		var r Result
 		if err := json.Unmarshal(t.Result, &r); err == nil {
-			fillResult(md, &v, t.Route, r, links)
+			fillOpenAI(&v, r)
+			if t.Route == "native" {
+				// Usage describes the charge, not a file: it stays after a delete.
+				v.Usage = &Usage{CompletionTokens: r.CompletionTokens, TotalTokens: r.CompletionTokens}
+			}
+			v.DeletedAt = r.DeletedAt
+			fillResult(md, t.Route, r, links)
+			if e, ok := links.(interface{ Expiry() time.Time }); ok && r.DeletedAt == 0 {
+				v.ExpiresAt = e.Expiry().Unix()
+			}
+		}
+		if !t.FinishedAt.IsZero() {
+			v.CompletedAt = t.FinishedAt.Unix()
 		}
 	}
 	if *md != (Metadata{}) {
@@ -99,20 +129,35 @@ func View(t store.Task, links Linker) TaskView {
 	return v
 }
 
-func fillResult(md *Metadata, v *TaskView, route string, r Result, links Linker) {
+// fillOpenAI sets OpenAI's seconds and size from the measured result; they stay after the
+// files are deleted (they describe the task, not a link).
+func fillOpenAI(v *TaskView, r Result) {
+	if r.Duration > 0 {
+		v.Seconds = strconv.FormatFloat(math.Round(r.Duration*1000)/1000, 'f', -1, 64)
+	}
+	if r.Width > 0 && r.Height > 0 {
+		v.Size = strconv.Itoa(r.Width) + "x" + strconv.Itoa(r.Height)
+	}
+}
+
+// fillResult sets the route's result metadata: links to the files, minted now, unless the
+// files were deleted; the enhancement's measured facts stay either way.
+func fillResult(md *Metadata, route string, r Result, links Linker) {
 	if route == "enhancement" {
-		md.VideoURL = links.Link(r.VideoKey)
+		if r.DeletedAt == 0 {
+			md.VideoURL = links.Link(r.VideoKey)
+		}
 		d, f := r.Duration, r.FPS
 		md.Duration, md.FPS = &d, &f
 		md.Resolution, md.ToolVersion = r.Resolution, r.ToolVersion
 		return
 	}
+	if r.DeletedAt != 0 {
+		return
+	}
 	md.URL = links.Link(r.VideoKey)
 	if r.LastFrameKey != "" {
 		md.LastFrameURL = links.Link(r.LastFrameKey)
-	}
-	if route == "native" {
-		v.Usage = &Usage{CompletionTokens: r.CompletionTokens, TotalTokens: r.CompletionTokens}
 	}
 }
 
@@ -139,6 +184,11 @@ func taskNotFound() error {
 type BlobLinker struct {
 	Blobs blob.Store
 	TTL   time.Duration
+}
+
+// Expiry is when a link minted now expires: the expires_at of a task view.
+func (l BlobLinker) Expiry() time.Time {
+	return time.Now().Add(l.TTL)
 }
 
 // Link returns a fresh signed link to key.

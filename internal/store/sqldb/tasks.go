@@ -94,3 +94,19 @@ func (db *DB) TaskByRequestID(ctx context.Context, keyID, clientRequestID string
 	}
 	return t, nil
 }
+
+// ReplaceTaskResult rewrites a completed task's result document (store.TaskTx). The update
+// touches the row, so this replica's cache forgets it after the commit and, on PostgreSQL,
+// migration 0008's trigger tells the other replicas.
+func (t *Tx) ReplaceTaskResult(ctx context.Context, id string, result []byte) error {
+	t.touch(id)
+	res, err := t.exec(ctx, `UPDATE tasks SET result = ?, updated_at = ? WHERE id = ? AND status = 'completed'`,
+		string(result), micros(t.db.now()), id)
+	if err != nil {
+		return fmt.Errorf("replace result of %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("replace result of %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}

@@ -40,6 +40,7 @@ func Run(t *testing.T, open Opener) {
 		{"TaskCreateAndRead", testTaskCreateAndRead},
 		{"TaskRequestIDUniquePerKey", testTaskRequestIDUnique},
 		{"TaskReadsFollowWrites", testTaskReadsFollowWrites},
+		{"TaskResultReplacedOnlyWhenCompleted", testTaskResultReplacedOnlyWhenCompleted},
 		{"BalanceFollowsOwnPosts", testBalanceFollowsOwnPosts},
 		{"QueueClaimLeaseAndFence", testQueueClaimLeaseAndFence},
 		{"QueueConcurrentClaimersDisjoint", testQueueConcurrentClaimersDisjoint},

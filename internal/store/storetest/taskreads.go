@@ -138,3 +138,40 @@ func (p *pollers) finish() []error {
 	}
 	return errs
 }
+
+// A completed task's result can be rewritten (the deletion mark of DELETE /v1/videos/{id})
+// and the next read sees it, through any cache; a task not completed cannot, and its result
+// stays as it was.
+func testTaskResultReplacedOnlyWhenCompleted(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := newKey(t, s, "acme", false)
+	done, running := newTask(k, ""), newTask(k, "")
+	for _, task := range []store.Task{done, running} {
+		if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, task) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Transact(ctx, func(tx store.Tx) error {
+		return tx.AdvanceTask(ctx, store.Advance{ID: done.ID, Status: store.StatusCompleted, Progress: 100, FinishedAt: time.Now(), Result: []byte(`{"video_key":"r/a.mp4"}`)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Task(ctx, done.ID); err != nil { // fills any cache
+		t.Fatal(err)
+	}
+	marked := []byte(`{"video_key":"r/a.mp4","deleted_at":1}`)
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.ReplaceTaskResult(ctx, done.ID, marked) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Task(ctx, done.ID)
+	if err != nil || string(got.Result) != string(marked) || got.Status != store.StatusCompleted {
+		t.Fatalf("after replace: %s %s %v", got.Status, got.Result, err)
+	}
+	err = s.Transact(ctx, func(tx store.Tx) error { return tx.ReplaceTaskResult(ctx, running.ID, marked) })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("replace on a queued task: %v, want ErrNotFound", err)
+	}
+	if got, _ := s.Task(ctx, running.ID); len(got.Result) != 0 {
+		t.Fatalf("queued task's result became %s", got.Result)
+	}
+}
