@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/jpeg"
 	"io"
 	"net/http"
 	"os"
@@ -25,8 +26,8 @@ import (
 // The official OpenAI Go SDK, as a real client of a started service with the sandbox engine,
 // reads tasks created through the contract's JSON: Get, List with auto-paging over several
 // pages, DownloadContent (a 302 to the signed result link, followed by Go's client) giving
-// the video, and Delete twice; after the delete the task still reads, without links, and its
-// content is a 404.
+// the video and, with variant thumbnail, a JPEG of the video's size, and Delete twice; after
+// the delete the task still reads, without links, and its content and thumbnail are 404s.
 func TestOpenAISDKReadsListsDownloadsAndDeletesTasks(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t)
@@ -85,9 +86,8 @@ func TestOpenAISDKReadsListsDownloadsAndDeletesTasks(t *testing.T) {
 		t.Fatalf("downloaded content: %+v, %v; want the 4 s video", info, err)
 	}
 
-	_, err = sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{Variant: openai.VideoDownloadContentParamsVariantThumbnail})
-	if status := apiStatus(err); status != http.StatusNotFound {
-		t.Fatalf("thumbnail: %v, want 404", err)
+	if w, h := thumbnailSize(t, sdk, ids[0]); w != info.Width || h != info.Height {
+		t.Fatalf("thumbnail %dx%d, want the video's %dx%d", w, h, info.Width, info.Height)
 	}
 
 	var before struct {
@@ -123,6 +123,10 @@ func TestOpenAISDKReadsListsDownloadsAndDeletesTasks(t *testing.T) {
 	_, err = sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{})
 	if status := apiStatus(err); status != http.StatusNotFound {
 		t.Fatalf("content after delete: %v, want 404", err)
+	}
+	_, err = sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{Variant: openai.VideoDownloadContentParamsVariantThumbnail})
+	if status := apiStatus(err); status != http.StatusNotFound {
+		t.Fatalf("thumbnail after delete: %v, want 404", err)
 	}
 	// Another key of the same account sees none of it: the 404 of an unknown id.
 	otherKey := (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
@@ -185,9 +189,29 @@ func apiStatus(err error) int {
 	return 0
 }
 
+// thumbnailSize downloads a task's thumbnail with the SDK and decodes it: a JPEG, answered
+// as image/jpeg.
+func thumbnailSize(t *testing.T, sdk openai.Client, id string) (width, height int) {
+	t.Helper()
+	res, err := sdk.Videos.DownloadContent(context.Background(), id, openai.VideoDownloadContentParams{Variant: openai.VideoDownloadContentParamsVariantThumbnail})
+	if err != nil {
+		t.Fatalf("thumbnail: %v", err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "image/jpeg" {
+		t.Errorf("thumbnail Content-Type %q, want image/jpeg", ct)
+	}
+	img, err := jpeg.Decode(res.Body)
+	if err != nil {
+		t.Fatalf("thumbnail: %v", err)
+	}
+	return img.Bounds().Dx(), img.Bounds().Dy()
+}
+
 // With results on S3 the signed link is on the bucket's origin, which OpenAI's Go SDK will not
 // follow a redirect to ("request URL origin must match the configured base URL"): the content
-// route streams the object from the bucket instead, and the SDK gets the video.
+// route streams the object from the bucket instead, and the SDK gets the video and its
+// thumbnail; after the delete both are 404s.
 func TestOpenAISDKDownloadsContentFromS3(t *testing.T) {
 	t.Parallel()
 	tools := requireTools(t)
@@ -227,13 +251,21 @@ func TestOpenAISDKDownloadsContentFromS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info, err := tools.Probe(ctx, path); err != nil || info.Height != 480 {
+	info, err := tools.Probe(ctx, path)
+	if err != nil || info.Height != 480 {
 		t.Fatalf("content from S3: %+v %v (%d bytes: %.200s)", info, err, len(b), b)
+	}
+	if w, h := thumbnailSize(t, sdk, id); w != info.Width || h != info.Height {
+		t.Fatalf("thumbnail from S3 %dx%d, want the video's %dx%d", w, h, info.Width, info.Height)
 	}
 	if _, err := sdk.Videos.Delete(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sdk.Videos.DownloadContent(ctx, id, openai.VideoDownloadContentParams{}); apiStatus(err) != http.StatusNotFound {
 		t.Fatalf("content after delete on S3: %v, want 404", err)
+	}
+	_, err = sdk.Videos.DownloadContent(ctx, id, openai.VideoDownloadContentParams{Variant: openai.VideoDownloadContentParamsVariantThumbnail})
+	if apiStatus(err) != http.StatusNotFound {
+		t.Fatalf("thumbnail after delete on S3: %v, want 404", err)
 	}
 }

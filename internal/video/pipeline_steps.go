@@ -134,6 +134,15 @@ func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, st
 		}
 		res.LastFrameKey = key
 	}
+	// A thumbnail that cannot be made costs only variant=thumbnail (a 404 saying so), not
+	// the video the caller paid for; a cancelled context stops the task as before.
+	if key, err := s.thumbnail(ctx, path); err == nil {
+		res.ThumbnailKey = key
+	} else if ctx.Err() != nil {
+		return Outcome{}, "", err
+	} else {
+		s.p.logger().WarnContext(ctx, "video thumbnail", "task", s.c.ID, "err", err)
+	}
 	if e := r.Enhancement; e != nil {
 		res.Resolution = fmt.Sprintf("%dx%d", info.Width, info.Height)
 		res.ToolVersion = billing.EnhancementTier(contract.EnhRoute(enhRouteOf(e)), e.ToolVersion)
@@ -173,21 +182,31 @@ func enhRouteOf(e *contract.EnhancementParams) string {
 
 // lastFrame takes a JPG of the final video's last frame and stores it.
 func (s *stepCtx) lastFrame(ctx context.Context, videoPath string) (string, error) {
-	dir, err := os.MkdirTemp("", ffmpeg.ScratchPrefix+"lastframe-*") // swept at start if a crash leaves it
+	return s.frameJPG(ctx, videoPath, "last_frame.jpg", s.p.Tools.LastFrameJPG)
+}
+
+// thumbnail takes a JPG of the final video's first frame and stores it beside the video, so
+// every replica serves it and DELETE removes it with the video.
+func (s *stepCtx) thumbnail(ctx context.Context, videoPath string) (string, error) {
+	return s.frameJPG(ctx, videoPath, "thumbnail.jpg", s.p.Tools.FirstFrameJPG)
+}
+
+func (s *stepCtx) frameJPG(ctx context.Context, videoPath, name string, take func(ctx context.Context, video, out string) error) (string, error) {
+	dir, err := os.MkdirTemp("", ffmpeg.ScratchPrefix+"frame-*") // swept at start if a crash leaves it
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	jpg := filepath.Join(dir, "last.jpg")
-	if err := s.p.Tools.LastFrameJPG(ctx, videoPath, jpg); err != nil {
-		return "", fmt.Errorf("last frame: %w", err)
+	jpg := filepath.Join(dir, name)
+	if err := take(ctx, videoPath, jpg); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	f, err := os.Open(jpg)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	key := KeyPrefix + s.c.ID + "/last_frame.jpg"
+	key := KeyPrefix + s.c.ID + "/" + name
 	if _, err := s.p.Blobs.Put(ctx, key, f); err != nil {
 		return "", err
 	}

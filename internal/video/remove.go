@@ -17,7 +17,7 @@ import (
 const (
 	VariantVideo     = "video"
 	VariantThumbnail = "thumbnail"
-	// VariantSpritesheet is OpenAI's third variant; like the thumbnail, not stored here.
+	// VariantSpritesheet is OpenAI's third variant; not made here.
 	VariantSpritesheet = "spritesheet"
 )
 
@@ -42,14 +42,20 @@ func (s *Service) ContentKey(ctx context.Context, c keys.Caller, id, variant str
 	if r.DeletedAt != 0 {
 		return "", resultDeleted()
 	}
-	if variant == VariantThumbnail || variant == VariantSpritesheet {
-		return "", &apierr.Error{Kind: apierr.KindNotFound, Code: variant + "_not_available",
-			Message: variant + " not available: this service stores no " + variant + " of a video. Use variant=video."}
+	switch {
+	case variant == VariantThumbnail && r.ThumbnailKey != "":
+		return r.ThumbnailKey, nil
+	case variant == VariantThumbnail:
+		return "", &apierr.Error{Kind: apierr.KindNotFound, Code: "thumbnail_not_available",
+			Message: "thumbnail not available: no thumbnail was made for this video. Use variant=video."}
+	case variant == VariantSpritesheet:
+		return "", &apierr.Error{Kind: apierr.KindNotFound, Code: "spritesheet_not_available",
+			Message: "spritesheet not available: this service stores no spritesheet of a video. Use variant=video."}
 	}
 	return r.VideoKey, nil
 }
 
-// Delete removes a completed task's stored files (the video and any last frame) for the
+// Delete removes a completed task's stored files (the video, its thumbnail and any last frame) for the
 // owning key. The task and its ledger stay; the result is first marked deleted in the
 // database, so no replica links the files again, then the files go. A second delete answers
 // the same and retries the file removal. A task not finished is refused: the service has no
@@ -80,7 +86,7 @@ func (s *Service) Delete(ctx context.Context, c keys.Caller, id string) error {
 	if s.Blobs == nil {
 		return nil
 	}
-	for _, k := range []string{r.VideoKey, r.LastFrameKey} {
+	for _, k := range []string{r.VideoKey, r.ThumbnailKey, r.LastFrameKey} {
 		if k == "" {
 			continue
 		}

@@ -19,8 +19,11 @@ import (
 // Result is what a completed task stored: keys of files in the service's own storage and the
 // measured facts of the output. It never changes once the task completed.
 type Result struct {
-	VideoKey         string  `json:"video_key"`
-	LastFrameKey     string  `json:"last_frame_key,omitempty"`
+	VideoKey     string `json:"video_key"`
+	LastFrameKey string `json:"last_frame_key,omitempty"`
+	// ThumbnailKey is the first frame as a JPEG, made at completion: variant=thumbnail of
+	// GET /v1/videos/{id}/content. Empty for results completed before it was made.
+	ThumbnailKey     string  `json:"thumbnail_key,omitempty"`
 	Duration         float64 `json:"duration"`
 	FPS              float64 `json:"fps"`
 	Width            int     `json:"width"`

@@ -33,6 +33,7 @@
 //	func (t Tools) Enhance(ctx, in, out, EnhanceSpec) error
 //	func (t Tools) VideoEncodingFor(ctx, bitDepth) (VideoEncoding, error)
 //	func (t Tools) LastFrameJPG(ctx, video, out) error
+//	func (t Tools) FirstFrameJPG(ctx, video, out) error
 //	func (t Tools) Speak(ctx, text, out, SpeakOptions) error
 //	func (t Tools) RemoveStaleTemp(dir, now) (int, error)
 //
@@ -72,7 +73,8 @@
 // same look). An empty level means medium.
 //
 // LastFrameJPG: baseline JPEG (quality -q:v 2) of the last decoded frame, at
-// the video's displayed size.
+// the video's displayed size. FirstFrameJPG: the same of the first frame (one
+// frame decoded), the thumbnail of the OpenAI-shaped content route.
 //
 // Speak: espeak-ng reads the text from stdin (UTF-8), its WAV is converted to
 // MP3 mono 24 kHz CBR 64 kbit/s with no ID3 tag (or WAV PCM s16le mono

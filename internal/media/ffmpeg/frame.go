@@ -30,6 +30,31 @@ func (t Tools) LastFrameJPG(ctx context.Context, video, out string) error {
 	})
 }
 
+// FirstFrameJPG writes the first frame of video as a JPEG at out, at the video's size: the
+// thumbnail of GET /v1/videos/{id}/content?variant=thumbnail. Only one frame is decoded.
+func (t Tools) FirstFrameJPG(ctx context.Context, video, out string) error {
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+
+	return writeAtomic(out, func(tmp string) error {
+		args := ffmpegArgs()
+		args = append(args, "-i", fileURL(video),
+			"-map", "0:v:0", "-an", "-sn", "-dn", "-frames:v", "1",
+			"-c:v", "mjpeg", "-q:v", "2",
+			"-map_metadata", "-1", "-fflags", "+bitexact",
+			"-f", "image2", "-update", "1")
+		args = append(args, t.threadArgs()...)
+		args = append(args, fileURL(tmp))
+		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
+			return fmt.Errorf("first frame: %w", err)
+		}
+		if st, err := os.Stat(tmp); err != nil || st.Size() == 0 {
+			return fmt.Errorf("first frame: no frame decoded")
+		}
+		return nil
+	})
+}
+
 func (t Tools) lastFrame(ctx context.Context, video, tmp string, fromEnd bool) error {
 	args := ffmpegArgs()
 	if fromEnd {

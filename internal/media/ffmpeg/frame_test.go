@@ -46,6 +46,28 @@ func TestLastFrameJPGIsTheLastFrame(t *testing.T) {
 	}
 }
 
+func TestFirstFrameJPGIsTheFirstFrame(t *testing.T) {
+	t.Parallel()
+	tools := testTools(t)
+	spec := RenderSpec{Width: 320, Height: 180, FPS: 24, Duration: 1}
+	spec.FirstFrame = solidImage(t, t.TempDir(), "red.png", "red", 160, 90)
+	spec.LastFrame = solidImage(t, t.TempDir(), "blue.png", "blue", 160, 90)
+	video := render(t, tools, spec, filepath.Join(t.TempDir(), "v."+spec.container()))
+
+	out := filepath.Join(t.TempDir(), "first.jpg")
+	if err := tools.FirstFrameJPG(context.Background(), video, out); err != nil {
+		t.Fatal(err)
+	}
+	info := probe(t, tools, out)
+	if info.VideoCodec != "mjpeg" || info.Width != spec.Width || info.Height != spec.Height {
+		t.Errorf("got %s %dx%d, want mjpeg %dx%d", info.VideoCodec, info.Width, info.Height, spec.Width, spec.Height)
+	}
+	if got := dominant(frameColors(t, out)[0]); got != "red" {
+		t.Errorf("jpg colour is %q, want red like the first frame", got)
+	}
+	assertOnlyFiles(t, filepath.Dir(out), "first.jpg")
+}
+
 func TestLastFrameJPGOfHighBitDepthVideo(t *testing.T) {
 	t.Parallel()
 	tools := testTools(t)
