@@ -68,7 +68,7 @@ func TestFirstFrameJPGIsTheFirstFrame(t *testing.T) {
 	assertOnlyFiles(t, filepath.Dir(out), "first.jpg")
 }
 
-func TestLastFrameJPGOfHighBitDepthVideo(t *testing.T) {
+func TestFrameJPGsOfHighBitDepthVideo(t *testing.T) {
 	t.Parallel()
 	tools := testTools(t)
 	if _, err := tools.VideoEncodingFor(context.Background(), 10); errors.Is(err, ErrUnsupportedBitDepth) {
@@ -79,12 +79,14 @@ func TestLastFrameJPGOfHighBitDepthVideo(t *testing.T) {
 	if err := tools.Enhance(context.Background(), in, ten, EnhanceSpec{BitDepth: 10}); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "last.jpg")
-	if err := tools.LastFrameJPG(context.Background(), ten, out); err != nil {
-		t.Fatal(err)
-	}
-	if info := probe(t, tools, out); info.Width != 320 || info.Height != 180 {
-		t.Errorf("size = %dx%d, want 320x180", info.Width, info.Height)
+	for name, take := range map[string]func(context.Context, string, string) error{"last": tools.LastFrameJPG, "first": tools.FirstFrameJPG} {
+		out := filepath.Join(t.TempDir(), name+".jpg")
+		if err := take(context.Background(), ten, out); err != nil {
+			t.Fatalf("%s frame: %v", name, err)
+		}
+		if info := probe(t, tools, out); info.Width != 320 || info.Height != 180 {
+			t.Errorf("%s frame size = %dx%d, want 320x180", name, info.Width, info.Height)
+		}
 	}
 }
 
