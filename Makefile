@@ -49,8 +49,9 @@ lint: $(STATICCHECK)
 test: tools lint
 	@scripts/ensure-tools.sh chromium # the verification page's browser test
 	@set -e; url=$$(scripts/ensure-postgres.sh); minio=$$(scripts/ensure-minio.sh); \
-	  echo "PostgreSQL for tests: $$url"; echo "MinIO for tests: $${minio:-none}"; \
-	  MEDIAGEN_TEST_POSTGRES_URL="$$url" MEDIAGEN_TEST_MINIO="$$minio" $(GO) test -count=1 -timeout 15m ./...; \
+	  nodesdk=$$(scripts/ensure-node-sdk.sh); \
+	  echo "PostgreSQL for tests: $$url"; echo "MinIO for tests: $${minio:-none}"; echo "OpenAI Node SDK for tests: $$nodesdk"; \
+	  MEDIAGEN_TEST_POSTGRES_URL="$$url" MEDIAGEN_TEST_MINIO="$$minio" MEDIAGEN_TEST_NODE_SDK="$$nodesdk" $(GO) test -count=1 -timeout 15m ./...; \
 	  echo "store conformance suite, per driver:"; \
 	  MEDIAGEN_TEST_POSTGRES_URL="$$url" $(GO) test -count=1 -run 'Conformance' -v ./internal/store/... \
 	    | grep -E '^(=== RUN|--- |    --- |ok|FAIL)' | grep -v '=== RUN'
