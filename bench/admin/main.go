@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"mediagen/bench/internal/pgschema"
 	"net"
 	"net/http"
 	"os"
@@ -46,7 +47,7 @@ func main() {
 	run("sqlite", db, *n, *c)
 	_ = db.Close()
 
-	url, drop, err := pgSchema(ctx, *pgURL)
+	url, drop, err := pgschema.Fresh(ctx, *pgURL, fmt.Sprintf("bench_admin_%d", time.Now().UnixNano()))
 	if err != nil {
 		fmt.Printf("postgres: skipped (%v)\n", err)
 		return

@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"mediagen/bench/internal/pgschema"
 	"mediagen/bench/internal/proc"
 	"net/http"
 	"os"
@@ -433,7 +434,7 @@ func (b *bench) runStore(ctx context.Context, st *storeRun) error {
 	case "sqlite":
 		st.db = "sqlite:" + filepath.Join(st.dataDir, "mediagen.db")
 	case "postgres":
-		url, drop, err := freshSchema(ctx, b.o.pgURL, "bench_"+b.runID)
+		url, drop, err := pgschema.Fresh(ctx, b.o.pgURL, "bench_"+b.runID)
 		if err != nil {
 			return fmt.Errorf("PostgreSQL not available, store skipped (scripts/ensure-postgres.sh starts one): %w", err)
 		}

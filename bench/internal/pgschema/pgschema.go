@@ -1,4 +1,5 @@
-package main
+// Package pgschema gives a benchmark a PostgreSQL schema of its own on a shared server.
+package pgschema
 
 import (
 	"context"
@@ -11,9 +12,9 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 )
 
-// freshSchema creates schema on the server at base and returns base with search_path set to
+// Fresh creates schema on the server at base and returns base with search_path set to
 // it, and a function that drops it again.
-func freshSchema(ctx context.Context, base, schema string) (string, func(), error) {
+func Fresh(ctx context.Context, base, schema string) (string, func(), error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return "", nil, fmt.Errorf("bad -pg-url: %w", err)
@@ -47,5 +48,3 @@ func freshSchema(ctx context.Context, base, schema string) (string, func(), erro
 	u.RawQuery = q.Encode()
 	return u.String(), drop, nil
 }
-
-// redact hides a password in a database URL.
