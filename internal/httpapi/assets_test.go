@@ -102,7 +102,7 @@ func (e *assetEnv) ok(key, path, body string, status int) map[string]any {
 	if ct := r.header.Get("Content-Type"); ct != "application/json" {
 		e.t.Errorf("%s: content type %q", path, ct)
 	}
-	if bytes.Contains(r.body, []byte("null")) {
+	if hasJSONNull(r.body) {
 		e.t.Errorf("%s: null in %s", path, r.body)
 	}
 	var m map[string]any

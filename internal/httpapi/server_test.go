@@ -134,7 +134,7 @@ func checkEnvelope(t *testing.T, r response, status int, typ, code string) {
 	if env.Error.Type != typ || env.Error.Code != code || env.Error.Message == "" {
 		t.Errorf("envelope %s, want type %s code %s", r.body, typ, code)
 	}
-	if strings.Contains(string(r.body), "null") {
+	if hasJSONNull(r.body) {
 		t.Errorf("body contains null: %s", r.body)
 	}
 }

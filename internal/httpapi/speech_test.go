@@ -211,7 +211,7 @@ func decodeSpeech(t *testing.T, r response) speechBody {
 	if err := json.Unmarshal(r.body, &b, json.RejectUnknownMembers(true)); err != nil {
 		t.Fatalf("speech body: %v: %s", err, r.body)
 	}
-	if strings.Contains(string(r.body), "null") {
+	if hasJSONNull(r.body) {
 		t.Errorf("speech body contains null: %s", r.body)
 	}
 	if !strings.HasPrefix(b.ID, "speech_") || b.Object != "audio.speech" || b.Model != "acme-speech" || b.URL == "" ||

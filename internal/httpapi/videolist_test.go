@@ -85,7 +85,7 @@ func decodeList(t *testing.T, r response) (listBody, []string) {
 	if err := json.Unmarshal(r.body, &b, json.RejectUnknownMembers(true)); err != nil {
 		t.Fatalf("list body: %v: %s", err, r.body)
 	}
-	if b.Object != "list" || b.Data == nil || b.HasMore == nil || strings.Contains(string(r.body), "null") {
+	if b.Object != "list" || b.Data == nil || b.HasMore == nil || hasJSONNull(r.body) {
 		t.Fatalf("list body is not the list shape: %s", r.body)
 	}
 	ids := []string{}

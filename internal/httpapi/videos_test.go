@@ -115,7 +115,7 @@ func decodeTask(t *testing.T, r response) taskBody {
 	if err := json.Unmarshal(r.body, &tb, json.RejectUnknownMembers(true)); err != nil {
 		t.Fatalf("task body: %v: %s", err, r.body)
 	}
-	if strings.Contains(string(r.body), "null") {
+	if hasJSONNull(r.body) {
 		t.Errorf("task body contains null: %s", r.body)
 	}
 	return tb
