@@ -5,10 +5,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	opadmin "mediagen/internal/admin"
 	"mediagen/internal/adminapi"
+	"mediagen/internal/console"
 	"mediagen/internal/httpapi"
 	"mediagen/internal/netlimit"
 )
@@ -31,9 +33,23 @@ func (m *Main) startAdmin() error {
 	svc := opadmin.New(opadmin.Config{Store: m.db, Catalog: m.cat, Registerer: m.reg})
 	srv := adminapi.New(adminapi.Config{Service: svc, Logger: m.log, Registerer: m.reg})
 	m.adminRoutes(srv)
+	op, err := console.NewOperator(console.OperatorConfig{Common: m.consoleCommon(), Admin: svc})
+	if err != nil {
+		return fmt.Errorf("operator console: %w", err)
+	}
+	// The admin listener serves the admin API under /admin/v1/ and the operator console under
+	// /console/; every other path is the admin API's 404 envelope.
+	apiHandler := srv.Handler()
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/") {
+			op.ServeHTTP(w, r)
+			return
+		}
+		apiHandler.ServeHTTP(w, r)
+	})
 	bounded := wrapOps(netlimit.ListenerAdmin, ln, m.connMetrics)
 	m.admin = &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           mux,
 		ReadHeaderTimeout: httpapi.ReadHeaderTimeout,
 		ReadTimeout:       adminReadTimeout,
 		WriteTimeout:      adminWriteTimeout,

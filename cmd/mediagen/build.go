@@ -15,6 +15,7 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
+	"mediagen/internal/console"
 	"mediagen/internal/httpapi"
 	"mediagen/internal/jobs"
 	"mediagen/internal/limits"
@@ -141,7 +142,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	if err := m.jobs.Start(bg); err != nil {
 		return nil, err
 	}
-	return httpapi.New(httpapi.Config{
+	api := httpapi.New(httpapi.Config{
 		Store: m.db, Catalogs: m.catalogs, Logger: m.log, Registry: reg, Videos: videos,
 		Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Files: asset.Files{Assets: assetBlobs, Results: m.resultFiles()}, Assets: assets, OpsOnly: c.Role == "worker", MetricsElsewhere: c.MetricsListen != "",
 		KeyCacheTTL: c.KeyCacheTTL,
@@ -150,7 +151,26 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		Limiter:     limits.New(time.Now, c.LimitReplicas),
 		Downloads:   limits.NewDownloads(time.Now, limits.DownloadLimits{Total: m.edge.Downloads}),
 		Proxies:     c.proxies,
-	}), nil
+	})
+	if c.Role != "worker" {
+		tc, err := console.NewTenant(console.TenantConfig{
+			Common: m.consoleCommon(), Store: m.db, Catalogs: m.catalogs, Videos: videos, Speech: speechSvc, Assets: assets,
+			Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Admit: api.Admit,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tenant console: %w", err)
+		}
+		api.SetConsole(tc)
+	}
+	return api, nil
+}
+
+// consoleCommon is what both web consoles share: the session store, the clock, the proxies
+// that name a client's address, the origins results play from, and Secure cookies behind https.
+func (m *Main) consoleCommon() console.Common {
+	return console.Common{Sessions: m.db, Now: time.Now, Logger: m.log, Proxies: m.Config.proxies,
+		MediaOrigins: m.mediaOrigins, Secure: strings.HasPrefix(m.Config.PublicURL, "https://"),
+		SessionTTL: m.Config.ConsoleSessionTTL}
 }
 
 // buildSpeech wires POST /v1/audio/speech. Speech is synchronous, so the process serving the
@@ -231,6 +251,14 @@ func (m *Main) openBlobs(ctx context.Context, key []byte) error {
 			return fmt.Errorf("result storage: %w", err)
 		}
 		m.blobs = s3
+		origin, scheme := cfg.PublicEndpoint, "http://"
+		if origin == "" {
+			origin = cfg.Endpoint
+		}
+		if cfg.PublicSecure {
+			scheme = "https://"
+		}
+		m.mediaOrigins = []string{scheme + origin} // the console plays results from there
 		return nil
 	}
 	if c.Blob != "" {

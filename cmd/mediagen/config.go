@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"mediagen/internal/catalog"
+	"mediagen/internal/console"
 	"mediagen/internal/limits"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/media/samples"
@@ -70,6 +71,8 @@ type Config struct {
 	// a killed process are taken over within it (docs/architecture.md#the-job-engine).
 	JobLease    time.Duration
 	KeyCacheTTL time.Duration // how long an authenticated key is remembered
+	// ConsoleSessionTTL is how long a web console session lasts after sign-in.
+	ConsoleSessionTTL time.Duration
 	// CatalogPoll is how often serve looks for a reload request in the database
 	// (`mediagen admin catalog reload`, docs/catalog.md).
 	CatalogPoll time.Duration
@@ -165,6 +168,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		num(&c.LimitReplicas, "limit-replicas", 1, "request-rate limits: each replica enforces 1/N of the catalog's rates and bursts; set N (at most 1000) to the number of API replicas for a cluster-wide rate, 1 to enforce the full rate in every replica (docs/limits.md)")
 		dur(&c.DBWait, "db-wait", 30*time.Second, "PostgreSQL: at start, keep trying an unreachable server this long before giving up (a replica restarted while the database restarts); 0 gives up at once. A missing database or role stops at once")
 		dur(&c.CatalogPoll, "catalog-poll", time.Second, "how often serve looks for a catalog reload request in the database (`mediagen admin catalog reload`); every replica reloads within it")
+		dur(&c.ConsoleSessionTTL, "console-session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in (docs/console.md)")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		num(&c.GCPercent, "gc-percent", 400, "Go garbage collection target of serve: the heap grows this many percent over the live heap before a collection (GOGC); higher trades memory for CPU, and 400 took a third off the CPU of a create (bench/README.md). The GOGC environment variable, when set, wins; 0 or less leaves Go's default")
 		c.gogcSet = getenv("GOGC") != ""

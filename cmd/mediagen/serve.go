@@ -60,16 +60,17 @@ type Main struct {
 	edge        edgeBounds
 	connMetrics *netlimit.Metrics
 	// serveLock marks the SQLite database as served by this process (sqlite.LockServe).
-	serveLock *os.File
-	blobs     blob.Store // results and speech audio: blobFS, or an S3 bucket
-	blobFS    *blob.FS   // set when the results are on this machine's disk
-	engine    *sandbox.Engine
-	locals    map[string]*sandbox.Engine // local upstream accounts' engines (upstreams.go)
-	remotes   map[string]remoteClient    // remote upstream accounts' clients (upstreams.go)
-	frames    openai.Frames              // first-frame fitting of openai accounts (worker role)
-	jobs      *jobs.Engine
-	reg       *prometheus.Registry
-	bgStop    context.CancelFunc
+	serveLock    *os.File
+	blobs        blob.Store // results and speech audio: blobFS, or an S3 bucket
+	blobFS       *blob.FS   // set when the results are on this machine's disk
+	mediaOrigins []string   // origins results are served from besides this one (an S3 endpoint)
+	engine       *sandbox.Engine
+	locals       map[string]*sandbox.Engine // local upstream accounts' engines (upstreams.go)
+	remotes      map[string]remoteClient    // remote upstream accounts' clients (upstreams.go)
+	frames       openai.Frames              // first-frame fitting of openai accounts (worker role)
+	jobs         *jobs.Engine
+	reg          *prometheus.Registry
+	bgStop       context.CancelFunc
 
 	// FetchTLS, when set before Run, is the TLS configuration of the client that fetches
 	// user-supplied URLs and of the clients of remote upstreams (tests use it to trust their

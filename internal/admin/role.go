@@ -50,15 +50,16 @@ type Actor struct {
 	TokenID    string // the admin token's id; "cli" for a command
 	Name       string // the token's name; the OS user for a command
 	Role       Role
-	Via        string // ViaAPI or ViaCLI
+	Via        string // ViaAPI, ViaCLI or ViaConsole
 	RequestID  string
 	RemoteAddr string
 }
 
 // The doors an action comes through.
 const (
-	ViaAPI = "api"
-	ViaCLI = "cli"
+	ViaAPI     = "api"
+	ViaCLI     = "cli"
+	ViaConsole = "console"
 )
 
 // CLIActor is the actor of a `mediagen admin` command. The CLI works on the database

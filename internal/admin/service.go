@@ -169,7 +169,13 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (store.AdminT
 	if !TokenWellFormed(secret) {
 		return store.AdminToken{}, unauthenticated("invalid_admin_token", "The admin token is not valid.")
 	}
-	tok, err := s.st.AdminTokenByHash(ctx, HashToken(secret))
+	return s.AuthenticateHash(ctx, HashToken(secret))
+}
+
+// AuthenticateHash is Authenticate for the hash of a secret: the web console keeps the hash of
+// the token a session signed in with and re-checks it on every request.
+func (s *Service) AuthenticateHash(ctx context.Context, hash []byte) (store.AdminToken, error) {
+	tok, err := s.st.AdminTokenByHash(ctx, hash)
 	if isNotFound(err) {
 		return store.AdminToken{}, unauthenticated("invalid_admin_token", "The admin token is not valid.")
 	}

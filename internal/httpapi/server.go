@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
+	"mediagen/internal/keys"
 	"mediagen/internal/limits"
 	"mediagen/internal/netlimit"
 	"mediagen/internal/speech"
@@ -117,6 +119,8 @@ type Server struct {
 	writeStall  time.Duration
 	bodyTimeout time.Duration
 	edge        edgeMetrics
+	// console serves /console/ (SetConsole); nil: those paths are the API's 404.
+	console atomic.Pointer[http.Handler]
 }
 
 // New builds the server and its routing table.
@@ -198,6 +202,8 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/videos/{task_id}", s.auth(s.deleteVideo))
 	s.handle("POST /v1/audio/speech", s.auth(s.createSpeech))
 	s.assetRoutes()
+	s.mux.Handle("/console/", route{http.HandlerFunc(s.serveConsole)})
+	s.mux.Handle("/console", route{http.HandlerFunc(s.serveConsole)})
 	if s.files != nil {
 		s.handle("GET /v1/files/{key...}", s.download(s.files.ServeFile)) // the signature is the credential
 	}
@@ -250,3 +256,21 @@ type statusOnly struct {
 func (p *statusOnly) Header() http.Header         { return p.header }
 func (p *statusOnly) Write(b []byte) (int, error) { return len(b), nil }
 func (p *statusOnly) WriteHeader(code int)        { p.status = code }
+
+// SetConsole mounts the web console (internal/console) on /console/ of the public address. The
+// console is built after the server because it applies the server's limits (Admit).
+func (s *Server) SetConsole(h http.Handler) { s.console.Store(&h) }
+
+// serveConsole hands /console/ to the console: its pages are HTML, not the API's envelopes.
+func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
+	h := s.console.Load()
+	if h == nil {
+		s.writeError(w, r, apiErrNotFound())
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// Admit applies the catalog's request-rate and concurrent-request limits of the caller's key
+// and tenant to one console write, as to an API request; end is called when it is done.
+func (s *Server) Admit(c keys.Caller) (end func(), err error) { return s.admit(&c) }

@@ -130,6 +130,7 @@ type Store interface {
 	UsageStore
 	SupportStore
 	AdminStore
+	ConsoleStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
 	// account's balance equals the sum of its entries, and no reserved or spent account is

@@ -93,6 +93,7 @@ func Run(t *testing.T, open Opener) {
 		{"AdminAuditAppendedWithTheChangeAndFiltered", testAdminAudit},
 		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
 		{"AdminIdempotentAnswersStoredOnceAndExpire", testAdminIdempotentAnswers},
+		{"ConsoleSessionsFoundEndedAndSwept", testConsoleSessions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

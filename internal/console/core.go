@@ -1,0 +1,227 @@
+package console
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/limits"
+	"mediagen/internal/netlimit"
+	"mediagen/internal/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Defaults of both consoles.
+const (
+	// DefaultSessionTTL is how long a session lasts after sign-in: a working day.
+	DefaultSessionTTL = 12 * time.Hour
+	// SignInPerSecond and SignInBurst bound sign-in attempts per client address: ten tries at
+	// once, then one every ten seconds — plenty for a person, useless for guessing.
+	SignInPerSecond = 0.1
+	SignInBurst     = 10
+	// PageSize is the rows of one page of a list.
+	PageSize = 50
+	// MaxFormBytes bounds a console form post.
+	MaxFormBytes = 64 << 10
+)
+
+// Kind tells the two consoles apart: their cookie, their sign-in credential, their pages.
+type Kind string
+
+// The consoles.
+const (
+	KindTenant   Kind = "tenant"
+	KindOperator Kind = "admin"
+)
+
+// Common is what both consoles need.
+type Common struct {
+	Sessions store.ConsoleStore
+	// Secure marks the cookie Secure (the console is served over https).
+	Secure bool
+	// SessionTTL overrides DefaultSessionTTL.
+	SessionTTL time.Duration
+	Now        func() time.Time
+	Logger     *slog.Logger
+	// SignInRates bounds sign-in attempts per client address (nil: SignInPerSecond, SignInBurst).
+	SignInRates *limits.ClientRates
+	// Proxies name the client address from X-Forwarded-For (nil: the peer).
+	Proxies netlimit.Proxies
+	// MediaOrigins are origins besides this one that results are served from (an S3 public
+	// URL), allowed by the Content-Security-Policy for <video>, <audio> and <img>.
+	MediaOrigins []string
+}
+
+// core is the machinery both consoles share: sessions, CSRF, templates, headers, errors.
+type core struct {
+	Common
+	kind  Kind
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+	csp   string
+	// check verifies a typed key or token at sign-in and returns the hash the session keeps;
+	// authenticate re-checks that hash on every request and fills in the session's principal.
+	check        func(ctx context.Context, secret string) ([]byte, error)
+	authenticate func(ctx context.Context, credentialHash []byte, s *Session) error
+	static       http.Handler
+	staticHash   map[string]string // file name → short content hash, for cache-busting URLs
+}
+
+func newCore(c Common, kind Kind, funcs template.FuncMap) (*core, error) {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.SignInRates == nil {
+		c.SignInRates = limits.NewClientRates(c.Now, SignInPerSecond, SignInBurst, "console sign-in attempts")
+	}
+	k := &core{Common: c, kind: kind, mux: http.NewServeMux()}
+	statics, err := hashStatics()
+	if err != nil {
+		return nil, fmt.Errorf("console static files: %w", err)
+	}
+	k.staticHash = statics
+	pages, err := parsePages(kind, funcs, statics)
+	if err != nil {
+		return nil, err
+	}
+	k.pages = pages
+	media := strings.Join(append([]string{"'self'"}, c.MediaOrigins...), " ")
+	k.csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src " + media + " data:; media-src " + media +
+		"; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, fmt.Errorf("console static files: %w", err)
+	}
+	k.static = http.StripPrefix("/console/static/", http.FileServerFS(sub))
+	k.mux.Handle("GET /console/static/", http.HandlerFunc(k.serveStatic))
+	k.mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+	})
+	k.mux.HandleFunc("GET /console/signin", k.signInPage)
+	k.mux.HandleFunc("POST /console/signin", k.signIn)
+	k.mux.HandleFunc("POST /console/signout", k.signOut)
+	return k, nil
+}
+
+// ServeHTTP answers every console path with the security headers set first; anything the
+// routing table lacks is the console's own 404 page, behind a session like every page.
+func (k *core) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", k.csp)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	if _, pattern := k.mux.Handler(r); pattern == "" {
+		k.handle(func(w http.ResponseWriter, r *http.Request, s *Session) error {
+			return apierr.New(apierr.KindNotFound, "There is no console page at this address.")
+		})(w, r)
+		return
+	}
+	k.mux.ServeHTTP(w, r)
+}
+
+func (k *core) serveStatic(w http.ResponseWriter, r *http.Request) {
+	// Static files are named with their content hash in every page (staticURL), so they can
+	// be cached for a long time.
+	if r.URL.Query().Get("v") != "" {
+		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	}
+	k.static.ServeHTTP(w, r)
+}
+
+// PageFunc is a console page's handler; it renders its page or returns an error, which is
+// shown as the console's error page (a validation error on a form is the form's own business).
+type PageFunc func(w http.ResponseWriter, r *http.Request, s *Session) error
+
+// Page registers a page reached only with a session. A POST's CSRF token and origin are
+// checked before h runs.
+func (k *core) Page(pattern string, h PageFunc) {
+	k.mux.HandleFunc(pattern, k.handle(h))
+}
+
+func (k *core) handle(h PageFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		s, err := k.session(r)
+		if err != nil {
+			if errors.Is(err, errNoSession) {
+				if r.Method == http.MethodGet || r.Method == http.MethodHead {
+					http.Redirect(w, r, "/console/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+					return
+				}
+				k.renderError(w, r, nil, apierr.New(apierr.KindAuthentication, "Your session has ended. Sign in again."))
+				return
+			}
+			k.renderError(w, r, nil, err)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+			if err := r.ParseForm(); err != nil {
+				k.renderError(w, r, s, apierr.Invalid("", "The form could not be read."))
+				return
+			}
+			if !sameOrigin(r) || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.CSRF)) != 1 {
+				k.renderError(w, r, s, &apierr.Error{Kind: apierr.KindPermission, Code: "csrf_failed",
+					Message: "This form was not sent from this console page (its security token is missing or stale). Reload the page and try again."})
+				return
+			}
+		}
+		if err := h(w, r, s); err != nil {
+			k.renderError(w, r, s, err)
+		}
+	}
+}
+
+// sameOrigin refuses a request a browser marks as coming from another site, or whose Origin
+// is not this host. Browsers send at least one of them on every form post.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return false
+		}
+	}
+	return true
+}
+
+// renderError shows err as a page with its status. Internal causes are logged, never shown.
+func (k *core) renderError(w http.ResponseWriter, r *http.Request, s *Session, err error) {
+	e := apierr.As(err)
+	if e.Kind == apierr.KindInternal || e.Kind == apierr.KindUnavailable {
+		k.Logger.ErrorContext(r.Context(), "console page failed", "path", r.URL.Path, "err", err)
+	}
+	title := http.StatusText(e.Status())
+	k.render(w, r, s, e.Status(), "error", title, errorPage{Status: e.Status(), Message: e.Message, Code: e.CodeOrDefault()})
+}
+
+type errorPage struct {
+	Status  int
+	Message string
+	Code    string
+}

@@ -1,0 +1,156 @@
+package console
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mediagen/internal/admin"
+	"mediagen/internal/catalog"
+	"mediagen/internal/store"
+	"mediagen/internal/store/sqlite"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// opEnv is an operator console on a fresh SQLite store with an owner, an operator and a
+// viewer token.
+type opEnv struct {
+	st                  store.Store
+	svc                 *admin.Service
+	clock               *clock
+	ts                  *httptest.Server
+	owner, oper, viewer string // secrets
+	ownerID, operID     string
+}
+
+func newOpEnv(t *testing.T) *opEnv {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	cat := catalog.Demo()
+	c := &clock{now: time.Now().UTC()}
+	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now})
+	op, err := NewOperator(OperatorConfig{Common: Common{Sessions: st, Now: c.Now}, Admin: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(op)
+	t.Cleanup(ts.Close)
+	e := &opEnv{st: st, svc: svc, clock: c, ts: ts}
+	cli := admin.CLIActor("tester")
+	for _, tok := range []struct {
+		role   admin.Role
+		secret *string
+		id     *string
+	}{{admin.RoleOwner, &e.owner, &e.ownerID}, {admin.RoleOperator, &e.oper, &e.operID}, {admin.RoleViewer, &e.viewer, nil}} {
+		made, err := svc.CreateToken(context.Background(), cli, admin.TokenInput{Name: string(tok.role) + "-token", Role: string(tok.role)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*tok.secret = made.Secret
+		if tok.id != nil {
+			*tok.id = made.ID
+		}
+	}
+	return e
+}
+
+// browser is a cookie-keeping client that does not follow redirects, like a person's
+// browser seen one request at a time. It sends the Origin a browser would on a form post.
+type browser struct {
+	t      *testing.T
+	base   string
+	client *http.Client
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, base: base, client: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (b *browser) get(path string) page {
+	b.t.Helper()
+	return b.do(http.MethodGet, path, nil)
+}
+
+func (b *browser) post(path string, form url.Values) page {
+	b.t.Helper()
+	return b.do(http.MethodPost, path, form)
+}
+
+func (b *browser) do(method, path string, form url.Values) page {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", b.base)
+	}
+	res, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return page{status: res.StatusCode, header: res.Header, body: string(raw)}
+}
+
+// signIn signs in with secret and fails the test unless it worked.
+func (b *browser) signIn(secret string) {
+	b.t.Helper()
+	p := b.post("/console/signin", url.Values{"secret": {secret}, "next": {"/console/"}})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/" {
+		b.t.Fatalf("sign in: %d %s\n%s", p.status, p.header.Get("Location"), p.body)
+	}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf reads the form token from a page.
+func (b *browser) csrf(path string) string {
+	b.t.Helper()
+	p := b.get(path)
+	m := csrfField.FindStringSubmatch(p.body)
+	if m == nil {
+		b.t.Fatalf("no csrf field on %s (%d):\n%s", path, p.status, p.body)
+	}
+	return m[1]
+}

@@ -1,0 +1,82 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+
+	"mediagen/internal/admin"
+	"mediagen/internal/apierr"
+)
+
+// OperatorConfig is what the operator console needs: the admin API's own service.
+type OperatorConfig struct {
+	Common
+	Admin *admin.Service
+}
+
+// Operator is the operator console, served on the admin listener under /console/.
+type Operator struct {
+	*core
+	cfg OperatorConfig
+}
+
+// NewOperator builds the operator console and its routing table.
+func NewOperator(c OperatorConfig) (*Operator, error) {
+	if c.Admin == nil {
+		return nil, errors.New("console: the operator console needs the admin service")
+	}
+	k, err := newCore(c.Common, KindOperator, template.FuncMap{})
+	if err != nil {
+		return nil, err
+	}
+	o := &Operator{core: k, cfg: c}
+	k.check = o.checkToken
+	k.authenticate = o.authenticate
+	o.routes()
+	return o, nil
+}
+
+func (o *Operator) checkToken(ctx context.Context, secret string) ([]byte, error) {
+	if !admin.TokenWellFormed(secret) {
+		return nil, &apierr.Error{Kind: apierr.KindAuthentication, Code: "invalid_admin_token", Message: "The admin token is not valid."}
+	}
+	hash := admin.HashToken(secret)
+	var s Session
+	if err := o.authenticate(ctx, hash, &s); err != nil {
+		return nil, err
+	}
+	return hash, nil
+}
+
+// authenticate is the admin API's token check; the session acts with the token's role, and
+// its writes are audited as coming through the console.
+func (o *Operator) authenticate(ctx context.Context, hash []byte, s *Session) error {
+	tok, err := o.cfg.Admin.AuthenticateHash(ctx, hash)
+	if err != nil {
+		return err
+	}
+	role, _ := admin.ParseRole(tok.Role)
+	s.Token = tok
+	s.Actor = admin.Actor{TokenID: tok.ID, Name: tok.Name, Role: role, Via: admin.ViaConsole}
+	return nil
+}
+
+// actor is the session's actor for one request: its id and address go into the audit log.
+func (o *Operator) actor(r *http.Request, s *Session) admin.Actor {
+	a := s.Actor
+	a.RequestID = r.Header.Get("X-Request-Id")
+	a.RemoteAddr = o.Proxies.ClientOfRequest(r).String()
+	return a
+}
+
+// routes is the operator console's routing table; each page's handler is in its own file.
+func (o *Operator) routes() {
+	o.Page("GET /console/{$}", o.overview)
+}
+
+func (o *Operator) overview(w http.ResponseWriter, r *http.Request, s *Session) error {
+	o.Render(w, r, s, "op_overview", "Overview", nil)
+	return nil
+}
