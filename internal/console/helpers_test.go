@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"
+	"mediagen/internal/video"
 )
 
 // clock is a settable test clock.
@@ -153,4 +154,44 @@ func (b *browser) csrf(path string) string {
 		b.t.Fatalf("no csrf field on %s (%d):\n%s", path, p.status, p.body)
 	}
 	return m[1]
+}
+
+// tenantEnv is a tenant console on a fresh SQLite store with the demo catalog and one key of
+// the demo tenant with 100.00 of credit. Tasks are accepted by the real video service; no job
+// runs them (tests that need a finished task mark it in the store, or run under Main in
+// cmd/mediagen).
+type tenantEnv struct {
+	st     store.Store
+	svc    *admin.Service
+	cat    *catalog.Catalog
+	videos *video.Service
+	con    *Tenant
+	clock  *clock
+	ts     *httptest.Server
+	key    string // the key's secret
+	keyID  string
+}
+
+func newTenantEnv(t *testing.T) *tenantEnv {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	cat := catalog.Demo()
+	c := &clock{now: time.Now().UTC()}
+	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now})
+	videos := &video.Service{Store: st, Now: c.Now}
+	con, err := NewTenant(TenantConfig{Common: Common{Sessions: st, Now: c.Now}, Store: st, Catalogs: catalog.Static(cat), Videos: videos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(con)
+	t.Cleanup(ts.Close)
+	made, err := svc.CreateKey(context.Background(), admin.CLIActor("tester"), admin.KeyInput{Tenant: "demo", Name: "console test", Credit: 100_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tenantEnv{st: st, svc: svc, cat: cat, videos: videos, con: con, clock: c, ts: ts, key: made.Secret, keyID: made.ID}
 }

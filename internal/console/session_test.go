@@ -166,3 +166,24 @@ func TestUnknownConsolePathsAreThe404PageBehindASession(t *testing.T) {
 		t.Errorf("unknown path: %d\n%s", p.status, p.body)
 	}
 }
+
+func TestTenantSignsInWithAnAPIKey(t *testing.T) {
+	e := newTenantEnv(t)
+	b := newBrowser(t, e.ts.URL)
+	if p := b.post("/console/signin", url.Values{"secret": {"mg_" + strings.Repeat("a", 40)}}); p.status != http.StatusUnauthorized {
+		t.Errorf("unknown key: %d", p.status)
+	}
+	res := b.post("/console/signin", url.Values{"secret": {e.key}})
+	if res.status != http.StatusSeeOther || !strings.Contains(res.header.Get("Set-Cookie"), "mediagen_session=") {
+		t.Fatalf("sign in: %d %q", res.status, res.header.Get("Set-Cookie"))
+	}
+	if p := b.get("/console/"); p.status != 200 || !strings.Contains(p.body, e.keyID) {
+		t.Fatalf("home: %d\n%s", p.status, p.body)
+	}
+	if _, err := e.svc.RevokeKey(context.Background(), admin.CLIActor("tester"), e.keyID); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.get("/console/"); p.status != http.StatusSeeOther {
+		t.Errorf("after the key was revoked: %d; want a redirect to sign in", p.status)
+	}
+}
