@@ -65,6 +65,8 @@ Make a video with the sandbox engine, then poll the task id it answers:
       -d '{"model":"demo-video-fast","prompt":"a paper boat on a pond","metadata":{"duration":4,"resolution":"480p"}}'
     curl -s -H "Authorization: Bearer %s" %s/v1/videos/<id>
 
-`, tenant.ID, demoCredit, tenant.Currency, secret, secret, m.Config.PublicURL, secret, m.Config.PublicURL, secret, m.Config.PublicURL)
+Or open the web console, %s/console/, and sign in with the key (docs/console.md).
+
+`, tenant.ID, demoCredit, tenant.Currency, secret, secret, m.Config.PublicURL, secret, m.Config.PublicURL, secret, m.Config.PublicURL, m.Config.PublicURL)
 	return nil
 }
