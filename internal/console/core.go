@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/idgen"
 	"mediagen/internal/limits"
 	"mediagen/internal/netlimit"
 	"mediagen/internal/store"
@@ -133,6 +134,13 @@ func (k *core) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	// The public API's middleware has set the request id already; the admin listener's has not.
+	id := h.Get("X-Request-Id")
+	if id == "" {
+		id = idgen.New("req")
+		h.Set("X-Request-Id", id)
+	}
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 	if _, pattern := k.mux.Handler(r); pattern == "" {
 		k.handle(func(w http.ResponseWriter, r *http.Request, s *Session) error {
 			return apierr.New(apierr.KindNotFound, "There is no console page at this address.")
@@ -149,6 +157,14 @@ func (k *core) serveStatic(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 	}
 	k.static.ServeHTTP(w, r)
+}
+
+type requestIDKey struct{}
+
+// requestID is the request's id (for the audit log), set by ServeHTTP.
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }
 
 // PageFunc is a console page's handler; it renders its page or returns an error, which is

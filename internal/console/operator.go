@@ -66,7 +66,7 @@ func (o *Operator) authenticate(ctx context.Context, hash []byte, s *Session) er
 // actor is the session's actor for one request: its id and address go into the audit log.
 func (o *Operator) actor(r *http.Request, s *Session) admin.Actor {
 	a := s.Actor
-	a.RequestID = r.Header.Get("X-Request-Id")
+	a.RequestID = requestID(r.Context())
 	a.RemoteAddr = o.Proxies.ClientOfRequest(r).String()
 	return a
 }
