@@ -385,4 +385,3 @@ func TestSpeechTabAndPage(t *testing.T) {
 		t.Errorf("another key's speech record: %d; want 404", p.status)
 	}
 }
-
