@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"net/http"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/asset"
@@ -96,10 +95,8 @@ func (t *Tenant) authenticate(ctx context.Context, hash []byte, s *Session) erro
 
 // routes is the tenant console's routing table; each page's handler is in its own file.
 func (t *Tenant) routes() {
-	t.Page("GET /console/{$}", t.home)
-}
-
-func (t *Tenant) home(w http.ResponseWriter, r *http.Request, s *Session) error {
-	t.Render(w, r, s, "tenant_home", "Tasks", nil)
-	return nil
+	t.Page("GET /console/{$}", t.tasks)
+	t.Page("GET /console/tasks/{id}", t.task)
+	t.Page("GET /console/tasks/{id}/status.json", t.taskStatusJSON)
+	t.Page("GET /console/speech/{id}", t.speechRecord)
 }
