@@ -98,6 +98,9 @@ func (t *Tenant) authenticate(ctx context.Context, hash []byte, s *Session) erro
 func (t *Tenant) routes() {
 	t.Page("GET /console/{$}", t.home)
 	t.Page("GET /console/usage", t.usage)
+	t.Page("GET /console/assets", t.assets)
+	t.Page("POST /console/assets", t.registerAsset)
+	t.Page("POST /console/assets/groups", t.createAssetGroup)
 }
 
 func (t *Tenant) home(w http.ResponseWriter, r *http.Request, s *Session) error {
