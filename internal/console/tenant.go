@@ -101,6 +101,7 @@ func (t *Tenant) routes() {
 	t.Page("GET /console/assets", t.assets)
 	t.Page("POST /console/assets", t.registerAsset)
 	t.Page("POST /console/assets/groups", t.createAssetGroup)
+	t.Page("GET /console/assets/{id}/status", t.assetStatus)
 }
 
 func (t *Tenant) home(w http.ResponseWriter, r *http.Request, s *Session) error {

@@ -361,3 +361,37 @@ func (t *Tenant) createAssetGroup(w http.ResponseWriter, r *http.Request, s *Ses
 	t.render(w, r, s, e.Status(), "tenant_assets", "Assets", p)
 	return nil
 }
+
+// assetStatus is the JSON of GET /console/assets/{id}/status, polled by console.js for the
+// asset just registered: the page reloads when processing has ended.
+type assetStatus struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Terminal bool   `json:"terminal"`
+}
+
+// Poll is the status URL of an asset still being processed that the page watches ("" for
+// none): only the one just registered, so a page of Processing assets is not a burst of polls.
+func (p assetsPage) Poll(a assetRow) string {
+	if a.ID != p.Created || a.Status != store.AssetProcessing {
+		return ""
+	}
+	return "/console/assets/" + url.PathEscape(a.ID) + "/status?lib=" + p.Lib.Param
+}
+
+// assetStatus answers GET /console/assets/{id}/status through assets/get.
+func (t *Tenant) assetStatus(w http.ResponseWriter, r *http.Request, s *Session) error {
+	if t.cfg.Assets == nil {
+		return apierr.New(apierr.KindNotFound, "The asset library is not enabled on this server.")
+	}
+	q, err := parseAssetsQuery(url.Values{"lib": {r.URL.Query().Get("lib")}})
+	if err != nil {
+		return err
+	}
+	a, err := runAsset[asset.AssetView](r.Context(), t.cfg.Assets, s.Caller, q.lib.prefix+"/assets/get", map[string]any{"Id": r.PathValue("id")})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(assetStatus{ID: a.ID, Status: a.Status, Terminal: a.Status != store.AssetProcessing})
+}

@@ -191,10 +191,33 @@ func TestRegisteringAnAssetByURLListsItProcessing(t *testing.T) {
 		t.Fatalf("stored asset %+v, %v", a, err)
 	}
 	p = b.get(loc.RequestURI())
-	for _, want := range []string{`id="asset-` + id + `"`, "intro v2.mp4", `<span class="badge processing">Processing</span>`, "is registered"} {
+	status := "/console/assets/" + id + "/status?lib=virtual"
+	for _, want := range []string{`id="asset-` + id + `" data-poll="` + status + `"`, "intro v2.mp4", `<span class="badge processing">Processing</span>`, "is registered"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("the list after registering lacks %q\n%s", want, p.body)
 		}
+	}
+	// The page watches the new asset until the asset jobs have processed it.
+	if p := b.get(status); p.status != http.StatusOK || strings.TrimSpace(p.body) != `{"id":"`+id+`","status":"Processing","terminal":false}` {
+		t.Fatalf("status while processing: %d %s", p.status, p.body)
+	}
+	ctx := context.Background()
+	if err := e.st.Transact(ctx, func(tx store.Tx) error {
+		return tx.FinishAsset(ctx, store.AssetOutcome{ID: id, Status: store.AssetFailed, FailureCode: asset.FailSourceUnreachable,
+			FailureReason: "The URL could not be fetched.", Attempts: 1})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.get(status); p.status != http.StatusOK || !strings.Contains(p.body, `"status":"Failed","terminal":true`) {
+		t.Fatalf("status after processing: %d %s", p.status, p.body)
+	}
+	p = b.get(loc.RequestURI())
+	if strings.Contains(p.body, "data-poll") || !strings.Contains(p.body, `<span class="badge failed">Failed</span>`) ||
+		!strings.Contains(p.body, "The URL could not be fetched.") {
+		t.Errorf("the list after processing\n%s", p.body)
+	}
+	if p := b.get("/console/assets/" + id + "/status?lib=real-human"); p.status != http.StatusNotFound {
+		t.Errorf("status in the other library: %d", p.status)
 	}
 }
 
