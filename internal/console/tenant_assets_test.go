@@ -300,3 +300,40 @@ func callerOf(t *testing.T, e *tenantEnv) keys.Caller {
 }
 
 func errMessage(err error) string { return apierr.As(err).Message }
+
+func TestRegisteringAnAssetIsRefusedWithoutTheFormTokenOrOverTheKeysLimits(t *testing.T) {
+	limited := func(t *testing.T, e *tenantEnv, c *TenantConfig) {
+		c.Admit = func(keys.Caller) (func(), error) {
+			return nil, &apierr.Error{Kind: apierr.KindRateLimit, Code: "rate_limit_exceeded", Message: "Too many requests for this key; slow down."}
+		}
+	}
+	form := func(token string) url.Values {
+		return url.Values{"csrf": {token}, "lib": {"virtual"}, "group": {"grp_brand"}, "url": {"https://cdn.example.com/logo.png"}, "type": {"Image"}}
+	}
+	t.Run("no token", func(t *testing.T) {
+		e := newTenantEnv(t, withAssets)
+		seedGroup(t, e, "grp_brand", "demo", store.LibraryVirtual, store.GroupOriginTenant, "Brand")
+		b := newBrowser(t, e.ts.URL)
+		b.signIn(e.key)
+		if p := b.post("/console/assets", form("")); p.status != http.StatusForbidden {
+			t.Errorf("post without the form token: %d", p.status)
+		}
+		if n := tenantAssets(t, e); n != 0 {
+			t.Errorf("%d assets written", n)
+		}
+	})
+	t.Run("over the limits", func(t *testing.T) {
+		e := newTenantEnv(t, withAssets, limited)
+		seedGroup(t, e, "grp_brand", "demo", store.LibraryVirtual, store.GroupOriginTenant, "Brand")
+		b := newBrowser(t, e.ts.URL)
+		b.signIn(e.key)
+		p := b.post("/console/assets", form(b.csrf("/console/assets")))
+		if p.status != http.StatusTooManyRequests || !strings.Contains(p.body, "Too many requests for this key; slow down.") ||
+			!strings.Contains(p.body, `value="https://cdn.example.com/logo.png"`) {
+			t.Errorf("post over the limits: %d\n%s", p.status, p.body)
+		}
+		if n := tenantAssets(t, e); n != 0 {
+			t.Errorf("%d assets written", n)
+		}
+	})
+}
