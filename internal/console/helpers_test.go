@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"mediagen/internal/admin"
+	"mediagen/internal/asset"
 	"mediagen/internal/catalog"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"
@@ -170,9 +171,13 @@ type tenantEnv struct {
 	ts     *httptest.Server
 	key    string // the key's secret
 	keyID  string
+	assets *asset.Service // set by withAssets
 }
 
-func newTenantEnv(t *testing.T) *tenantEnv {
+// tenantOption adjusts a tenant env's console config before the console is built.
+type tenantOption func(t *testing.T, e *tenantEnv, c *TenantConfig)
+
+func newTenantEnv(t *testing.T, opts ...tenantOption) *tenantEnv {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
@@ -183,7 +188,12 @@ func newTenantEnv(t *testing.T) *tenantEnv {
 	c := &clock{now: time.Now().UTC()}
 	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now})
 	videos := &video.Service{Store: st, Now: c.Now}
-	con, err := NewTenant(TenantConfig{Common: Common{Sessions: st, Now: c.Now}, Store: st, Catalogs: catalog.Static(cat), Videos: videos})
+	e := &tenantEnv{st: st, svc: svc, cat: cat, videos: videos, clock: c}
+	cfg := TenantConfig{Common: Common{Sessions: st, Now: c.Now}, Store: st, Catalogs: catalog.Static(cat), Videos: videos}
+	for _, o := range opts {
+		o(t, e, &cfg)
+	}
+	con, err := NewTenant(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,5 +203,6 @@ func newTenantEnv(t *testing.T) *tenantEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tenantEnv{st: st, svc: svc, cat: cat, videos: videos, con: con, clock: c, ts: ts, key: made.Secret, keyID: made.ID}
+	e.con, e.ts, e.key, e.keyID = con, ts, made.Secret, made.ID
+	return e
 }

@@ -99,4 +99,9 @@ func (t *Tenant) routes() {
 	t.Page("GET /console/tasks/{id}", t.task)
 	t.Page("GET /console/tasks/{id}/status.json", t.taskStatusJSON)
 	t.Page("GET /console/speech/{id}", t.speechRecord)
+	t.Page("GET /console/usage", t.usage)
+	t.Page("GET /console/assets", t.assets)
+	t.Page("POST /console/assets", t.registerAsset)
+	t.Page("POST /console/assets/groups", t.createAssetGroup)
+	t.Page("GET /console/assets/{id}/status", t.assetStatus)
 }
