@@ -97,6 +97,9 @@ func (t *Tenant) authenticate(ctx context.Context, hash []byte, s *Session) erro
 // routes is the tenant console's routing table; each page's handler is in its own file.
 func (t *Tenant) routes() {
 	t.Page("GET /console/{$}", t.home)
+	t.Page("GET /console/create", t.createForm)
+	t.Page("POST /console/create/preview", t.createPreview)
+	t.Page("POST /console/create", t.createTask)
 }
 
 func (t *Tenant) home(w http.ResponseWriter, r *http.Request, s *Session) error {
