@@ -2,6 +2,7 @@ package console
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -207,25 +208,24 @@ func videoQuote(q billing.Quote) *createQuote {
 	switch q.Route {
 	case "native":
 		add("Rate", q.Rate.String()+" "+q.Currency+" per million tokens")
-		add("Tokens reserved for", itoa64(q.EstimatedTokens))
-		add("Largest frame", itoa64(q.MaxPixels)+" pixels")
-		add("Longest output", seconds(q.BoundMicros))
+		add("Tokens reserved", itoa64(q.EstimatedTokens))
+		add("Computed from", fmt.Sprintf("the largest frame the ratio allows (%d pixels) over the longest output (%s, a margin included)", q.MaxPixels, seconds(q.BoundMicros)))
 	case "production":
 		add("Rate", q.Rate.String()+" "+q.Currency+" per chargeable second")
-		add("Output seconds reserved", itoa64(int64(q.RequestSeconds)))
+		add("Output", fmt.Sprintf("%d s requested; %d s reserved (a margin for the output running over, rounded up to a whole second)",
+			q.RequestSeconds, wholeSeconds(int64(q.RequestSeconds)*1_000_000+billing.OutputSlackMicros)))
 		if q.VideoInput {
 			var sum int64
 			for _, m := range q.InputMicros {
 				sum += m
 			}
-			add("Input video seconds", seconds(sum))
+			add("Input video", seconds(sum)+" measured, at the video-input rate")
 		}
 	case "enhancement":
 		add("Rate", q.Rate.String()+" "+q.Currency+" per chargeable second")
-		add("Tier", q.Tier)
-		add("Band", q.Band)
-		add("FPS multiplier", itoa64(int64(q.Multiplier)))
-		add("Source length", seconds(q.SourceMicros))
+		add("Tier and band", q.Tier+", "+q.Band)
+		add("Source", fmt.Sprintf("%s; %d s reserved (with a margin, rounded up to a whole second)", seconds(q.SourceMicros), wholeSeconds(q.SourceMicros+billing.OutputSlackMicros)))
+		add("FPS multiplier", fmt.Sprintf("× %d", q.Multiplier))
 	}
 	return out
 }
@@ -237,3 +237,6 @@ func speechQuote(q speech.Quote) *createQuote {
 		{"Audio seconds reserved", itoa64(q.EstimatedSeconds)},
 	}}
 }
+
+// wholeSeconds rounds a length in microseconds up to whole seconds, as billing charges it.
+func wholeSeconds(micros int64) int64 { return (micros + 999_999) / 1_000_000 }
