@@ -2,9 +2,9 @@ package console
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 
