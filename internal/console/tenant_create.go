@@ -89,7 +89,13 @@ func (t *Tenant) createPreview(w http.ResponseWriter, r *http.Request, s *Sessio
 
 // preview renders the form with its reservation and notice, or with the refusal.
 func (t *Tenant) preview(w http.ResponseWriter, r *http.Request, s *Session, p createPage, body []byte, notice string) error {
+	// Pricing may measure input videos, as a create does: it is held to the same limits.
+	end, err := t.admit(s)
+	if err != nil {
+		return t.createFailed(w, r, s, p, err)
+	}
 	q, err := t.quote(r, s, p.Route, body)
+	end()
 	if err != nil {
 		return t.createFailed(w, r, s, p, err)
 	}
@@ -114,13 +120,11 @@ func (t *Tenant) createTask(w http.ResponseWriter, r *http.Request, s *Session) 
 	if r.PostForm.Get("quoted") != digest(body) {
 		return t.preview(w, r, s, p, body, "The form changed since its reservation was shown. Check the reservation below, then send it.")
 	}
-	if t.cfg.Admit != nil {
-		end, err := t.cfg.Admit(s.Caller)
-		if err != nil {
-			return t.createFailed(w, r, s, p, err)
-		}
-		defer end()
+	end, err := t.admit(s)
+	if err != nil {
+		return t.createFailed(w, r, s, p, err)
 	}
+	defer end()
 	if p.Route == routeSpeech {
 		res, err := t.cfg.Speech.Create(r.Context(), s.Caller, body)
 		if err != nil {
@@ -135,6 +139,14 @@ func (t *Tenant) createTask(w http.ResponseWriter, r *http.Request, s *Session) 
 	}
 	http.Redirect(w, r, "/console/tasks/"+url.PathEscape(task.ID), http.StatusSeeOther)
 	return nil
+}
+
+// admit applies the public API's limits to the key (TenantConfig.Admit), if any.
+func (t *Tenant) admit(s *Session) (end func(), err error) {
+	if t.cfg.Admit == nil {
+		return func() {}, nil
+	}
+	return t.cfg.Admit(s.Caller)
 }
 
 // quote asks the route's service for the reservation, writing nothing.

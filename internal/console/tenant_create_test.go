@@ -4,17 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"html"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"mediagen/internal/admin"
 	"mediagen/internal/apierr"
+	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/keys"
+	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
+	"mediagen/internal/provider"
+	"mediagen/internal/provider/sandbox"
+	"mediagen/internal/speech"
 	"mediagen/internal/store"
 )
 
@@ -354,4 +361,94 @@ func TestCreateRefusesAForgedPost(t *testing.T) {
 		t.Errorf("create without the csrf token: %d; want 403", p.status)
 	}
 	e.wroteNothing(t, e.keyID, 100_000_000)
+}
+
+func TestCreateIsHeldToThePublicAPIsLimits(t *testing.T) {
+	e := newTenantEnv(t)
+	var admitted, ended int
+	refuse := true
+	e.con.cfg.Admit = func(c keys.Caller) (func(), error) {
+		if c.Key.ID != e.keyID {
+			t.Errorf("admitted key %s; want %s", c.Key.ID, e.keyID)
+		}
+		if refuse {
+			return nil, &apierr.Error{Kind: apierr.KindRateLimit, Message: "Too many requests for this key. Slow down."}
+		}
+		admitted++
+		return func() { ended++ }, nil
+	}
+	b := newBrowser(t, e.ts.URL)
+	b.signIn(e.key)
+	form := with(b.createForm(routeNative), "model", "demo-video-fast", "prompt", "kite", "duration", "5", "resolution", "480p")
+	p := b.post("/console/create/preview", form)
+	if p.status != http.StatusTooManyRequests || !strings.Contains(p.body, `id="form-problem"`) || !strings.Contains(p.body, "Slow down.") {
+		t.Fatalf("refused preview: %d\n%s", p.status, p.body)
+	}
+	e.wroteNothing(t, e.keyID, 100_000_000)
+	refuse = false
+	p = b.post("/console/create/preview", form)
+	form.Set("quoted", quotedField.FindStringSubmatch(p.body)[1])
+	if p := b.post("/console/create", form); p.status != http.StatusSeeOther {
+		t.Fatalf("create: %d\n%s", p.status, p.body)
+	}
+	if admitted != 2 || ended != 2 {
+		t.Errorf("admitted %d, ended %d; want the preview and the create, each ended", admitted, ended)
+	}
+}
+
+// speechService is a speech service on the env's store with the sandbox engine (ffmpeg,
+// ffprobe and espeak-ng; skipped without them unless CI=true).
+func (e *tenantEnv) speechService(t *testing.T) *speech.Service {
+	t.Helper()
+	tools := ffmpeg.Tools{}
+	if err := tools.Check(context.Background()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("ffmpeg, ffprobe and espeak-ng required under CI=true: %v", err)
+		}
+		t.Skip(err)
+	}
+	eng, err := sandbox.New(sandbox.Config{Dir: t.TempDir(), Tools: tools, Pace: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	blobs, err := blob.NewFS(t.TempDir(), []byte(strings.Repeat("s", 32)), "http://files.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &speech.Service{Store: e.st, Engines: map[string]provider.Synthesizer{"sandbox": eng}, Blobs: blobs, Probe: tools,
+		Logger: slog.New(slog.DiscardHandler), Now: e.clock.Now}
+}
+
+func TestCreateSpeechPreviewsRefusesOnTheFieldAndRedirectsToTheSpeech(t *testing.T) {
+	e := newTenantEnv(t)
+	e.con.cfg.Speech = e.speechService(t)
+	b := newBrowser(t, e.ts.URL)
+	b.signIn(e.key)
+	if p := b.get("/console/create"); !strings.Contains(p.body, `href="/console/create?route=speech"`) {
+		t.Fatalf("no speech tab once speech is on:\n%s", p.body)
+	}
+	form := b.createForm(routeSpeech)
+	p := b.post("/console/create/preview", with(form, "model", "demo-speech", "input", strings.Repeat("a", 3001)))
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, `id="input-error"`) || !strings.Contains(p.body, `aria-invalid="true"`) {
+		t.Fatalf("over-long text: %d\n%s", p.status, p.body)
+	}
+	form = with(form, "model", "demo-speech", "input", "Hello from the console.", "instructions", "Calm.")
+	p = b.post("/console/create/preview", form)
+	if p.status != http.StatusOK || !strings.Contains(p.body, "per second of audio") || !strings.Contains(p.body, "Generate speech") {
+		t.Fatalf("speech preview: %d\n%s", p.status, p.body)
+	}
+	e.wroteNothing(t, e.keyID, 100_000_000)
+	form.Set("quoted", quotedField.FindStringSubmatch(p.body)[1])
+	var locs []string
+	for range 2 {
+		p := b.post("/console/create", form)
+		if p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/console/speech/speech_") {
+			t.Fatalf("speech create: %d %q\n%s", p.status, p.header.Get("Location"), p.body)
+		}
+		locs = append(locs, p.header.Get("Location"))
+	}
+	if locs[0] != locs[1] {
+		t.Errorf("two posts of one speech form: %v; want one speech", locs)
+	}
 }
