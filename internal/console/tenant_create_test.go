@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"html"
 	"log/slog"
 	"net/http"
@@ -229,8 +230,8 @@ func TestCreateInvalidInputShowsTheContractsMessageOnItsFieldAndWritesNothing(t 
 			b.signIn(e.key)
 			form := with(b.createForm(tt.route), tt.fields...)
 			_, err := e.videos.Quote(context.Background(), e.caller(t, e.key), mustJSON(t, tt.body))
-			ae, ok := err.(*apierr.Error)
-			if !ok {
+			var ae *apierr.Error
+			if !errors.As(err, &ae) {
 				t.Fatalf("the service accepts the case's body: %v", err)
 			}
 			for _, path := range []string{"/console/create/preview", "/console/create"} {
@@ -352,9 +353,8 @@ func TestCreateRefusesAForgedPost(t *testing.T) {
 	form := b.createForm(routeNative)
 	form.Del("csrf")
 	form = with(form, "model", "demo-video-fast", "prompt", "kite", "duration", "5", "resolution", "480p")
-	p := b.post("/console/create/preview", form)
-	if q := quotedField.FindStringSubmatch(p.body); q != nil {
-		t.Fatal("a post without the csrf token was previewed")
+	if p := b.post("/console/create/preview", form); p.status != http.StatusForbidden || quotedField.MatchString(p.body) {
+		t.Fatalf("preview without the csrf token: %d; want 403", p.status)
 	}
 	form.Set("quoted", "x")
 	if p := b.post("/console/create", form); p.status != http.StatusForbidden {
