@@ -452,3 +452,39 @@ func TestCreateSpeechPreviewsRefusesOnTheFieldAndRedirectsToTheSpeech(t *testing
 		t.Errorf("two posts of one speech form: %v; want one speech", locs)
 	}
 }
+
+// measures12 is a video.Prober that measures every source as 12 seconds long.
+type measures12 struct{}
+
+func (measures12) Check(string, bool) error { return nil }
+func (measures12) MeasureVideo(context.Context, string, bool) (float64, error) {
+	return 12, nil
+}
+
+func TestCreateEnhancementPreviewReservesOnTheMeasuredSource(t *testing.T) {
+	e := newTenantEnv(t)
+	e.videos.Prober = measures12{}
+	b := newBrowser(t, e.ts.URL)
+	b.signIn(e.key)
+	form := with(b.createForm(routeEnhancement), "model", "demo-enhance", "video_url", "https://cdn.example.com/a.mp4",
+		"duration", "2.5", "tool_version", "professional", "resolution", "4k", "fps", "60")
+	p := b.post("/console/create/preview", form)
+	if p.status != http.StatusOK {
+		t.Fatalf("preview: %d\n%s", p.status, p.body)
+	}
+	body := mustJSON(t, map[string]any{"model": "demo-enhance", "metadata": map[string]any{"video_url": "https://cdn.example.com/a.mp4",
+		"duration": 2.5, "tool_version": "professional", "resolution": "4k", "fps": 60, "client_request_id": form.Get("client_request_id")}})
+	want, err := e.videos.Quote(context.Background(), e.caller(t, e.key), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := reservation.FindStringSubmatch(p.body); m == nil || m[1] != want.Amount.String() {
+		t.Fatalf("reservation %v; want %s\n%s", m, want.Amount, p.body)
+	}
+	for _, s := range []string{"professional, 4k", "12 s; 13 s reserved", "× 2", `value="2.5"`} {
+		if !strings.Contains(p.body, s) {
+			t.Errorf("enhancement preview lacks %q", s)
+		}
+	}
+	e.wroteNothing(t, e.keyID, 100_000_000)
+}
