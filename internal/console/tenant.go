@@ -104,4 +104,7 @@ func (t *Tenant) routes() {
 	t.Page("POST /console/assets", t.registerAsset)
 	t.Page("POST /console/assets/groups", t.createAssetGroup)
 	t.Page("GET /console/assets/{id}/status", t.assetStatus)
+	t.Page("GET /console/create", t.createForm)
+	t.Page("POST /console/create/preview", t.createPreview)
+	t.Page("POST /console/create", t.createTask)
 }

@@ -160,6 +160,15 @@ func readSourceDuration(meta object) (float64, *Error) {
 	return d, nil
 }
 
+// enhancementResolutions are the named resolutions of an alias route: 8k on Standard only.
+func enhancementResolutions(r EnhRoute) []string {
+	allowed := []string{"1080p", "2k", "4k"}
+	if r == EnhStandard {
+		allowed = append(allowed, "8k")
+	}
+	return allowed
+}
+
 // readSelector reads exactly one of resolution and resolution_limit and sets the band. The 8k
 // band, by name or by a limit above 2160, needs Entitlements.Enhance8K (a deferred 403).
 func readSelector(meta object, r EnhRoute, e Entitlements, ep *EnhancementParams) (deny, err *Error) {
@@ -178,10 +187,7 @@ func readSelector(meta object, r EnhRoute, e Entitlements, ep *EnhancementParams
 	case !hasRes && !hasLimit:
 		return nil, invalidf(rp, "One of %s and %s is required.", rp, lp)
 	case hasRes:
-		allowed := []string{"1080p", "2k", "4k"}
-		if r == EnhStandard {
-			allowed = append(allowed, "8k")
-		}
+		allowed := enhancementResolutions(r)
 		switch {
 		case res == "8k" && r == EnhLite:
 			return nil, invalidf(rp, "%s 8k is not available on the Lite enhancement alias; use %s.", rp, OrList(allowed))

@@ -7,6 +7,9 @@ var productionMetaFields = []string{"duration", "resolution", "content", "omni_r
 // ProductionResolutions are the final named resolutions of production, in order.
 var ProductionResolutions = []string{"1080p", "2k", "4k"}
 
+// productionDurations: omitted, -1, or 4 to 30 under the native mode rules.
+var productionDurations = durationRange{minusOne: true, lo: minDuration, hi: maxDuration}
+
 // Common enhancement controls shared by production and standalone enhancement.
 var (
 	bitrateLevels = []string{"low", "medium", "high"}
@@ -73,7 +76,7 @@ func decodeProduction(root object, t Tier, e Entitlements) (*VideoRequest, *Erro
 	if pp.Mode, err = deriveMode(req.Content, pp.OmniTaskType, meta.param("content"), meta.param("omni_reference_task_type")); err != nil {
 		return nil, err
 	}
-	if pp.Duration, err = readDuration(meta, durationRange{minusOne: true, lo: minDuration, hi: maxDuration}, pp.Mode); err != nil {
+	if pp.Duration, err = readDuration(meta, productionDurations, pp.Mode); err != nil {
 		return nil, err
 	}
 	var denied []*Error

@@ -44,24 +44,9 @@ type StoredRef struct {
 // record is written; once it is written, the outcome is recorded with it, so a retry with the
 // same client_request_id gets the same answer.
 func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Response, error) {
-	req, derr := contract.DecodeSpeech(body)
-	if derr != nil {
-		return nil, &apierr.Error{Kind: apierr.KindInvalid, Param: derr.Param, Message: derr.Message}
-	}
-	alias, ok := c.Tenant.Alias(req.Model)
-	if !ok || alias.Product != catalog.ProductSpeech {
-		return nil, apierr.Invalid("model", fmt.Sprintf("The model %q is not a speech model alias of this account. Use a speech alias supplied by the operator.", req.Model))
-	}
-	accounts := s.Accounts
-	if c.Catalog != nil {
-		accounts = c.Catalog.Upstream
-	}
-	if accounts != nil {
-		if acc, ok := accounts(string(alias.Upstream)); ok {
-			if param, msg := acc.Kind.RefuseSpeech(req); param != "" {
-				return nil, apierr.Invalid(param, msg)
-			}
-		}
+	req, alias, err := s.check(c, body)
+	if err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(req.CanonicalForIdempotency())
 	hash := sum[:]
@@ -78,19 +63,7 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 			return nil, err
 		}
 	}
-	if s.engine(string(alias.Upstream)) == nil {
-		return nil, apierr.New(apierr.KindUnavailable, "Speech generation is not available on this server right now. Retry later, or contact the operator.")
-	}
-	rate, ok := c.Tenant.Rates.SpeechRate()
-	if !ok {
-		return nil, fmt.Errorf("speech: tenant %s has no speech rate: %w", c.Tenant.ID, billing.ErrNoRate)
-	}
-	// References are checked with the client's context: nothing is recorded yet, so a client
-	// that hangs up here simply ends the request.
-	if err := s.checkReferences(ctx, req.References); err != nil {
-		return nil, err
-	}
-	quote, err := Estimate(c.Tenant.Currency, rate, s.boundOf(string(alias.Upstream)), req.Text)
+	quote, err := s.price(ctx, c, req, alias)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +76,61 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 		return nil, err
 	}
 	return s.attempt(work, rec, stored)
+}
+
+// Quote runs every step of Create before the record is written — decoding, the alias, the
+// upstream account's refusals, the engine's availability, the reference checks and the
+// estimate — and returns the reservation the request would make, writing nothing. It does
+// not look for a replay: a client_request_id already used is answered by Create only.
+func (s *Service) Quote(ctx context.Context, c keys.Caller, body []byte) (Quote, error) {
+	req, alias, err := s.check(c, body)
+	if err != nil {
+		return Quote{}, err
+	}
+	return s.price(ctx, c, req, alias)
+}
+
+// check decodes and validates a request for the caller: the contract, a speech alias of the
+// tenant, what its upstream account refuses.
+func (s *Service) check(c keys.Caller, body []byte) (*contract.SpeechRequest, *catalog.Alias, error) {
+	req, derr := contract.DecodeSpeech(body)
+	if derr != nil {
+		return nil, nil, &apierr.Error{Kind: apierr.KindInvalid, Param: derr.Param, Message: derr.Message}
+	}
+	alias, ok := c.Tenant.Alias(req.Model)
+	if !ok || alias.Product != catalog.ProductSpeech {
+		return nil, nil, apierr.Invalid("model", fmt.Sprintf("The model %q is not a speech model alias of this account. Use a speech alias supplied by the operator.", req.Model))
+	}
+	accounts := s.Accounts
+	if c.Catalog != nil {
+		accounts = c.Catalog.Upstream
+	}
+	if accounts != nil {
+		if acc, ok := accounts(string(alias.Upstream)); ok {
+			if param, msg := acc.Kind.RefuseSpeech(req); param != "" {
+				return nil, nil, apierr.Invalid(param, msg)
+			}
+		}
+	}
+	return req, alias, nil
+}
+
+// price is what a new request needs before its record: an engine for the alias, the tenant's
+// rate, reachable references, and the estimate of its reservation.
+func (s *Service) price(ctx context.Context, c keys.Caller, req *contract.SpeechRequest, alias *catalog.Alias) (Quote, error) {
+	if s.engine(string(alias.Upstream)) == nil {
+		return Quote{}, apierr.New(apierr.KindUnavailable, "Speech generation is not available on this server right now. Retry later, or contact the operator.")
+	}
+	rate, ok := c.Tenant.Rates.SpeechRate()
+	if !ok {
+		return Quote{}, fmt.Errorf("speech: tenant %s has no speech rate: %w", c.Tenant.ID, billing.ErrNoRate)
+	}
+	// References are checked with the client's context: nothing is recorded yet, so a client
+	// that hangs up here simply ends the request.
+	if err := s.checkReferences(ctx, req.References); err != nil {
+		return Quote{}, err
+	}
+	return Estimate(c.Tenant.Currency, rate, s.boundOf(string(alias.Upstream)), req.Text)
 }
 
 // duplicate reports a concurrent request with the same client_request_id that won the race to
