@@ -153,6 +153,10 @@ func (o *Operator) upstreamRows(ctx context.Context, slots []admin.UpstreamSlots
 		o.Logger.WarnContext(ctx, "console: upstream health", "err", err)
 		return rows, "The upstream figures of this process could not be read."
 	}
+	// Every account is known to this process now: one without figures has had no calls.
+	for i := range rows {
+		rows[i].Health, rows[i].HasHealth = UpstreamHealth{Account: rows[i].Account}, true
+	}
 	for _, h := range health {
 		i := slices.IndexFunc(rows, func(r upstreamRow) bool { return r.Account == h.Account })
 		if i < 0 {
