@@ -94,11 +94,11 @@ func TestOverviewShowsTodaysSettledFiguresToAViewer(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		`<span class="v">1.75 USD</span>`, // today's revenue: 1.50 + 0.25
+		`<span class="v">1.75 USD</span>`,                               // today's revenue: 1.50 + 0.25
 		`<th scope="row">` + yesterday + `</th><td class="num">10</td>`, // yesterday's hour in the tasks chart
 		`<th scope="row">` + yesterday + `</th><td class="num">9.00</td>`,
 		`<code>video.task</code>`, "1m ago", // the queue and its oldest due job
-		`<code>sandbox</code>`, // every upstream account
+		`<code>sandbox</code>`,                   // every upstream account
 		`<code>replica-a</code>`, `abcdef012345`, // catalog per replica
 		"runs no video pipeline",
 	} {
