@@ -33,7 +33,7 @@ func (m *Main) startAdmin() error {
 	svc := opadmin.New(opadmin.Config{Store: m.db, Catalog: m.cat, Registerer: m.reg})
 	srv := adminapi.New(adminapi.Config{Service: svc, Logger: m.log, Registerer: m.reg})
 	m.adminRoutes(srv)
-	op, err := console.NewOperator(console.OperatorConfig{Common: m.consoleCommon(), Admin: svc})
+	op, err := console.NewOperator(console.OperatorConfig{Common: m.consoleCommon(), Admin: svc, Upstreams: m.upstreamHealth()})
 	if err != nil {
 		return fmt.Errorf("operator console: %w", err)
 	}

@@ -14,6 +14,9 @@ import (
 type OperatorConfig struct {
 	Common
 	Admin *admin.Service
+	// Upstreams, when set, reads this process's figures of the upstream accounts (calls,
+	// errors, waits, broken state) for the overview; cmd/mediagen reads its metrics.
+	Upstreams func(ctx context.Context) ([]UpstreamHealth, error)
 }
 
 // Operator is the operator console, served on the admin listener under /console/.
@@ -74,9 +77,8 @@ func (o *Operator) actor(r *http.Request, s *Session) admin.Actor {
 // routes is the operator console's routing table; each page's handler is in its own file.
 func (o *Operator) routes() {
 	o.Page("GET /console/{$}", o.overview)
-}
-
-func (o *Operator) overview(w http.ResponseWriter, r *http.Request, s *Session) error {
-	o.Render(w, r, s, "op_overview", "Overview", nil)
-	return nil
+	o.Page("GET /console/tenants", o.tenants)
+	o.Page("GET /console/tenants/reload", o.reloadConfirm)
+	o.Page("POST /console/tenants/reload", o.reload)
+	o.Page("GET /console/audit", o.audit)
 }

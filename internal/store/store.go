@@ -131,6 +131,7 @@ type Store interface {
 	SupportStore
 	AdminStore
 	ConsoleStore
+	OverviewStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
 	// account's balance equals the sum of its entries, and no reserved or spent account is

@@ -94,6 +94,7 @@ func Run(t *testing.T, open Opener) {
 		{"AdminKeysPagedAndFiltered", testAdminKeysPage},
 		{"AdminIdempotentAnswersStoredOnceAndExpire", testAdminIdempotentAnswers},
 		{"ConsoleSessionsFoundEndedAndSwept", testConsoleSessions},
+		{"OverviewQueueAndSlotStats", testOverviewQueueAndSlotStats},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,205 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"mediagen/internal/admin"
+	"mediagen/internal/money"
+	"mediagen/internal/store"
+	"mediagen/internal/usage"
+)
+
+// UpstreamHealth is what this process knows of an upstream account beyond the store: its
+// calls since start and how many failed, the submits that waited for a slot, and whether its
+// credentials are refused now. OperatorConfig.Upstreams supplies it.
+type UpstreamHealth struct {
+	Account       string
+	Calls, Errors int64
+	Waits         int64
+	Broken        bool
+}
+
+// overviewDays is the span of the overview's hourly charts.
+const overviewDays = 7
+
+// overviewPage is the operator overview.
+type overviewPage struct {
+	Now       time.Time
+	Today     todayStats
+	Tasks     Chart
+	Revenue   Chart
+	Queue     []admin.QueueKind
+	Upstreams []upstreamRow
+	// UpstreamsNote says why the in-process figures are missing ("" when they are shown).
+	UpstreamsNote string
+	Catalog       admin.CatalogStatus
+}
+
+// todayStats are today's (UTC) settled figures from the usage rollups.
+type todayStats struct {
+	Settled, Succeeded, Failures int64
+	Revenue                      []currencyAmount
+}
+
+type currencyAmount struct {
+	Currency string
+	Amount   money.Micros
+}
+
+// upstreamRow is an account's slots (the store, every replica) and its health (this process).
+type upstreamRow struct {
+	admin.UpstreamSlots
+	Health    UpstreamHealth
+	HasHealth bool
+}
+
+// ErrorRate is the share of failed calls, as a percentage ("—" without calls).
+func (u upstreamRow) ErrorRate() string {
+	if !u.HasHealth || u.Health.Calls == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(u.Health.Errors)/float64(u.Health.Calls))
+}
+
+// Limit shows max_in_flight ("none" when unbounded).
+func (u upstreamRow) Limit() string {
+	if u.MaxInFlight <= 0 {
+		return "none"
+	}
+	return fmt.Sprint(u.MaxInFlight)
+}
+
+// OldestWait is how long the queue's oldest due job has waited, at now.
+func (p overviewPage) OldestWait(q admin.QueueKind) string {
+	if q.OldestDue.IsZero() {
+		return "—"
+	}
+	return ago(q.OldestDue, p.Now)
+}
+
+// QueueTotal sums the queue's kinds.
+func (p overviewPage) QueueTotal() admin.QueueKind {
+	var t admin.QueueKind
+	for _, q := range p.Queue {
+		t.Running += q.Running
+		t.Due += q.Due
+		t.Scheduled += q.Scheduled
+		if !q.OldestDue.IsZero() && (t.OldestDue.IsZero() || q.OldestDue.Before(t.OldestDue)) {
+			t.OldestDue = q.OldestDue
+		}
+	}
+	return t
+}
+
+// overview is GET /console/: today's figures, the last week by hour, the job queue, the
+// upstream accounts and the replicas' catalogs. It reads rollups and small tables only: its
+// cost does not grow with the number of tasks.
+func (o *Operator) overview(w http.ResponseWriter, r *http.Request, s *Session) error {
+	ctx := r.Context()
+	a := o.actor(r, s)
+	now := o.cfg.Admin.Now()
+	hour := now.Truncate(time.Hour)
+	p := overviewPage{Now: now}
+
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	today, err := o.cfg.Admin.Usage(ctx, a, usage.Query{From: day, To: hour.Add(time.Hour)})
+	if err != nil {
+		return err
+	}
+	for _, t := range today.Totals {
+		p.Today.Settled += t.Count
+		p.Today.Succeeded += t.Succeeded
+		p.Today.Failures += t.Failed + t.Expired
+		p.Today.Revenue = append(p.Today.Revenue, currencyAmount{Currency: t.Currency, Amount: t.Charged})
+	}
+
+	from := hour.Add(-(overviewDays*24 - 1) * time.Hour)
+	week, err := o.cfg.Admin.Usage(ctx, a, usage.Query{From: from, To: hour.Add(time.Hour), GroupBy: []string{store.UsageByHour}})
+	if err != nil {
+		return err
+	}
+	p.Tasks, p.Revenue = hourlyCharts(week, from, overviewDays*24)
+
+	if p.Queue, err = o.cfg.Admin.JobQueue(ctx, a); err != nil {
+		return err
+	}
+	slots, err := o.cfg.Admin.UpstreamSlotList(ctx, a)
+	if err != nil {
+		return err
+	}
+	p.Upstreams, p.UpstreamsNote = o.upstreamRows(ctx, slots)
+	if p.Catalog, err = o.cfg.Admin.CatalogStatus(ctx, a); err != nil {
+		return err
+	}
+	o.Render(w, r, s, "op_overview", "Overview", p)
+	return nil
+}
+
+// upstreamRows joins the store's slot counts with this process's health figures.
+func (o *Operator) upstreamRows(ctx context.Context, slots []admin.UpstreamSlots) ([]upstreamRow, string) {
+	rows := make([]upstreamRow, 0, len(slots))
+	for _, sl := range slots {
+		rows = append(rows, upstreamRow{UpstreamSlots: sl})
+	}
+	if o.cfg.Upstreams == nil {
+		return rows, "This process runs no video pipeline: calls, errors and broken state are not known here."
+	}
+	health, err := o.cfg.Upstreams(ctx)
+	if err != nil {
+		o.Logger.WarnContext(ctx, "console: upstream health", "err", err)
+		return rows, "The upstream figures of this process could not be read."
+	}
+	// Every account is known to this process now: one without figures has had no calls.
+	for i := range rows {
+		rows[i].Health, rows[i].HasHealth = UpstreamHealth{Account: rows[i].Account}, true
+	}
+	for _, h := range health {
+		i := slices.IndexFunc(rows, func(r upstreamRow) bool { return r.Account == h.Account })
+		if i < 0 {
+			rows = append(rows, upstreamRow{UpstreamSlots: admin.UpstreamSlots{Account: h.Account}})
+			i = len(rows) - 1
+		}
+		rows[i].Health, rows[i].HasHealth = h, true
+	}
+	return rows, ""
+}
+
+// hourlyCharts lays out a report grouped by hour as n bars from from: settled records by
+// outcome, and revenue (charged) by currency.
+func hourlyCharts(rep usage.Report, from time.Time, n int) (tasks, revenue Chart) {
+	labels := make([]string, n)
+	index := make(map[string]int, n)
+	for i := range n {
+		h := from.Add(time.Duration(i) * time.Hour)
+		labels[i] = h.Format("Jan 2 15:00")
+		index[h.Format(time.RFC3339)] = i
+	}
+	tasks = Chart{ID: "tasks", Title: "Tasks and speech settled per hour, last 7 days (UTC)", RowHead: "Hour", Labels: labels,
+		Series: []string{"succeeded", "failed", "expired"}, Values: make([][]float64, n)}
+	revenue = Chart{ID: "revenue", Title: "Revenue per hour, last 7 days (UTC)", RowHead: "Hour", Labels: labels,
+		Values: make([][]float64, n), Format: func(v float64) string { return fmt.Sprintf("%.2f", v) }}
+	for _, t := range rep.Totals {
+		revenue.Series = append(revenue.Series, t.Currency)
+	}
+	for i := range n {
+		tasks.Values[i] = make([]float64, 3)
+		revenue.Values[i] = make([]float64, len(revenue.Series))
+	}
+	for _, row := range rep.Data {
+		i, ok := index[row.Hour]
+		if !ok {
+			continue
+		}
+		tasks.Values[i][0] += float64(row.Succeeded)
+		tasks.Values[i][1] += float64(row.Failed)
+		tasks.Values[i][2] += float64(row.Expired)
+		if j := slices.Index(revenue.Series, row.Currency); j >= 0 {
+			revenue.Values[i][j] += float64(row.Charged) / 1e6
+		}
+	}
+	return tasks, revenue
+}
