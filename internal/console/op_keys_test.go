@@ -245,7 +245,7 @@ func TestInvalidKeyInputIsShownByItsFieldAndWritesNothing(t *testing.T) {
 	past := e.clock.Now().Add(-48 * time.Hour).UTC().Format("2006-01-02T15:04")
 	for _, tc := range []struct {
 		name, path, field string
-		form                []string
+		form              []string
 	}{
 		{"negative credit", "/console/keys/" + k.ID + "/credit", "amount", []string{"amount", "-5"}},
 		{"credit not a number", "/console/keys/" + k.ID + "/credit", "amount", []string{"amount", "lots"}},
