@@ -92,7 +92,6 @@ type TaskEvent struct {
 type LedgerTxn struct {
 	ID        string        `json:"id"`
 	Kind      string        `json:"kind"`
-	Ref       string        `json:"ref,omitempty"` // what it is about (set by KeyLedger)
 	Note      string        `json:"note,omitempty"`
 	CreatedAt time.Time     `json:"created_at"`
 	Entries   []LedgerEntry `json:"entries"`

@@ -30,7 +30,7 @@ type opKeyPage struct {
 
 // keyLedgerRow is one transaction with what it moved on each of the key's accounts.
 type keyLedgerRow struct {
-	admin.LedgerTxn
+	admin.KeyLedgerTxn
 	Available, Reserved, Spent money.Micros
 }
 
@@ -57,7 +57,7 @@ func (o *Operator) keyPage(w http.ResponseWriter, r *http.Request, s *Session) e
 		return err
 	}
 	for _, t := range txns {
-		row := keyLedgerRow{LedgerTxn: t}
+		row := keyLedgerRow{KeyLedgerTxn: t}
 		for _, e := range t.Entries {
 			switch e.Account {
 			case store.AccountID(k.ID, store.AccountAvailable):
