@@ -152,3 +152,24 @@ func TestOperatorTaskPageShowsUpstreamJobLedgerAndInternalErrorToOperatorsOnly(t
 		t.Errorf("key page lacks the task or its ledger entry:\n%s", p.body)
 	}
 }
+
+func TestOperatorSpeechPageShowsTheRecordAndItsUpstream(t *testing.T) {
+	e := newOpEnv(t)
+	k := e.newKey(t, 10_000_000)
+	ctx := context.Background()
+	now := e.clock.Now()
+	sp := store.Speech{ID: "speech_one", KeyID: k.ID, TenantID: "demo", Model: "voice", Status: store.SpeechPending, PayloadHash: []byte{1},
+		Request: []byte(`{"upstream":"tts-main","upstream_model":"tts-1"}`), Pricing: []byte(`{}`), Reserved: 10,
+		AttemptToken: "attempt_1", AttemptUntil: now.Add(time.Minute), CreatedAt: now, UpdatedAt: now}
+	if err := e.st.Transact(ctx, func(tx store.Tx) error { return tx.CreateSpeech(ctx, sp) }); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser(t, e.viewer)
+	p := b.get("/console/speech/speech_one")
+	if p.status != http.StatusOK || !strings.Contains(p.body, "tts-main") || !strings.Contains(p.body, `href="/console/keys/`+k.ID+`"`) {
+		t.Errorf("speech page: %d\n%s", p.status, p.body)
+	}
+	if p := b.get("/console/speech/speech_none"); p.status != http.StatusNotFound {
+		t.Errorf("unknown speech record: %d", p.status)
+	}
+}
