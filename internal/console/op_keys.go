@@ -36,7 +36,7 @@ func (o *Operator) keysList(w http.ResponseWriter, r *http.Request, s *Session) 
 		if e.Kind != apierr.KindInvalid {
 			return err
 		}
-		p.Errs = fieldErrs{paramField(e.Param, map[string]string{"name_prefix": "name"}): e.Message}
+		p.Errs = fieldErrs{paramField(e.Param, map[string]string{"name_prefix": "name"}, "state", "name", "cursor"): e.Message}
 		o.render(w, r, s, http.StatusBadRequest, "op_keys", "Keys", p)
 		return nil
 	}
@@ -58,10 +58,16 @@ func nextPage(u *url.URL, cursor string) string {
 // fieldErrs are a form's messages by field name.
 type fieldErrs map[string]string
 
-// paramField maps a service error's param to the form field it is about.
-func paramField(param string, names map[string]string) string {
+// paramField maps a service error's param to the form field it is about (renamed by names);
+// a param that is no field of the form (known) is the form's own message, "".
+func paramField(param string, names map[string]string, known ...string) string {
 	if n, ok := names[param]; ok {
-		return n
+		param = n
 	}
-	return param
+	for _, k := range known {
+		if k == param {
+			return param
+		}
+	}
+	return ""
 }

@@ -37,6 +37,15 @@ var keyActions = map[string]string{
 	"debit":  "Debit key",
 }
 
+// formFields are the fields of each write's form: a refusal about one is shown by it.
+var formFields = map[string][]string{
+	"create": {"tenant", "name", "credit", "expires_at", "daily_cap", "monthly_cap"},
+	"rotate": {"grace"},
+	"update": {"expires_at", "daily_cap", "monthly_cap"},
+	"credit": {"amount", "note"},
+	"debit":  {"amount", "note"},
+}
+
 // keyForm is the page of one key write: its form, its confirmation or its result.
 type keyForm struct {
 	Action  string // create, rotate, revoke, update, credit, debit
@@ -194,7 +203,7 @@ func (o *Operator) keyWriteFailed(w http.ResponseWriter, r *http.Request, s *Ses
 	if e.Kind != apierr.KindInvalid {
 		return err
 	}
-	f.Errs = fieldErrs{paramField(e.Param, map[string]string{"credit": "credit", "grace": "grace"}): e.Message}
+	f.Errs = fieldErrs{paramField(e.Param, nil, formFields[f.Action]...): e.Message}
 	f.Confirm = false
 	o.render(w, r, s, http.StatusBadRequest, "op_key_form", f.title(), f)
 	return nil

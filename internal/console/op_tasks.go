@@ -70,7 +70,8 @@ func (o *Operator) tasksSearch(w http.ResponseWriter, r *http.Request, s *Sessio
 		if e.Kind != apierr.KindInvalid {
 			return err
 		}
-		p.Errs[paramField(e.Param, map[string]string{"until": "to", "since": "from"})] = e.Message
+		p.Errs[paramField(e.Param, map[string]string{"until": "to", "since": "from"},
+			"tenant", "key", "status", "alias", "route", "upstream_job", "from", "to", "cursor")] = e.Message
 		o.render(w, r, s, http.StatusBadRequest, "op_tasks", "Tasks", p)
 		return nil
 	}
