@@ -309,3 +309,26 @@ func TestKeysListFiltersAndPagesEachKeyOnce(t *testing.T) {
 		t.Errorf("bad state: %d", p.status)
 	}
 }
+
+func TestUpdateSetsExpiryAndCapsAfterConfirmation(t *testing.T) {
+	e := newOpEnv(t)
+	k := e.newKey(t, 0)
+	b := e.browser(t, e.oper)
+	path := "/console/keys/" + k.ID + "/update"
+	exp := e.clock.Now().Add(72 * time.Hour).UTC().Truncate(time.Minute)
+	f := with(b.openForm(path), "expires_at", exp.Format("2006-01-02T15:04"), "daily_cap", "2", "monthly_cap", "30")
+	if p := b.post(path+"/confirm", f); p.status != http.StatusOK || !strings.Contains(p.body, formatTime(exp)) {
+		t.Fatalf("confirm: %d\n%s", p.status, p.body)
+	}
+	if p := b.post(path, with(f, "confirm", "yes")); p.status != http.StatusOK {
+		t.Fatalf("update: %d\n%s", p.status, p.body)
+	}
+	got, _ := e.svc.Key(context.Background(), admin.CLIActor("t"), k.ID)
+	if !got.ExpiresAt.Equal(exp) || got.Caps == nil || got.Caps.Daily != 2_000_000 || got.Caps.Monthly != 30_000_000 {
+		t.Errorf("key after update: expires %v, caps %+v", got.ExpiresAt, got.Caps)
+	}
+	// The form opens with the key's values.
+	if p := b.get(path); !strings.Contains(p.body, `value="`+exp.Format("2006-01-02T15:04")+`"`) {
+		t.Errorf("update form lacks the current expiry:\n%s", p.body)
+	}
+}
