@@ -463,3 +463,42 @@ func (s *Service) SearchAssets(ctx context.Context, a Actor, in SearchInput) (Li
 	}
 	return newList(out, more, next), nil
 }
+
+// KeyLedgerTxn is a ledger transaction of a key with what it is about (a task or speech id,
+// an operator's credit).
+type KeyLedgerTxn struct {
+	LedgerTxn
+	Ref string `json:"ref,omitempty"`
+}
+
+// KeyLedgerMax bounds KeyLedger's limit.
+const KeyLedgerMax = 200
+
+// KeyLedger lists the latest ledger transactions on a key's accounts, newest first (the
+// console's key page). A read: viewers may.
+func (s *Service) KeyLedger(ctx context.Context, a Actor, keyID string, limit int) ([]KeyLedgerTxn, error) {
+	st, err := s.support(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("key", keyID); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > KeyLedgerMax {
+		return nil, invalidf("limit", "limit must be between 1 and %d.", KeyLedgerMax)
+	}
+	txns, err := st.KeyLedger(ctx, keyID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger of key %s: %w", keyID, err)
+	}
+	out := make([]KeyLedgerTxn, 0, len(txns))
+	for _, t := range txns {
+		lt := KeyLedgerTxn{Ref: t.Ref}
+		lt.LedgerTxn = LedgerTxn{ID: t.ID, Kind: t.Kind, Note: t.Note, CreatedAt: t.CreatedAt.UTC(), Entries: make([]LedgerEntry, 0, len(t.Entries))}
+		for _, e := range t.Entries {
+			lt.Entries = append(lt.Entries, LedgerEntry{Account: e.Account, Amount: e.Amount})
+		}
+		out = append(out, lt)
+	}
+	return out, nil
+}

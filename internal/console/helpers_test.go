@@ -206,3 +206,15 @@ func newTenantEnv(t *testing.T, opts ...tenantOption) *tenantEnv {
 	e.con, e.ts, e.key, e.keyID = con, ts, made.Secret, made.ID
 	return e
 }
+
+// with is a copy of v with the given name/value pairs set.
+func with(v url.Values, kv ...string) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out.Set(kv[i], kv[i+1])
+	}
+	return out
+}

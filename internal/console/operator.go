@@ -22,7 +22,8 @@ type OperatorConfig struct {
 // Operator is the operator console, served on the admin listener under /console/.
 type Operator struct {
 	*core
-	cfg OperatorConfig
+	cfg   OperatorConfig
+	forms *onceSet // one-time form ids of the key writes (op_keys_write.go)
 }
 
 // NewOperator builds the operator console and its routing table.
@@ -34,7 +35,7 @@ func NewOperator(c OperatorConfig) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Operator{core: k, cfg: c}
+	o := &Operator{core: k, cfg: c, forms: newOnceSet()}
 	k.check = o.checkToken
 	k.authenticate = o.authenticate
 	o.routes()
@@ -81,4 +82,15 @@ func (o *Operator) routes() {
 	o.Page("GET /console/tenants/reload", o.reloadConfirm)
 	o.Page("POST /console/tenants/reload", o.reload)
 	o.Page("GET /console/audit", o.audit)
+	o.Page("GET /console/keys", o.keysList)
+	o.Page("GET /console/keys/new", o.keyWriteForm)
+	o.Page("POST /console/keys/new", o.keyWrite)
+	o.Page("POST /console/keys/new/confirm", o.keyWrite)
+	o.Page("GET /console/keys/{id}", o.keyPage)
+	o.Page("GET /console/keys/{id}/{action}", o.keyWriteForm)
+	o.Page("POST /console/keys/{id}/{action}", o.keyWrite)
+	o.Page("POST /console/keys/{id}/{action}/confirm", o.keyWrite)
+	o.Page("GET /console/tasks", o.tasksSearch)
+	o.Page("GET /console/tasks/{id}", o.taskPage)
+	o.Page("GET /console/speech/{id}", o.speechPage)
 }

@@ -32,8 +32,8 @@ var routeLabels = []struct{ route, label string }{
 	{routeSpeech, "Speech"},
 }
 
-// formFields are the fields each route's form posts besides csrf, route and quoted.
-var formFields = map[string][]string{
+// createFormFields are the fields each route's form posts besides csrf, route and quoted.
+var createFormFields = map[string][]string{
 	routeNative:      {"model", "prompt", "duration", "resolution", "ratio", "generate_audio", "image_url", "image_role", "client_request_id"},
 	routeProduction:  {"model", "prompt", "duration", "resolution", "ratio", "generate_audio", "image_url", "image_role", "fps", "return_last_frame", "client_request_id"},
 	routeEnhancement: {"model", "video_url", "duration", "tool_version", "resolution", "fps", "client_request_id"},
@@ -194,7 +194,7 @@ func (o createOptions) defaults() url.Values {
 // keep copies the route's fields from a posted form, trimmed.
 func (o createOptions) keep(form url.Values) url.Values {
 	v := url.Values{}
-	for _, f := range formFields[o.Route] {
+	for _, f := range createFormFields[o.Route] {
 		if x := strings.TrimSpace(form.Get(f)); x != "" {
 			v.Set(f, x)
 		}
@@ -292,7 +292,7 @@ func (o createOptions) fieldOf(param string) string {
 	case p == "text":
 		p = "input"
 	}
-	if slices.Contains(formFields[o.Route], p) {
+	if slices.Contains(createFormFields[o.Route], p) {
 		return p
 	}
 	return ""

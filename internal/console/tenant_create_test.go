@@ -81,17 +81,6 @@ func (b *browser) createForm(route string) url.Values {
 	return url.Values{"csrf": {csrfField.FindStringSubmatch(p.body)[1]}, "route": {route}, "client_request_id": {id[1]}}
 }
 
-func with(v url.Values, kv ...string) url.Values {
-	out := url.Values{}
-	for k, vs := range v {
-		out[k] = append([]string(nil), vs...)
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out.Set(kv[i], kv[i+1])
-	}
-	return out
-}
-
 // caller is the key's principal as the API builds it.
 func (e *tenantEnv) caller(t *testing.T, secret string) keys.Caller {
 	t.Helper()

@@ -90,7 +90,6 @@ func (e *tasksEnv) otherKey(t *testing.T) (string, string) {
 const fastBody = `{"model":"demo-video-fast","prompt":"a paper boat","metadata":{"duration":5,"resolution":"720p","ratio":"16:9"}}`
 
 var taskLink = regexp.MustCompile(`href="/console/tasks/([^"/]+)"`)
-var nextLink = regexp.MustCompile(`<a href="([^"]+)" rel="next">`)
 
 // listed is the task ids a list page links to, in order, and its next page's path.
 func listed(t *testing.T, p page) ([]string, string) {

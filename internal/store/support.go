@@ -90,6 +90,9 @@ type SupportStore interface {
 	// LedgerTxns lists the ledger transactions about ref (a task, speech or asset id), with
 	// their entries, oldest first.
 	LedgerTxns(ctx context.Context, ref string) ([]Txn, error)
+	// KeyLedger lists the latest limit ledger transactions with an entry on one of the key's
+	// accounts, newest first, each with all its entries (the console's key page).
+	KeyLedger(ctx context.Context, keyID string, limit int) ([]Txn, error)
 	// Jobs reads the jobs with these ids that are still queued (a finished job is deleted).
 	Jobs(ctx context.Context, ids []string) ([]JobState, error)
 }

@@ -267,6 +267,44 @@ func (db *DB) LedgerTxns(ctx context.Context, ref string) ([]store.Txn, error) {
 	return out, rows.Err()
 }
 
+// KeyLedger lists the latest limit transactions touching the key's accounts, newest first,
+// through the index on ledger_entries (account_id): the subquery reads at most limit entries
+// of each account.
+func (db *DB) KeyLedger(ctx context.Context, keyID string, limit int) ([]store.Txn, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	accounts := []any{store.AccountID(keyID, store.AccountAvailable), store.AccountID(keyID, store.AccountReserved),
+		store.AccountID(keyID, store.AccountSpent)}
+	sub := `SELECT txn_id FROM (SELECT txn_id, id FROM ledger_entries WHERE account_id = ? ORDER BY id DESC LIMIT ?) a%d`
+	rows, err := db.read.QueryContext(ctx, db.q(`SELECT t.id, t.kind, t.ref, t.note, t.created_at, e.account_id, e.amount
+		FROM ledger_txns t JOIN ledger_entries e ON e.txn_id = t.id
+		WHERE t.id IN (SELECT id FROM ledger_txns WHERE id IN (`+fmt.Sprintf(sub, 1)+` UNION `+fmt.Sprintf(sub, 2)+` UNION `+fmt.Sprintf(sub, 3)+`)
+			ORDER BY created_at DESC, id DESC LIMIT ?)
+		ORDER BY t.created_at DESC, t.id DESC, e.id`), accounts[0], limit, accounts[1], limit, accounts[2], limit, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger of key %s: %w", keyID, err)
+	}
+	defer rows.Close()
+	var out []store.Txn
+	for rows.Next() {
+		var t store.Txn
+		var e store.Entry
+		var at, amount int64
+		if err := rows.Scan(&t.ID, &t.Kind, &t.Ref, &t.Note, &at, &e.Account, &amount); err != nil {
+			return nil, fmt.Errorf("ledger of key %s: %w", keyID, err)
+		}
+		e.Amount = money.Micros(amount)
+		if n := len(out); n > 0 && out[n-1].ID == t.ID {
+			out[n-1].Entries = append(out[n-1].Entries, e)
+			continue
+		}
+		t.CreatedAt, t.Entries = fromMicros(at), []store.Entry{e}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
 // Jobs reads the jobs with the given ids that are still queued, by primary key (the jobs
 // table has no index on ref: the claim's indexes are all it pays for).
 func (db *DB) Jobs(ctx context.Context, ids []string) ([]store.JobState, error) {

@@ -83,6 +83,7 @@ func Run(t *testing.T, open Opener) {
 		{"SearchTasksByEachFilter", testSearchTasksByEachFilter},
 		{"SearchTasksPagesEachOnceUnderInserts", testSearchTasksPagesEachOnceUnderInserts},
 		{"SearchSpeechesAndAssets", testSearchSpeechesAndAssets},
+		{"KeyLedgerListsTheLatestTransactionsOfAKey", testKeyLedger},
 		{"KeyExpiryCapsUpdateAndRotation", testKeyLifecycleFields},
 		{"SpendCapsHoldSettleAndRelease", testSpendCapsHoldSettleRelease},
 		{"SpendCapExactUnderConcurrentHolds", testSpendCapExactUnderConcurrentHolds},

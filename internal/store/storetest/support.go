@@ -379,3 +379,44 @@ func testSearchSpeechesAndAssets(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testKeyLedger: a key's ledger is its latest transactions on any of its accounts, newest
+// first, each with all its entries; another key's transactions are not in it.
+func testKeyLedger(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := newKey(t, s, "acme", true)
+	other := newKey(t, s, "acme", true)
+	base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+	post := func(id, kind string, at time.Time, entries ...store.Entry) {
+		t.Helper()
+		if err := s.Transact(ctx, func(tx store.Tx) error {
+			return tx.Post(ctx, store.Txn{ID: id, Kind: kind, Ref: "ref_" + id, CreatedAt: at, Entries: entries, AllowOverdraft: true})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	avail, res, spent := store.AccountID(k.ID, store.AccountAvailable), store.AccountID(k.ID, store.AccountReserved), store.AccountID(k.ID, store.AccountSpent)
+	post("txn_kl1_"+k.ID, "credit", base, store.Entry{Account: store.FundingAccountID("USD"), Amount: -500}, store.Entry{Account: avail, Amount: 500})
+	post("txn_kl2_"+k.ID, "reserve", base.Add(time.Minute), store.Entry{Account: avail, Amount: -100}, store.Entry{Account: res, Amount: 100})
+	post("txn_kl3_"+k.ID, "settle", base.Add(2*time.Minute), store.Entry{Account: res, Amount: -100}, store.Entry{Account: spent, Amount: 100})
+	post("txn_kl4_"+other.ID, "credit", base.Add(3*time.Minute), store.Entry{Account: store.FundingAccountID("USD"), Amount: -7},
+		store.Entry{Account: store.AccountID(other.ID, store.AccountAvailable), Amount: 7})
+
+	got, err := s.KeyLedger(ctx, k.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != "txn_kl3_"+k.ID || got[1].ID != "txn_kl2_"+k.ID {
+		t.Fatalf("latest 2: %+v; want the settle then the reserve", got)
+	}
+	if len(got[0].Entries) != 2 || got[0].Kind != "settle" || got[0].Ref != "ref_txn_kl3_"+k.ID {
+		t.Errorf("settle read back as %+v", got[0])
+	}
+	all, err := s.KeyLedger(ctx, k.ID, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 || all[2].ID != "txn_kl1_"+k.ID {
+		t.Errorf("all: %+v; want the key's 3 transactions", all)
+	}
+}
