@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -37,9 +39,13 @@ func requireChromium(t *testing.T) string {
 type chrome struct {
 	t *testing.T
 	// ctx is the tab's chromedp context; it ends with the test.
-	ctx  context.Context
-	mu   sync.Mutex
-	msgs []consoleMsg
+	ctx context.Context
+	// shots is where screenshot writes (console_browser_helpers_test.go), once known.
+	shots string
+	mu    sync.Mutex
+	msgs  []consoleMsg
+	// urls are every request's URL and every shown document's URL, in order.
+	urls []string
 }
 
 // consoleMsg is one line of the browser console: a console API call, an uncaught exception
@@ -48,7 +54,9 @@ type consoleMsg struct {
 	kind, source, text, url string
 }
 
-func (m consoleMsg) String() string { return m.kind + "/" + m.source + ": " + m.text + " (" + m.url + ")" }
+func (m consoleMsg) String() string {
+	return m.kind + "/" + m.source + ": " + m.text + " (" + m.url + ")"
+}
 
 // launchChrome starts a headless Chromium for t (skipping without one): run as root in a
 // container (no sandbox, no GPU, no /dev/shm), with a fresh profile, reaching nothing but
@@ -189,10 +197,20 @@ func (c *chrome) shoot(path string) {
 	}
 }
 
-// record keeps a console event; it runs on the tab's reading goroutine, so it only appends.
+// record keeps a console event or a requested URL; it runs on the tab's reading goroutine, so it only appends.
 func (c *chrome) record(ev any) {
 	var m consoleMsg
 	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		c.mu.Lock()
+		c.urls = append(c.urls, ev.Request.URL)
+		c.mu.Unlock()
+		return
+	case *page.EventFrameNavigated:
+		c.mu.Lock()
+		c.urls = append(c.urls, ev.Frame.URL)
+		c.mu.Unlock()
+		return
 	case *runtime.EventConsoleAPICalled:
 		var parts []string
 		for _, a := range ev.Args {
