@@ -116,13 +116,33 @@ func launchChrome(t *testing.T) *chrome {
 	case <-time.After(time.Minute):
 		t.Fatal("chromium did not start within a minute")
 	}
-	c := &chrome{t: t, ctx: ctx}
+	c := &chrome{t: t}
+	c.ctx = context.WithValue(ctx, chromeKey{}, c)
 	// Listen sees each event before the answer to any later command, so once a step returns,
 	// everything the page wrote before it is recorded.
 	if err := chromedp.Listen(ctx, c.record); err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+type chromeKey struct{}
+
+// chromeOf is the chrome whose context ctx is (or derives from).
+func chromeOf(ctx context.Context) *chrome {
+	c, ok := ctx.Value(chromeKey{}).(*chrome)
+	if !ok {
+		panic("chromeOf: not a context of launchChrome or newChrome")
+	}
+	return c
+}
+
+// use makes t the test that c's helpers fail (for subtests sharing one browser); the returned
+// func gives c back to the test it had.
+func (c *chrome) use(t *testing.T) (restore func()) {
+	prev := c.t
+	c.t = t
+	return func() { c.t = prev }
 }
 
 // run runs the steps with a deadline, failing the test on an error.

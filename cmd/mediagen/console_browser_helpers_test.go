@@ -67,13 +67,28 @@ func startConsoleMain(t *testing.T, extra ...string) *consoleMain {
 }
 
 // newChrome starts a headless Chromium for a console test, at the desktop size (1440x900);
-// c.Phone() switches to 390x844, c.Desktop() back. c.ctx is its chromedp context.
+// c.Phone() switches to 390x844, c.Desktop() back. c.ctx is its chromedp context: use it with
+// chromedp.Run / chromedp.Do for anything the helpers below lack, and with signIn and
+// screenshot. Subtests sharing the browser call defer c.use(t)().
 func newChrome(t *testing.T) *chrome {
 	t.Helper()
 	c := launchChrome(t)
 	c.shotsDir()
 	c.Desktop()
 	return c
+}
+
+// signIn and screenshot are c.signIn and c.screenshot for the chrome of ctx (newChrome's c.ctx).
+func signIn(ctx context.Context, baseURL, secret string) {
+	c := chromeOf(ctx)
+	c.t.Helper()
+	c.signIn(baseURL, secret)
+}
+
+func screenshot(ctx context.Context, name string) {
+	c := chromeOf(ctx)
+	c.t.Helper()
+	c.screenshot(name)
 }
 
 // shotsDir is where screenshot writes: -console-shots, $MEDIAGEN_CONSOLE_SHOTS, or a

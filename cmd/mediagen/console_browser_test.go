@@ -25,7 +25,7 @@ func TestConsoleSignInAndOutInChromium(t *testing.T) {
 			home: []string{e.OwnerName, "owner", "Sign out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c.t = t
+			defer c.use(t)()
 			if tc.phone {
 				c.Phone()
 			} else {
@@ -38,14 +38,14 @@ func TestConsoleSignInAndOutInChromium(t *testing.T) {
 			}
 			c.screenshot(tc.name + "-signin")
 
-			c.signIn(tc.base, tc.secret)
+			signIn(c.ctx, tc.base, tc.secret)
 			txt := c.text()
 			for _, want := range tc.home {
 				if !strings.Contains(txt, want) {
 					t.Errorf("home page lacks %q:\n%s", want, txt)
 				}
 			}
-			c.screenshot(tc.name + "-home")
+			screenshot(c.ctx, tc.name+"-home")
 			if tc.phone {
 				c.Desktop()
 			} else {
@@ -98,7 +98,6 @@ func TestConsoleSignInAndOutInChromium(t *testing.T) {
 			}
 		})
 	}
-	c.t = t
 	t.Logf("screenshots in %s", c.shotsDir())
 }
 
