@@ -5,6 +5,8 @@ go 1.26.8
 require (
 	code.dny.dev/ssrf v0.3.0
 	github.com/abema/go-mp4 v1.6.0
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/go-json-experiment/json v0.0.0-20260820222146-c27c302e5fc3
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mattn/go-isatty v0.0.24
