@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -258,7 +259,7 @@ func (f *consoleFlow) operatorKeyLifecycle(t *testing.T) {
 	c.open(e.OperatorURL, "/console/signin")
 	c.shootBoth("operator-signin")
 	signIn(c.ctx, e.OperatorURL, e.OwnerToken)
-	c.shootBoth("operator-overview")
+	c.mustShow("Overview", e.OwnerName)
 	c.click(`nav a[href="/console/tenants"]`)
 	c.shootBoth("operator-tenants")
 
@@ -393,7 +394,7 @@ func (f *consoleFlow) tenantTask(t *testing.T) {
 		if s := (seen{st["status"], st["progress"]}); len(states) == 0 || states[len(states)-1] != s {
 			states = append(states, s)
 		}
-		if !shot && st["status"] == "in_progress" {
+		if pct, _ := strconv.Atoi(st["progress"]); !shot && st["status"] == "in_progress" && pct >= 20 {
 			c.shootBoth("tenant-task-running")
 			shot = true
 		}
@@ -420,7 +421,6 @@ func (f *consoleFlow) tenantTask(t *testing.T) {
 	if !c.has(`a[href="/console/tasks/` + f.taskID + `"]`) {
 		t.Errorf("the tasks list does not link %s:\n%s", f.taskID, c.text())
 	}
-	c.shootBoth("tenant-tasks")
 	c.click(`nav a[href="/console/assets"]`)
 	c.shootBoth("tenant-assets")
 }
@@ -441,6 +441,8 @@ func (f *consoleFlow) tenantFailedTask(t *testing.T) {
 
 func (f *consoleFlow) tenantUsage(t *testing.T) {
 	c := f.c
+	c.click(`nav a[href="/console/"]`)
+	c.shootBoth("tenant-tasks") // the completed and the failed task
 	c.click(`nav a[href="/console/usage"]`)
 	today := time.Now().UTC().Format(time.DateOnly)
 	total := eval[string](c, `(() => { for (const tr of document.querySelectorAll("figure.chart table tbody tr")) {
@@ -469,6 +471,7 @@ func (f *consoleFlow) operatorTask(t *testing.T) {
 	if c.path() != "/console/" {
 		t.Fatalf("the operator session ended: at %s", c.path())
 	}
+	c.shootBoth("operator-overview") // with the tenant's two settled tasks
 	c.click(`nav a[href="/console/tasks"]`)
 	if !c.has(`a[href="/console/tasks/` + f.taskID + `"]`) {
 		t.Errorf("the task search does not list %s:\n%s", f.taskID, c.text())
