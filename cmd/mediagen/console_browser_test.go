@@ -126,7 +126,8 @@ func jsString(s string) string {
 // live and plays its video, sees the spend on the usage page, and sees a failed task's error;
 // the operator finds the task; a viewer sees no write buttons; a form posted to the operator
 // console from another origin writes nothing; signing out ends the session. Along the way it
-// screenshots the main pages at both sizes (console-<page>-<phone|desktop>.png).
+// screenshots the main pages at both sizes (<console>-<page>-<phone|desktop>.png; make console-shots writes them to
+// docs/console).
 func TestConsoleFlowsInChromium(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
@@ -141,7 +142,7 @@ func TestConsoleFlowsInChromium(t *testing.T) {
 		{"operator creates, credits and rotates a key", f.operatorKeyLifecycle},
 		{"tenant creates a task and watches it complete", f.tenantTask},
 		{"tenant sees a failed task's error", f.tenantFailedTask},
-		{"tenant sees the spend on the usage page", f.tenantUsage},
+		{"tenant sees the spend on the usage page and signs out", f.tenantUsage},
 		{"operator finds the task", f.operatorTask},
 		{"viewer sees no write buttons", f.viewer},
 		{"a form posted from another origin writes nothing", f.forgedPost},
