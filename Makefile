@@ -12,7 +12,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION)
 ARGS        ?=
 
-.PHONY: help build run test test-go fuzz lint bench chaos tools postgres clean
+.PHONY: help build run test test-go fuzz lint bench chaos tools postgres clean console-shots
 
 help:
 	@echo "make run    build and start the service (sandbox engine, SQLite, demo tenant; prints a key)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench  benchmarks under bench/ (print figures, never fail on a number)"
 	@echo "make chaos  the chaos harness: 3 replicas on PostgreSQL + MinIO, then one SQLite process, 100 SIGKILLs each (about 15 minutes)"
 	@echo "make build  build bin/mediagen"
+	@echo "make console-shots  the console's browser tests, writing screenshots of both consoles to docs/console"
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/mediagen ./cmd/mediagen
@@ -75,6 +76,13 @@ fuzz:
 	    done; \
 	  done; \
 	done; echo "fuzz: all targets passed"
+
+# The console's browser tests in headless Chromium; they write PNGs of the main pages of both
+# consoles at 390x844 and 1440x900 to docs/console (<console>-<page>-<phone|desktop>.png).
+console-shots: tools
+	@scripts/ensure-tools.sh chromium
+	@mkdir -p docs/console
+	$(GO) test ./cmd/mediagen/ -run 'Console.*Chromium' -count=1 -v -console-shots $(CURDIR)/docs/console
 
 bench: tools
 	$(GO) run ./bench/probe
