@@ -286,8 +286,8 @@ func (f *consoleFlow) operatorKeyLifecycle(t *testing.T) {
 	if !strings.HasPrefix(f.keyID, "key_") {
 		t.Fatalf("Open the key went to %s", c.path())
 	}
-	if got := c.textOf("#balance-available"); got != "25 USD" {
-		t.Errorf("new key's available balance %q, want 25 USD (money prints without trailing zeros)", got)
+	if got := c.textOf("#balance-available"); got != "25.00 USD" {
+		t.Errorf("new key's available balance %q, want 25.00 USD", got)
 	}
 	if eval[bool](c, `document.documentElement.outerHTML.includes(`+jsString(secret)+`)`) {
 		t.Error("the key page shows the secret")
@@ -298,12 +298,12 @@ func (f *consoleFlow) operatorKeyLifecycle(t *testing.T) {
 	c.fill("amount", "12.50")
 	c.fill("note", "browser top-up")
 	c.submitWithEnter("note")
-	c.mustShow("Credit 12.5 USD to key", "Note: browser top-up")
+	c.mustShow("Credit 12.50 USD to key", "Note: browser top-up")
 	c.click(`form.card button[type=submit]`)
-	c.mustShow("Credited 12.5 USD")
+	c.mustShow("Credited 12.50 USD")
 	c.click(`a[href="/console/keys/` + f.keyID + `"]`)
-	if got := c.textOf("#balance-available"); got != "37.5 USD" {
-		t.Errorf("available balance after the credit %q, want 37.5 USD", got)
+	if got := c.textOf("#balance-available"); got != "37.50 USD" {
+		t.Errorf("available balance after the credit %q, want 37.50 USD", got)
 	}
 	c.mustShow("browser top-up")
 	c.shootBoth("operator-key")

@@ -118,3 +118,32 @@ func (c Chart) Rows() []ChartRow {
 }
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// Scale is the value of the chart's full height (the tallest bar), for the axis label.
+func (c Chart) Scale() string {
+	max := 0.0
+	for _, row := range c.Values {
+		sum := 0.0
+		for _, v := range row {
+			sum += math.Max(v, 0)
+		}
+		max = math.Max(max, sum)
+	}
+	return c.format(max)
+}
+
+// First and Last are the labels of the chart's first and last bar, for the time axis.
+func (c Chart) First() string {
+	if len(c.Labels) == 0 {
+		return ""
+	}
+	return c.Labels[0]
+}
+
+// Last is the last bar's label.
+func (c Chart) Last() string {
+	if len(c.Labels) == 0 {
+		return ""
+	}
+	return c.Labels[len(c.Labels)-1]
+}

@@ -94,7 +94,7 @@ func (o *Operator) keyPage(w http.ResponseWriter, r *http.Request, s *Session) e
 // today, one series per currency.
 func dailyChart(rep usage.Report, today time.Time) Chart {
 	c := Chart{ID: "usage", Title: "Charged per day, last 30 days (UTC)", RowHead: "Day",
-		Format: func(v float64) string { return money.Micros(math.Round(v * float64(money.Scale))).String() }}
+		Format: func(v float64) string { return displayMoney(money.Micros(math.Round(v * float64(money.Scale)))) }}
 	idx := map[string]int{}
 	for i := 29; i >= 0; i-- {
 		d := today.AddDate(0, 0, -i).Format(time.DateOnly)

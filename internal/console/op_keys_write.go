@@ -250,7 +250,7 @@ func planKeyWrite(action string, k *admin.Key, v url.Values) (keyPlan, fieldErrs
 		p.summary = []string{fmt.Sprintf("Create a key named %q for tenant %q.", in.Name, in.Tenant),
 			limitText(in.Unlimited), expiryText(in.ExpiresAt), capsText(in.Caps.Daily, in.Caps.Monthly)}
 		if in.Credit != 0 {
-			p.summary = append(p.summary, "Credit it "+in.Credit.String()+" in the tenant's currency.")
+			p.summary = append(p.summary, "Credit it "+displayMoney(in.Credit)+" in the tenant's currency.")
 		}
 		p.summary = append(p.summary, "Its secret is shown once, on the next page.")
 		p.do = func(ctx context.Context, svc *admin.Service, a admin.Actor) (keyResult, error) {
@@ -298,7 +298,7 @@ func planKeyWrite(action string, k *admin.Key, v url.Values) (keyPlan, fieldErrs
 		if action == "debit" {
 			verb, prep = "Debit", "from"
 		}
-		p.summary = []string{fmt.Sprintf("%s %s%s %s key %s.", verb, amt, cur, prep, k.ID)}
+		p.summary = []string{fmt.Sprintf("%s %s%s %s key %s.", verb, displayMoney(amt), cur, prep, k.ID)}
 		if note != "" {
 			p.summary = append(p.summary, "Note: "+note)
 		}
@@ -309,7 +309,7 @@ func planKeyWrite(action string, k *admin.Key, v url.Values) (keyPlan, fieldErrs
 			} else {
 				_, err = svc.Debit(ctx, a, k.ID, admin.DebitInput{Amount: amt, Note: note})
 			}
-			return keyResult{keyID: k.ID, message: fmt.Sprintf("%sed %s%s.", verb, amt, cur)}, err
+			return keyResult{keyID: k.ID, message: fmt.Sprintf("%sed %s%s.", verb, displayMoney(amt), cur)}, err
 		}
 	}
 	return p, errs
@@ -350,10 +350,10 @@ func capsText(daily, monthly money.Micros) string {
 	}
 	d, m := "none", "none"
 	if daily > 0 {
-		d = daily.String()
+		d = displayMoney(daily)
 	}
 	if monthly > 0 {
-		m = monthly.String()
+		m = displayMoney(monthly)
 	}
 	return "Spend caps: daily " + d + ", monthly " + m + "."
 }

@@ -133,7 +133,7 @@ func flattenRates(r catalog.Rates, aliases []*catalog.Alias) []rateView {
 	var out []rateView
 	add := func(what string, rate *catalog.Rate) {
 		if rate != nil {
-			out = append(out, rateView{What: what, Rate: rate.Micros().String()})
+			out = append(out, rateView{What: what, Rate: displayMoney(rate.Micros())})
 		}
 	}
 	for _, a := range aliases {

@@ -45,7 +45,7 @@ func (v view) Can(role string) bool { return v.Session.Can(admin.Role(role)) }
 func parsePages(kind Kind, funcs template.FuncMap, statics map[string]string) (map[string]*template.Template, error) {
 	fm := template.FuncMap{
 		"static":  func(name string) string { return "/console/static/" + name + "?v=" + statics[name] },
-		"money":   func(m money.Micros) string { return m.String() },
+		"money":   displayMoney,
 		"when":    formatTime,
 		"ago":     func(t time.Time) string { return ago(t, time.Now()) },
 		"query":   url.QueryEscape,
@@ -149,4 +149,18 @@ func ago(t, now time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// displayMoney shows an amount to at least the cent, exactly beyond it: 37.5 → "37.50",
+// 0 → "0.00", 0.144586 → "0.144586" (a reservation is exact to the micro).
+func displayMoney(m money.Micros) string {
+	s := m.String()
+	dot := strings.IndexByte(s, '.')
+	switch {
+	case dot < 0:
+		return s + ".00"
+	case len(s)-dot == 2:
+		return s + "0"
+	}
+	return s
 }

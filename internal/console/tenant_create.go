@@ -102,7 +102,7 @@ func (t *Tenant) preview(w http.ResponseWriter, r *http.Request, s *Session, p c
 	p.Notice = notice
 	q.Digest = digest(body)
 	if b, err := t.cfg.Store.Balance(r.Context(), s.Caller.Key.ID); err == nil {
-		p.Balance = &balanceView{Available: b.Available.String(), Unlimited: b.Unlimited}
+		p.Balance = &balanceView{Available: displayMoney(b.Available), Unlimited: b.Unlimited}
 		q.Short = !b.Unlimited && b.Available < q.Amount
 	}
 	p.Quote = q

@@ -124,4 +124,4 @@ func grid(rows, cols int) [][]float64 {
 
 // microsFormat shows a chart value held in micro-units as the exact decimal amount (float64
 // holds every integer up to 2^53 micro-units exactly, nine billion units).
-func microsFormat(v float64) string { return money.Micros(math.Round(v)).String() }
+func microsFormat(v float64) string { return displayMoney(money.Micros(math.Round(v))) }

@@ -86,10 +86,10 @@ func TestUsagePageShowsTheBalanceAndTheSpendOfEachDayByRouteOrAlias(t *testing.T
 		tasksToday []string
 		yesterday  []string
 	}{
-		{"", []string{"enhancement", "native", "Total"}, []string{"4", "3.75", "7.75"}, []string{"1", "2", "3"}, []string{"0", "0.5", "0.5"}},
-		{"route", []string{"enhancement", "native", "Total"}, []string{"4", "3.75", "7.75"}, []string{"1", "2", "3"}, []string{"0", "0.5", "0.5"}},
+		{"", []string{"enhancement", "native", "Total"}, []string{"4.00", "3.75", "7.75"}, []string{"1", "2", "3"}, []string{"0.00", "0.50", "0.50"}},
+		{"route", []string{"enhancement", "native", "Total"}, []string{"4.00", "3.75", "7.75"}, []string{"1", "2", "3"}, []string{"0.00", "0.50", "0.50"}},
 		{"alias", []string{"demo-enhance", "demo-video-fast", "demo-video-standard", "Total"},
-			[]string{"4", "1.5", "2.25", "7.75"}, []string{"1", "1", "1", "3"}, []string{"0", "0.5", "0", "0.5"}},
+			[]string{"4.00", "1.50", "2.25", "7.75"}, []string{"1", "1", "1", "3"}, []string{"0.00", "0.50", "0.00", "0.50"}},
 	}
 	for _, c := range cases {
 		t.Run("by="+c.by, func(t *testing.T) {
@@ -101,7 +101,7 @@ func TestUsagePageShowsTheBalanceAndTheSpendOfEachDayByRouteOrAlias(t *testing.T
 			if p.status != http.StatusOK {
 				t.Fatalf("%s: %d\n%s", path, p.status, p.body)
 			}
-			for _, want := range []string{`id="balance-available">100 USD<`, `id="balance-reserved">0 USD<`, `id="balance-used">0 USD<`,
+			for _, want := range []string{`id="balance-available">100.00 USD<`, `id="balance-reserved">0.00 USD<`, `id="balance-used">0.00 USD<`,
 				`id="spend-total">8.25 USD<`, `id="tasks-total">4<`, "<svg", "<details class=\"numbers\" open"} {
 				if !strings.Contains(p.body, want) {
 					t.Errorf("%s lacks %q", path, want)
@@ -135,7 +135,7 @@ func TestUsagePageSaysNothingYetForAnEmptyPeriod(t *testing.T) {
 	if p.status != http.StatusOK || !strings.Contains(p.body, "Nothing in this period yet") || strings.Contains(p.body, "<svg") {
 		t.Fatalf("empty period: %d\n%s", p.status, p.body)
 	}
-	if !strings.Contains(p.body, `id="spend-total">0 USD<`) {
+	if !strings.Contains(p.body, `id="spend-total">0.00 USD<`) {
 		t.Error("the empty period's total is not 0")
 	}
 }
