@@ -37,12 +37,14 @@ type Stored struct {
 // Create accepts a POST /v1/videos body for the caller. It returns the task and whether it was
 // newly created (false for an identical replay).
 func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store.Task, bool, error) {
-	return s.create(ctx, c, body, nil)
+	return s.create(ctx, c, body, nil, nil)
 }
 
 // create is Create with an uploaded first frame (CreateOpenAI) that the body refers to as
-// asset://<upload.ID>; nil for every contract request.
-func (s *Service) create(ctx context.Context, c keys.Caller, body []byte, upload *Asset) (store.Task, bool, error) {
+// asset://<upload.ID>; nil for every contract request. hashed, when not nil, is the body
+// the replay hash is taken over instead of body (CreateOpenAI's, naming the upload by its
+// bytes' digest rather than by its stored copy); nil for every contract request.
+func (s *Service) create(ctx context.Context, c keys.Caller, body []byte, upload *Asset, hashed []byte) (store.Task, bool, error) {
 	// One parse serves both steps: finding the alias, then decoding for its product.
 	parsed, perr := contract.ParseVideo(body)
 	if perr != nil {
@@ -72,7 +74,10 @@ func (s *Service) create(ctx context.Context, c keys.Caller, body []byte, upload
 			}
 		}
 	}
-	canonical, err := contract.Canonical(body)
+	if hashed == nil {
+		hashed = body
+	}
+	canonical, err := contract.Canonical(hashed)
 	if err != nil {
 		return store.Task{}, false, apierr.Invalid("", "The request body is not valid JSON.")
 	}

@@ -24,7 +24,20 @@ type OpenAIRequest struct {
 	Model, Prompt, Seconds, Size string
 	// Present records which of the optional fields were sent at all.
 	HasModel, HasPrompt, HasSeconds, HasSize bool
+	// IdempotencyKey is the request's Idempotency-Key header (HasIdempotencyKey: it was
+	// sent): it becomes the mapped request's metadata.client_request_id, under the contract's
+	// rules for that field.
+	IdempotencyKey    string
+	HasIdempotencyKey bool
+	// UploadSHA256 is the hex SHA-256 of the uploaded input_reference's bytes. The replay hash
+	// covers it in place of the upload's stored name, so the same file replays and a different
+	// file conflicts.
+	UploadSHA256 string
 }
+
+// IdempotencyHeader is the request header that, on a create in OpenAI's shape, acts as the
+// contract's metadata.client_request_id. A create in the contract's shape ignores it.
+const IdempotencyHeader = "Idempotency-Key"
 
 // openAISizes maps OpenAI's size onto the contract's resolution and ratio: exactly the
 // sizes that contract.Dimensions gives for a named ratio (not adaptive) at a native
@@ -156,9 +169,8 @@ func (s *Service) CreateOpenAI(ctx context.Context, c keys.Caller, o OpenAIReque
 		}
 		meta["duration"] = n
 	}
-	if upload != nil {
-		meta["content"] = []any{map[string]any{"type": "image_url", "role": "first_frame",
-			"image_url": map[string]any{"url": "asset://" + upload.ID}}}
+	if o.HasIdempotencyKey {
+		meta["client_request_id"] = o.IdempotencyKey
 	}
 	body := map[string]any{"metadata": meta}
 	if o.HasModel {
@@ -167,11 +179,26 @@ func (s *Service) CreateOpenAI(ctx context.Context, c keys.Caller, o OpenAIReque
 	if o.HasPrompt {
 		body["prompt"] = o.Prompt
 	}
+	firstFrame := func(url string) {
+		meta["content"] = []any{map[string]any{"type": "image_url", "role": "first_frame",
+			"image_url": map[string]any{"url": url}}}
+	}
+	var hashed []byte
+	if upload != nil {
+		// The replay hash sees the upload by its bytes' digest; the body the contract reads
+		// refers to this request's stored copy.
+		firstFrame("upload:sha256:" + o.UploadSHA256)
+		var err error
+		if hashed, err = json.Marshal(body, json.Deterministic(true)); err != nil {
+			return store.Task{}, false, fmt.Errorf("encode mapped request: %w", err)
+		}
+		firstFrame("asset://" + upload.ID)
+	}
 	raw, err := json.Marshal(body, json.Deterministic(true))
 	if err != nil {
 		return store.Task{}, false, fmt.Errorf("encode mapped request: %w", err)
 	}
-	task, created, err := s.create(ctx, c, raw, upload)
+	task, created, err := s.create(ctx, c, raw, upload, hashed)
 	return task, created, openAIParam(err)
 }
 
@@ -184,6 +211,15 @@ func openAIParam(err error) error {
 	}
 	param := ""
 	switch {
+	case e.Param == "metadata.client_request_id":
+		named := *e
+		named.Param = IdempotencyHeader
+		if e.Kind == apierr.KindIdempotency {
+			named.Message = "This Idempotency-Key header was already used with a different request. Send the original request unchanged (the same fields and the same input_reference file) to retrieve its task, or use a new key for a new task."
+		} else {
+			named.Message = strings.Replace(e.Message, "metadata.client_request_id", "The Idempotency-Key header", 1)
+		}
+		return &named
 	case e.Param == "metadata.resolution" || e.Param == "metadata.ratio":
 		param = "size"
 	case e.Param == "metadata.duration":
