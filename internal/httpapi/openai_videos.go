@@ -109,6 +109,9 @@ func (s *Server) createVideoMultipart(w http.ResponseWriter, r *http.Request) (e
 		if part.FileName() != "" {
 			return apierr.Invalid(name, fmt.Sprintf("The field %q cannot be a file; only input_reference is.", name))
 		}
+		if name == "input_reference[file_id]" {
+			return video.ErrInputReferenceFileID
+		}
 		v, rerr := io.ReadAll(io.LimitReader(part, s.maxBody+1))
 		if rerr != nil {
 			return s.multipartErr(w, rerr)
@@ -117,7 +120,7 @@ func (s *Server) createVideoMultipart(w http.ResponseWriter, r *http.Request) (e
 			return apiErrTooLarge(s.maxBody)
 		}
 		if !o.Set(name, string(v)) {
-			return apierr.Invalid(name, fmt.Sprintf("Unknown field %q. OpenAI's request shape takes model, prompt, seconds, size and input_reference.", name))
+			return apierr.Invalid(name, fmt.Sprintf("Unknown field %q. OpenAI's request shape takes model, prompt, seconds, size and input_reference (a file, or input_reference[image_url]).", name))
 		}
 	}
 	created, err := s.createVideoOpenAI(w, r, o, upload)
