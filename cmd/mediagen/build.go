@@ -72,6 +72,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	videos.Assets = assets
 	videos.Blobs = m.blobs
+	videos.FirstFrame = tools.FirstFrameJPG
 	var tasks *video.Tasks
 	engines := &engineSet{}
 	if c.Role != "api" {

@@ -30,116 +30,117 @@ import (
 // the delete the task still reads, without links, and its content and thumbnail are 404s.
 func TestOpenAISDKReadsListsDownloadsAndDeletesTasks(t *testing.T) {
 	t.Parallel()
-	e := startE2E(t)
-	ctx := context.Background()
-	sdk := openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey(e.key), option.WithMaxRetries(0))
+	onBothStores(t, func(t *testing.T, e *e2e) {
+		ctx := context.Background()
+		sdk := openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey(e.key), option.WithMaxRetries(0))
 
-	const n = 3
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"sdk %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i))
-	}
-	for _, id := range ids {
-		e.wait(id)
-	}
+		const n = 3
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"sdk %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i))
+		}
+		for _, id := range ids {
+			e.wait(id)
+		}
 
-	v, err := sdk.Videos.Get(ctx, ids[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.ID != ids[0] || v.Status != openai.VideoStatusCompleted || v.Progress != 100 || v.Object != "video" ||
-		v.CompletedAt == 0 || v.ExpiresAt <= v.CompletedAt || v.Seconds == "" || v.Size == "" {
-		t.Fatalf("Get: %s", v.RawJSON())
-	}
-
-	var listed []string
-	pager := sdk.Videos.ListAutoPaging(ctx, openai.VideoListParams{Limit: openai.Int(1)})
-	for pager.Next() {
-		listed = append(listed, pager.Current().ID)
-	}
-	if err := pager.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(listed) != fmt.Sprint([]string{ids[2], ids[1], ids[0]}) {
-		t.Fatalf("ListAutoPaging with limit 1 gave %v, want the %d tasks newest first", listed, n)
-	}
-
-	res, err := sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "content.mp4")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = io.Copy(f, res.Body)
-	_ = res.Body.Close()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := e.tools.Probe(ctx, path)
-	if err != nil || info.Width == 0 || info.Duration < 3.5 {
-		t.Fatalf("downloaded content: %+v, %v; want the 4 s video", info, err)
-	}
-
-	if w, h := thumbnailSize(t, sdk, ids[0]); w != info.Width || h != info.Height {
-		t.Fatalf("thumbnail %dx%d, want the video's %dx%d", w, h, info.Width, info.Height)
-	}
-
-	var before struct {
-		Metadata struct {
-			URL string `json:"url"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal([]byte(v.RawJSON()), &before); err != nil || before.Metadata.URL == "" {
-		t.Fatalf("result link before delete: %q, %v", before.Metadata.URL, err)
-	}
-	for i := range 2 {
-		d, err := sdk.Videos.Delete(ctx, ids[0])
+		v, err := sdk.Videos.Get(ctx, ids[0])
 		if err != nil {
-			t.Fatalf("delete %d: %v", i+1, err)
+			t.Fatal(err)
 		}
-		if d.ID != ids[0] || !d.Deleted || d.Object != "video.deleted" {
-			t.Fatalf("delete %d: %s", i+1, d.RawJSON())
+		if v.ID != ids[0] || v.Status != openai.VideoStatusCompleted || v.Progress != 100 || v.Object != "video" ||
+			v.CompletedAt == 0 || v.ExpiresAt <= v.CompletedAt || v.Seconds == "" || v.Size == "" {
+			t.Fatalf("Get: %s", v.RawJSON())
 		}
-	}
-	after, err := sdk.Videos.Get(ctx, ids[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.Status != openai.VideoStatusCompleted || after.ExpiresAt != 0 || after.Seconds != v.Seconds ||
-		strings.Contains(after.RawJSON(), `"url"`) || !strings.Contains(after.RawJSON(), `"deleted_at":`) || !strings.Contains(after.RawJSON(), `"usage":`) {
-		t.Fatalf("after delete: %s; want completed with deleted_at and usage, no links", after.RawJSON())
-	}
-	if res, err := http.Get(before.Metadata.URL); err != nil || res.StatusCode != http.StatusNotFound {
-		t.Fatalf("result link handed out before the delete: %v %v, want 404", res, err)
-	} else {
+
+		var listed []string
+		pager := sdk.Videos.ListAutoPaging(ctx, openai.VideoListParams{Limit: openai.Int(1)})
+		for pager.Next() {
+			listed = append(listed, pager.Current().ID)
+		}
+		if err := pager.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(listed) != fmt.Sprint([]string{ids[2], ids[1], ids[0]}) {
+			t.Fatalf("ListAutoPaging with limit 1 gave %v, want the %d tasks newest first", listed, n)
+		}
+
+		res, err := sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "content.mp4")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(f, res.Body)
 		_ = res.Body.Close()
-	}
-	_, err = sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{})
-	if status := apiStatus(err); status != http.StatusNotFound {
-		t.Fatalf("content after delete: %v, want 404", err)
-	}
-	_, err = sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{Variant: openai.VideoDownloadContentParamsVariantThumbnail})
-	if status := apiStatus(err); status != http.StatusNotFound {
-		t.Fatalf("thumbnail after delete: %v, want 404", err)
-	}
-	// Another key of the same account sees none of it: the 404 of an unknown id.
-	otherKey := (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
-	other := openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey(otherKey), option.WithMaxRetries(0))
-	if _, err := other.Videos.Delete(ctx, ids[1]); apiStatus(err) != http.StatusNotFound {
-		t.Fatalf("delete with another key: %v, want 404", err)
-	}
-	if _, err := other.Videos.DownloadContent(ctx, ids[1], openai.VideoDownloadContentParams{}); apiStatus(err) != http.StatusNotFound {
-		t.Fatalf("content with another key: %v, want 404", err)
-	}
-	if _, err := sdk.Videos.Get(ctx, ids[1]); err != nil {
-		t.Fatalf("the owner's task after another key's delete: %v", err)
-	}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := e.tools.Probe(ctx, path)
+		if err != nil || info.Width == 0 || info.Duration < 3.5 {
+			t.Fatalf("downloaded content: %+v, %v; want the 4 s video", info, err)
+		}
+
+		if w, h := thumbnailSize(t, sdk, ids[0]); w != info.Width || h != info.Height {
+			t.Fatalf("thumbnail %dx%d, want the video's %dx%d", w, h, info.Width, info.Height)
+		}
+
+		var before struct {
+			Metadata struct {
+				URL string `json:"url"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal([]byte(v.RawJSON()), &before); err != nil || before.Metadata.URL == "" {
+			t.Fatalf("result link before delete: %q, %v", before.Metadata.URL, err)
+		}
+		for i := range 2 {
+			d, err := sdk.Videos.Delete(ctx, ids[0])
+			if err != nil {
+				t.Fatalf("delete %d: %v", i+1, err)
+			}
+			if d.ID != ids[0] || !d.Deleted || d.Object != "video.deleted" {
+				t.Fatalf("delete %d: %s", i+1, d.RawJSON())
+			}
+		}
+		after, err := sdk.Videos.Get(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Status != openai.VideoStatusCompleted || after.ExpiresAt != 0 || after.Seconds != v.Seconds ||
+			strings.Contains(after.RawJSON(), `"url"`) || !strings.Contains(after.RawJSON(), `"deleted_at":`) || !strings.Contains(after.RawJSON(), `"usage":`) {
+			t.Fatalf("after delete: %s; want completed with deleted_at and usage, no links", after.RawJSON())
+		}
+		if res, err := http.Get(before.Metadata.URL); err != nil || res.StatusCode != http.StatusNotFound {
+			t.Fatalf("result link handed out before the delete: %v %v, want 404", res, err)
+		} else {
+			_ = res.Body.Close()
+		}
+		_, err = sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{})
+		if status := apiStatus(err); status != http.StatusNotFound {
+			t.Fatalf("content after delete: %v, want 404", err)
+		}
+		_, err = sdk.Videos.DownloadContent(ctx, ids[0], openai.VideoDownloadContentParams{Variant: openai.VideoDownloadContentParamsVariantThumbnail})
+		if status := apiStatus(err); status != http.StatusNotFound {
+			t.Fatalf("thumbnail after delete: %v, want 404", err)
+		}
+		// Another key of the same account sees none of it: the 404 of an unknown id.
+		otherKey := (&assetE2E{e2e: e}).newKey("demo", 100*money.Scale)
+		other := openai.NewClient(option.WithBaseURL(e.baseURL()+"/v1/"), option.WithAPIKey(otherKey), option.WithMaxRetries(0))
+		if _, err := other.Videos.Delete(ctx, ids[1]); apiStatus(err) != http.StatusNotFound {
+			t.Fatalf("delete with another key: %v, want 404", err)
+		}
+		if _, err := other.Videos.DownloadContent(ctx, ids[1], openai.VideoDownloadContentParams{}); apiStatus(err) != http.StatusNotFound {
+			t.Fatalf("content with another key: %v, want 404", err)
+		}
+		if _, err := sdk.Videos.Get(ctx, ids[1]); err != nil {
+			t.Fatalf("the owner's task after another key's delete: %v", err)
+		}
+	})
 }
 
 // The refusals of the content and delete routes: an unknown variant names its param, a task

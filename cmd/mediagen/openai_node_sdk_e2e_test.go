@@ -73,7 +73,8 @@ type nodeDeleted struct {
 // started service with the sandbox engine: test/node-sdk/videos.mjs creates a task in OpenAI's
 // shape, polls it, retrieves it, lists with auto-pagination one per page, saves
 // downloadContent to a file (the 302 to the signed link, followed by Node's fetch), deletes
-// twice, and reads the task and its content after the delete.
+// twice, reads the task and its content after the delete, and repeats a create with one
+// Idempotency-Key (one task) and reuses the key for another prompt (409).
 func TestOpenAINodeSDKCreatesListsDownloadsAndDeletes(t *testing.T) {
 	t.Parallel()
 	sdkDir := nodeSDK(t)
@@ -108,18 +109,20 @@ func TestOpenAINodeSDKCreatesListsDownloadsAndDeletes(t *testing.T) {
 	}
 
 	var got struct {
-		Created            nodeVideo    `json:"created"`
-		CreateAndPoll      *nodeVideo   `json:"create_and_poll"`
-		Polled             nodeVideo    `json:"polled"`
-		Retrieved          nodeVideo    `json:"retrieved"`
-		Listed             []string     `json:"listed"`
-		ContentStatus      int          `json:"content_status"`
-		ContentFile        string       `json:"content_file"`
-		ContentBytes       int          `json:"content_bytes"`
-		Deleted            nodeDeleted  `json:"deleted"`
-		DeletedAgain       nodeDeleted  `json:"deleted_again"`
-		AfterDelete        nodeVideo    `json:"after_delete"`
-		ContentAfterDelete nodeAPIError `json:"content_after_delete"`
+		Created             nodeVideo    `json:"created"`
+		CreateAndPoll       *nodeVideo   `json:"create_and_poll"`
+		Polled              nodeVideo    `json:"polled"`
+		Retrieved           nodeVideo    `json:"retrieved"`
+		Listed              []string     `json:"listed"`
+		ContentStatus       int          `json:"content_status"`
+		ContentFile         string       `json:"content_file"`
+		ContentBytes        int          `json:"content_bytes"`
+		Deleted             nodeDeleted  `json:"deleted"`
+		DeletedAgain        nodeDeleted  `json:"deleted_again"`
+		AfterDelete         nodeVideo    `json:"after_delete"`
+		ContentAfterDelete  nodeAPIError `json:"content_after_delete"`
+		Idempotent          []string     `json:"idempotent"`
+		IdempotencyConflict nodeAPIError `json:"idempotency_conflict"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("script output: %v\n%s", err, out)
@@ -163,5 +166,11 @@ func TestOpenAINodeSDKCreatesListsDownloadsAndDeletes(t *testing.T) {
 	}
 	if got.ContentAfterDelete.Status != 404 {
 		t.Fatalf("content after delete: %+v, want 404", got.ContentAfterDelete)
+	}
+	if len(got.Idempotent) != 2 || got.Idempotent[0] == "" || got.Idempotent[0] != got.Idempotent[1] {
+		t.Errorf("create twice with one Idempotency-Key: %v, want one task", got.Idempotent)
+	}
+	if ic := got.IdempotencyConflict; ic.Status != 409 || ic.Code != "idempotency_conflict" || ic.Param != "Idempotency-Key" {
+		t.Errorf("Idempotency-Key reused for another prompt: %+v, want 409 idempotency_conflict on Idempotency-Key", ic)
 	}
 }

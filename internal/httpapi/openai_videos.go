@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -35,17 +37,26 @@ func isMultipart(r *http.Request) bool {
 }
 
 // createVideoOpenAI answers POST /v1/videos in OpenAI's request shape with the contract's
-// create answer.
-func (s *Server) createVideoOpenAI(w http.ResponseWriter, r *http.Request, o video.OpenAIRequest, upload *video.Asset) error {
+// create answer: 202 with the task, for a new task and for an identical replay alike (the
+// replay carries the original id). The Idempotency-Key header, when sent, is the mapped
+// request's client_request_id. created reports a new task (false for a replay, whose
+// upload, if any, no task refers to).
+func (s *Server) createVideoOpenAI(w http.ResponseWriter, r *http.Request, o video.OpenAIRequest, upload *video.Asset) (created bool, err error) {
+	if vs := r.Header.Values(video.IdempotencyHeader); len(vs) > 0 {
+		if len(vs) > 1 {
+			return false, apierr.Invalid(video.IdempotencyHeader, "The Idempotency-Key header was sent more than once; send it once.")
+		}
+		o.IdempotencyKey, o.HasIdempotencyKey = vs[0], true
+	}
 	task, created, err := s.videos.CreateOpenAI(r.Context(), caller(r), o, upload)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if created {
 		s.metrics.accepted.WithLabelValues(task.Route).Inc()
 	}
 	writeJSON(w, http.StatusAccepted, video.View(task, s.links))
-	return nil
+	return created, nil
 }
 
 // createVideoMultipart reads OpenAI's multipart create as a stream: its text fields (each
@@ -90,13 +101,16 @@ func (s *Server) createVideoMultipart(w http.ResponseWriter, r *http.Request) (e
 			if part.FileName() == "" {
 				return apierr.Invalid(name, "input_reference must be a file (a PNG, JPEG or WebP image).")
 			}
-			if upload, uploadKey, err = s.storeUpload(r.Context(), part); err != nil {
+			if upload, uploadKey, o.UploadSHA256, err = s.storeUpload(r.Context(), part); err != nil {
 				return err
 			}
 			continue
 		}
 		if part.FileName() != "" {
 			return apierr.Invalid(name, fmt.Sprintf("The field %q cannot be a file; only input_reference is.", name))
+		}
+		if name == "input_reference[file_id]" {
+			return video.ErrInputReferenceFileID
 		}
 		v, rerr := io.ReadAll(io.LimitReader(part, s.maxBody+1))
 		if rerr != nil {
@@ -106,10 +120,15 @@ func (s *Server) createVideoMultipart(w http.ResponseWriter, r *http.Request) (e
 			return apiErrTooLarge(s.maxBody)
 		}
 		if !o.Set(name, string(v)) {
-			return apierr.Invalid(name, fmt.Sprintf("Unknown field %q. OpenAI's request shape takes model, prompt, seconds, size and input_reference.", name))
+			return apierr.Invalid(name, fmt.Sprintf("Unknown field %q. OpenAI's request shape takes model, prompt, seconds, size and input_reference (a file, or input_reference[image_url]).", name))
 		}
 	}
-	return s.createVideoOpenAI(w, r, o, upload)
+	created, err := s.createVideoOpenAI(w, r, o, upload)
+	if err == nil && !created && uploadKey != "" {
+		// A replay answers with the task accepted first, which has its own stored copy.
+		s.dropUpload(uploadKey)
+	}
+	return err
 }
 
 func (s *Server) multipartErr(w http.ResponseWriter, err error) error {
@@ -144,33 +163,35 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 
 // storeUpload streams one input_reference file into the blob store and checks the stored
 // copy as the asset library checks an Image asset. Its type is decided from its leading
-// bytes before anything is written; the part is never held whole in memory.
-func (s *Server) storeUpload(ctx context.Context, part *multipart.Part) (*video.Asset, string, error) {
+// bytes before anything is written; the part is never held whole in memory. It returns the
+// task's view of the upload, its key in the store and the hex SHA-256 of its bytes.
+func (s *Server) storeUpload(ctx context.Context, part *multipart.Part) (*video.Asset, string, string, error) {
 	const param = "input_reference"
 	br := bufio.NewReaderSize(part, 512)
 	head, _ := br.Peek(512)
 	format, ext, ok := asset.ImageFormat(head)
 	if !ok {
-		return nil, "", apierr.Invalid(param, fmt.Sprintf("input_reference must be a PNG, JPEG or WebP image; %s.", format))
+		return nil, "", "", apierr.Invalid(param, fmt.Sprintf("input_reference must be a PNG, JPEG or WebP image; %s.", format))
 	}
 	id := video.UploadID + strings.ToLower(strings.TrimPrefix(idgen.New("u"), "u_"))
 	key := UploadKeyPrefix + id + "." + ext
-	if _, err := s.uploads.Put(ctx, key, &boundedReader{r: br, n: s.maxUpload}); err != nil {
+	digest := sha256.New()
+	if _, err := s.uploads.Put(ctx, key, &boundedReader{r: io.TeeReader(br, digest), n: s.maxUpload}); err != nil {
 		_ = s.uploads.Delete(context.WithoutCancel(ctx), key)
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.Is(err, errUploadTooBig):
-			return nil, "", apierr.Invalid(param, fmt.Sprintf("input_reference is larger than the limit of %s.", humanBytes(s.maxUpload)))
+			return nil, "", "", apierr.Invalid(param, fmt.Sprintf("input_reference is larger than the limit of %s.", humanBytes(s.maxUpload)))
 		case errors.As(err, &tooBig):
-			return nil, "", apiErrTooLarge(tooBig.Limit)
+			return nil, "", "", apiErrTooLarge(tooBig.Limit)
 		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, multipart.ErrMessageTooLarge):
-			return nil, "", apierr.Invalid(param, "The input_reference file could not be read.")
+			return nil, "", "", apierr.Invalid(param, "The input_reference file could not be read.")
 		}
-		return nil, "", fmt.Errorf("store input_reference: %w", err)
+		return nil, "", "", fmt.Errorf("store input_reference: %w", err)
 	}
 	if err := s.checkUpload(ctx, key); err != nil {
 		s.dropUpload(key)
-		return nil, "", err
+		return nil, "", "", err
 	}
 	// The task refers to the upload as it does to an asset's stored copy (asset.Resolve).
 	a := &video.Asset{ID: id, Type: video.AssetImage, Status: video.AssetActive}
@@ -179,7 +200,7 @@ func (s *Server) storeUpload(ctx context.Context, part *multipart.Part) (*video.
 	if a.Path, local = s.uploads.LocalPath(key); !local {
 		a.Key = key
 	}
-	return a, key, nil
+	return a, key, hex.EncodeToString(digest.Sum(nil)), nil
 }
 
 func (s *Server) checkUpload(ctx context.Context, key string) error {

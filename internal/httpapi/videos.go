@@ -36,7 +36,8 @@ func (s *Server) createVideo(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return s.createVideoOpenAI(w, r, o, nil)
+		_, err = s.createVideoOpenAI(w, r, o, nil)
+		return err
 	}
 	task, created, err := s.videos.Create(r.Context(), caller(r), body)
 	if err != nil {

@@ -37,7 +37,7 @@ type Stored struct {
 // Create accepts a POST /v1/videos body for the caller. It returns the task and whether it was
 // newly created (false for an identical replay).
 func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store.Task, bool, error) {
-	return s.create(ctx, c, body, nil)
+	return s.create(ctx, c, body, nil, nil)
 }
 
 // Quote runs every step of Create before acceptance — parse, decode for the alias's product,
@@ -45,7 +45,7 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (store
 // reservation the request would make, writing nothing. It does not look for a replay: a
 // client_request_id already used is answered by Create only.
 func (s *Service) Quote(ctx context.Context, c keys.Caller, body []byte) (billing.Quote, error) {
-	d, _, err := s.prepare(ctx, c, body, nil, false)
+	d, _, err := s.prepare(ctx, c, body, nil, nil, false)
 	if err != nil {
 		return billing.Quote{}, err
 	}
@@ -53,9 +53,11 @@ func (s *Service) Quote(ctx context.Context, c keys.Caller, body []byte) (billin
 }
 
 // create is Create with an uploaded first frame (CreateOpenAI) that the body refers to as
-// asset://<upload.ID>; nil for every contract request.
-func (s *Service) create(ctx context.Context, c keys.Caller, body []byte, upload *Asset) (store.Task, bool, error) {
-	d, prev, err := s.prepare(ctx, c, body, upload, true)
+// asset://<upload.ID>; nil for every contract request. hashed, when not nil, is the body
+// the replay hash is taken over instead of body (CreateOpenAI's, naming the upload by its
+// bytes' digest rather than by its stored copy); nil for every contract request.
+func (s *Service) create(ctx context.Context, c keys.Caller, body []byte, upload *Asset, hashed []byte) (store.Task, bool, error) {
+	d, prev, err := s.prepare(ctx, c, body, upload, hashed, true)
 	if err != nil {
 		return store.Task{}, false, err
 	}
@@ -76,7 +78,7 @@ type draft struct {
 // prepare is every step of a create before its transaction, shared by Create and Quote. With
 // findReplay, a request whose client_request_id already has a task returns that task (prev)
 // with the draft's hash and nothing measured or priced.
-func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, upload *Asset, findReplay bool) (d draft, prev *store.Task, err error) {
+func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, upload *Asset, hashed []byte, findReplay bool) (d draft, prev *store.Task, err error) {
 	// One parse serves both steps: finding the alias, then decoding for its product.
 	parsed, perr := contract.ParseVideo(body)
 	if perr != nil {
@@ -106,7 +108,10 @@ func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, uploa
 			}
 		}
 	}
-	canonical, err := contract.Canonical(body)
+	if hashed == nil {
+		hashed = body
+	}
+	canonical, err := contract.Canonical(hashed)
 	if err != nil {
 		return d, nil, apierr.Invalid("", "The request body is not valid JSON.")
 	}

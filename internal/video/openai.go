@@ -24,7 +24,24 @@ type OpenAIRequest struct {
 	Model, Prompt, Seconds, Size string
 	// Present records which of the optional fields were sent at all.
 	HasModel, HasPrompt, HasSeconds, HasSize bool
+	// InputReferenceURL is input_reference's object form, {"image_url": "..."} in JSON or the
+	// field input_reference[image_url] in multipart: the first frame by URL.
+	InputReferenceURL    string
+	HasInputReferenceURL bool
+	// IdempotencyKey is the request's Idempotency-Key header (HasIdempotencyKey: it was
+	// sent): it becomes the mapped request's metadata.client_request_id, under the contract's
+	// rules for that field.
+	IdempotencyKey    string
+	HasIdempotencyKey bool
+	// UploadSHA256 is the hex SHA-256 of the uploaded input_reference's bytes. The replay hash
+	// covers it in place of the upload's stored name, so the same file replays and a different
+	// file conflicts.
+	UploadSHA256 string
 }
+
+// IdempotencyHeader is the request header that, on a create in OpenAI's shape, acts as the
+// contract's metadata.client_request_id. A create in the contract's shape ignores it.
+const IdempotencyHeader = "Idempotency-Key"
 
 // openAISizes maps OpenAI's size onto the contract's resolution and ratio: exactly the
 // sizes that contract.Dimensions gives for a named ratio (not adaptive) at a native
@@ -93,13 +110,52 @@ func ParseOpenAIJSON(body []byte) (OpenAIRequest, error) {
 				return o, apierr.Invalid(name, name+" must be a string.")
 			}
 		case "input_reference":
-			return o, apierr.Invalid("input_reference", "input_reference is accepted only as a file in a multipart/form-data request.")
+			url, err := parseInputReference(raw)
+			if err != nil {
+				return o, err
+			}
+			o.InputReferenceURL, o.HasInputReferenceURL = url, true
+			continue
 		default:
-			return o, apierr.Invalid(name, fmt.Sprintf("Unknown field %q. OpenAI's request shape takes model, prompt, seconds, size and (multipart only) input_reference.", name))
+			return o, apierr.Invalid(name, fmt.Sprintf("Unknown field %q. OpenAI's request shape takes model, prompt, seconds, size and input_reference.", name))
 		}
 		o.Set(name, s)
 	}
 	return o, nil
+}
+
+// ErrInputReferenceFileID refuses input_reference's file_id form: this service has no
+// OpenAI Files API to look the id up in.
+var ErrInputReferenceFileID = apierr.Invalid("input_reference",
+	"input_reference.file_id is not supported here: this service has no Files API. Upload the image itself as the input_reference file (multipart/form-data), or give its URL as input_reference.image_url.")
+
+// parseInputReference reads input_reference in JSON, which OpenAI's API takes as an object
+// with image_url (a URL of the image) or file_id; only image_url is supported.
+func parseInputReference(raw jsontext.Value) (string, error) {
+	const shape = `input_reference in JSON must be an object {"image_url": "https://..."}; to send the image itself, upload it as a file in a multipart/form-data request.`
+	if raw.Kind() != '{' {
+		return "", apierr.Invalid("input_reference", shape)
+	}
+	var obj map[string]jsontext.Value
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", apierr.Invalid("input_reference", shape)
+	}
+	if _, ok := obj["file_id"]; ok {
+		return "", ErrInputReferenceFileID
+	}
+	url := ""
+	for name, v := range obj {
+		if name != "image_url" {
+			return "", apierr.Invalid("input_reference", fmt.Sprintf("Unknown field %q in input_reference. %s", name, shape))
+		}
+		if v.Kind() != '"' || json.Unmarshal(v, &url) != nil || strings.TrimSpace(url) == "" {
+			return "", apierr.Invalid("input_reference", "input_reference.image_url must be a non-empty string: the URL of a PNG, JPEG or WebP image.")
+		}
+	}
+	if url == "" {
+		return "", apierr.Invalid("input_reference", shape)
+	}
+	return url, nil
 }
 
 // Set records one field of the request by its OpenAI name; it reports false for a name the
@@ -114,6 +170,8 @@ func (o *OpenAIRequest) Set(name, v string) bool {
 		o.Seconds, o.HasSeconds = v, true
 	case "size":
 		o.Size, o.HasSize = v, true
+	case "input_reference[image_url]":
+		o.InputReferenceURL, o.HasInputReferenceURL = v, true
 	default:
 		return false
 	}
@@ -137,13 +195,16 @@ func (s *Service) CreateOpenAI(ctx context.Context, c keys.Caller, o OpenAIReque
 		}
 	}
 	meta := map[string]any{}
+	if upload != nil && o.HasInputReferenceURL {
+		return store.Task{}, false, apierr.Invalid("input_reference", "Send input_reference either as a file or as input_reference[image_url], not both.")
+	}
 	if o.HasSize {
 		res, ratio, ok := OpenAISize(o.Size)
 		if !ok {
 			return store.Task{}, false, apierr.Invalid("size", fmt.Sprintf("Size %q has no native resolution and ratio; use one listed in docs/video.md, such as 1280x720 or 720x1280.", o.Size))
 		}
 		meta["resolution"] = res
-		if upload == nil {
+		if upload == nil && !o.HasInputReferenceURL {
 			// With a first frame the contract takes no ratio (the frame's shape decides), so
 			// size then gives the resolution alone.
 			meta["ratio"] = ratio
@@ -156,9 +217,8 @@ func (s *Service) CreateOpenAI(ctx context.Context, c keys.Caller, o OpenAIReque
 		}
 		meta["duration"] = n
 	}
-	if upload != nil {
-		meta["content"] = []any{map[string]any{"type": "image_url", "role": "first_frame",
-			"image_url": map[string]any{"url": "asset://" + upload.ID}}}
+	if o.HasIdempotencyKey {
+		meta["client_request_id"] = o.IdempotencyKey
 	}
 	body := map[string]any{"metadata": meta}
 	if o.HasModel {
@@ -167,11 +227,30 @@ func (s *Service) CreateOpenAI(ctx context.Context, c keys.Caller, o OpenAIReque
 	if o.HasPrompt {
 		body["prompt"] = o.Prompt
 	}
+	firstFrame := func(url string) {
+		meta["content"] = []any{map[string]any{"type": "image_url", "role": "first_frame",
+			"image_url": map[string]any{"url": url}}}
+	}
+	if o.HasInputReferenceURL {
+		// The contract's first frame by URL: the same checks as any image URL it is sent.
+		firstFrame(o.InputReferenceURL)
+	}
+	var hashed []byte
+	if upload != nil {
+		// The replay hash sees the upload by its bytes' digest; the body the contract reads
+		// refers to this request's stored copy.
+		firstFrame("upload:sha256:" + o.UploadSHA256)
+		var err error
+		if hashed, err = json.Marshal(body, json.Deterministic(true)); err != nil {
+			return store.Task{}, false, fmt.Errorf("encode mapped request: %w", err)
+		}
+		firstFrame("asset://" + upload.ID)
+	}
 	raw, err := json.Marshal(body, json.Deterministic(true))
 	if err != nil {
 		return store.Task{}, false, fmt.Errorf("encode mapped request: %w", err)
 	}
-	task, created, err := s.create(ctx, c, raw, upload)
+	task, created, err := s.create(ctx, c, raw, upload, hashed)
 	return task, created, openAIParam(err)
 }
 
@@ -184,6 +263,15 @@ func openAIParam(err error) error {
 	}
 	param := ""
 	switch {
+	case e.Param == "metadata.client_request_id":
+		named := *e
+		named.Param = IdempotencyHeader
+		if e.Kind == apierr.KindIdempotency {
+			named.Message = "This Idempotency-Key header was already used with a different request. Send the original request unchanged (the same fields and the same input_reference file) to retrieve its task, or use a new key for a new task."
+		} else {
+			named.Message = strings.Replace(e.Message, "metadata.client_request_id", "The Idempotency-Key header", 1)
+		}
+		return &named
 	case e.Param == "metadata.resolution" || e.Param == "metadata.ratio":
 		param = "size"
 	case e.Param == "metadata.duration":

@@ -1,6 +1,12 @@
 package video
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"mediagen/internal/apierr"
+)
 
 func TestIsOpenAIJSONTellsShapesApart(t *testing.T) {
 	t.Parallel()
@@ -40,5 +46,34 @@ func TestOpenAISizesAreExactNativeSizes(t *testing.T) {
 		if _, _, ok := OpenAISize(size); ok {
 			t.Errorf("OpenAISize(%q) mapped", size)
 		}
+	}
+}
+
+// input_reference in JSON is OpenAI's object form: image_url is the first frame by URL,
+// file_id is refused (no Files API here) and every other form is a 400 on input_reference.
+func TestOpenAIJSONInputReferenceIsTheImageURLObject(t *testing.T) {
+	t.Parallel()
+	o, err := ParseOpenAIJSON([]byte(`{"model":"m","prompt":"p","input_reference":{"image_url":"https://cdn.example/a.png"}}`))
+	if err != nil || !o.HasInputReferenceURL || o.InputReferenceURL != "https://cdn.example/a.png" {
+		t.Fatalf("image_url: %+v %v", o, err)
+	}
+	for _, body := range []string{
+		`{"input_reference":{"file_id":"file_1"}}`,
+		`{"input_reference":{"file_id":"file_1","image_url":"https://cdn.example/a.png"}}`,
+		`{"input_reference":"https://cdn.example/a.png"}`,
+		`{"input_reference":{}}`,
+		`{"input_reference":{"image_url":""}}`,
+		`{"input_reference":{"image_url":7}}`,
+		`{"input_reference":{"image_url":"https://cdn.example/a.png","detail":"high"}}`,
+		`{"input_reference":null}`,
+	} {
+		_, err := ParseOpenAIJSON([]byte(body))
+		var e *apierr.Error
+		if !errors.As(err, &e) || e.Param != "input_reference" {
+			t.Errorf("%s: %v, want a 400 on input_reference", body, err)
+		}
+	}
+	if _, err := ParseOpenAIJSON([]byte(`{"input_reference":{"file_id":"file_1"}}`)); !strings.Contains(err.Error(), "file_id is not supported") {
+		t.Errorf("file_id message: %v", err)
 	}
 }

@@ -23,8 +23,9 @@ const (
 
 // ContentKey finds the stored file behind GET /v1/videos/{id}/content for the owning key:
 // the result video's blob key. A task of another key or an unknown id is the same 404 as
-// Get; a task not completed, a deleted result and a thumbnail (the service makes none) are
-// refusals that say so.
+// Get; a task not completed, a deleted result and a spritesheet (the service makes none) are
+// refusals that say so. A task completed before thumbnails were made gets its thumbnail made
+// on the first variant=thumbnail.
 func (s *Service) ContentKey(ctx context.Context, c keys.Caller, id, variant string) (string, error) {
 	switch variant {
 	case "", VariantVideo, VariantThumbnail, VariantSpritesheet:
@@ -46,8 +47,8 @@ func (s *Service) ContentKey(ctx context.Context, c keys.Caller, id, variant str
 	case variant == VariantThumbnail && r.ThumbnailKey != "":
 		return r.ThumbnailKey, nil
 	case variant == VariantThumbnail:
-		return "", &apierr.Error{Kind: apierr.KindNotFound, Code: "thumbnail_not_available",
-			Message: "thumbnail not available: no thumbnail was made for this video. Use variant=video."}
+		// Completed before thumbnails were made: made now, once, from the stored video.
+		return s.lateThumbnail(ctx, t, r)
 	case variant == VariantSpritesheet:
 		return "", &apierr.Error{Kind: apierr.KindNotFound, Code: "spritesheet_not_available",
 			Message: "spritesheet not available: this service stores no spritesheet of a video. Use variant=video."}
@@ -86,7 +87,8 @@ func (s *Service) Delete(ctx context.Context, c keys.Caller, id string) error {
 	if s.Blobs == nil {
 		return nil
 	}
-	for _, k := range []string{r.VideoKey, r.ThumbnailKey, r.LastFrameKey} {
+	// ThumbnailKey(id): where a thumbnail made after completion is (lateThumbnail).
+	for _, k := range []string{r.VideoKey, r.ThumbnailKey, r.LastFrameKey, ThumbnailKey(id)} {
 		if k == "" {
 			continue
 		}

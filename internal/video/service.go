@@ -74,6 +74,14 @@ type Service struct {
 	// MeasureTimeout bounds the measuring of a request's input videos, all of them together,
 	// including any wait for a probe slot (0: 20 s).
 	MeasureTimeout time.Duration
+	// FirstFrame writes a video's first frame as a JPEG (ffmpeg.Tools.FirstFrameJPG): it
+	// makes the thumbnail of a task completed before thumbnails were made, on its first
+	// variant=thumbnail (nil: such a task has none).
+	FirstFrame func(ctx context.Context, video, out string) error
+	// ThumbnailTimeout bounds making one such thumbnail (0: DefaultThumbnailTimeout).
+	ThumbnailTimeout time.Duration
+
+	thumbs thumbnails
 }
 
 func (s *Service) now() time.Time {

@@ -1,6 +1,7 @@
 // The official OpenAI Node SDK (the exact version in package.json) as a real client of a
 // started mediagen: create, poll (createAndPoll when the SDK has it, else retrieve), retrieve,
-// list with auto-pagination, downloadContent to a file and delete twice. It prints one JSON
+// list with auto-pagination, downloadContent to a file, delete twice, and a create repeated
+// with one Idempotency-Key. It prints one JSON
 // object with what the SDK returned; cmd/mediagen's TestOpenAINodeSDK checks it.
 //
 // usage: BASE_URL=http://127.0.0.1:PORT/v1 API_KEY=... node videos.mjs OUTPUT_DIR
@@ -59,5 +60,12 @@ out.deleted = await client.videos.delete(created.id);
 out.deleted_again = await client.videos.delete(created.id).catch(apiError);
 out.after_delete = await client.videos.retrieve(created.id);
 out.content_after_delete = await client.videos.downloadContent(created.id).then((r) => ({ status: r.status }), apiError);
+
+// The Idempotency-Key header (a request option of the SDK): the same create twice is one
+// task; the same key with another prompt is a 409 naming the header.
+const idem = { headers: { 'Idempotency-Key': 'node-sdk-retry-1' } };
+const once = { model: 'demo-video-fast', prompt: 'a lighthouse', seconds: '4', size: '1280x720' };
+out.idempotent = [(await client.videos.create(once, idem)).id, (await client.videos.create(once, idem)).id];
+out.idempotency_conflict = await client.videos.create({ ...once, prompt: 'another lighthouse' }, idem).then((v) => ({ id: v.id }), apiError);
 
 console.log(JSON.stringify(out));
