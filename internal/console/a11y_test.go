@@ -24,6 +24,13 @@ type renderedPage struct {
 	page
 }
 
+// consoleFixture is a console with data, signed in: its address, the secret that signs in
+// and its pages as rendered.
+type consoleFixture struct {
+	base, secret string
+	pages        []renderedPage
+}
+
 // withLinks gives the tenant env a console that links results like the tasks env's.
 func withLinks(t *testing.T, e *tenantEnv, c *TenantConfig) {
 	c.Links = fakeLinks{}
@@ -32,7 +39,7 @@ func withLinks(t *testing.T, e *tenantEnv, c *TenantConfig) {
 
 // tenantPagesWithData renders every page of the tenant console: tasks of each state, assets,
 // usage, each create form, a preview, a form with errors, the error page and sign-in.
-func tenantPagesWithData(t *testing.T) []renderedPage {
+func tenantPagesWithData(t *testing.T) consoleFixture {
 	t.Helper()
 	e := newTenantEnv(t, withAssets, withLinks)
 	te := &tasksEnv{e}
@@ -73,12 +80,12 @@ func tenantPagesWithData(t *testing.T) []renderedPage {
 	out = append(out, renderedPage{name: "create preview", path: "/console/create/preview", tab: "/console/create", page: b.post("/console/create/preview", form)})
 	out = append(out, renderedPage{name: "create invalid", path: "/console/create/preview", tab: "/console/create",
 		page: b.post("/console/create/preview", with(form, "prompt", "", "duration", "999"))})
-	return out
+	return consoleFixture{base: e.ts.URL, secret: e.key, pages: out}
 }
 
 // operatorPagesWithData renders every page of the operator console as an owner: overview,
 // tenants, audit, keys and each key write's form and confirmation, tasks and a task.
-func operatorPagesWithData(t *testing.T) []renderedPage {
+func operatorPagesWithData(t *testing.T) consoleFixture {
 	t.Helper()
 	e := newOpEnv(t, func(c *OperatorConfig) { c.Links = fakeLinks{}; c.MediaOrigins = []string{"https://media.example"} })
 	k := e.newKey(t, 10_000_000)
@@ -118,16 +125,16 @@ func operatorPagesWithData(t *testing.T) []renderedPage {
 	f = with(b.openForm("/console/keys/"+k.ID+"/credit"), "amount", "5", "note", "goodwill")
 	out = append(out, renderedPage{name: "key credit confirm", path: "/console/keys/" + k.ID + "/credit/confirm", tab: "/console/keys",
 		page: b.post("/console/keys/"+k.ID+"/credit/confirm", f)})
-	return out
+	return consoleFixture{base: e.ts.URL, secret: e.owner, pages: out}
 }
 
 func TestEveryConsolePageIsLabelledAndClean(t *testing.T) {
 	for _, console := range []struct {
 		name  string
-		pages func(t *testing.T) []renderedPage
+		pages func(t *testing.T) consoleFixture
 	}{{"tenant", tenantPagesWithData}, {"operator", operatorPagesWithData}} {
 		t.Run(console.name, func(t *testing.T) {
-			for _, p := range console.pages(t) {
+			for _, p := range console.pages(t).pages {
 				t.Run(p.name, func(t *testing.T) {
 					if p.status >= 500 || !strings.Contains(p.header.Get("Content-Type"), "text/html") {
 						t.Fatalf("%s: %d %s\n%s", p.path, p.status, p.header.Get("Content-Type"), p.body)
