@@ -173,6 +173,7 @@ func pageProblems(body string) []string {
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	labelFor := map[string]bool{}
 	ids := map[string]int{}
+	var refs [][2]string // attribute, id it names
 	var controls []*html.Node
 	lastHeading := 0
 	var walk func(n *html.Node, inLabel bool)
@@ -183,6 +184,11 @@ func pageProblems(body string) []string {
 			}
 			if id := attr(n, "id"); id != "" {
 				ids[id]++
+			}
+			for _, a := range []string{"aria-describedby", "aria-labelledby", "data-copy"} {
+				for _, ref := range strings.Fields(attr(n, a)) {
+					refs = append(refs, [2]string{a, ref})
+				}
 			}
 			switch n.DataAtom {
 			case atom.Label:
@@ -247,6 +253,14 @@ func pageProblems(body string) []string {
 			add("<%s name=%q> has no id for a label", c.Data, attr(c, "name"))
 		case !labelFor[id]:
 			add("<%s id=%q> has no <label for>", c.Data, id)
+		}
+	}
+	for f := range labelFor {
+		refs = append(refs, [2]string{"label for", f})
+	}
+	for _, r := range refs {
+		if ids[r[1]] == 0 {
+			add("%s=%q names no element", r[0], r[1])
 		}
 	}
 	for id, n := range ids {
@@ -373,6 +387,8 @@ func TestPageProblemsFindsEachKindOfFault(t *testing.T) {
 		{"post form without csrf", `<form method="post" action="/console/x"><button>Go</button></form>`, `lacks the csrf field`},
 		{"duplicate id", `<p id="x">a</p><p id="x">b</p>`, `used 2 times`},
 		{"empty badge", `<span class="badge failed"></span>`, `badge without text`},
+		{"dangling describedby", `<label for="a">A</label><input id="a" aria-describedby="a-error">`, `aria-describedby="a-error" names no element`},
+		{"dangling label", `<label for="b">B</label>`, `label for="b" names no element`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
