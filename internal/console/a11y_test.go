@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,6 +53,19 @@ func tenantPagesWithData(t *testing.T) consoleFixture {
 	failed := te.create(t, e.keyID, fastBody)
 	te.advance(t, store.Advance{ID: failed.ID, Status: store.StatusFailed, Step: "done", Attempt: 1, ErrorCode: "video_generation_failed",
 		ErrorMessage: "The video could not be generated.", FinishedAt: e.clock.Now()})
+	ctx := context.Background()
+	now := e.clock.Now()
+	if err := e.st.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateSpeech(ctx, store.Speech{ID: "speech_done", KeyID: e.keyID, TenantID: "demo", Model: "demo-speech",
+			Status: store.SpeechPending, PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: 50_000,
+			AttemptToken: "tok", AttemptUntil: now.Add(time.Minute), CreatedAt: now, UpdatedAt: now}); err != nil {
+			return err
+		}
+		return tx.FinishSpeech(ctx, store.SpeechFinish{ID: "speech_done", Token: "tok", Status: store.SpeechCompleted, Charged: 30_000, FinishedAt: now,
+			Result: []byte(`{"audio_key":"speech/speech_done.mp3","content_type":"audio/mpeg","bytes":1000,"duration_us":2500000,"original_duration_us":2500000}`)})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	seedGroup(t, e, "grp_brand", "demo", store.LibraryVirtual, store.GroupOriginTenant, "Brand assets")
 	seedAsset(t, e, "asset_logo", "demo", "grp_brand", store.LibraryVirtual, asset.TypeImage, "logo.png", true)
 	seedAsset(t, e, "asset_clip", "demo", "grp_brand", store.LibraryVirtual, asset.TypeVideo, "clip.mp4", false)
@@ -65,6 +79,8 @@ func tenantPagesWithData(t *testing.T) consoleFixture {
 		{"task completed", "/console/tasks/" + done.ID, "/console/"},
 		{"task running", "/console/tasks/" + running.ID, "/console/"},
 		{"task failed", "/console/tasks/" + failed.ID, "/console/"},
+		{"speech list", "/console/?kind=speech", "/console/"},
+		{"speech completed", "/console/speech/speech_done", "/console/"},
 		{"usage", "/console/usage", "/console/usage"},
 		{"assets", "/console/assets", "/console/assets"},
 		{"create", "/console/create", "/console/create"},
@@ -93,6 +109,7 @@ func operatorPagesWithData(t *testing.T) consoleFixture {
 	e.addTask(t, k.ID, "video_fail", store.StatusFailed, now.Add(-2*time.Minute))
 	e.addTask(t, k.ID, "video_done", store.StatusInProgress, now.Add(-time.Minute))
 	e.completeTask(t, "video_done", `{"video_key":"videos/video_done.mp4","thumbnail_key":"thumbs/video_done.jpg","duration":5,"fps":24,"width":1280,"height":720}`)
+	e.addSpeech(t, k.ID, "speech_done", true)
 	b := newBrowser(t, e.ts.URL)
 	out := []renderedPage{{name: "sign-in", path: "/console/signin", page: b.get("/console/signin")}}
 	b.signIn(e.owner)
@@ -110,6 +127,7 @@ func operatorPagesWithData(t *testing.T) consoleFixture {
 		{"tasks bad id", "/console/tasks?q=nothing", "/console/tasks"},
 		{"task failed", "/console/tasks/video_fail", "/console/tasks"},
 		{"task completed", "/console/tasks/video_done", "/console/tasks"},
+		{"speech completed", "/console/speech/speech_done", "/console/tasks"},
 		{"not found", "/console/nope", ""},
 	}
 	for _, action := range []string{"update", "rotate", "revoke", "credit", "debit"} {

@@ -79,3 +79,41 @@ func TestOperatorTaskPageWithoutALinkerShowsNoResult(t *testing.T) {
 		t.Errorf("task page without links: %d, has a video: %v", p.status, strings.Contains(p.body, "<video"))
 	}
 }
+
+// addSpeech stores a speech record of key k, completed with an audio file when done.
+func (e *opEnv) addSpeech(t *testing.T, keyID, id string, done bool) {
+	t.Helper()
+	ctx := context.Background()
+	now := e.clock.Now()
+	sp := store.Speech{ID: id, KeyID: keyID, TenantID: "demo", Model: "voice", Status: store.SpeechPending, PayloadHash: []byte(id),
+		Request: []byte(`{"upstream":"tts-main","upstream_model":"tts-1"}`), Pricing: []byte(`{}`), Reserved: 10,
+		AttemptToken: "attempt_1", AttemptUntil: now.Add(time.Minute), CreatedAt: now, UpdatedAt: now}
+	err := e.st.Transact(ctx, func(tx store.Tx) error {
+		if err := tx.CreateSpeech(ctx, sp); err != nil || !done {
+			return err
+		}
+		return tx.FinishSpeech(ctx, store.SpeechFinish{ID: id, Token: "attempt_1", Status: store.SpeechCompleted, Charged: 5, FinishedAt: now,
+			Result: []byte(`{"audio_key":"speech/` + id + `.mp3","content_type":"audio/mpeg","bytes":1000,"duration_us":2500000,"original_duration_us":2500000}`)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOperatorSpeechPagePlaysACompletedRecordsAudio(t *testing.T) {
+	e := newOpEnv(t, func(c *OperatorConfig) { c.Links = fakeLinks{} })
+	k := e.newKey(t, 10_000_000)
+	e.addSpeech(t, k.ID, "speech_done", true)
+	e.addSpeech(t, k.ID, "speech_pending", false)
+	b := e.browser(t, e.viewer)
+	src := "https://media.example/signed/speech/speech_done.mp3?sig=abc"
+	p := b.get("/console/speech/speech_done")
+	for _, want := range []string{`<audio controls`, `src="` + src + `"`, `<a href="` + src + `" download>Download</a>`} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("completed speech page lacks %q\n%s", want, p.body)
+		}
+	}
+	if p := b.get("/console/speech/speech_pending"); p.status != http.StatusOK || strings.Contains(p.body, "<audio") {
+		t.Errorf("pending speech page: %d, has audio: %v", p.status, strings.Contains(p.body, "<audio"))
+	}
+}

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"mediagen/internal/admin"
 	"mediagen/internal/apierr"
+	"mediagen/internal/speech"
 	"mediagen/internal/store"
 )
 
@@ -142,6 +145,12 @@ func (o *Operator) taskPage(w http.ResponseWriter, r *http.Request, s *Session) 
 type opSpeechPage struct {
 	Speech   admin.SpeechDetail
 	Internal bool
+	Audio    string // a fresh link to the completed record's audio ("" when none)
+}
+
+// speechReader is the store's read of one speech record (admin.SupportStore has it).
+type speechReader interface {
+	Speech(ctx context.Context, id string) (store.Speech, error)
 }
 
 func (o *Operator) speechPage(w http.ResponseWriter, r *http.Request, s *Session) error {
@@ -149,7 +158,18 @@ func (o *Operator) speechPage(w http.ResponseWriter, r *http.Request, s *Session
 	if err != nil {
 		return err
 	}
-	o.Render(w, r, s, "op_tasks_speech", "Speech "+d.ID, opSpeechPage{Speech: d, Internal: s.Can(admin.RoleOperator)})
+	p := opSpeechPage{Speech: d, Internal: s.Can(admin.RoleOperator)}
+	if sr, ok := o.cfg.Admin.Store().(speechReader); ok && o.cfg.Links != nil && d.Status == store.SpeechCompleted {
+		sp, err := sr.Speech(r.Context(), d.ID)
+		if err != nil {
+			return fmt.Errorf("console: result of %s: %w", d.ID, err)
+		}
+		var res speech.Result
+		if err := jsonv2.Unmarshal(sp.Result, &res); err == nil && res.AudioKey != "" {
+			p.Audio = o.cfg.Links.Link(res.AudioKey)
+		}
+	}
+	o.Render(w, r, s, "op_tasks_speech", "Speech "+d.ID, p)
 	return nil
 }
 
