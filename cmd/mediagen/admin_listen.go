@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"mediagen/internal/console"
 	"mediagen/internal/httpapi"
 	"mediagen/internal/netlimit"
+	"mediagen/internal/video"
 )
 
 // Timeouts of the admin listener. Its bodies are a few hundred bytes and its answers small
@@ -33,7 +35,16 @@ func (m *Main) startAdmin() error {
 	svc := opadmin.New(opadmin.Config{Store: m.db, Catalog: m.cat, Registerer: m.reg})
 	srv := adminapi.New(adminapi.Config{Service: svc, Logger: m.log, Registerer: m.reg})
 	m.adminRoutes(srv)
-	op, err := console.NewOperator(console.OperatorConfig{Common: m.consoleCommon(), Admin: svc, Upstreams: m.upstreamHealth()})
+	common := m.consoleCommon()
+	if m.blobFS != nil {
+		// The disk store's result links are on the public address, another origin than this
+		// listener's: the operator's task page plays results from there.
+		if u, err := url.Parse(m.Config.PublicURL); err == nil && u.Host != "" {
+			common.MediaOrigins = append(append([]string(nil), common.MediaOrigins...), u.Scheme+"://"+u.Host)
+		}
+	}
+	op, err := console.NewOperator(console.OperatorConfig{Common: common, Admin: svc, Upstreams: m.upstreamHealth(),
+		Links: video.BlobLinker{Blobs: m.blobs, TTL: m.Config.LinkTTL}})
 	if err != nil {
 		return fmt.Errorf("operator console: %w", err)
 	}

@@ -46,7 +46,10 @@ type opEnv struct {
 	ownerID, operID     string
 }
 
-func newOpEnv(t *testing.T) *opEnv {
+// opOption adjusts an operator env's console config before the console is built.
+type opOption func(c *OperatorConfig)
+
+func newOpEnv(t *testing.T, opts ...opOption) *opEnv {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
@@ -56,7 +59,11 @@ func newOpEnv(t *testing.T) *opEnv {
 	cat := catalog.Demo()
 	c := &clock{now: time.Now().UTC()}
 	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now})
-	op, err := NewOperator(OperatorConfig{Common: Common{Sessions: st, Now: c.Now}, Admin: svc})
+	cfg := OperatorConfig{Common: Common{Sessions: st, Now: c.Now}, Admin: svc}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	op, err := NewOperator(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,19 @@
 package console
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"mediagen/internal/admin"
 	"mediagen/internal/apierr"
+	"mediagen/internal/speech"
+	"mediagen/internal/store"
 )
 
 // The operator console's Tasks search (issue 27): the support lookup by a public id (a task,
@@ -108,6 +114,13 @@ func parseWhen(s string, end bool, field string, errs fieldErrs) time.Time {
 type opTaskPage struct {
 	Task     admin.TaskDetail
 	Internal bool // the session may read the internal error
+	// Result is the completed task's result as the tenant's page plays it (zero: none).
+	Result playable
+}
+
+// taskReader is the store's read of one task (admin.SupportStore has it; the SQL stores do).
+type taskReader interface {
+	Task(ctx context.Context, id string) (store.Task, error)
 }
 
 func (o *Operator) taskPage(w http.ResponseWriter, r *http.Request, s *Session) error {
@@ -115,13 +128,29 @@ func (o *Operator) taskPage(w http.ResponseWriter, r *http.Request, s *Session) 
 	if err != nil {
 		return err
 	}
-	o.Render(w, r, s, "op_task", "Task "+d.ID, opTaskPage{Task: d, Internal: s.Can(admin.RoleOperator)})
+	p := opTaskPage{Task: d, Internal: s.Can(admin.RoleOperator)}
+	// admin.TaskDetail (the admin API's JSON) carries no result: the page reads the task's
+	// result from the store, after admin.Task has checked the role and that the task exists.
+	if tr, ok := o.cfg.Admin.Store().(taskReader); ok && o.cfg.Links != nil && d.Status == store.StatusCompleted {
+		task, err := tr.Task(r.Context(), d.ID)
+		if err != nil {
+			return fmt.Errorf("console: result of %s: %w", d.ID, err)
+		}
+		p.Result = playableOf(task, o.cfg.Links)
+	}
+	o.Render(w, r, s, "op_task", "Task "+d.ID, p)
 	return nil
 }
 
 type opSpeechPage struct {
 	Speech   admin.SpeechDetail
 	Internal bool
+	Audio    string // a fresh link to the completed record's audio ("" when none)
+}
+
+// speechReader is the store's read of one speech record (admin.SupportStore has it).
+type speechReader interface {
+	Speech(ctx context.Context, id string) (store.Speech, error)
 }
 
 func (o *Operator) speechPage(w http.ResponseWriter, r *http.Request, s *Session) error {
@@ -129,7 +158,18 @@ func (o *Operator) speechPage(w http.ResponseWriter, r *http.Request, s *Session
 	if err != nil {
 		return err
 	}
-	o.Render(w, r, s, "op_tasks_speech", "Speech "+d.ID, opSpeechPage{Speech: d, Internal: s.Can(admin.RoleOperator)})
+	p := opSpeechPage{Speech: d, Internal: s.Can(admin.RoleOperator)}
+	if sr, ok := o.cfg.Admin.Store().(speechReader); ok && o.cfg.Links != nil && d.Status == store.SpeechCompleted {
+		sp, err := sr.Speech(r.Context(), d.ID)
+		if err != nil {
+			return fmt.Errorf("console: result of %s: %w", d.ID, err)
+		}
+		var res speech.Result
+		if err := jsonv2.Unmarshal(sp.Result, &res); err == nil && res.AudioKey != "" {
+			p.Audio = o.cfg.Links.Link(res.AudioKey)
+		}
+	}
+	o.Render(w, r, s, "op_tasks_speech", "Speech "+d.ID, p)
 	return nil
 }
 

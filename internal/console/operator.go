@@ -8,6 +8,7 @@ import (
 
 	"mediagen/internal/admin"
 	"mediagen/internal/apierr"
+	"mediagen/internal/video"
 )
 
 // OperatorConfig is what the operator console needs: the admin API's own service.
@@ -17,6 +18,9 @@ type OperatorConfig struct {
 	// Upstreams, when set, reads this process's figures of the upstream accounts (calls,
 	// errors, waits, broken state) for the overview; cmd/mediagen reads its metrics.
 	Upstreams func(ctx context.Context) ([]UpstreamHealth, error)
+	// Links mints the signed links a completed task's result is played from on its page
+	// (nil: the page shows no result).
+	Links video.Linker
 }
 
 // Operator is the operator console, served on the admin listener under /console/.

@@ -37,6 +37,26 @@ func (v view) CSRF() string {
 // Operator tells the templates which console they draw.
 func (v view) Operator() bool { return v.Kind == KindOperator }
 
+// NavCurrent is the aria-current of the main nav's link to href: "page" on that very page,
+// "true" on a page under it (a task under Tasks, the create preview under Create, a key or
+// key form under Keys), "" elsewhere.
+func (v view) NavCurrent(href string) string {
+	switch {
+	case v.Path == href:
+		return "page"
+	case href == "/console/":
+		// The tenant's Tasks tab is the root; its records' pages are under it.
+		if v.Kind == KindTenant && (strings.HasPrefix(v.Path, "/console/tasks/") || strings.HasPrefix(v.Path, "/console/speech/")) {
+			return "true"
+		}
+		return ""
+	case strings.HasPrefix(v.Path, href+"/"),
+		href == "/console/tasks" && v.Kind == KindOperator && strings.HasPrefix(v.Path, "/console/speech/"):
+		return "true"
+	}
+	return ""
+}
+
 // Can is Session.Can for templates: {{if .Can "operator"}}…{{end}}.
 func (v view) Can(role string) bool { return v.Session.Can(admin.Role(role)) }
 

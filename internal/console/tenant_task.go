@@ -93,21 +93,9 @@ func (t *Tenant) task(w http.ResponseWriter, r *http.Request, s *Session) error 
 	if err != nil {
 		return fmt.Errorf("console: events of %s: %w", task.ID, err)
 	}
-	p := taskPage{Task: taskRow{task}, View: video.View(task, t.cfg.Links), Events: timeline(events),
-		Currency: s.Caller.Tenant.Currency}
-	if md := p.View.Metadata; md != nil {
-		p.Result = md.URL
-		if p.Result == "" {
-			p.Result = md.VideoURL
-		}
-	}
-	p.Deleted = p.View.DeletedAt != 0
-	if p.Result != "" && t.cfg.Links != nil {
-		var res video.Result
-		if err := jsonv2.Unmarshal(task.Result, &res); err == nil && res.ThumbnailKey != "" && res.DeletedAt == 0 {
-			p.Poster = t.cfg.Links.Link(res.ThumbnailKey)
-		}
-	}
+	pl := playableOf(task, t.cfg.Links)
+	p := taskPage{Task: taskRow{task}, View: pl.View, Events: timeline(events), Currency: s.Caller.Tenant.Currency,
+		Result: pl.Result, Poster: pl.Poster, Deleted: pl.Deleted}
 	t.Render(w, r, s, "tenant_task", "Task "+task.ID, p)
 	return nil
 }
