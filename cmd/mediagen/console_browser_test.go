@@ -271,7 +271,7 @@ func (f *consoleFlow) operatorKeyLifecycle(t *testing.T) {
 	c.fill("name", "browser-made")
 	c.fill("credit", "25.00")
 	c.submitWithEnter("credit")
-	c.mustShow(`Create a key named "browser-made" for tenant "demo".`, "Credit it 25 ")
+	c.mustShow(`Create a key named "browser-made" for tenant "demo".`, "Credit it 25.00 ")
 	c.click(`form.card button[type=submit]`)
 	secret := c.textOf("#secret")
 	if !strings.HasPrefix(secret, "mg_") {
