@@ -68,10 +68,10 @@ func (o *Operator) audit(w http.ResponseWriter, r *http.Request, s *Session) err
 	}
 	var err error
 	if f.Since, err = parseFilterTime(p.Form.Since, false); err != nil {
-		p.Errors["since"] = "Since " + err.Error()
+		p.Errors["since"] = "Since " + err.Error() + "."
 	}
 	if f.Until, err = parseFilterTime(p.Form.Until, true); err != nil {
-		p.Errors["until"] = "Until " + err.Error()
+		p.Errors["until"] = "Until " + err.Error() + "."
 	}
 	p.Paged = f.Cursor != ""
 	if len(p.Errors) == 0 {
@@ -128,7 +128,7 @@ func parseFilterTime(s string, end bool) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, errors.New("must be a date (2026-11-01) or a UTC time (2026-11-01T13:05).")
+	return time.Time{}, errors.New("must be a date (2026-11-01) or a UTC time (2026-11-01T13:05)")
 }
 
 // indentJSON shows a JSON value indented ("" for none); the template escapes it.
