@@ -83,6 +83,9 @@ type Tasks struct {
 	// Excess counts the upstream excess settled (may be nil: logged only).
 	Excess *billing.ExcessMetrics
 	Now    func() time.Time // nil: time.Now
+	// Accounts looks up the upstream account a task ran on, for the operator's cost stored
+	// at settlement (billing.WithTaskCost; nil: every cost unknown).
+	Accounts billing.Accounts
 }
 
 // gaveUpMessage is the failure of a task whose step kept failing.
@@ -275,7 +278,7 @@ func (h *Tasks) final(c store.TaskRun, o Outcome, attempt int) jobs.Outcome {
 			}
 			settled := c.Task
 			settled.Status, settled.Charged, settled.Result, settled.FinishedAt = f.Status, charge, f.Result, now
-			over, err := billing.SettleUsage(ctx, tx, c.ID, billing.TaskUsage(settled), now)
+			over, err := billing.SettleUsage(ctx, tx, c.ID, billing.WithTaskCost(billing.TaskUsage(settled), settled, h.Accounts), now)
 			if err != nil {
 				return err
 			}
