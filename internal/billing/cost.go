@@ -14,20 +14,27 @@ import (
 // in force then) and what the upstream reported: completion tokens × per_million_tokens when
 // the account prices tokens and the upstream reported some, else the output's measured
 // seconds × per_second at the resolution it generated (a production task's generation
-// resolution, else the output's); for speech, the characters spoken × per_character. A record
-// that failed or expired produced nothing billable: its cost is 0 where the account has a
-// cost block. Whatever the block leaves out is unknown, never 0: the cost's currency is then
-// "" and reports show it as unknown.
+// resolution, a native request's resolution, an enhancement's band); for speech, the
+// characters spoken × per_character. A record that failed or expired produced nothing
+// billable: its cost is 0 where the account has a cost block. Whatever the block leaves out
+// is unknown, never 0: the cost's currency is then "" and reports show it as unknown.
 
 // Accounts looks up an upstream account by name (catalog.Holder.Upstream).
 type Accounts func(name string) (catalog.UpstreamAccount, bool)
 
 // WithTaskCost adds to a terminal task's usage d the operator's cost of t on the account it
-// ran on.
-func WithTaskCost(d store.UsageDelta, t store.Task, accounts Accounts) store.UsageDelta {
+// ran on. reported is the completion tokens the upstream reported (0: none, then the result's
+// are used): what the upstream bills, which may differ from the tokens billed to the tenant
+// (bounded by the measured video, docs/billing.md).
+func WithTaskCost(d store.UsageDelta, t store.Task, reported int64, accounts Accounts) store.UsageDelta {
 	var req struct {
 		Upstream    string `json:"upstream"`
 		GenerateRes string `json:"generate_resolution"`
+		Request     struct {
+			Native *struct {
+				Resolution string `json:"Resolution"`
+			} `json:"Native"`
+		} `json:"request"`
 	}
 	_ = json.Unmarshal(t.Request, &req)
 	d.CostAccount = req.Upstream
@@ -44,18 +51,32 @@ func WithTaskCost(d store.UsageDelta, t store.Task, accounts Accounts) store.Usa
 	}
 	var res struct {
 		Duration         float64 `json:"duration"`
-		Resolution       string  `json:"resolution"`
 		CompletionTokens int64   `json:"completion_tokens"`
 	}
 	if json.Unmarshal(t.Result, &res) != nil {
 		return d
 	}
-	if rate, ok := cost.TokenRate(); ok && res.CompletionTokens > 0 {
-		return withCost(d, cost.Currency, func() (money.Micros, error) { return TokenCost(rate, res.CompletionTokens) })
+	tokens := res.CompletionTokens
+	if reported > 0 {
+		tokens = reported
 	}
-	resolution := res.Resolution
-	if req.GenerateRes != "" {
+	if rate, ok := cost.TokenRate(); ok && tokens > 0 {
+		return withCost(d, cost.Currency, func() (money.Micros, error) { return TokenCost(rate, tokens) })
+	}
+	// The resolution the account generated at: production's generation half's, a native
+	// request's, an enhancement's billing band.
+	var resolution string
+	switch {
+	case req.GenerateRes != "":
 		resolution = req.GenerateRes
+	case req.Request.Native != nil:
+		resolution = req.Request.Native.Resolution
+	default:
+		var q struct {
+			Band string `json:"band"`
+		}
+		_ = json.Unmarshal(t.Pricing, &q)
+		resolution = q.Band
 	}
 	if rate, ok := cost.SecondRate(resolution); ok {
 		return withCost(d, cost.Currency, func() (money.Micros, error) { return SecondsCost(rate, SecondsToMicros(res.Duration)) })

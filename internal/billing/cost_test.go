@@ -25,29 +25,40 @@ func testAccounts(name string) (catalog.UpstreamAccount, bool) {
 
 func TestTaskCostByUnitAndResolution(t *testing.T) {
 	t.Parallel()
+	native := func(account, res string) string {
+		return `{"upstream":"` + account + `","request":{"Native":{"Resolution":"` + res + `"}}}`
+	}
 	tests := []struct {
-		name, request, status, result string
-		accounts                      Accounts
-		wantCurrency                  string
-		want                          money.Micros
+		name, request, pricing, status, result string
+		reported                               int64
+		accounts                               Accounts
+		wantCurrency                           string
+		want                                   money.Micros
 	}{
-		{"reported tokens priced per million", `{"upstream":"ark"}`, store.StatusCompleted, `{"duration":5.042,"resolution":"1080p","completion_tokens":108900}`, testAccounts, "USD", 98_010},
-		{"no tokens: seconds at the output resolution", `{"upstream":"ark"}`, store.StatusCompleted, `{"duration":5.042,"resolution":"480p"}`, testAccounts, "USD", 50_420},
-		{"1080p seconds", `{"upstream":"ark"}`, store.StatusCompleted, `{"duration":2.5,"resolution":"1080p"}`, testAccounts, "USD", 100_000},
-		{"production: the generation resolution", `{"upstream":"ark","generate_resolution":"720p"}`, store.StatusCompleted, `{"duration":10,"resolution":"4k"}`, testAccounts, "USD", 200_000},
-		{"an account without tokens uses seconds even when tokens are reported", `{"upstream":"oai"}`, store.StatusCompleted, `{"duration":8,"resolution":"720p","completion_tokens":5}`, testAccounts, "EUR", 800_000},
-		{"an unpriced resolution is unknown", `{"upstream":"oai"}`, store.StatusCompleted, `{"duration":8,"resolution":"1080p"}`, testAccounts, "", 0},
-		{"an account without a cost block is unknown", `{"upstream":"sandbox"}`, store.StatusCompleted, `{"duration":8,"resolution":"720p"}`, testAccounts, "", 0},
-		{"an unknown account is unknown", `{"upstream":"gone"}`, store.StatusCompleted, `{"duration":8,"resolution":"720p"}`, testAccounts, "", 0},
-		{"no catalog: unknown", `{"upstream":"ark"}`, store.StatusCompleted, `{"duration":8,"resolution":"720p"}`, nil, "", 0},
-		{"a failed task costs 0 on a priced account", `{"upstream":"ark"}`, store.StatusFailed, ``, testAccounts, "USD", 0},
-		{"an expired task on an unpriced account is unknown", `{"upstream":"sandbox"}`, store.StatusExpired, ``, testAccounts, "", 0},
+		{"reported tokens priced per million", native("ark", "1080p"), ``, store.StatusCompleted, `{"duration":5.042,"completion_tokens":108900}`, 0, testAccounts, "USD", 98_010},
+		{"the tokens the upstream reported, not the tokens billed", native("ark", "1080p"), ``, store.StatusCompleted, `{"duration":5.042,"completion_tokens":108900}`, 100000, testAccounts, "USD", 90_000},
+		{"no tokens: seconds at the requested resolution", native("ark", "480p"), ``, store.StatusCompleted, `{"duration":5.042}`, 0, testAccounts, "USD", 50_420},
+		{"1080p seconds", native("ark", "1080p"), ``, store.StatusCompleted, `{"duration":2.5}`, 0, testAccounts, "USD", 100_000},
+		{"production: the generation resolution", `{"upstream":"ark","generate_resolution":"720p"}`, ``, store.StatusCompleted, `{"duration":10}`, 0, testAccounts, "USD", 200_000},
+		{"production: the generation half's reported tokens", `{"upstream":"ark","generate_resolution":"720p"}`, ``, store.StatusCompleted, `{"duration":10}`, 1000000, testAccounts, "USD", 900_000},
+		{"enhancement: the band", `{"upstream":"ark"}`, `{"route":"enhancement","band":"480p"}`, store.StatusCompleted, `{"duration":3,"resolution":"854x480"}`, 0, testAccounts, "USD", 30_000},
+		{"an account without tokens uses seconds even when tokens are reported", native("oai", "720p"), ``, store.StatusCompleted, `{"duration":8,"completion_tokens":5}`, 0, testAccounts, "EUR", 800_000},
+		{"an unpriced resolution is unknown", native("oai", "1080p"), ``, store.StatusCompleted, `{"duration":8}`, 0, testAccounts, "", 0},
+		{"an account without a cost block is unknown", native("sandbox", "720p"), ``, store.StatusCompleted, `{"duration":8}`, 0, testAccounts, "", 0},
+		{"an unknown account is unknown", native("gone", "720p"), ``, store.StatusCompleted, `{"duration":8}`, 0, testAccounts, "", 0},
+		{"no catalog: unknown", native("ark", "720p"), ``, store.StatusCompleted, `{"duration":8}`, 0, nil, "", 0},
+		{"a failed task costs 0 on a priced account", native("ark", "720p"), ``, store.StatusFailed, ``, 0, testAccounts, "USD", 0},
+		{"an expired task on an unpriced account is unknown", native("sandbox", "720p"), ``, store.StatusExpired, ``, 0, testAccounts, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			task := store.Task{ID: "vid_1", Route: "native", Status: tt.status, Request: []byte(tt.request), Result: []byte(tt.result), Pricing: []byte(`{"currency":"USD"}`)}
-			d := WithTaskCost(TaskUsage(task), task, tt.accounts)
+			pricing := tt.pricing
+			if pricing == "" {
+				pricing = `{"currency":"USD"}`
+			}
+			task := store.Task{ID: "vid_1", Route: "native", Status: tt.status, Request: []byte(tt.request), Result: []byte(tt.result), Pricing: []byte(pricing)}
+			d := WithTaskCost(TaskUsage(task), task, tt.reported, tt.accounts)
 			if d.CostCurrency != tt.wantCurrency || d.Cost != tt.want {
 				t.Errorf("cost %s %q, want %s %q", d.Cost, d.CostCurrency, tt.want, tt.wantCurrency)
 			}

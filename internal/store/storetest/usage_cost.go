@@ -48,17 +48,17 @@ func testUsageCostStoredAndRolledUp(t *testing.T, s store.Store) {
 		charged                        money.Micros
 	}{
 		// 108,900 tokens × 0.9 per million = 0.09801
-		{"native", `{"upstream":"ark-cn"}`, store.StatusCompleted, `{"duration":5.042,"resolution":"720p","completion_tokens":108900}`, 200_000},
+		{"native", `{"upstream":"ark-cn","request":{"Native":{"Resolution":"720p"}}}`, store.StatusCompleted, `{"duration":5.042,"completion_tokens":108900}`, 200_000},
 		// no tokens: 4 s at 720p × 0.1 = 0.4
-		{"native", `{"upstream":"oai"}`, store.StatusCompleted, `{"duration":4,"resolution":"720p"}`, 500_000},
+		{"native", `{"upstream":"oai","request":{"Native":{"Resolution":"720p"}}}`, store.StatusCompleted, `{"duration":4}`, 500_000},
 		// production: the generation resolution (720p) prices it, not the output's 4k: 5.042 s × 0.02 = 0.10084
-		{"production", `{"upstream":"ark-cn","generate_resolution":"720p"}`, store.StatusCompleted, `{"duration":5.042,"resolution":"4k"}`, 300_000},
+		{"production", `{"upstream":"ark-cn","generate_resolution":"720p"}`, store.StatusCompleted, `{"duration":5.042}`, 300_000},
 		// failed on a priced account: 0, known
 		{"native", `{"upstream":"ark-cn"}`, store.StatusFailed, ``, 0},
 		// no cost block: unknown
-		{"native", `{"upstream":"free"}`, store.StatusCompleted, `{"duration":4,"resolution":"720p"}`, 400_000},
+		{"native", `{"upstream":"free","request":{"Native":{"Resolution":"720p"}}}`, store.StatusCompleted, `{"duration":4}`, 400_000},
 		// a resolution the block does not price: unknown
-		{"native", `{"upstream":"oai"}`, store.StatusCompleted, `{"duration":4,"resolution":"1080p"}`, 600_000},
+		{"native", `{"upstream":"oai","request":{"Native":{"Resolution":"1080p"}}}`, store.StatusCompleted, `{"duration":4}`, 600_000},
 	} {
 		task := newTask(k, "")
 		task.Route, task.Model = c.route, "alias-"+c.route
@@ -80,7 +80,7 @@ func testUsageCostStoredAndRolledUp(t *testing.T, s store.Store) {
 			}
 			settled := task
 			settled.Status, settled.Charged, settled.Result, settled.FinishedAt = c.status, c.charged, []byte(c.result), now
-			_, err := billing.SettleUsage(ctx, tx, task.ID, billing.WithTaskCost(billing.TaskUsage(settled), settled, costAccounts), now)
+			_, err := billing.SettleUsage(ctx, tx, task.ID, billing.WithTaskCost(billing.TaskUsage(settled), settled, 0, costAccounts), now)
 			return err
 		}); err != nil {
 			t.Fatal(err)
