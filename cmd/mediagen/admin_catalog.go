@@ -68,6 +68,12 @@ func (e *adminEnv) catalogCheck(path string, serve Config, withEnv bool) error {
 	if c != nil && withEnv {
 		list = append(list, serve.serveNeeds(c, e.getenv, serve.PublicURL != "")...)
 	}
+	if c != nil && len(c.Warnings()) > 0 {
+		fmt.Fprintf(e.stdout, "%s: %d warning(s):\n", path, len(c.Warnings()))
+		for _, w := range c.Warnings() {
+			fmt.Fprintf(e.stdout, "  warning: %s\n", w)
+		}
+	}
 	if len(list) > 0 {
 		fmt.Fprintf(e.stdout, "%s: %d problem(s):\n", path, len(list))
 		for _, p := range list {

@@ -92,7 +92,7 @@ func writeUsageTable(e *adminEnv, rep usagereport.Report) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.ToUpper(strings.Join(usagereport.Columns(rep.GroupBy), "\t")))
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(rep.Columns(), "\t")))
 	for _, r := range rep.Data {
 		fmt.Fprintln(tw, strings.Join(usagereport.Cells(rep.GroupBy, r), "\t"))
 	}

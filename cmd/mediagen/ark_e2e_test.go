@@ -16,12 +16,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 	"mediagen/internal/provider/ark"
 	"mediagen/internal/provider/ark/arkfake"
+	"mediagen/internal/store"
 )
 
 const arkTestKey = "sk-ark-e2e-7f3c9a1d5b"
@@ -242,6 +244,7 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	t.Cleanup(cdn.Close)
 
 	accounts := "  - name: ark-main\n    kind: ark\n    base_url: " + fake.Base() + "\n    api_key_env: ARK_TEST_KEY\n    result_hosts: [127.0.0.1]\n" +
+		"    cost: {currency: USD, per_million_tokens: 0.5, per_second: {720p: 0.01}}\n" +
 		"  - name: local-enhance\n    kind: ffmpeg\n"
 	catPath := demoCatalogWith(t, t.TempDir(), accounts, map[string]string{
 		"demo-video-2.5":      "ark-main",
@@ -302,6 +305,23 @@ func TestArkAccountRunsEveryRouteAndModeItSupports(t *testing.T) {
 	pcharge, _ := billing.SettleAmount(pq, billing.Measured{OutputSeconds: pinfo.Duration})
 	if got, want := e.used(), perToken*money.Micros(len(ids))+boundCost+pcharge; got != want {
 		t.Errorf("charged %s, want %s (3 native tasks at the video's %d tokens + one at the bound + production %s)", got, want, tokens, pcharge)
+	}
+	// The operator's cost: the tokens the upstream reported (not the tokens billed) × the
+	// account's per_million_tokens, for the native tasks and production's generation half.
+	rows, err := m.db.UsageReport(context.Background(), store.UsageQuery{From: time.Now().UTC().Truncate(time.Hour).Add(-time.Hour),
+		To: time.Now().UTC().Truncate(time.Hour).Add(2 * time.Hour), GroupBy: []string{store.UsageByUpstream, store.UsageByRoute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	costOf := func(tokens int64) money.Micros { c, _ := billing.TokenCost(500_000, tokens); return c }
+	wantCost := map[string]money.Micros{"native": 3*costOf(reported) + costOf(inflated), "production": costOf(reported)}
+	for _, r := range rows {
+		if r.Upstream != "ark-main" || r.CostCurrency != "USD" || r.Cost != wantCost[r.Route] {
+			t.Errorf("cost row %s/%s: %s %q, want %s USD on ark-main", r.Upstream, r.Route, r.Cost, r.CostCurrency, wantCost[r.Route])
+		}
+	}
+	if len(rows) != 2 {
+		t.Errorf("cost rows %+v, want native and production", rows)
 	}
 	for _, id := range append(slices.Collect(maps.Values(ids)), production, inflatedID) {
 		if n := fake.JobsFor(ark.Tag(id + ":gen")); n != 1 {

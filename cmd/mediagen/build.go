@@ -124,7 +124,8 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 				return acc.ResultHostAllowed()
 			},
 		}
-		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages, Excess: excess}
+		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages, Excess: excess,
+			Accounts: m.catalogs.Upstream}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }
 	}
 	speechSvc, err := m.buildSpeech(ctx, tools, fetch, reg)

@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 	"mediagen/internal/provider/ark/arkfake"
 	"mediagen/internal/provider/openai/openaifake"
+	"mediagen/internal/store"
 )
 
 const openaiTestKey = "sk-openai-e2e-93b1f07c"
@@ -27,6 +29,7 @@ const openaiTestKey = "sk-openai-e2e-93b1f07c"
 func openaiCatalog(t *testing.T, dir, base string) string {
 	t.Helper()
 	accounts := "  - name: openai-main\n    kind: openai\n    base_url: " + base + "\n    api_key_env: OPENAI_TEST_KEY\n    voice: nova\n" +
+		"    cost: {currency: USD, per_second: {720p: 0.1}, per_character: 0.000015}\n" +
 		"  - name: local-enhance\n    kind: ffmpeg\n"
 	return demoCatalogWith(t, dir, accounts, map[string]string{
 		"demo-video-standard":      "openai-main",
@@ -146,6 +149,29 @@ func TestOpenAIAccountRunsEveryRouteItSupports(t *testing.T) {
 	pq := billing.Quote{Route: "production", Rate: rate(tenant.Rates.ProductionRate("standard", "1080p", false))}
 	if want, _ := billing.SettleAmount(pq, billing.Measured{OutputSeconds: pinfo.Duration}); e.used()-before != want {
 		t.Errorf("production charged %s, want %s", e.used()-before, want)
+	}
+
+	// The operator's cost from the account's cost block: seconds at 720p (the API reports no
+	// tokens) for the native tasks (the fake serves the same clip for both) and production's
+	// generation half, characters for speech.
+	now := time.Now().UTC().Truncate(time.Hour)
+	rows, err := m.db.UsageReport(context.Background(), store.UsageQuery{From: now.Add(-time.Hour), To: now.Add(2 * time.Hour),
+		GroupBy: []string{store.UsageByUpstream, store.UsageByRoute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perSecond := func(secs float64) money.Micros {
+		c, _ := billing.SecondsCost(100_000, billing.SecondsToMicros(secs))
+		return c
+	}
+	for _, r := range rows {
+		want := map[string]money.Micros{"native": 2 * perSecond(info.Duration), "production": perSecond(pinfo.Duration), "speech": money.Micros(15 * r.Characters)}[r.Route]
+		if r.Upstream != "openai-main" || r.CostCurrency != "USD" || r.Cost != want || r.Count == 0 {
+			t.Errorf("cost row %s/%s: %s %q over %d, want %s USD", r.Upstream, r.Route, r.Cost, r.CostCurrency, r.Count, want)
+		}
+	}
+	if len(rows) != 3 {
+		t.Errorf("cost rows %+v, want native, production and speech", rows)
 	}
 
 	for _, id := range []string{id, id2, id3} {

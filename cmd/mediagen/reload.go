@@ -302,6 +302,9 @@ func (m *Main) reloadUpTo(ctx context.Context, trigger string, upTo int64) (*cat
 		r.metrics.set(loaded)
 		r.metrics.reloads.WithLabelValues(trigger, "ok").Inc()
 		m.log.Info("catalog reloaded", "trigger", trigger, "file", path, "hash", loaded.Hash)
+		for _, w := range loaded.Catalog.Warnings() {
+			m.log.Warn("catalog warning", "file", path, "hash", loaded.Hash, "warning", w)
+		}
 	}
 	if rerr := m.reportCatalog(ctx, now); rerr != nil {
 		m.log.Warn("catalog: this replica's version not recorded", "err", rerr)

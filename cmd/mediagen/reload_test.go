@@ -466,6 +466,14 @@ func TestAdminCatalogCheckListsEveryProblem(t *testing.T) {
 			map[string]string{"CHECK_TEST_ARK_KEY": "k"}, []string{"upstream oa: the API key file"}, false},
 		{"the file alone", broken, []string{"--file-only"}, nil, []string{`unknown key "colour"`, `unknown upstream "elsewhere"`}, false},
 		{"a good file", reloadCatalog("up-fast", "2"), nil, nil, []string{": OK (1 tenants, 1 aliases), version "}, true},
+		{"an alias sold below cost is a warning, not a problem",
+			strings.NewReplacer("upstream: sandbox", "upstream: ark1",
+				"api_key_env: CHECK_TEST_ARK_KEY\n", "api_key_env: CHECK_TEST_ARK_KEY\n    cost: {currency: USD, per_million_tokens: 2.5}\n").Replace(remote),
+			[]string{"--file-only"}, nil, []string{
+				"1 warning(s):",
+				`warning: tenant "acme" alias "acme-video": sold below cost: rates.native 2 USD per million tokens, upstream "ark1" costs 2.5 USD per million tokens`,
+				": OK (1 tenants, 1 aliases), version ",
+			}, true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

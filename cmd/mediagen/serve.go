@@ -126,6 +126,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.catalogs, m.demo = catalog.NewHolder(loaded), demo
+	for _, w := range loaded.Catalog.Warnings() {
+		m.log.Warn("catalog warning", "file", catalogName(m.Config.Catalog), "warning", w)
+	}
 	if strings.HasPrefix(m.Config.DB, "sqlite:") {
 		path, err := sqlitePath(m.Config.DB)
 		if err != nil {

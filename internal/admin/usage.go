@@ -13,6 +13,7 @@ func (s *Service) Usage(ctx context.Context, a Actor, q usage.Query) (usage.Repo
 	if err := need(a, RoleViewer); err != nil {
 		return usage.Report{}, err
 	}
+	q.Cost = true // the operator's report: with the cost and margin
 	return usage.Run(ctx, s.st, q, func(ctx context.Context) (map[string]string, error) {
 		list, err := s.st.Keys(ctx, "")
 		if err != nil {

@@ -29,7 +29,10 @@ func TestUsageReportForViewersRebuildForOwners(t *testing.T) {
 				store.UsageDelta{UsageKey: store.UsageKey{Hour: hour, TenantID: "demo", KeyID: "key_formula", Alias: "+alias", Route: "native", Upstream: "sandbox", Currency: "USD", Outcome: store.OutcomeSucceeded},
 					UsageFigures: store.UsageFigures{Count: 2, Reserved: 3_000_000, Charged: 2_500_000, Refunded: 500_000, Tokens: 7}},
 				store.UsageDelta{UsageKey: store.UsageKey{Hour: hour.Add(26 * time.Hour), TenantID: "demo", KeyID: "key_formula", Alias: "+alias", Route: "native", Upstream: "sandbox", Currency: "USD", Outcome: store.OutcomeFailed},
-					UsageFigures: store.UsageFigures{Count: 1, Reserved: 1_000_000, Refunded: 1_000_000}})
+					UsageFigures: store.UsageFigures{Count: 1, Reserved: 1_000_000, Refunded: 1_000_000}},
+				// a cost above the charge: a negative margin
+				store.UsageDelta{UsageKey: store.UsageKey{Hour: hour, TenantID: "demo", KeyID: "key_formula", Alias: "priced", Route: "native", Upstream: "ark", Currency: "USD", Outcome: store.OutcomeSucceeded, CostCurrency: "USD"},
+					UsageFigures: store.UsageFigures{Count: 1, Reserved: 1_000_000, Charged: 1_000_000, Cost: 1_250_000}})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -38,7 +41,8 @@ func TestUsageReportForViewersRebuildForOwners(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("viewer: %d %s", r.status, r.body)
 		}
-		for _, want := range []string{`"key_name":"=HYPERLINK(\"http://x\")"`, `"upstream":"sandbox"`, `"day":"2026-11-03"`, `"charged":2.5`, `"refunded":1.5`} {
+		for _, want := range []string{`"key_name":"=HYPERLINK(\"http://x\")"`, `"upstream":"sandbox"`, `"day":"2026-11-03"`, `"charged":2.5`, `"refunded":1.5`,
+			`"cost":{"known":false}`, `"upstream":"ark","currency":"USD","count":1,"succeeded":1,"failed":0,"expired":0,"seconds":0,"tokens":0,"characters":0,"reserved":1,"charged":1,"overage":0,"refunded":0,"cost":{"known":true,"currency":"USD","amount":1.25,"margin":-0.25}}`} {
 			if !strings.Contains(string(r.body), want) {
 				t.Errorf("json lacks %s: %s", want, r.body)
 			}
@@ -48,11 +52,14 @@ func TestUsageReportForViewersRebuildForOwners(t *testing.T) {
 			t.Fatalf("csv: %d %v %s", r.status, r.header, r.body)
 		}
 		recs, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
-		if err != nil || len(recs) != 2 {
+		if err != nil || len(recs) != 3 {
 			t.Fatalf("csv %v: %s", err, r.body)
 		}
-		if got := strings.Join(recs[1], "|"); got != `key_formula|'=HYPERLINK("http://x")|'+alias|USD|3|2|1|0|0|7|0|4|2.5|0|1.5` {
+		if got := strings.Join(recs[1], "|"); got != `key_formula|'=HYPERLINK("http://x")|'+alias|USD|3|2|1|0|0|7|0|4|2.5|0|1.5||unknown|unknown` {
 			t.Errorf("csv row %s", got)
+		}
+		if got := strings.Join(recs[2], "|"); got != `key_formula|'=HYPERLINK("http://x")|priced|USD|1|1|0|0|0|0|0|1|1|0|0|USD|1.25|-0.25` {
+			t.Errorf("csv row with a cost %s", got)
 		}
 		for _, c := range []struct{ query, param string }{
 			{"from=2026-11-01&group_by=week", "group_by"},

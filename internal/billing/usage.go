@@ -29,6 +29,12 @@ func SettleUsage(ctx context.Context, tx store.Tx, ref string, d store.UsageDelt
 	if err := tx.AddUsage(ctx, d); err != nil {
 		return 0, fmt.Errorf("settle %s: %w", ref, err)
 	}
+	if d.CostAccount != "" {
+		c := store.RecordCost{Ref: ref, Speech: d.Route == "speech", Account: d.CostAccount, Currency: d.CostCurrency, Micros: d.Cost}
+		if err := tx.SetCost(ctx, c); err != nil {
+			return 0, fmt.Errorf("settle %s: %w", ref, err)
+		}
+	}
 	return overage, nil
 }
 

@@ -61,7 +61,8 @@ type Catalog struct {
 	// sandbox (upstreams.go, docs/upstreams.md).
 	Upstreams []*UpstreamAccount `yaml:"upstreams"`
 
-	byID map[string]*Tenant
+	byID     map[string]*Tenant
+	warnings []string
 }
 
 // Tenant is one customer organisation.

@@ -200,6 +200,9 @@ type UpstreamAccount struct {
 	// "*.example.com" for every name under example.com. Absent: any host the fetch policy
 	// allows.
 	ResultHosts []string `yaml:"result_hosts"`
+	// Cost is what the account costs the operator (optional; cost.go): the usage report's
+	// cost and margin, and the check's warning for an alias sold below it.
+	Cost *Cost `yaml:"cost"`
 }
 
 // ResultHostAllowed is the check of a result link's host against result_hosts; nil when the
@@ -313,6 +316,11 @@ func (u *UpstreamAccount) checkRemote() []error {
 	var errs []error
 	add := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("upstream %q: "+format, append([]any{u.Name}, args...)...))
+	}
+	if u.Cost != nil {
+		for _, msg := range u.Cost.check() {
+			add("%s", msg)
+		}
 	}
 	if u.Voice != "" && u.Kind != KindOpenAI {
 		add("voice applies to kind openai only")

@@ -28,10 +28,13 @@ const overviewDays = 7
 
 // overviewPage is the operator overview.
 type overviewPage struct {
-	Now       time.Time
-	Today     todayStats
-	Tasks     Chart
-	Revenue   Chart
+	Now     time.Time
+	Today   todayStats
+	Tasks   Chart
+	Revenue Chart
+	// Margins is the margin by alias over the last 7 days (operator only: tenants never
+	// see cost).
+	Margins   []marginRow
 	Queue     []admin.QueueKind
 	Upstreams []upstreamRow
 	// UpstreamsNote says why the in-process figures are missing ("" when they are shown).
@@ -43,7 +46,66 @@ type overviewPage struct {
 type todayStats struct {
 	Settled, Succeeded, Failures int64
 	Revenue                      []currencyAmount
+	// Cost and Margin are per currency, over the settlements whose cost is known in the
+	// charge's currency; UnknownCost counts the others (their cost is not 0, it is unknown).
+	Cost, Margin []currencyAmount
+	UnknownCost  int64
 }
+
+// marginRow is one alias's charge, cost and margin over a span, in the tenant's currency:
+// Cost and Margin over the Known settlements (cost known, in that currency), Unknown the
+// others.
+type marginRow struct {
+	Tenant, Alias, Currency string
+	Count, Known, Unknown   int64
+	Charged, Cost, Margin   money.Micros
+}
+
+// addCurrency adds v to the amount of currency c in list.
+func addCurrency(list []currencyAmount, c string, v money.Micros) []currencyAmount {
+	for i := range list {
+		if list[i].Currency == c {
+			list[i].Amount += v
+			return list
+		}
+	}
+	return append(list, currencyAmount{Currency: c, Amount: v})
+}
+
+// knownMargin is a report row's margin when its cost is known in its currency.
+func knownMargin(r usage.Row) (cost, margin money.Micros, ok bool) {
+	if r.Cost == nil || r.Cost.Margin == nil || r.Cost.Amount == nil {
+		return 0, 0, false
+	}
+	return *r.Cost.Amount, *r.Cost.Margin, true
+}
+
+// margins folds a report grouped by tenant and alias (rows split by cost currency) into one
+// row per tenant, alias and currency.
+func margins(rep usage.Report) []marginRow {
+	var out []marginRow
+	for _, r := range rep.Data {
+		n := len(out)
+		if n == 0 || out[n-1].Tenant != r.Tenant || out[n-1].Alias != r.Alias || out[n-1].Currency != r.Currency {
+			out = append(out, marginRow{Tenant: r.Tenant, Alias: r.Alias, Currency: r.Currency})
+			n++
+		}
+		m := &out[n-1]
+		m.Count += r.Count
+		m.Charged += r.Charged
+		if cost, margin, ok := knownMargin(r); ok {
+			m.Known += r.Count
+			m.Cost += cost
+			m.Margin += margin
+		} else {
+			m.Unknown += r.Count
+		}
+	}
+	return out
+}
+
+// Below reports a margin below zero (sold below cost).
+func (m marginRow) Below() bool { return m.Known > 0 && m.Margin < 0 }
 
 type currencyAmount struct {
 	Currency string
@@ -114,6 +176,11 @@ func (o *Operator) overview(w http.ResponseWriter, r *http.Request, s *Session) 
 	}
 	p.Today = todayOf(week, time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC))
 	p.Tasks, p.Revenue = hourlyCharts(week, from, overviewDays*24)
+	byAlias, err := o.cfg.Admin.Usage(ctx, a, usage.Query{From: from, To: hour.Add(time.Hour), GroupBy: []string{store.UsageByTenant, store.UsageByAlias}})
+	if err != nil {
+		return err
+	}
+	p.Margins = margins(byAlias)
 
 	if p.Queue, err = o.cfg.Admin.JobQueue(ctx, a); err != nil {
 		return err
@@ -130,10 +197,10 @@ func (o *Operator) overview(w http.ResponseWriter, r *http.Request, s *Session) 
 	return nil
 }
 
-// todayOf sums the hourly rows from day on, per currency in the report's order.
+// todayOf sums the hourly rows from day on. Rows are per currency and cost currency:
+// revenue adds up per currency, cost and margin where the cost is known.
 func todayOf(week usage.Report, day time.Time) todayStats {
 	var t todayStats
-	revenue := map[string]money.Micros{}
 	for _, row := range week.Data {
 		h, err := time.Parse(time.RFC3339, row.Hour)
 		if err != nil || h.Before(day) {
@@ -142,11 +209,12 @@ func todayOf(week usage.Report, day time.Time) todayStats {
 		t.Settled += row.Count
 		t.Succeeded += row.Succeeded
 		t.Failures += row.Failed + row.Expired
-		revenue[row.Currency] += row.Charged
-	}
-	for _, tot := range week.Totals {
-		if amount, ok := revenue[tot.Currency]; ok {
-			t.Revenue = append(t.Revenue, currencyAmount{Currency: tot.Currency, Amount: amount})
+		t.Revenue = addCurrency(t.Revenue, row.Currency, row.Charged)
+		if cost, margin, ok := knownMargin(row); ok {
+			t.Cost = addCurrency(t.Cost, row.Currency, cost)
+			t.Margin = addCurrency(t.Margin, row.Currency, margin)
+		} else {
+			t.UnknownCost += row.Count
 		}
 	}
 	return t
@@ -195,8 +263,10 @@ func hourlyCharts(rep usage.Report, from time.Time, n int) (tasks, revenue Chart
 		Series: []string{"succeeded", "failed", "expired"}, Values: make([][]float64, n)}
 	revenue = Chart{ID: "revenue", Title: "Revenue per hour, last 7 days (UTC)", RowHead: "Hour", Labels: labels,
 		Values: make([][]float64, n), Format: func(v float64) string { return fmt.Sprintf("%.2f", v) }}
-	for _, t := range rep.Totals {
-		revenue.Series = append(revenue.Series, t.Currency)
+	for _, t := range rep.Totals { // per currency and cost currency: one series per currency
+		if !slices.Contains(revenue.Series, t.Currency) {
+			revenue.Series = append(revenue.Series, t.Currency)
+		}
 	}
 	for i := range n {
 		tasks.Values[i] = make([]float64, 3)

@@ -145,3 +145,59 @@ func TestOverviewShowsTheProcesssUpstreamHealth(t *testing.T) {
 		})
 	}
 }
+
+func TestOverviewShowsCostAndMarginByAlias(t *testing.T) {
+	e := newOpEnv(t)
+	y, m, d := time.Now().UTC().AddDate(0, 0, 1).Date()
+	e.clock.mu.Lock()
+	e.clock.now = time.Date(y, m, d, 15, 30, 0, 0, time.UTC)
+	e.clock.mu.Unlock()
+	hour := e.clock.Now().Truncate(time.Hour)
+	priced := func(alias string, n, charged, cost int64) store.UsageDelta {
+		dl := delta(hour, store.OutcomeSucceeded, n, charged)
+		dl.Alias, dl.Upstream, dl.CostCurrency, dl.Cost = alias, "ark", "USD", money.Micros(cost)
+		return dl
+	}
+	unpriced := delta(hour, store.OutcomeSucceeded, 2, 1_000_000)
+	unpriced.Alias = "demo-unpriced"
+	addUsage(t, e.st,
+		priced("demo-video-fast", 1, 1_500_000, 500_000),
+		priced("demo-cheap", 1, 200_000, 300_000), // sold below cost
+		unpriced,
+		priced("demo-video-fast", 1, 1_000_000, 100_000), // a second settlement today
+	)
+	// Two days ago: in the 7-day table, not in today's cards.
+	old := priced("demo-video-fast", 1, 1_000_000, 100_000)
+	old.Hour = hour.Add(-48 * time.Hour)
+	addUsage(t, e.st, old)
+	b := newBrowser(t, e.ts.URL)
+	b.signIn(e.viewer)
+	p := b.get("/console/")
+	if p.status != http.StatusOK {
+		t.Fatalf("overview: %d\n%s", p.status, p.body)
+	}
+	for _, want := range []string{
+		`<div class="stat stat-cost"><span class="v">0.90 USD</span><span class="k">Cost (USD)</span>`,     // 0.5 + 0.3 + 0.1
+		`<div class="stat stat-margin"><span class="v">1.80 USD</span><span class="k">Margin (USD)</span>`, // 1.0 − 0.1 + 0.9
+		`Cost unknown for 2 settled today`,
+		`Margin by alias, last 7 days`,
+		// demo-video-fast over the week: charged 1.5 + 1.0 + 1.0, cost 0.5 + 0.1 + 0.1
+		`<code>demo-video-fast</code></th>
+      <td class="num" data-label="Settled">3</td>
+      <td class="num" data-label="Charged">3.50 USD</td>
+      <td class="num" data-label="Cost">0.70 USD</td>
+      <td class="num" data-label="Margin">2.80 USD</td>`,
+		`<td class="num" data-label="Margin"><span class="badge failed">-0.10 USD</span></td>`,
+		`<code>demo-unpriced</code></th>
+      <td class="num" data-label="Settled">2</td>
+      <td class="num" data-label="Charged">1.00 USD</td>
+      <td class="num" data-label="Cost"><span class="muted">unknown</span></td>`,
+	} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("overview lacks %q", want)
+		}
+	}
+	if got := statValue(t, p.body, "stat-tasks"); got != "5" {
+		t.Errorf("settled today %s, want 5", got)
+	}
+}

@@ -148,3 +148,28 @@ func TestUsagePageRefusesAnUnknownGrouping(t *testing.T) {
 		t.Fatalf("by=upstream: %d\n%s", p.status, p.body)
 	}
 }
+
+// The operator's cost is never on a tenant's page: a settlement with a known cost and one
+// with an unknown cost of the same alias add up to one series, and neither the cost nor a
+// margin is shown.
+func TestUsagePageNeverShowsTheOperatorsCost(t *testing.T) {
+	e := newTenantEnv(t)
+	now := e.clock.Now()
+	priced := usageDelta(now, e.keyID, "demo-video-fast", "native", 1_500_000)
+	priced.Upstream, priced.CostCurrency, priced.Cost = "ark", "USD", 7_654_321
+	seedUsage(t, e, priced, usageDelta(now, e.keyID, "demo-video-fast", "native", 500_000))
+	b := newBrowser(t, e.ts.URL)
+	b.signIn(e.key)
+	p := b.get("/console/usage?by=alias")
+	if p.status != http.StatusOK {
+		t.Fatalf("usage: %d\n%s", p.status, p.body)
+	}
+	if got := chartRow(t, p.body, "spend", now.Format(time.DateOnly)); strings.Join(got, ",") != "2.00,2.00" {
+		t.Errorf("spend today %v; want one alias at 2.00", got)
+	}
+	for _, leak := range []string{"7.65", "Margin", "margin", ">Cost"} {
+		if strings.Contains(p.body, leak) {
+			t.Errorf("the tenant's usage page shows %q", leak)
+		}
+	}
+}

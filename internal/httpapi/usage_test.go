@@ -24,10 +24,14 @@ func addUsageRows(t *testing.T, s store.Store, k store.Key, charged money.Micros
 		if outcome == store.OutcomeSucceeded {
 			f = store.UsageFigures{Count: 1, Reserved: 500_000, Charged: 432_000 + charged, Refunded: 68_000 - charged, Tokens: 108_000, SecondsMicros: 5_042_000}
 		}
-		ds = append(ds, store.UsageDelta{
+		d := store.UsageDelta{
 			UsageKey: store.UsageKey{Hour: day.Add(time.Duration(i) * 8 * time.Hour), TenantID: k.TenantID, KeyID: k.ID,
 				Alias: "demo-video-2.5", Route: "native", Upstream: "sandbox", Currency: "USD", Outcome: outcome},
-			UsageFigures: f})
+			UsageFigures: f}
+		if i == 0 { // the operator's cost of one task: never shown to the tenant
+			d.CostCurrency, d.Cost = "USD", 123_456
+		}
+		ds = append(ds, d)
 	}
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.AddUsage(ctx, ds...) }); err != nil {
 		t.Fatal(err)
@@ -61,7 +65,7 @@ func TestUsageShowsOnlyTheCallingKeysFigures(t *testing.T) {
 	if tot := rep.Totals[0]; tot.Count != 3 || tot.Charged != 864_000 || tot.Reserved != 1_500_000 || tot.Refunded != 636_000 {
 		t.Errorf("totals %+v", tot)
 	}
-	for _, leak := range []string{them.ID, "tenant", "upstream", "sandbox"} {
+	for _, leak := range []string{them.ID, "tenant", "upstream", "sandbox", "cost", "margin", "0.123456"} {
 		if strings.Contains(string(r.body), leak) {
 			t.Errorf("the answer shows %q: %s", leak, r.body)
 		}

@@ -140,7 +140,7 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 		var err error
 		settled := rec
 		settled.Status, settled.Charged, settled.Result, settled.FinishedAt = store.SpeechCompleted, charge, body, now
-		if overage, err = billing.SettleUsage(ctx, tx, rec.ID, billing.SpeechUsage(settled), now); err != nil {
+		if overage, err = billing.SettleUsage(ctx, tx, rec.ID, billing.WithSpeechCost(billing.SpeechUsage(settled), settled, s.Accounts), now); err != nil {
 			return err
 		}
 		for _, e := range excess {
@@ -222,7 +222,7 @@ func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param,
 			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, ErrorDetail: detail(cause), FinishedAt: now}); err != nil {
 			return err
 		}
-		return settleFailed(ctx, tx, rec, now)
+		return settleFailed(ctx, tx, rec, now, s.Accounts)
 	})
 	if err != nil {
 		return s.lost(ctx, rec, err)
@@ -451,9 +451,9 @@ func failure(rec store.Speech) error {
 
 // settleFailed releases a failed record's whole reservation and counts it in the usage
 // rollups, in the transaction of its terminal write.
-func settleFailed(ctx context.Context, tx store.Tx, rec store.Speech, now time.Time) error {
+func settleFailed(ctx context.Context, tx store.Tx, rec store.Speech, now time.Time, accounts billing.Accounts) error {
 	settled := rec
 	settled.Status, settled.Charged, settled.Result, settled.FinishedAt = store.SpeechFailed, 0, nil, now
-	_, err := billing.SettleUsage(ctx, tx, rec.ID, billing.SpeechUsage(settled), now)
+	_, err := billing.SettleUsage(ctx, tx, rec.ID, billing.WithSpeechCost(billing.SpeechUsage(settled), settled, accounts), now)
 	return err
 }

@@ -37,7 +37,7 @@ func (s *Service) SweepAbandoned(ctx context.Context, before time.Time, limit in
 				ErrorDetail: "swept: no attempt finished it before " + rec.AttemptUntil.UTC().Format(time.RFC3339Nano), FinishedAt: now}); err != nil {
 				return err
 			}
-			return settleFailed(ctx, tx, rec, now)
+			return settleFailed(ctx, tx, rec, now, s.Accounts)
 		})
 		switch {
 		case err == nil:

@@ -25,6 +25,9 @@ type UsageKey struct {
 	Upstream string // the catalog account the record was bound to at acceptance
 	Currency string
 	Outcome  string // OutcomeSucceeded, OutcomeFailed, OutcomeExpired
+	// CostCurrency is the currency of the operator's cost (the account's cost block), ""
+	// when the cost is unknown: known and unknown costs never add up in one row.
+	CostCurrency string
 }
 
 // UsageFigures are the additive figures of rollups: every one a sum, so that rows add up to
@@ -42,6 +45,9 @@ type UsageFigures struct {
 	// what returned to available (Reserved − (Charged − Overage)). Reserved = Charged −
 	// Overage + Refunded always.
 	Reserved, Charged, Overage, Refunded money.Micros
+	// Cost is the operator's cost of the settlements, in the row's CostCurrency (0 when that
+	// is "": unknown, not free).
+	Cost money.Micros
 }
 
 // Add adds o to f.
@@ -54,12 +60,17 @@ func (f *UsageFigures) Add(o UsageFigures) {
 	f.Charged += o.Charged
 	f.Overage += o.Overage
 	f.Refunded += o.Refunded
+	f.Cost += o.Cost
 }
 
 // UsageDelta is what one settlement (or a rebuild's aggregate) adds to one rollup row.
 type UsageDelta struct {
 	UsageKey
 	UsageFigures
+	// CostAccount is the account the record ran on: with CostCurrency and Cost, stored on
+	// the record by the settlement (UsageTx.SetCost). "" stores nothing (a rebuild's
+	// aggregate).
+	CostAccount string
 }
 
 // Usage grouping dimensions, the column names of UsageQuery.GroupBy.
@@ -89,7 +100,28 @@ type UsageRow struct {
 	Bucket                                           time.Time
 	TenantID, KeyID, Alias, Route, Upstream, Outcome string
 	Currency                                         string
+	CostCurrency                                     string // "": the cost of the row is unknown
 	UsageFigures
+}
+
+// Margin is the row's charge less its cost, when the cost is known and in the charge's
+// currency.
+func (r UsageRow) Margin() (money.Micros, bool) {
+	if r.CostCurrency == "" || r.CostCurrency != r.Currency {
+		return 0, false
+	}
+	return r.Charged - r.Cost, true
+}
+
+// RecordCost is the operator's cost of one settled task or speech record.
+type RecordCost struct {
+	Ref     string // the task's or speech record's id
+	Speech  bool   // a speech record (else a task)
+	Account string // the upstream account it ran on
+	// Currency is the cost's currency, "" when the cost is unknown (then Micros is 0 and
+	// the stored cost is NULL).
+	Currency string
+	Micros   money.Micros
 }
 
 // UsageStore reads the rollups.
@@ -108,6 +140,9 @@ type UsageTx interface {
 	// AddUsage adds each delta to its rollup row, creating it if need be: one upsert per row,
 	// in the transaction of the settlement it counts.
 	AddUsage(ctx context.Context, d ...UsageDelta) error
+	// SetCost stores a settled record's cost on it (cost_micros, cost_currency, cost_account),
+	// in the transaction of its settlement.
+	SetCost(ctx context.Context, c RecordCost) error
 	// ClearUsage deletes every rollup row, holding off concurrent AddUsage until the
 	// transaction ends (PostgreSQL locks the table), so a rebuild in the same transaction
 	// counts every settlement once.

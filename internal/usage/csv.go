@@ -29,6 +29,11 @@ var dims = []struct {
 var figureColumns = []string{"currency", "count", "succeeded", "failed", "expired", "seconds", "tokens", "characters",
 	"reserved", "charged", "overage", "refunded"}
 
+// costColumns follow the figures in the operator's reports (Report.Columns): the cost's
+// currency, the cost and the margin; "unknown" where the cost is unknown (never 0), and
+// margin "" where the cost is in another currency than the charge.
+var costColumns = []string{"cost_currency", "cost", "margin"}
+
 // Columns names the columns of a report grouped by groupBy: its dimensions, then the figures.
 func Columns(groupBy []string) []string {
 	var out []string
@@ -49,8 +54,22 @@ func Cells(groupBy []string, r Row) []string {
 		}
 	}
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return append(out, r.Currency, i64(r.Count), i64(r.Succeeded), i64(r.Failed), i64(r.Expired), r.Seconds.String(),
+	out = append(out, r.Currency, i64(r.Count), i64(r.Succeeded), i64(r.Failed), i64(r.Expired), r.Seconds.String(),
 		i64(r.Tokens), i64(r.Characters), r.Reserved.String(), r.Charged.String(), r.Overage.String(), r.Refunded.String())
+	if c := r.Cost; c != nil {
+		if !c.Known {
+			return append(out, "", "unknown", "unknown")
+		}
+		cost, margin := "0", ""
+		if c.Amount != nil {
+			cost = c.Amount.String()
+		}
+		if c.Margin != nil {
+			margin = c.Margin.String()
+		}
+		out = append(out, c.Currency, cost, margin)
+	}
+	return out
 }
 
 // WriteCSV writes the report's rows as RFC 4180 CSV (CRLF line ends; fields with commas,
@@ -60,18 +79,18 @@ func Cells(groupBy []string, r Row) []string {
 // CSV injection: a spreadsheet runs a cell that starts with =, +, -, @, a tab or a carriage
 // return as a formula, and key names and aliases are chosen by people other than the one
 // opening the file. Every cell that starts with one of those is prefixed with a single quote
-// (Neutralize). Numbers are never affected: every figure in a report is zero or positive
-// (reserved, charged, overage and refunded are each ≥ 0 by construction), so none starts
-// with '-'.
+// (Neutralize). Only the dimension cells (names) are neutralised: the figures are numbers
+// this service writes, and a margin below zero must stay a number a spreadsheet adds up.
 func WriteCSV(w io.Writer, rep Report) error {
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = true
-	if err := cw.Write(Columns(rep.GroupBy)); err != nil {
+	if err := cw.Write(rep.Columns()); err != nil {
 		return fmt.Errorf("usage csv: %w", err)
 	}
+	ndims := len(Columns(rep.GroupBy)) - len(figureColumns)
 	for _, r := range rep.Data {
 		rec := Cells(rep.GroupBy, r)
-		for i := range rec {
+		for i := range rec[:ndims] {
 			rec[i] = Neutralize(rec[i])
 		}
 		if err := cw.Write(rec); err != nil {

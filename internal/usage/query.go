@@ -40,6 +40,9 @@ type Query struct {
 	GroupBy  []string  // at most one of day and hour; the rows are split by currency always
 	Tenant   string    // "" for every tenant
 	Key      string    // "" for every key
+	// Cost adds the operator's cost and margin to the rows (Row.Cost): the operator's
+	// reports only, never a tenant's (DESIGN rule 9). Not a query parameter.
+	Cost bool
 }
 
 // ParseQuery reads from, to and group_by (and, when filters is true, tenant and key) from a

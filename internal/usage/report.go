@@ -26,6 +26,18 @@ type Report struct {
 	GroupBy []string  `json:"group_by"`
 	Data    []Row     `json:"data"`
 	Totals  []Row     `json:"totals"`
+
+	withCost bool
+}
+
+// Columns names the report's columns: Columns(GroupBy), and the cost columns when the rows
+// carry the cost.
+func (rep Report) Columns() []string {
+	out := Columns(rep.GroupBy)
+	if rep.withCost {
+		out = append(out, costColumns...)
+	}
+	return out
 }
 
 // Row is one group's figures. The dimensions it was not grouped by are omitted.
@@ -40,6 +52,46 @@ type Row struct {
 	Upstream string `json:"upstream,omitempty"`
 	Currency string `json:"currency"`
 	Figures
+	// Cost is the operator's cost and margin (operator reports only; absent in a key's own).
+	// With it, rows are also split by the cost's currency, so that a row's cost is either
+	// known, in one currency, or unknown.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is the operator's cost of a row's settlements, from the cost blocks of the accounts
+// that ran them (billing.WithTaskCost). Known is false for settlements whose account has no
+// cost for what they used: Amount and Margin are then absent, never 0. Margin is Charged −
+// Amount, present when the cost is known and in the row's currency.
+type Cost struct {
+	Known    bool          `json:"known"`
+	Currency string        `json:"currency,omitempty"`
+	Amount   *money.Micros `json:"amount,omitempty"`
+	Margin   *money.Micros `json:"margin,omitempty"`
+}
+
+// setMargin fills Margin from the row's charge.
+func (r *Row) setMargin() {
+	if r.Cost == nil || !r.Cost.Known || r.Cost.Amount == nil || r.Cost.Currency != r.Currency {
+		return
+	}
+	m := r.Charged - *r.Cost.Amount
+	r.Cost.Margin = &m
+}
+
+// addCost adds a store row's cost to r.
+func (r *Row) addCost(u store.UsageRow) {
+	if r.Cost == nil || !r.Cost.Known {
+		return
+	}
+	if r.Cost.Amount == nil {
+		r.Cost.Amount = new(money.Micros)
+	}
+	*r.Cost.Amount += u.Cost
+}
+
+// newCost is the cost of a row of a store row's cost currency ("": unknown).
+func newCost(costCurrency string) *Cost {
+	return &Cost{Known: costCurrency != "", Currency: costCurrency}
 }
 
 // Figures are the sums of a row. Count is every settled task and speech record; Succeeded,
@@ -93,7 +145,7 @@ func Run(ctx context.Context, s Store, q Query, names Names) (Report, error) {
 			return Report{}, fmt.Errorf("usage report: key names: %w", err)
 		}
 	}
-	rep := Report{Object: "usage.report", From: q.From, To: q.To, GroupBy: q.GroupBy, Data: []Row{}, Totals: []Row{}}
+	rep := Report{Object: "usage.report", From: q.From, To: q.To, GroupBy: q.GroupBy, Data: []Row{}, Totals: []Row{}, withCost: q.Cost}
 	if rep.GroupBy == nil {
 		rep.GroupBy = []string{}
 	}
@@ -104,6 +156,9 @@ func Run(ctx context.Context, s Store, q Query, names Names) (Report, error) {
 	for _, r := range rows {
 		row := Row{Tenant: r.TenantID, Key: r.KeyID, KeyName: keyNames[r.KeyID], Alias: r.Alias, Route: r.Route,
 			Upstream: r.Upstream, Currency: r.Currency}
+		if q.Cost {
+			row.Cost = newCost(r.CostCurrency)
+		}
 		if slices.Contains(q.GroupBy, store.UsageByDay) {
 			row.Day = r.Bucket.UTC().Format(time.DateOnly)
 		}
@@ -115,20 +170,43 @@ func Run(ctx context.Context, s Store, q Query, names Names) (Report, error) {
 			last = &rep.Data[len(rep.Data)-1]
 		}
 		last.add(r.UsageFigures, r.Outcome)
-		t, ok := totals[r.Currency]
+		last.addCost(r)
+		// Totals are per currency, and with the cost per currency and cost currency.
+		key := r.Currency
+		if q.Cost {
+			key += "\x00" + r.CostCurrency
+		}
+		t, ok := totals[key]
 		if !ok {
 			t = &Row{Currency: r.Currency}
-			totals[r.Currency] = t
+			if q.Cost {
+				t.Cost = newCost(r.CostCurrency)
+			}
+			totals[key] = t
 		}
 		t.add(r.UsageFigures, r.Outcome)
+		t.addCost(r)
 	}
 	for _, c := range slices.Sorted(maps.Keys(totals)) {
 		rep.Totals = append(rep.Totals, *totals[c])
+	}
+	for i := range rep.Data {
+		rep.Data[i].setMargin()
+	}
+	for i := range rep.Totals {
+		rep.Totals[i].setMargin()
 	}
 	return rep, nil
 }
 
 func sameGroup(a, b Row) bool {
-	a.Figures, b.Figures = Figures{}, Figures{}
-	return a == b
+	ac, bc := "", ""
+	if a.Cost != nil {
+		ac = "known:" + a.Cost.Currency
+	}
+	if b.Cost != nil {
+		bc = "known:" + b.Cost.Currency
+	}
+	a.Figures, b.Figures, a.Cost, b.Cost = Figures{}, Figures{}, nil, nil
+	return a == b && ac == bc
 }

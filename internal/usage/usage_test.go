@@ -155,3 +155,89 @@ func TestCSVNeutralisesFormulasAndEscapes(t *testing.T) {
 		}
 	}
 }
+
+func TestRunAddsCostAndMarginOnlyForTheOperator(t *testing.T) {
+	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	row := func(upstream, costCurrency, outcome string, n int64, charged, cost money.Micros) store.UsageRow {
+		return store.UsageRow{Upstream: upstream, Currency: "USD", CostCurrency: costCurrency, Outcome: outcome,
+			UsageFigures: store.UsageFigures{Count: n, Charged: charged, Reserved: charged, Cost: cost}}
+	}
+	rows := []store.UsageRow{
+		row("ark", "USD", store.OutcomeFailed, 1, 0, 0),
+		row("ark", "USD", store.OutcomeSucceeded, 2, 1_000_000, 300_000),
+		row("free", "", store.OutcomeSucceeded, 1, 400_000, 0),
+		row("oai", "", store.OutcomeSucceeded, 1, 100_000, 0),
+		row("oai", "USD", store.OutcomeSucceeded, 1, 100_000, 250_000), // sold below cost
+		row("yen", "JPY", store.OutcomeSucceeded, 1, 100_000, 9_000_000),
+	}
+	q := Query{From: day, To: day.Add(24 * time.Hour), GroupBy: []string{"upstream"}}
+	tenant, err := Run(t.Context(), &fakeStore{rows: rows}, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tenant.Data) != 4 || tenant.Data[0].Cost != nil || tenant.Data[2].Count != 2 || strings.Join(tenant.Columns(), ",") != strings.Join(Columns(q.GroupBy), ",") {
+		t.Fatalf("without Cost the rows must not split or carry a cost: %+v", tenant.Data)
+	}
+	q.Cost = true
+	rep, err := Run(t.Context(), &fakeStore{rows: rows}, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		upstream       string
+		count          int64
+		known          bool
+		amount, margin string
+	}
+	show := func(r Row) got {
+		g := got{upstream: r.Upstream, count: r.Count, known: r.Cost.Known, amount: "-", margin: "-"}
+		if r.Cost.Amount != nil {
+			g.amount = r.Cost.Amount.String()
+		}
+		if r.Cost.Margin != nil {
+			g.margin = r.Cost.Margin.String()
+		}
+		return g
+	}
+	want := []got{
+		{"ark", 3, true, "0.3", "0.7"},
+		{"free", 1, false, "-", "-"},
+		{"oai", 1, false, "-", "-"},
+		{"oai", 1, true, "0.25", "-0.15"},
+		{"yen", 1, true, "9", "-"}, // a cost in another currency has no margin
+	}
+	if len(rep.Data) != len(want) {
+		t.Fatalf("rows %+v", rep.Data)
+	}
+	for i, w := range want {
+		if g := show(rep.Data[i]); g != w {
+			t.Errorf("row %d: %+v, want %+v", i, g, w)
+		}
+	}
+	// Totals per currency and cost currency: unknown, JPY, USD.
+	var totals []got
+	for _, r := range rep.Totals {
+		totals = append(totals, show(r))
+	}
+	wantTotals := []got{{"", 2, false, "-", "-"}, {"", 1, true, "9", "-"}, {"", 4, true, "0.55", "0.55"}}
+	if len(totals) != 3 || totals[0] != wantTotals[0] || totals[1] != wantTotals[1] || totals[2] != wantTotals[2] {
+		t.Errorf("totals %+v, want %+v", totals, wantTotals)
+	}
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := strings.Join(recs[0], ","); !strings.HasSuffix(h, ",refunded,cost_currency,cost,margin") {
+		t.Errorf("header %s", h)
+	}
+	for i, w := range []string{"USD,0.3,0.7", ",unknown,unknown", ",unknown,unknown", "USD,0.25,-0.15", "JPY,9,"} {
+		rec := recs[i+1]
+		if g := strings.Join(rec[len(rec)-3:], ","); g != w {
+			t.Errorf("csv row %d cost cells %s, want %s (a negative margin stays a number)", i, g, w)
+		}
+	}
+}

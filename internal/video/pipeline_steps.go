@@ -170,7 +170,7 @@ func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, st
 	if err != nil {
 		return Outcome{}, "", err
 	}
-	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: body, Charge: settled.Charge, Excess: excess}}, "", nil
+	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: body, Charge: settled.Charge, Excess: excess, UpstreamTokens: s.st.Tokens}}, "", nil
 }
 
 func enhRouteOf(e *contract.EnhancementParams) string {

@@ -54,6 +54,10 @@ type Final struct {
 	// Excess is what the task's upstreams did beyond its request, recorded with the
 	// settlement (store.UpstreamExcess); only a completed task has any.
 	Excess []billing.Excess
+	// UpstreamTokens are the completion tokens the upstream reported for the job it ran
+	// (production: the generation half's), 0 when it reported none: what the operator's cost
+	// is priced on (billing.WithTaskCost), which may differ from the tokens billed.
+	UpstreamTokens int64
 }
 
 // Stepper runs the steps of tasks (the Pipeline; a script in tests). Step returns an error
@@ -83,6 +87,9 @@ type Tasks struct {
 	// Excess counts the upstream excess settled (may be nil: logged only).
 	Excess *billing.ExcessMetrics
 	Now    func() time.Time // nil: time.Now
+	// Accounts looks up the upstream account a task ran on, for the operator's cost stored
+	// at settlement (billing.WithTaskCost; nil: every cost unknown).
+	Accounts billing.Accounts
 }
 
 // gaveUpMessage is the failure of a task whose step kept failing.
@@ -275,7 +282,7 @@ func (h *Tasks) final(c store.TaskRun, o Outcome, attempt int) jobs.Outcome {
 			}
 			settled := c.Task
 			settled.Status, settled.Charged, settled.Result, settled.FinishedAt = f.Status, charge, f.Result, now
-			over, err := billing.SettleUsage(ctx, tx, c.ID, billing.TaskUsage(settled), now)
+			over, err := billing.SettleUsage(ctx, tx, c.ID, billing.WithTaskCost(billing.TaskUsage(settled), settled, f.UpstreamTokens, h.Accounts), now)
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,7 @@ import (
 var migrations embed.FS
 
 // usageMigration holds the usage rollups' backfill statement, which RebuildUsage reruns.
-const usageMigration = "0015_usage.sql"
+const usageMigration = "0021_cost.sql"
 
 // Migrations are the embedded schema files of this dialect.
 func Migrations() fs.FS {

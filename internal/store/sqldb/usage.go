@@ -21,10 +21,10 @@ const (
 // usageUpsert adds one settlement's figures to a row of table (usage_rollups by hour,
 // usage_daily by day) in one statement on both dialects.
 func usageUpsert(table, bucket string) string {
-	return `INSERT INTO ` + table + ` (` + bucket + `, tenant_id, key_id, alias, route, upstream, currency, outcome,
-	count, seconds_us, tokens, characters, reserved, charged, overage, refunded)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (` + bucket + `, tenant_id, key_id, alias, route, upstream, currency, outcome) DO UPDATE SET
+	return `INSERT INTO ` + table + ` (` + bucket + `, tenant_id, key_id, alias, route, upstream, currency, outcome, cost_currency,
+	count, seconds_us, tokens, characters, reserved, charged, overage, refunded, cost)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (` + bucket + `, tenant_id, key_id, alias, route, upstream, currency, outcome, cost_currency) DO UPDATE SET
 	count = ` + table + `.count + excluded.count,
 	seconds_us = ` + table + `.seconds_us + excluded.seconds_us,
 	tokens = ` + table + `.tokens + excluded.tokens,
@@ -32,7 +32,8 @@ func usageUpsert(table, bucket string) string {
 	reserved = ` + table + `.reserved + excluded.reserved,
 	charged = ` + table + `.charged + excluded.charged,
 	overage = ` + table + `.overage + excluded.overage,
-	refunded = ` + table + `.refunded + excluded.refunded`
+	refunded = ` + table + `.refunded + excluded.refunded,
+	cost = ` + table + `.cost + excluded.cost`
 }
 
 var (
@@ -46,15 +47,36 @@ func (t *Tx) AddUsage(ctx context.Context, ds ...store.UsageDelta) error {
 	for _, d := range ds {
 		hour := d.Hour.UTC().UnixMicro()
 		hour -= hour % hourMicros
-		rest := []any{d.TenantID, d.KeyID, d.Alias, d.Route, d.Upstream, d.Currency, d.Outcome,
+		cost := d.Cost
+		if d.CostCurrency == "" {
+			cost = 0 // unknown, never a sum
+		}
+		rest := []any{d.TenantID, d.KeyID, d.Alias, d.Route, d.Upstream, d.Currency, d.Outcome, d.CostCurrency,
 			d.Count, d.SecondsMicros, d.Tokens, d.Characters, int64(d.Reserved), int64(d.Charged), int64(d.Overage),
-			int64(d.Refunded)}
+			int64(d.Refunded), int64(cost)}
 		if err := t.later(ctx, hourlyUpsert, append([]any{hour}, rest...), nil); err != nil {
 			return fmt.Errorf("add usage of key %s: %w", d.KeyID, err)
 		}
 		if err := t.later(ctx, dailyUpsert, append([]any{hour - hour%dayMicros}, rest...), nil); err != nil {
 			return fmt.Errorf("add daily usage of key %s: %w", d.KeyID, err)
 		}
+	}
+	return nil
+}
+
+// SetCost stores a settled record's cost; an unknown cost (no currency) is NULL.
+func (t *Tx) SetCost(ctx context.Context, c store.RecordCost) error {
+	table := "tasks"
+	if c.Speech {
+		table = "speeches"
+	}
+	var cost any
+	if c.Currency != "" {
+		cost = int64(c.Micros)
+	}
+	if err := t.later(ctx, `UPDATE `+table+` SET cost_micros = ?, cost_currency = ?, cost_account = ? WHERE id = ?`,
+		[]any{cost, c.Currency, c.Account, c.Ref}, nil); err != nil {
+		return fmt.Errorf("set cost of %s: %w", c.Ref, err)
 	}
 	return nil
 }
@@ -158,14 +180,14 @@ func (db *DB) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Usag
 			order = append(order, g)
 		}
 	}
-	order = append(order, "currency")
+	order = append(order, "currency", "cost_currency")
 	if slices.Contains(q.GroupBy, store.UsageByOutcome) {
 		order = append(order, store.UsageByOutcome)
 	}
 	cols := make([]string, len(order))
 	for i, g := range order {
-		if g == "currency" {
-			cols[i] = "currency"
+		if g == "currency" || g == "cost_currency" {
+			cols[i] = g
 		} else {
 			cols[i] = usageDims[g]
 		}
@@ -178,8 +200,8 @@ func (db *DB) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Usag
 	if q.KeyID != "" {
 		filter, fargs = filter+" AND key_id = ?", append(fargs, q.KeyID)
 	}
-	const figures = `count, seconds_us, tokens, characters, reserved, charged, overage, refunded`
-	const dims = `tenant_id, key_id, alias, route, upstream, currency, outcome, `
+	const figures = `count, seconds_us, tokens, characters, reserved, charged, overage, refunded, cost`
+	const dims = `tenant_id, key_id, alias, route, upstream, currency, outcome, cost_currency, `
 	from, to := q.From.UTC().UnixMicro(), q.To.UTC().UnixMicro()
 	var source string
 	var args []any
@@ -198,7 +220,7 @@ func (db *DB) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Usag
 	group := strings.Join(cols, ", ")
 	query := `SELECT ` + group + `, CAST(SUM(count) AS BIGINT), CAST(SUM(seconds_us) AS BIGINT), CAST(SUM(tokens) AS BIGINT),
 		CAST(SUM(characters) AS BIGINT), CAST(SUM(reserved) AS BIGINT), CAST(SUM(charged) AS BIGINT),
-		CAST(SUM(overage) AS BIGINT), CAST(SUM(refunded) AS BIGINT)
+		CAST(SUM(overage) AS BIGINT), CAST(SUM(refunded) AS BIGINT), CAST(SUM(cost) AS BIGINT)
 		FROM (` + source + `) AS u GROUP BY ` + group + ` ORDER BY ` + group
 	rows, err := db.read.QueryContext(ctx, db.q(query), args...)
 	if err != nil {
@@ -209,8 +231,8 @@ func (db *DB) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Usag
 	for rows.Next() {
 		var r store.UsageRow
 		var bucket int64
-		var reserved, charged, overage, refunded int64
-		dest := make([]any, 0, len(cols)+8)
+		var reserved, charged, overage, refunded, cost int64
+		dest := make([]any, 0, len(cols)+9)
 		for _, g := range order {
 			switch g {
 			case store.UsageByTenant:
@@ -229,9 +251,11 @@ func (db *DB) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Usag
 				dest = append(dest, &bucket)
 			case "currency":
 				dest = append(dest, &r.Currency)
+			case "cost_currency":
+				dest = append(dest, &r.CostCurrency)
 			}
 		}
-		dest = append(dest, &r.Count, &r.SecondsMicros, &r.Tokens, &r.Characters, &reserved, &charged, &overage, &refunded)
+		dest = append(dest, &r.Count, &r.SecondsMicros, &r.Tokens, &r.Characters, &reserved, &charged, &overage, &refunded, &cost)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("usage report: %w", err)
 		}
@@ -239,6 +263,7 @@ func (db *DB) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Usag
 			r.Bucket = fromMicros(bucket)
 		}
 		r.Reserved, r.Charged, r.Overage, r.Refunded = money.Micros(reserved), money.Micros(charged), money.Micros(overage), money.Micros(refunded)
+		r.Cost = money.Micros(cost)
 		out = append(out, r)
 	}
 	return out, rows.Err()

@@ -22,12 +22,15 @@ func TestUsageMigrationBackfillsSettledRecords(t *testing.T) {
 	}
 	want := storetest.SettleWithoutUsage(t, db)
 	_ = db.Close()
-	// Back to the schema before 0015, with the settled records kept.
+	// Back to the schema before 0015 (and so before 0021's costs), with the settled records
+	// kept: both migrations run again on the reopen.
 	raw, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE usage_rollups`, `DROP TABLE usage_daily`, `DELETE FROM schema_migrations WHERE version = 15`} {
+	for _, q := range []string{`DROP TABLE usage_rollups`, `DROP TABLE usage_daily`, `DELETE FROM schema_migrations WHERE version IN (15, 21)`,
+		`ALTER TABLE tasks DROP COLUMN cost_micros`, `ALTER TABLE tasks DROP COLUMN cost_currency`, `ALTER TABLE tasks DROP COLUMN cost_account`,
+		`ALTER TABLE speeches DROP COLUMN cost_micros`, `ALTER TABLE speeches DROP COLUMN cost_currency`, `ALTER TABLE speeches DROP COLUMN cost_account`} {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

@@ -79,6 +79,7 @@ func Run(t *testing.T, open Opener) {
 		{"UsageReportGroupsAndFilters", testUsageReportGroupsAndFilters},
 		{"UsageAgreesWithTheLedger", testUsageAgreesWithTheLedger},
 		{"UsageRebuiltFromRecordsSettledWithoutRollups", testUsageRebuiltFromRecordsSettledWithoutRollups},
+		{"UsageCostStoredAndRolledUp", testUsageCostStoredAndRolledUp},
 		{"TaskEventsRecordEveryChange", testTaskEventsRecordEveryChange},
 		{"SearchTasksByEachFilter", testSearchTasksByEachFilter},
 		{"SearchTasksPagesEachOnceUnderInserts", testSearchTasksPagesEachOnceUnderInserts},

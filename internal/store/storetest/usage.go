@@ -418,7 +418,7 @@ func CheckUsageRows(t *testing.T, s store.Store, want map[store.UsageKey]store.U
 	got := map[store.UsageKey]store.UsageFigures{}
 	for _, r := range rows {
 		got[store.UsageKey{Hour: r.Bucket, TenantID: r.TenantID, KeyID: r.KeyID, Alias: r.Alias, Route: r.Route, Upstream: r.Upstream,
-			Currency: r.Currency, Outcome: r.Outcome}] = r.UsageFigures
+			Currency: r.Currency, Outcome: r.Outcome, CostCurrency: r.CostCurrency}] = r.UsageFigures
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("rollups:\n%v\nwant what the settlement path computes:\n%v", got, want)
