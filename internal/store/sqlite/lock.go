@@ -8,7 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
+
+// lockRetry is how long LockServe waits for a lock held by someone else to go away.
+const lockRetry = 2 * time.Second
 
 // ErrInUse is returned by LockServe when another process already serves the database.
 var ErrInUse = errors.New("another mediagen serve process is using this SQLite database")
@@ -26,7 +30,17 @@ func LockServe(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// A lock released a moment ago can still be held for a few milliseconds by a child process
+	// forked (for ffmpeg, say) but not yet exec'd at the moment it was closed: the child shares
+	// the open file and its lock until exec closes it. Such a lock goes away by itself; another
+	// serving process's does not. So a refusal is retried for a short while before it is final.
+	deadline := time.Now().Add(lockRetry)
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	for errors.Is(err, syscall.EWOULDBLOCK) && time.Now().Before(deadline) {
+		time.Sleep(25 * time.Millisecond)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%w (%s); run one serve process per SQLite database, or use PostgreSQL for several", ErrInUse, path)
