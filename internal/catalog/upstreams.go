@@ -200,6 +200,8 @@ type UpstreamAccount struct {
 	// "*.example.com" for every name under example.com. Absent: any host the fetch policy
 	// allows.
 	ResultHosts []string `yaml:"result_hosts"`
+	// Breaker is the account's circuit breaker (routing.go; absent: 5 failures, 60s).
+	Breaker *BreakerSettings `yaml:"breaker"`
 }
 
 // ResultHostAllowed is the check of a result link's host against result_hosts; nil when the
@@ -302,6 +304,7 @@ func (c *Catalog) checkUpstreams() []error {
 		default:
 			seen[u.Name] = true
 			errs = append(errs, u.checkRemote()...)
+			errs = append(errs, u.checkBreaker()...)
 		}
 	}
 	return errs
