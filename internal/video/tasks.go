@@ -39,6 +39,11 @@ type Outcome struct {
 	TakeSlot  string
 	SlotLimit int
 	SlotLine  time.Duration
+	// ReleaseSlot, on a checkpoint, gives back the slot the task held of this account (a
+	// routed task moving to another account), before any TakeSlot.
+	ReleaseSlot string
+	// Detail is written as the step's event (why a routed task chose or left an account).
+	Detail string
 }
 
 // Final is a terminal outcome.
@@ -110,6 +115,11 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 		full := false
 		err := cp(ctx, func(ctx context.Context, tx store.Tx) error {
 			full = false
+			if o.ReleaseSlot != "" {
+				if err := tx.ReleaseSlot(ctx, store.SlotHolder{Account: o.ReleaseSlot, TaskID: latest.ID, TenantID: latest.TenantID, KeyID: latest.KeyID}); err != nil {
+					return err
+				}
+			}
 			if o.TakeSlot != "" {
 				ok, err := tx.TakeSlot(ctx, store.SlotTaker{
 					SlotHolder: store.SlotHolder{Account: o.TakeSlot, TaskID: latest.ID, TenantID: latest.TenantID, KeyID: latest.KeyID},
@@ -209,7 +219,7 @@ func advance(c store.TaskRun, o Outcome, attempt int) store.Advance {
 	}
 	account, job := upstreamOf(c.Request, state)
 	return store.Advance{ID: c.ID, Status: status, Progress: progress, Step: step, State: state,
-		Attempt: attempt, Upstream: account, UpstreamJob: job}
+		Attempt: attempt, Upstream: account, UpstreamJob: job, Detail: truncate(o.Detail, maxDetail)}
 }
 
 // upstreamOf is the account and the upstream job id a task waits on, read from its stored
@@ -224,12 +234,33 @@ func upstreamOf(request, state []byte) (account, job string) {
 		return req.Upstream, ""
 	}
 	if st.EnhJob != "" {
-		if req.EnhanceUpstream != "" {
-			return req.EnhanceUpstream, st.EnhJob
-		}
-		return req.Upstream, st.EnhJob
+		return enhAccount(req, st), st.EnhJob
 	}
-	return req.Upstream, st.GenJob
+	return genAccount(req, st), st.GenJob
+}
+
+// genAccount is the account of the task's generation half (or of its one half): the one a
+// routed task chose (its state), or the alias's.
+func genAccount(req Stored, st pipeState) string {
+	if st.Account != "" {
+		return st.Account
+	}
+	return req.Upstream
+}
+
+// enhAccount is the account of the task's enhancement half: a production task's own
+// (chosen, or enhance_upstream, or the alias's upstream); a standalone enhancement's one half.
+func enhAccount(req Stored, st pipeState) string {
+	if req.Request == nil || req.Request.Production == nil {
+		return genAccount(req, st)
+	}
+	if st.EnhAccount != "" {
+		return st.EnhAccount
+	}
+	if req.EnhanceUpstream != "" {
+		return req.EnhanceUpstream
+	}
+	return req.Upstream
 }
 
 // advanced is c once the update a committed.
@@ -327,5 +358,5 @@ func heldSlot(request, state []byte) string {
 	if json.Unmarshal(request, &req) != nil {
 		return ""
 	}
-	return req.Upstream
+	return genAccount(req, st)
 }
