@@ -78,6 +78,9 @@ func (r *Router) get(account string) *health {
 	if h == nil {
 		h = &health{}
 		r.accts[account] = h
+		if r.State != nil {
+			r.State.WithLabelValues(account).Set(BreakerClosed)
+		}
 	}
 	return h
 }
@@ -130,9 +133,7 @@ func (r *Router) success(account string) {
 	defer r.mu.Unlock()
 	h := r.get(account)
 	h.fails = 0
-	if h.state != BreakerClosed || r.State != nil {
-		r.set(account, h, BreakerClosed)
-	}
+	r.set(account, h, BreakerClosed)
 }
 
 // failure counts a transient failure; it opens the breaker after the account's failures in a
