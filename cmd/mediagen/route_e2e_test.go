@@ -126,6 +126,31 @@ func TestRouteAcrossFourAccountsMakesOnePaidJobPerTask(t *testing.T) {
 			t.Errorf("task %d (%s) made %d paid upstream jobs over the four accounts, want exactly 1", i, id, n)
 		}
 	}
+	// Every task's events say where it was routed and why it left an account (the operator
+	// task view shows them); its last event names the account it ran on.
+	left := map[string]int{}
+	for i, id := range ids {
+		events, err := m.db.TaskEvents(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var routedTo string
+		for _, ev := range events {
+			if _, a, ok := strings.Cut(ev.Detail, "routed to "); ok {
+				routedTo, _, _ = strings.Cut(a, " ")
+			}
+			if a, ok := strings.CutPrefix(ev.Detail, "left "); ok {
+				acct, _, _ := strings.Cut(a, ":")
+				left[acct]++
+			}
+		}
+		if last := events[len(events)-1]; routedTo == "" || last.Upstream != routedTo || fakes[routedTo].JobsFor(ark.Tag(id+":gen")) != 1 {
+			t.Errorf("task %d: routed to %q, last event on %q", i, routedTo, last.Upstream)
+		}
+	}
+	if left["ark-broken"] == 0 || left["ark-limited"] == 0 {
+		t.Errorf("tasks left accounts %v: want some leaving ark-broken and ark-limited", left)
+	}
 	for name, f := range fakes {
 		for _, v := range f.Violations() {
 			t.Errorf("%s wire format: %s", name, v)
@@ -157,8 +182,8 @@ func TestRouteAcrossFourAccountsMakesOnePaidJobPerTask(t *testing.T) {
 		reasons = append(reasons, fmt.Sprintf("%s %d", k, v))
 	}
 	sort.Strings(reasons)
-	t.Logf("ROUTING %d tasks in %s: %d completed, %d failed\n%s\n  fallbacks by reason: %s\n  slot waits: %v",
-		tasks, elapsed.Round(time.Millisecond), completed, tasks-completed, strings.Join(lines, "\n"), strings.Join(reasons, ", "), waits)
+	t.Logf("ROUTING %d tasks in %s: %d completed, %d failed\n%s\n  fallbacks by reason: %s\n  tasks that left an account: %v\n  slot waits: %v",
+		tasks, elapsed.Round(time.Millisecond), completed, tasks-completed, strings.Join(lines, "\n"), strings.Join(reasons, ", "), left, waits)
 }
 
 // routeMetrics reads the fallbacks by reason (mediagen_upstream_errors_total of submits,

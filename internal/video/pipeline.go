@@ -339,6 +339,9 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 			}
 			return s.upstreamError("find", err)
 		} else if found {
+			if routed { // the account made the job: it works, only an answer was lost
+				s.p.router().success(s.account())
+			}
 			s.st.Submitting, s.st.Polls, s.st.GenJob = false, 0, job
 			o, err := s.outcome(s.c.Progress+1, phaseGenPoll, 0)
 			return o, "", err
