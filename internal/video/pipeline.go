@@ -164,7 +164,7 @@ func NewUpstreamWaits(reg prometheus.Registerer) *prometheus.CounterVec {
 func NewUpstreamErrors(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagen_upstream_errors_total",
-		Help: "Upstream errors of video tasks, by route, upstream, call (submit, poll) and kind (transient, rejected, account, job_failed, job_expired, result_host, result_unusable).",
+		Help: "Upstream errors of video tasks, by route, upstream, call (submit, poll, find) and kind (transient, rejected, account, rate_limited, job_failed, job_expired, result_host, result_unusable).",
 	}, []string{"route", "upstream", "call", "kind"})
 	reg.MustRegister(c)
 	return c
