@@ -333,3 +333,42 @@ func TestStrategiesOrderAccounts(t *testing.T) {
 		t.Errorf("weighted 3:1:0 put first %v of 4000", first)
 	}
 }
+
+// scriptEnhancer is an enhancement account whose first creates answer from a script.
+type scriptEnhancer struct{ scriptAccount }
+
+func (e *scriptEnhancer) SubmitEnhancement(ctx context.Context, r provider.EnhanceRequest) (string, error) {
+	return e.SubmitGeneration(ctx, provider.GenerateRequest{IdempotencyKey: r.IdempotencyKey})
+}
+
+func (e *scriptEnhancer) PollEnhancement(context.Context, string) (provider.Job, error) {
+	return provider.Job{Status: provider.StatusRunning}, nil
+}
+
+// A standalone enhancement routes like a generation: a refused key moves it, with its slot,
+// to the next account.
+func TestRoutedEnhancementMovesWithItsSlot(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	x, y := &scriptEnhancer{scriptAccount{script: []string{ansRefused}}}, &scriptEnhancer{}
+	r := &routeRun{t: t, full: map[string]bool{}, held: map[string]int{}}
+	r.p = &Pipeline{Upstreams: map[string]Upstream{"x": {Enhancer: x}, "y": {Enhancer: y}}, PollMin: time.Second, PollMax: time.Second,
+		MaxInFlight: func(string) int { return 1 }, Router: &Router{Now: func() time.Time { return now }}}
+	req, _ := json.Marshal(Stored{Request: &contract.VideoRequest{Route: contract.RouteEnhancement,
+		Enhancement: &contract.EnhancementParams{VideoURL: "https://example.com/a.mp4", Resolution: "1080p"}},
+		Upstream: "x", Upstreams: []string{"x", "y"}, Model: "m"})
+	r.c = store.TaskRun{Task: store.Task{ID: "video_2", Route: "enhancement", Status: store.StatusQueued, Request: req, Pricing: []byte(`{}`)}}
+	if _, err := r.step(); err != nil {
+		t.Fatal(err)
+	}
+	st := r.state()
+	if st.Account != "y" || st.EnhJob == "" || r.c.Step != phaseEnhPoll || r.held["x"] != 0 || r.held["y"] != 1 {
+		t.Fatalf("account %q job %q step %q slots %v: want polling on y, its slot held, x's given back", st.Account, st.EnhJob, r.c.Step, r.held)
+	}
+	if acct, job := upstreamOf(r.c.Request, r.c.State); acct != "y" || job != st.EnhJob {
+		t.Errorf("the task's event names %s %s, want y", acct, job)
+	}
+	if got := heldSlot(r.c.Request, r.c.State); got != "y" {
+		t.Errorf("the slot released at the end is %q's, want y's", got)
+	}
+}
