@@ -116,6 +116,10 @@ func (s *stepCtx) route(ctx context.Context, half string) (Outcome, string, erro
 		}
 		if limit > 0 {
 			o.TakeSlot, o.SlotLimit, o.SlotLine = a, limit, slotLineWaits*wait
+		} else if s.slotted(half) {
+			// Refused a slot earlier, the task may wait in a full account's line; it asks
+			// there no more (a slot taken elsewhere leaves the line with it).
+			o.LeaveLine = true
 		}
 		o.Detail = strings.TrimPrefix(s.note+"; ", "; ") + "routed to " + a
 		if len(skip) > 0 {

@@ -42,6 +42,9 @@ type Outcome struct {
 	// ReleaseSlot, on a checkpoint, gives back the slot the task held of this account (a
 	// routed task moving to another account), before any TakeSlot.
 	ReleaseSlot string
+	// LeaveLine, on a checkpoint, takes the task out of any account's line (a routed task
+	// bound to an account without a limit).
+	LeaveLine bool
 	// Detail is written as the step's event (why a routed task chose or left an account).
 	Detail string
 }
@@ -117,6 +120,11 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 			full = false
 			if o.ReleaseSlot != "" {
 				if err := tx.ReleaseSlot(ctx, store.SlotHolder{Account: o.ReleaseSlot, TaskID: latest.ID, TenantID: latest.TenantID, KeyID: latest.KeyID}); err != nil {
+					return err
+				}
+			}
+			if o.LeaveLine {
+				if err := tx.LeaveSlotLine(ctx, latest.ID); err != nil {
 					return err
 				}
 			}
