@@ -229,6 +229,9 @@ func TestRoutedTaskFallsBackOnlyWhenNoJobWasMade(t *testing.T) {
 			if !tt.want.failed && st.Account != tt.want.account {
 				t.Errorf("bound to %q, want %q", st.Account, tt.want.account)
 			}
+			if u := Upstreams(r.c.Request, r.c.State); st.Account != "" && u.Account != st.Account {
+				t.Errorf("the operator's view names %q, the task is bound to %q", u.Account, st.Account)
+			}
 			total := 0
 			for _, acc := range []*scriptAccount{a, b} {
 				for _, n := range acc.jobs {
@@ -367,6 +370,9 @@ func TestRoutedEnhancementMovesWithItsSlot(t *testing.T) {
 	}
 	if acct, job := upstreamOf(r.c.Request, r.c.State); acct != "y" || job != st.EnhJob {
 		t.Errorf("the task's event names %s %s, want y", acct, job)
+	}
+	if u := Upstreams(r.c.Request, r.c.State); u.Account != "y" || u.EnhanceAccount != "y" || u.EnhanceJob != st.EnhJob {
+		t.Errorf("the operator's view of the task's upstreams %+v, want y", u)
 	}
 	if got := heldSlot(r.c.Request, r.c.State); got != "y" {
 		t.Errorf("the slot released at the end is %q's, want y's", got)
