@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -46,7 +47,8 @@ func (e *adminEnv) loadCatalogOnly() (*catalog.Catalog, error) {
 }
 
 // upstreamList prints every account aliases may bind to, with the aliases bound to it (a
-// production alias counts on both of its accounts).
+// production alias counts on both of its accounts, a routed alias on every account of its
+// lists).
 func (e *adminEnv) upstreamList() error {
 	c, err := e.loadCatalogOnly()
 	if err != nil {
@@ -57,7 +59,11 @@ func (e *adminEnv) upstreamList() error {
 		n := 0
 		for _, t := range c.Tenants {
 			for _, a := range t.Aliases {
-				if string(a.Upstream) == acc.Name || (a.EnhanceUpstream != a.Upstream && string(a.EnhanceUpstream) == acc.Name) {
+				uses := slices.Contains(a.Accounts(), catalog.Upstream(acc.Name))
+				if a.Product == catalog.ProductProduction {
+					uses = uses || slices.Contains(a.EnhancementAccounts(), catalog.Upstream(acc.Name))
+				}
+				if uses {
 					n++
 				}
 			}

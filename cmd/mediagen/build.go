@@ -118,7 +118,12 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			UpstreamWaits:  video.NewUpstreamWaits(reg),
 			UpstreamCalls:  video.NewUpstreamCalls(reg),
 			AccountBroken:  video.NewAccountBroken(reg),
-			Logger:         m.log,
+			Router: &video.Router{State: video.NewBreakerState(reg), Policy: func(name string) (int, time.Duration) {
+				acc, _ := m.cat().Upstream(name)
+				return acc.BreakerPolicy()
+			}},
+			Slots:  m.db.UpstreamSlots,
+			Logger: m.log,
 			ResultHosts: func(name string) func(string) bool {
 				acc, _ := m.cat().Upstream(name)
 				return acc.ResultHostAllowed()

@@ -12,9 +12,10 @@ import (
 
 // upstreamHealth is the operator overview's view of this process's upstream figures, read
 // from its own metrics registry: calls and failed calls (mediagen_upstream_call_duration_seconds
-// by outcome), submits that waited for a slot (mediagen_upstream_waits_total) and refused
-// credentials (mediagen_upstream_account_broken). nil for an api-only process, which runs no
-// pipeline and so knows nothing of the accounts' calls.
+// by outcome), submits that waited for a slot (mediagen_upstream_waits_total), refused
+// credentials (mediagen_upstream_account_broken) and the circuit breaker
+// (mediagen_upstream_breaker_state). nil for an api-only process, which runs no pipeline and
+// so knows nothing of the accounts' calls.
 func (m *Main) upstreamHealth() func(context.Context) ([]console.UpstreamHealth, error) {
 	if m.reg == nil || m.Config.Role == "api" {
 		return nil
@@ -57,6 +58,8 @@ func gatherUpstreamHealth(g prometheus.Gatherer) ([]console.UpstreamHealth, erro
 				get(account).Waits += int64(mt.GetCounter().GetValue())
 			case "mediagen_upstream_account_broken":
 				get(account).Broken = mt.GetGauge().GetValue() == 1
+			case "mediagen_upstream_breaker_state":
+				get(account).Breaker = int(mt.GetGauge().GetValue())
 			}
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 func TestUpstreamHealthReadFromThePipelinesMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	calls, waits, broken := video.NewUpstreamCalls(reg), video.NewUpstreamWaits(reg), video.NewAccountBroken(reg)
+	calls, waits, broken, breaker := video.NewUpstreamCalls(reg), video.NewUpstreamWaits(reg), video.NewAccountBroken(reg), video.NewBreakerState(reg)
 	for range 3 {
 		calls.WithLabelValues("ark-1", "submit", "ok").Observe(0.1)
 	}
@@ -19,11 +19,12 @@ func TestUpstreamHealthReadFromThePipelinesMetrics(t *testing.T) {
 	waits.WithLabelValues("ark-1").Add(4)
 	broken.WithLabelValues("ark-1").Set(1)
 	broken.WithLabelValues("sandbox").Set(0)
+	breaker.WithLabelValues("ark-1").Set(video.BreakerOpen)
 	got, err := gatherUpstreamHealth(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "[{ark-1 4 1 4 true} {sandbox 0 0 0 false}]"
+	want := "[{ark-1 4 1 4 true 1} {sandbox 0 0 0 false 0}]"
 	if fmt.Sprint(got) != want {
 		t.Errorf("health = %v; want %s", got, want)
 	}

@@ -37,9 +37,11 @@ func WithTaskCost(d store.UsageDelta, t store.Task, reported int64, accounts Acc
 		} `json:"request"`
 	}
 	_ = json.Unmarshal(t.Request, &req)
-	d.CostAccount = req.Upstream
+	// d.Upstream is the account the task ran on (TaskUsage's binding, or a routed task's
+	// account set by the settlement); the stored binding is the fallback.
+	d.CostAccount = d.Upstream
 	if d.CostAccount == "" {
-		d.CostAccount = d.Upstream
+		d.CostAccount = req.Upstream
 	}
 	cost := accountCost(d.CostAccount, accounts)
 	if cost == nil {

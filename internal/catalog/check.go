@@ -71,35 +71,49 @@ func (c *Catalog) checkBindings() []error {
 			if a == nil || a.Upstream == "" {
 				continue
 			}
-			acc, ok := c.Upstream(string(a.Upstream))
-			switch {
-			case !ok:
-				errs = append(errs, fmt.Errorf("tenant %q alias %q: unknown upstream %q: neither sandbox nor an account of the upstreams section", t.ID, a.Name, a.Upstream))
-			case !acc.Kind.Serves(a.Product):
-				errs = append(errs, fmt.Errorf("tenant %q alias %q: upstream %q (kind %s) cannot serve product %s", t.ID, a.Name, a.Upstream, acc.Kind, a.Product))
-			case a.Product == ProductProduction:
-				errs = append(errs, c.checkProductionBinding(t, a, acc)...)
+			// Every account of the list must serve the alias on its own: a task may run on
+			// any of them. The same per-kind rules as a single account.
+			for _, name := range a.Accounts() {
+				acc, ok := c.Upstream(string(name))
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("tenant %q alias %q: unknown upstream %q: neither sandbox nor an account of the upstreams section", t.ID, a.Name, name))
+				case !acc.Kind.Serves(a.Product):
+					errs = append(errs, fmt.Errorf("tenant %q alias %q: upstream %q (kind %s) cannot serve product %s", t.ID, a.Name, name, acc.Kind, a.Product))
+				case a.Product == ProductProduction:
+					errs = append(errs, c.checkProductionGeneration(t, a, acc)...)
+				}
+			}
+			if a.Product == ProductProduction {
+				errs = append(errs, c.checkProductionEnhancement(t, a)...)
 			}
 		}
 	}
 	return errs
 }
 
-// checkProductionBinding: the generation account generates at the alias's
-// generate_resolution, and the enhancement account (enhance_upstream) serves enhancement.
-func (c *Catalog) checkProductionBinding(t *Tenant, a *Alias, gen UpstreamAccount) []error {
-	var errs []error
+// checkProductionGeneration: the generation account generates at the alias's
+// generate_resolution.
+func (c *Catalog) checkProductionGeneration(t *Tenant, a *Alias, gen UpstreamAccount) []error {
 	if rs := gen.Kind.GenerateResolutions(); rs != nil && !slices.Contains(rs, string(a.GenerateResolution)) {
-		errs = append(errs, fmt.Errorf("tenant %q alias %q: upstream %q (kind %s) cannot generate at generate_resolution %s (it does %s)",
-			t.ID, a.Name, a.Upstream, gen.Kind, a.GenerateResolution, strings.Join(rs, ", ")))
+		return []error{fmt.Errorf("tenant %q alias %q: upstream %q (kind %s) cannot generate at generate_resolution %s (it does %s)",
+			t.ID, a.Name, gen.Name, gen.Kind, a.GenerateResolution, strings.Join(rs, ", "))}
 	}
-	name := a.EnhancementUpstream()
-	enh, ok := c.Upstream(string(name))
-	switch {
-	case !ok:
-		errs = append(errs, fmt.Errorf("tenant %q alias %q: unknown enhance_upstream %q: neither sandbox nor an account of the upstreams section", t.ID, a.Name, name))
-	case !enh.Kind.Serves(ProductEnhancement):
-		errs = append(errs, fmt.Errorf("tenant %q alias %q: the enhancement half's upstream %q (kind %s) cannot serve enhancement; set enhance_upstream to an ffmpeg account or sandbox", t.ID, a.Name, name, enh.Kind))
+	return nil
+}
+
+// checkProductionEnhancement: every enhancement account (enhance_upstream or
+// enhance_upstreams) serves enhancement.
+func (c *Catalog) checkProductionEnhancement(t *Tenant, a *Alias) []error {
+	var errs []error
+	for _, name := range a.EnhancementAccounts() {
+		enh, ok := c.Upstream(string(name))
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("tenant %q alias %q: unknown enhance_upstream %q: neither sandbox nor an account of the upstreams section", t.ID, a.Name, name))
+		case !enh.Kind.Serves(ProductEnhancement):
+			errs = append(errs, fmt.Errorf("tenant %q alias %q: the enhancement half's upstream %q (kind %s) cannot serve enhancement; set enhance_upstream to an ffmpeg account or sandbox", t.ID, a.Name, name, enh.Kind))
+		}
 	}
 	return errs
 }
@@ -167,7 +181,7 @@ func (t *Tenant) check(upstreamModels map[string]bool) []error {
 }
 
 func (a *Alias) check() []string {
-	var msgs []string
+	msgs := a.checkRouting()
 	if a.Product == "" {
 		msgs = append(msgs, "product is required (native, production, enhancement or speech)")
 	}

@@ -148,6 +148,15 @@ type Alias struct {
 	// EnhanceUpstream is the account of the enhancement half (production only; default: the
 	// alias's upstream). It lets a remote generator (ark, openai) feed a local enhancer (ffmpeg).
 	EnhanceUpstream Upstream `yaml:"enhance_upstream,omitempty"`
+
+	// Routing (routing.go, docs/upstreams.md#routing): several accounts instead of upstream,
+	// how a task picks among them, and the weights of strategy weighted (one per account).
+	// The first account becomes Upstream once checked. EnhanceUpstreams is the list of a
+	// production alias's enhancement half (tried in priority order).
+	Upstreams        []Upstream `yaml:"upstreams,omitempty"`
+	Strategy         Strategy   `yaml:"strategy,omitempty"`
+	Weights          []int      `yaml:"weights,omitempty"`
+	EnhanceUpstreams []Upstream `yaml:"enhance_upstreams,omitempty"`
 }
 
 // EnhancementUpstream is the account that runs the alias's enhancement half: enhance_upstream,

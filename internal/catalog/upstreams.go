@@ -203,6 +203,8 @@ type UpstreamAccount struct {
 	// Cost is what the account costs the operator (optional; cost.go): the usage report's
 	// cost and margin, and the check's warning for an alias sold below it.
 	Cost *Cost `yaml:"cost"`
+	// Breaker is the account's circuit breaker (routing.go; absent: 5 failures, 60s).
+	Breaker *BreakerSettings `yaml:"breaker"`
 }
 
 // ResultHostAllowed is the check of a result link's host against result_hosts; nil when the
@@ -305,6 +307,7 @@ func (c *Catalog) checkUpstreams() []error {
 		default:
 			seen[u.Name] = true
 			errs = append(errs, u.checkRemote()...)
+			errs = append(errs, u.checkBreaker()...)
 		}
 	}
 	return errs

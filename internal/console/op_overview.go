@@ -21,6 +21,9 @@ type UpstreamHealth struct {
 	Calls, Errors int64
 	Waits         int64
 	Broken        bool
+	// Breaker is the account's circuit breaker in this process (mediagen_upstream_breaker_state):
+	// 0 closed, 1 open, 2 half-open.
+	Breaker int
 }
 
 // overviewDays is the span of the overview's hourly charts.

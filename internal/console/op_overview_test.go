@@ -124,6 +124,12 @@ func TestOverviewShowsTheProcesssUpstreamHealth(t *testing.T) {
 		{"broken with errors", func(context.Context) ([]UpstreamHealth, error) {
 			return []UpstreamHealth{{Account: "sandbox", Calls: 8, Errors: 2, Waits: 5, Broken: true}}, nil
 		}, []string{`data-label="Calls">8<`, `data-label="Error rate">25.0%<`, `data-label="Slot waits">5<`, `badge broken`}},
+		{"breaker open", func(context.Context) ([]UpstreamHealth, error) {
+			return []UpstreamHealth{{Account: "sandbox", Calls: 8, Errors: 8, Breaker: 1}}, nil
+		}, []string{`badge broken">breaker open<`}},
+		{"breaker half-open", func(context.Context) ([]UpstreamHealth, error) {
+			return []UpstreamHealth{{Account: "sandbox", Calls: 8, Errors: 5, Breaker: 2}}, nil
+		}, []string{`badge queued">breaker half-open<`}},
 		{"no calls yet", func(context.Context) ([]UpstreamHealth, error) { return nil, nil },
 			[]string{`data-label="Calls">0<`, `data-label="Error rate">—<`, `badge ok`}},
 		{"figures unreadable", func(context.Context) ([]UpstreamHealth, error) { return nil, errors.New("boom") },

@@ -136,6 +136,10 @@ type QueueTx interface {
 	// released exactly once.
 	TakeSlot(ctx context.Context, t SlotTaker) (bool, error)
 	ReleaseSlot(ctx context.Context, h SlotHolder) error
+	// LeaveSlotLine takes the task out of any account's line it waits in: a task routed to
+	// another account (one without a limit) no longer asks, and must not hold back a freed
+	// slot from the next in line.
+	LeaveSlotLine(ctx context.Context, taskID string) error
 }
 
 // SlotHolder is a task holding (or asking for) one of its upstream account's slots.

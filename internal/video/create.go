@@ -30,6 +30,14 @@ type Stored struct {
 	EnhanceModel string `json:"enhance_model,omitempty"`
 	// EnhanceUpstream is the account of a production task's enhancement half ("": Upstream).
 	EnhanceUpstream string `json:"enhance_upstream,omitempty"`
+	// Routing (an alias with several accounts): the accounts a task may run on, in the
+	// catalog's order, the strategy and its weights; EnhanceUpstreams the production
+	// enhancement half's. Absent for a one-account alias. The account a half runs on is
+	// recorded in the task's state (pipeState.Account, EnhAccount) when it is chosen.
+	Upstreams        []string `json:"upstreams,omitempty"`
+	Strategy         string   `json:"strategy,omitempty"`
+	Weights          []int    `json:"weights,omitempty"`
+	EnhanceUpstreams []string `json:"enhance_upstreams,omitempty"`
 	// Assets maps a content index to the asset its asset:// reference resolved to at acceptance.
 	Assets map[int]Asset `json:"assets,omitempty"`
 }
@@ -102,9 +110,12 @@ func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, uploa
 		accounts = c.Catalog.Upstream
 	}
 	if accounts != nil {
-		if acc, ok := accounts(string(alias.Upstream)); ok {
-			if param, msg := acc.Kind.Refuse(req); param != "" {
-				return d, nil, apierr.Invalid(param, msg)
+		// A routed alias refuses what any of its accounts cannot do: a task may run on any.
+		for _, name := range alias.Accounts() {
+			if acc, ok := accounts(string(name)); ok {
+				if param, msg := acc.Kind.Refuse(req); param != "" {
+					return d, nil, apierr.Invalid(param, msg)
+				}
 			}
 		}
 	}
@@ -136,6 +147,14 @@ func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, uploa
 		GenerateRes: string(alias.GenerateResolution), EnhanceModel: alias.EnhanceModel}
 	if alias.Product == catalog.ProductProduction && alias.EnhanceUpstream != "" {
 		d.stored.EnhanceUpstream = string(alias.EnhanceUpstream)
+	}
+	if accts := alias.Accounts(); len(accts) > 1 {
+		d.stored.Upstreams, d.stored.Strategy, d.stored.Weights = names(accts), string(alias.RoutingStrategy()), alias.Weights
+	}
+	if alias.Product == catalog.ProductProduction {
+		if accts := alias.EnhancementAccounts(); len(accts) > 1 {
+			d.stored.EnhanceUpstreams = names(accts)
+		}
 	}
 	m, err := s.resolveContent(ctx, c, req, d.stored, upload)
 	if err != nil {
@@ -260,4 +279,12 @@ func fromContract(e *contract.Error) error {
 		k = apierr.KindPermission
 	}
 	return &apierr.Error{Kind: k, Param: e.Param, Message: e.Message}
+}
+
+func names(us []catalog.Upstream) []string {
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = string(u)
+	}
+	return out
 }

@@ -16,19 +16,20 @@ type UpstreamInfo struct {
 func Upstreams(request, state []byte) UpstreamInfo {
 	var u UpstreamInfo
 	var req Stored
-	if json.Unmarshal(request, &req) == nil {
-		u.Account, u.Model, u.EnhanceModel = req.Upstream, req.Model, req.EnhanceModel
-		u.EnhanceAccount = req.EnhanceUpstream
-		if u.EnhanceAccount == "" && u.EnhanceModel != "" {
-			u.EnhanceAccount = req.Upstream
-		}
+	if json.Unmarshal(request, &req) != nil {
+		return u
 	}
 	var st pipeState
-	if len(state) > 0 && json.Unmarshal(state, &st) == nil {
-		u.Job, u.EnhanceJob = st.GenJob, st.EnhJob
-		if st.EnhJob != "" && u.EnhanceAccount == "" {
-			u.EnhanceAccount = req.Upstream
-		}
+	if len(state) > 0 && json.Unmarshal(state, &st) != nil {
+		st = pipeState{}
 	}
+	// A routed task's accounts are the ones it was bound to (its state), not its alias's
+	// first: the operator sees where its jobs are.
+	u.Account, u.Model, u.EnhanceModel = genAccount(req, st), req.Model, req.EnhanceModel
+	u.EnhanceAccount = req.EnhanceUpstream
+	if u.EnhanceModel != "" || st.EnhJob != "" {
+		u.EnhanceAccount = enhAccount(req, st)
+	}
+	u.Job, u.EnhanceJob = st.GenJob, st.EnhJob
 	return u
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,6 +67,23 @@ type Pipeline struct {
 	// ResultHosts, when set, gives an account's check of the hosts its result links may be
 	// read from (nil: any the fetch policy allows).
 	ResultHosts func(upstream string) func(host string) bool
+	// Router is the accounts' health that routed tasks (an alias with several accounts) pick
+	// from: circuit breakers and accounts to avoid for a while (router.go). nil: one is made
+	// on first use, with the default breaker.
+	Router *Router
+	// Slots, when set, reads the upstream jobs in flight per account (strategy least_busy).
+	Slots func(ctx context.Context) (map[string]int, error)
+
+	routerMu sync.Mutex
+}
+
+func (p *Pipeline) router() *Router {
+	p.routerMu.Lock()
+	defer p.routerMu.Unlock()
+	if p.Router == nil {
+		p.Router = &Router{}
+	}
+	return p.Router
 }
 
 func (p *Pipeline) upstream(name string) (Upstream, bool) {
@@ -146,7 +164,7 @@ func NewUpstreamWaits(reg prometheus.Registerer) *prometheus.CounterVec {
 func NewUpstreamErrors(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagen_upstream_errors_total",
-		Help: "Upstream errors of video tasks, by route, upstream, call (submit, poll) and kind (transient, rejected, account, job_failed, job_expired, result_host, result_unusable).",
+		Help: "Upstream errors of video tasks, by route, upstream, call (submit, poll, find) and kind (transient, rejected, account, rate_limited, job_failed, job_expired, result_host, result_unusable).",
 	}, []string{"route", "upstream", "call", "kind"})
 	reg.MustRegister(c)
 	return c
@@ -155,10 +173,10 @@ func NewUpstreamErrors(reg prometheus.Registerer) *prometheus.CounterVec {
 // account is the upstream account of the phase being run: the enhancement half of a
 // production task may run on another account than its generation half.
 func (s *stepCtx) account() string {
-	if s.req.EnhanceUpstream != "" && (s.phase == phaseEnhSubmit || s.phase == phaseEnhPoll) {
-		return s.req.EnhanceUpstream
+	if s.phase == phaseEnhSubmit || s.phase == phaseEnhPoll {
+		return enhAccount(s.req, s.st)
 	}
-	return s.req.Upstream
+	return genAccount(s.req, s.st)
 }
 
 // upstreamErr counts one upstream error.
@@ -194,6 +212,11 @@ type pipeState struct {
 	Excess []billing.Excess `json:"excess,omitempty"`
 	// SlotHeld: the task counts in its account's upstream jobs in flight (released at its end).
 	SlotHeld bool `json:"slot_held,omitempty"`
+	// Account and EnhAccount are the accounts a routed task's halves were bound to (route.go):
+	// every submit, find and poll of the half goes there, and the slot is the Account's.
+	// Empty for a one-account alias (its Stored binding) and before a half is routed.
+	Account    string `json:"account,omitempty"`
+	EnhAccount string `json:"enh_account,omitempty"`
 }
 
 // progress bands per route: [start of enhancement, end before finishing].
@@ -217,6 +240,10 @@ type stepCtx struct {
 	enh   Upstream // the enhancement half's engine: up, or the production alias's enhance_upstream
 	phase string
 	save  func(Outcome) error
+	// note is a routing event's detail waiting for the next checkpoint; moves counts the
+	// accounts this step left.
+	note  string
+	moves int
 }
 
 // Step implements Stepper: it runs the task's current phase, and keeps going through
@@ -234,15 +261,8 @@ func (p *Pipeline) Step(ctx context.Context, c store.TaskRun, save func(Outcome)
 			return permanent("video_generation_failed", "The task could not be read."), nil
 		}
 	}
-	up, ok := p.upstream(s.req.Upstream)
-	if !ok {
+	if !s.engines() {
 		return permanent("video_generation_failed", "The model is not available."), nil
-	}
-	s.up, s.enh = up, up
-	if name := s.req.EnhanceUpstream; name != "" {
-		if s.enh, ok = p.upstream(name); !ok {
-			return permanent("video_generation_failed", "The model is not available."), nil
-		}
 	}
 	if s.phase == "" {
 		s.phase = phaseGenSubmit
@@ -257,6 +277,24 @@ func (p *Pipeline) Step(ctx context.Context, c store.TaskRun, save func(Outcome)
 		}
 		s.phase = next
 	}
+}
+
+// engines looks up the engines of the accounts the halves are bound to.
+func (s *stepCtx) engines() bool {
+	gen, enh := genAccount(s.req, s.st), enhAccount(s.req, s.st)
+	up, ok := s.p.upstream(gen)
+	if !ok && gen != "" && len(s.req.Upstreams) == 0 {
+		return false
+	}
+	s.up, s.enh = up, up
+	if enh != gen {
+		e, ok := s.p.upstream(enh)
+		if !ok && len(s.req.EnhanceUpstreams) == 0 {
+			return false
+		}
+		s.enh = e
+	}
+	return true
 }
 
 // run executes one phase. It returns either an outcome to write (next == ""), or the next
@@ -287,38 +325,57 @@ func (s *stepCtx) outcome(progress int, phase string, runIn time.Duration) (Outc
 // the lease); the call carries an idempotency key made of the task id and the half, so a
 // retry after a crash between the call and the record finds the same upstream job.
 func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, error) {
+	routed := len(s.routes(half)) > 1
+	// unsure: an earlier create of this half was about to be made and its answer never
+	// recorded, so it may have started a paid job on the bound account. A routed task never
+	// leaves that account until the account answered that no such job exists.
+	unsure := s.st.Submitting
 	if s.st.Submitting && half == "gen" {
 		// An earlier submit was about to be made and its answer was never recorded: it may
 		// have started a paid job. An upstream that can look for it is asked first.
-		if job, found, err := s.findJob(ctx); err != nil {
+		if job, found, canFind, err := s.findJob(ctx); err != nil {
+			if routed {
+				s.p.router().failure(s.account())
+			}
 			return s.upstreamError("find", err)
 		} else if found {
+			if routed { // the account made the job: it works, only an answer was lost
+				s.p.router().success(s.account())
+			}
 			s.st.Submitting, s.st.Polls, s.st.GenJob = false, 0, job
 			o, err := s.outcome(s.c.Progress+1, phaseGenPoll, 0)
 			return o, "", err
+		} else if canFind && routed {
+			// The account answered that the lost create made no job: the task is free to
+			// submit again, there or on another account.
+			unsure, s.st.Submitting = false, false
+			s.note = "the create's answer was lost; " + s.account() + " answered it has no job for the task"
+		}
+	}
+	if routed && !s.st.Submitting {
+		if o, next, err, done := s.route(ctx, half); done {
+			return o, next, err
 		}
 	}
 	if !s.st.Submitting {
 		s.st.Submitting, s.st.SubmitAt = true, time.Now().Unix()
 		limit := 0
 		if s.p.MaxInFlight != nil && !s.st.SlotHeld {
-			limit = s.p.MaxInFlight(s.req.Upstream)
+			limit = s.p.MaxInFlight(genAccount(s.req, s.st))
 		}
 		s.st.SlotHeld = s.st.SlotHeld || limit > 0
 		o, err := s.outcome(s.c.Progress, s.phase, 0)
 		if err != nil {
 			return o, "", err
 		}
-		wait := s.p.SlotWait
-		if wait <= 0 {
-			wait = time.Second
-		}
+		o.Detail, s.note = s.note, ""
+		wait := s.p.slotWait()
 		if limit > 0 {
-			o.TakeSlot, o.SlotLimit, o.SlotLine = s.req.Upstream, limit, slotLineWaits*wait
+			o.TakeSlot, o.SlotLimit, o.SlotLine = genAccount(s.req, s.st), limit, slotLineWaits*wait
 		}
 		if err := s.save(o); errors.Is(err, ErrSlotsFull) {
 			if s.p.UpstreamWaits != nil {
-				s.p.UpstreamWaits.WithLabelValues(s.req.Upstream).Inc()
+				s.p.UpstreamWaits.WithLabelValues(genAccount(s.req, s.st)).Inc()
 			}
 			return Outcome{Status: s.c.Status, Progress: s.c.Progress, RunIn: wait}, "", nil
 		} else if err != nil {
@@ -346,7 +403,15 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 		}
 	}
 	if err != nil {
+		if routed {
+			if o, next, ferr, moved := s.fallback(half, err, unsure); moved {
+				return o, next, ferr
+			}
+		}
 		return s.upstreamError("submit", err)
+	}
+	if routed {
+		s.p.router().success(s.account())
 	}
 	s.st.Submitting, s.st.Polls = false, 0
 	if half == "gen" {
@@ -361,22 +426,22 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 
 // findJob asks an upstream that can (provider.GenerationFinder) for the job an unrecorded
 // submit of this task's generation started.
-func (s *stepCtx) findJob(ctx context.Context) (string, bool, error) {
+func (s *stepCtx) findJob(ctx context.Context) (job string, found, canFind bool, err error) {
 	f, ok := s.up.Generator.(provider.GenerationFinder)
 	if !ok {
-		return "", false, nil
+		return "", false, false, nil
 	}
 	start := time.Now()
 	var since time.Time
 	if s.st.SubmitAt > 0 {
 		since = time.Unix(s.st.SubmitAt, 0)
 	}
-	job, found, err := f.FindGeneration(ctx, s.generateRequest(s.c.ID+":gen"), since)
+	job, found, err = f.FindGeneration(ctx, s.generateRequest(s.c.ID+":gen"), since)
 	s.timed("find", start, err)
 	if found {
-		s.p.logger().Info("found the upstream job an unrecorded submit started", "task_id", s.c.ID, "upstream", s.req.Upstream, "job", job)
+		s.p.logger().Info("found the upstream job an unrecorded submit started", "task_id", s.c.ID, "upstream", s.account(), "job", job)
 	}
-	return job, found, err
+	return job, found, err == nil, err
 }
 
 // upstreamError turns a submit/poll error into a retry (transient) or a terminal failure.
@@ -507,7 +572,7 @@ func (s *stepCtx) keepIntermediate(ctx context.Context, out *provider.Output) (O
 		return Outcome{}, "", fmt.Errorf("read the stored intermediate: %w", err)
 	}
 	defer release()
-	_, _, cut, releaseCut, err := s.bounded(ctx, key, path, s.req.Upstream)
+	_, _, cut, releaseCut, err := s.bounded(ctx, key, path, genAccount(s.req, s.st))
 	defer releaseCut()
 	if errors.Is(err, errUnusable) {
 		return s.unusable(err)

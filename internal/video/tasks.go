@@ -39,6 +39,14 @@ type Outcome struct {
 	TakeSlot  string
 	SlotLimit int
 	SlotLine  time.Duration
+	// ReleaseSlot, on a checkpoint, gives back the slot the task held of this account (a
+	// routed task moving to another account), before any TakeSlot.
+	ReleaseSlot string
+	// LeaveLine, on a checkpoint, takes the task out of any account's line (a routed task
+	// bound to an account without a limit).
+	LeaveLine bool
+	// Detail is written as the step's event (why a routed task chose or left an account).
+	Detail string
 }
 
 // Final is a terminal outcome.
@@ -117,6 +125,16 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 		full := false
 		err := cp(ctx, func(ctx context.Context, tx store.Tx) error {
 			full = false
+			if o.ReleaseSlot != "" {
+				if err := tx.ReleaseSlot(ctx, store.SlotHolder{Account: o.ReleaseSlot, TaskID: latest.ID, TenantID: latest.TenantID, KeyID: latest.KeyID}); err != nil {
+					return err
+				}
+			}
+			if o.LeaveLine {
+				if err := tx.LeaveSlotLine(ctx, latest.ID); err != nil {
+					return err
+				}
+			}
 			if o.TakeSlot != "" {
 				ok, err := tx.TakeSlot(ctx, store.SlotTaker{
 					SlotHolder: store.SlotHolder{Account: o.TakeSlot, TaskID: latest.ID, TenantID: latest.TenantID, KeyID: latest.KeyID},
@@ -216,7 +234,7 @@ func advance(c store.TaskRun, o Outcome, attempt int) store.Advance {
 	}
 	account, job := upstreamOf(c.Request, state)
 	return store.Advance{ID: c.ID, Status: status, Progress: progress, Step: step, State: state,
-		Attempt: attempt, Upstream: account, UpstreamJob: job}
+		Attempt: attempt, Upstream: account, UpstreamJob: job, Detail: truncate(o.Detail, maxDetail)}
 }
 
 // upstreamOf is the account and the upstream job id a task waits on, read from its stored
@@ -231,12 +249,33 @@ func upstreamOf(request, state []byte) (account, job string) {
 		return req.Upstream, ""
 	}
 	if st.EnhJob != "" {
-		if req.EnhanceUpstream != "" {
-			return req.EnhanceUpstream, st.EnhJob
-		}
-		return req.Upstream, st.EnhJob
+		return enhAccount(req, st), st.EnhJob
 	}
-	return req.Upstream, st.GenJob
+	return genAccount(req, st), st.GenJob
+}
+
+// genAccount is the account of the task's generation half (or of its one half): the one a
+// routed task chose (its state), or the alias's.
+func genAccount(req Stored, st pipeState) string {
+	if st.Account != "" {
+		return st.Account
+	}
+	return req.Upstream
+}
+
+// enhAccount is the account of the task's enhancement half: a production task's own
+// (chosen, or enhance_upstream, or the alias's upstream); a standalone enhancement's one half.
+func enhAccount(req Stored, st pipeState) string {
+	if req.Request == nil || req.Request.Production == nil {
+		return genAccount(req, st)
+	}
+	if st.EnhAccount != "" {
+		return st.EnhAccount
+	}
+	if req.EnhanceUpstream != "" {
+		return req.EnhanceUpstream
+	}
+	return req.Upstream
 }
 
 // advanced is c once the update a committed.
@@ -282,7 +321,11 @@ func (h *Tasks) final(c store.TaskRun, o Outcome, attempt int) jobs.Outcome {
 			}
 			settled := c.Task
 			settled.Status, settled.Charged, settled.Result, settled.FinishedAt = f.Status, charge, f.Result, now
-			over, err := billing.SettleUsage(ctx, tx, c.ID, billing.WithTaskCost(billing.TaskUsage(settled), settled, f.UpstreamTokens, h.Accounts), now)
+			usage := billing.TaskUsage(settled)
+			if ran := ranOn(c.Request, state); ran != "" {
+				usage.Upstream = ran // a routed task counts, and is costed, on the account it ran on
+			}
+			over, err := billing.SettleUsage(ctx, tx, c.ID, billing.WithTaskCost(usage, settled, f.UpstreamTokens, h.Accounts), now)
 			if err != nil {
 				return err
 			}
@@ -325,6 +368,20 @@ func (h *Tasks) log() *slog.Logger {
 
 // heldSlot is the upstream account whose slot the task holds, or "": read from the task's
 // state (pipeState.SlotHeld) and its stored request's binding.
+// ranOn is the account a routed task's generation half ran on ("" for a one-account alias,
+// whose Stored binding says it): the usage rollups and the operator's cost count it there.
+func ranOn(request, state []byte) string {
+	var st pipeState
+	if len(state) == 0 || json.Unmarshal(state, &st) != nil || st.Account == "" {
+		return ""
+	}
+	var req Stored
+	if json.Unmarshal(request, &req) != nil {
+		return ""
+	}
+	return genAccount(req, st)
+}
+
 func heldSlot(request, state []byte) string {
 	var st pipeState
 	if len(state) == 0 || json.Unmarshal(state, &st) != nil || !st.SlotHeld {
@@ -334,5 +391,5 @@ func heldSlot(request, state []byte) string {
 	if json.Unmarshal(request, &req) != nil {
 		return ""
 	}
-	return req.Upstream
+	return genAccount(req, st)
 }

@@ -141,3 +141,11 @@ func (t *Tx) ReleaseSlot(ctx context.Context, h store.SlotHolder) error {
 	}
 	return nil
 }
+
+// LeaveSlotLine takes the task out of the line it waits in, if any.
+func (t *Tx) LeaveSlotLine(ctx context.Context, taskID string) error {
+	if _, err := t.exec(ctx, `DELETE FROM upstream_waits WHERE task_id = ?`, taskID); err != nil {
+		return fmt.Errorf("leave the upstream slot line: %w", err)
+	}
+	return nil
+}

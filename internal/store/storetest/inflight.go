@@ -302,3 +302,28 @@ func testUpstreamSlotGoesToWhoHoldsLeast(t *testing.T, s store.Store) {
 		})
 	}
 }
+
+// testLeftSlotLineHoldsNothingBack: a task refused a slot waits in the account's line, and a
+// freed slot is kept for it; once it leaves the line (routed elsewhere) the slot goes to the
+// next task at once.
+func testLeftSlotLineHoldsNothingBack(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	now := time.Now()
+	if !takeSlot(t, s, "ark-line", "l0", "acme", "key_a", 1, now) {
+		t.Fatal("the free slot was refused")
+	}
+	if takeSlot(t, s, "ark-line", "l1", "acme", "key_a", 1, now) {
+		t.Fatal("a second slot of one was taken")
+	}
+	releaseSlot(t, s, store.SlotHolder{Account: "ark-line", TaskID: "l0", TenantID: "acme", KeyID: "key_a"})
+	if takeSlot(t, s, "ark-line", "l2", "acme", "key_a", 1, now.Add(time.Second)) {
+		t.Fatal("l2 took the slot kept for l1, first in line")
+	}
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.LeaveSlotLine(ctx, "l1") }); err != nil {
+		t.Fatal(err)
+	}
+	// l2 asked after l1 and waits in line too; it is first now.
+	if !takeSlot(t, s, "ark-line", "l2", "acme", "key_a", 1, now.Add(2*time.Second)) {
+		t.Fatal("the slot stayed held for l1 after it left the line")
+	}
+}

@@ -74,6 +74,7 @@ func Run(t *testing.T, open Opener) {
 		{"UpstreamSlotsNeverExceedTheLimit", testUpstreamSlotsNeverExceedTheLimit},
 		{"UpstreamExcessRecordedListedAndSummed", testUpstreamExcess},
 		{"UpstreamSlotGoesToWhoHoldsLeast", testUpstreamSlotGoesToWhoHoldsLeast},
+		{"LeftSlotLineHoldsNothingBack", testLeftSlotLineHoldsNothingBack},
 		{"CatalogReloadRequestsAndReplicaReports", testCatalogReplicas},
 		{"UsageUpsertSumsPerHour", testUsageUpsertSumsPerHour},
 		{"UsageReportGroupsAndFilters", testUsageReportGroupsAndFilters},

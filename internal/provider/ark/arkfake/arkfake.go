@@ -50,6 +50,12 @@ type Config struct {
 	Stall time.Duration
 	// End decides a new job's end from its prompt (nil: every job succeeds).
 	End func(prompt string) string
+	// RateLimit, when set, answers every create 429 with Retry-After of this many seconds,
+	// before any job is made: a rate-limited account.
+	RateLimit int
+	// LoseAnswers makes every create make its job and then answer 500: an account whose
+	// create answers are all lost.
+	LoseAnswers bool
 }
 
 // Server is a running fake Ark.
@@ -65,6 +71,8 @@ type Server struct {
 	running    int
 	peak       int
 	lost       int // creates that made a job and lost the answer
+	limited    int // creates answered 429 (RateLimit)
+	refused    int // calls refused for their key (401)
 	stalls     int // poll answers that stalled
 	violations []string
 }
@@ -128,6 +136,20 @@ func (s *Server) LostAnswers() int {
 	return s.lost
 }
 
+// RateLimited is how many creates were answered 429 (Config.RateLimit).
+func (s *Server) RateLimited() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limited
+}
+
+// Refused is how many calls were refused for their key (401).
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
 // Stalls is how many poll answers stalled (Config.Stall).
 func (s *Server) Stalls() int {
 	s.mu.Lock()
@@ -166,6 +188,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+s.cfg.Key {
+		s.mu.Lock()
+		s.refused++
+		s.mu.Unlock()
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, `{"error":{"code":"AuthenticationError","message":"The API key in the request is missing or invalid."}}`)
 		return
@@ -205,6 +230,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := s.fault(4)
+	switch {
+	case s.cfg.RateLimit > 0:
+		s.mu.Lock()
+		s.limited++
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RateLimit))
+		writeError(w, http.StatusTooManyRequests, "RateLimitExceeded")
+		return
+	case s.cfg.LoseAnswers:
+		f = 2
+	}
 	switch f {
 	case 0:
 		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailable")

@@ -72,7 +72,8 @@ SELECT hour, tenant_id, key_id, model, route, upstream, currency, outcome,
     SUM(GREATEST(charged - reserved, 0)), SUM(reserved - LEAST(charged, reserved)), cost_currency, SUM(cost)
 FROM (
     SELECT finished_at - finished_at % 3600000000 AS hour, tenant_id, key_id, model, route,
-        COALESCE(((CASE WHEN request LIKE '{%}' THEN request::jsonb END)->>'upstream'), '') AS upstream,
+        COALESCE(NULLIF(((CASE WHEN state LIKE '{%}' THEN state::jsonb END)->>'account'), ''),
+            ((CASE WHEN request LIKE '{%}' THEN request::jsonb END)->>'upstream'), '') AS upstream,
         COALESCE(((CASE WHEN pricing LIKE '{%}' THEN pricing::jsonb END)->>'currency'), '') AS currency,
         CASE status WHEN 'completed' THEN 'succeeded' ELSE status END AS outcome,
         CASE WHEN status = 'completed' THEN COALESCE(ROUND(((CASE WHEN result LIKE '{%}' THEN result::jsonb END)->>'duration')::numeric * 1000000)::bigint, 0) ELSE 0 END AS seconds_us,

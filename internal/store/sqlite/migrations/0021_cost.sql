@@ -63,7 +63,8 @@ CREATE INDEX usage_daily_key ON usage_daily (key_id, day);
 -- `mediagen admin usage rebuild` (the driver reads them from this file with
 -- sqldb.UsageBackfill), so an upgraded database and a rebuilt one agree; they compute what
 -- billing.TaskUsage and billing.SpeechUsage compute at settlement. A column that is not valid
--- JSON (an empty result) counts as empty, as it does there.
+-- JSON (an empty result) counts as empty, as it does there. A routed task counts under the
+-- account it ran on (its state's account), as at settlement.
 INSERT INTO usage_rollups (hour, tenant_id, key_id, alias, route, upstream, currency, outcome,
     count, seconds_us, tokens, characters, reserved, charged, overage, refunded, cost_currency, cost)
 SELECT hour, tenant_id, key_id, model, route, upstream, currency, outcome,
@@ -71,7 +72,8 @@ SELECT hour, tenant_id, key_id, model, route, upstream, currency, outcome,
     SUM(MAX(charged - reserved, 0)), SUM(reserved - MIN(charged, reserved)), cost_currency, SUM(cost)
 FROM (
     SELECT finished_at - finished_at % 3600000000 AS hour, tenant_id, key_id, model, route,
-        COALESCE(json_extract(CASE WHEN json_valid(request) THEN request END, '$.upstream'), '') AS upstream,
+        COALESCE(NULLIF(json_extract(CASE WHEN json_valid(state) THEN state END, '$.account'), ''),
+            json_extract(CASE WHEN json_valid(request) THEN request END, '$.upstream'), '') AS upstream,
         COALESCE(json_extract(CASE WHEN json_valid(pricing) THEN pricing END, '$.currency'), '') AS currency,
         CASE status WHEN 'completed' THEN 'succeeded' ELSE status END AS outcome,
         CASE WHEN status = 'completed' THEN COALESCE(CAST(ROUND(json_extract(CASE WHEN json_valid(result) THEN result END, '$.duration') * 1000000) AS INTEGER), 0) ELSE 0 END AS seconds_us,

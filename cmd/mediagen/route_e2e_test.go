@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/catalog"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
+	"mediagen/internal/provider/ark"
+	"mediagen/internal/provider/ark/arkfake"
+	"mediagen/internal/store"
+)
+
+// routeAccounts are the four Ark accounts of the routing test, in the alias's priority order:
+// one whose key is refused (401), one that rate-limits every create (429, Retry-After 1 s),
+// one with room for two jobs at once, and one that makes every job and loses every create's
+// answer (a 500), so its tasks must find their jobs there by their tag.
+var routeAccounts = []string{"ark-broken", "ark-limited", "ark-full", "ark-lossy"}
+
+// TestRouteAcrossFourAccountsMakesOnePaidJobPerTask sends tasks (MEDIAGEN_ROUTE_TASKS, 40 by
+// default; bench/routing runs 500) through one alias routed across the four accounts. Every
+// task must complete — some account always has capacity — with exactly one paid upstream job
+// over all four fakes, charged its tokens, the ledger balanced. It logs the figures: tasks per
+// account, fallbacks by reason, waits.
+func TestRouteAcrossFourAccountsMakesOnePaidJobPerTask(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("tasks through four fake upstream accounts")
+	}
+	tasks := 40
+	if v, err := strconv.Atoi(os.Getenv("MEDIAGEN_ROUTE_TASKS")); err == nil && v > 0 {
+		tasks = v
+	}
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "out.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 1, Container: "mp4", Text: "r"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	const tokens = 169 // 160×90×12×1/1024, what the stored clip implies; the fakes report it
+	fakes := map[string]*arkfake.Server{
+		"ark-broken":  arkfake.Start(arkfake.Config{Key: "another-key", Clip: clip, Tokens: tokens}),
+		"ark-limited": arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, RateLimit: 1}),
+		"ark-full":    arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, Polls: 3}),
+		"ark-lossy":   arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, LoseAnswers: true}),
+	}
+	roots := x509.NewCertPool()
+	var accounts strings.Builder
+	for _, name := range routeAccounts {
+		f := fakes[name]
+		t.Cleanup(f.Close)
+		roots.AddCert(f.Certificate())
+		fmt.Fprintf(&accounts, "  - name: %s\n    kind: ark\n    base_url: %s\n    api_key_env: ARK_TEST_KEY\n", name, f.Base())
+		switch name {
+		case "ark-full":
+			accounts.WriteString("    max_in_flight: 2\n")
+		case "ark-lossy": // its lost answers are transient failures: its breaker opens, often
+			accounts.WriteString("    breaker: {failures: 3, cooldown: 2s}\n")
+		}
+	}
+	path := demoCatalogWith(t, t.TempDir(), accounts.String(), map[string]string{"demo-video-fast": "ark-broken"})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routed := strings.Replace(string(b), "upstream: ark-broken", "upstreams: ["+strings.Join(routeAccounts, ", ")+"]", 1)
+	// The demo key's limits would refuse a bench's 500 creates at once: raise them.
+	routed = strings.NewReplacer("    requests_per_second: 100\n    burst: 200\n", "    requests_per_second: 1000\n    burst: 2000\n",
+		"    video_tasks_in_flight: 200\n", "    video_tasks_in_flight: 1000\n").Replace(routed)
+	if err := os.WriteFile(path, []byte(routed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, &logs)
+	m.FetchTLS = &tls.Config{RootCAs: roots}
+	e := startRemote(t, m, dir, tools, 1000*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--workers", "8", "--catalog", path)
+	start := time.Now()
+	ids := make([]string, tasks)
+	for i := range ids {
+		ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"routed %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i))
+	}
+	var wg sync.WaitGroup
+	ended := make([]apiTask, tasks)
+	sem := make(chan struct{}, 8)
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ended[i] = e.wait(id)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	completed := 0
+	for i, task := range ended {
+		if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != tokens {
+			t.Errorf("task %d (%s) ended %s %+v; an account always had capacity\n%s", i, ids[i], task.Status, task.Error, linesWith(logs.String(), ids[i]))
+			continue
+		}
+		completed++
+	}
+	perAccount := map[string]int{}
+	for i, id := range ids {
+		n := 0
+		for _, name := range routeAccounts {
+			if k := fakes[name].JobsFor(ark.Tag(id + ":gen")); k > 0 {
+				n += k
+				perAccount[name] += k
+			}
+		}
+		if n != 1 {
+			t.Errorf("task %d (%s) made %d paid upstream jobs over the four accounts, want exactly 1", i, id, n)
+		}
+	}
+	// Every task's events say where it was routed and why it left an account (the operator
+	// task view shows them); its last event names the account it ran on.
+	left := map[string]int{}
+	for i, id := range ids {
+		events, err := m.db.TaskEvents(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var routedTo string
+		for _, ev := range events {
+			if _, a, ok := strings.Cut(ev.Detail, "routed to "); ok {
+				routedTo, _, _ = strings.Cut(a, " ")
+			}
+			if a, ok := strings.CutPrefix(ev.Detail, "left "); ok {
+				acct, _, _ := strings.Cut(a, ":")
+				left[acct]++
+			}
+		}
+		if last := events[len(events)-1]; routedTo == "" || last.Upstream != routedTo || fakes[routedTo].JobsFor(ark.Tag(id+":gen")) != 1 {
+			t.Errorf("task %d: routed to %q, last event on %q", i, routedTo, last.Upstream)
+		}
+	}
+	if left["ark-broken"] == 0 || left["ark-limited"] == 0 {
+		t.Errorf("tasks left accounts %v: want some leaving ark-broken and ark-limited", left)
+	}
+	for name, f := range fakes {
+		for _, v := range f.Violations() {
+			t.Errorf("%s wire format: %s", name, v)
+		}
+	}
+	if n := fakes["ark-full"].Peak(); n > 2 {
+		t.Errorf("ark-full ran %d jobs at once; its max_in_flight is 2", n)
+	}
+	tenant, _ := m.cat().Tenant("demo")
+	one, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), tokens)
+	if got, want := e.used(), one*money.Micros(completed); got != want {
+		t.Errorf("charged %s, want %s (%d completed × %s)", got, want, completed, one)
+	}
+	if err := m.db.CheckLedger(context.Background()); err != nil {
+		t.Error(err)
+	}
+	// The usage rollups count each task on the account it ran on (the operator's cost and
+	// margin are grouped there), before and after a rebuild from the records.
+	for _, when := range []string{"settled", "rebuilt"} {
+		if when == "rebuilt" {
+			if err := m.db.RebuildUsage(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows, err := m.db.UsageReport(context.Background(), store.UsageQuery{From: start.Add(-time.Hour).Truncate(time.Hour),
+			To: time.Now().Add(2 * time.Hour).Truncate(time.Hour), GroupBy: []string{store.UsageByUpstream}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted := map[string]int{}
+		for _, r := range rows {
+			counted[r.Upstream] += int(r.Count)
+		}
+		for _, name := range routeAccounts {
+			if counted[name] != perAccount[name] {
+				t.Errorf("%s usage counts %v per account, want the paid jobs %v", when, counted, perAccount)
+				break
+			}
+		}
+	}
+	fallbacks, waits := routeMetrics(t, m)
+	if fallbacks["account"] == 0 || fallbacks["rate_limited"] == 0 || fakes["ark-lossy"].LostAnswers() == 0 {
+		t.Errorf("fallbacks %v, lost answers %d: the faults were not exercised", fallbacks, fakes["ark-lossy"].LostAnswers())
+	}
+	var lines []string
+	for _, name := range routeAccounts {
+		f := fakes[name]
+		lines = append(lines, fmt.Sprintf("  %-12s paid jobs %4d  peak running %3d  401s %4d  429s %4d  lost create answers %4d",
+			name, perAccount[name], f.Peak(), f.Refused(), f.RateLimited(), f.LostAnswers()))
+	}
+	var reasons []string
+	for k, v := range fallbacks {
+		reasons = append(reasons, fmt.Sprintf("%s %d", k, v))
+	}
+	sort.Strings(reasons)
+	t.Logf("ROUTING %d tasks in %s: %d completed, %d failed\n%s\n  fallbacks by reason: %s\n  tasks that left an account: %v\n  slot waits: %v",
+		tasks, elapsed.Round(time.Millisecond), completed, tasks-completed, strings.Join(lines, "\n"), strings.Join(reasons, ", "), left, waits)
+}
+
+// routeMetrics reads the fallbacks by reason (mediagen_upstream_errors_total of submits,
+// kinds account and rate_limited, and transient: lost answers) and the slot waits per
+// account from the process's metrics.
+func routeMetrics(t *testing.T, m *Main) (fallbacks map[string]int, waits map[string]int) {
+	t.Helper()
+	families, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fallbacks, waits = map[string]int{}, map[string]int{}
+	for _, f := range families {
+		for _, mt := range f.GetMetric() {
+			l := metricLabels(mt)
+			switch f.GetName() {
+			case "mediagen_upstream_errors_total":
+				if l["call"] == "submit" || l["call"] == "find" {
+					fallbacks[l["call"]+" "+l["kind"]] += int(mt.GetCounter().GetValue())
+					if l["call"] == "submit" {
+						fallbacks[l["kind"]] += int(mt.GetCounter().GetValue())
+					}
+				}
+			case "mediagen_upstream_waits_total":
+				waits[l["upstream"]] += int(mt.GetCounter().GetValue())
+			}
+		}
+	}
+	return fallbacks, waits
+}
