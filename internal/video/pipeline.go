@@ -335,12 +335,12 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 		// have started a paid job. An upstream that can look for it is asked first.
 		if job, found, canFind, err := s.findJob(ctx); err != nil {
 			if routed {
-				s.p.router().failure(s.account())
+				s.p.router().Failure(s.account())
 			}
 			return s.upstreamError("find", err)
 		} else if found {
 			if routed { // the account made the job: it works, only an answer was lost
-				s.p.router().success(s.account())
+				s.p.router().Success(s.account())
 			}
 			s.st.Submitting, s.st.Polls, s.st.GenJob = false, 0, job
 			o, err := s.outcome(s.c.Progress+1, phaseGenPoll, 0)
@@ -411,7 +411,7 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 		return s.upstreamError("submit", err)
 	}
 	if routed {
-		s.p.router().success(s.account())
+		s.p.router().Success(s.account())
 	}
 	s.st.Submitting, s.st.Polls = false, 0
 	if half == "gen" {

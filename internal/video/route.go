@@ -65,7 +65,7 @@ const maxRouteWait = 30 * time.Second
 func (s *stepCtx) route(ctx context.Context, half string) (Outcome, string, error, bool) {
 	r := s.p.router()
 	if cur := *s.bound(half); cur != "" {
-		ok, why, _ := r.admit(cur)
+		ok, why, _ := r.Admit(cur)
 		if ok {
 			return Outcome{}, "", nil, false
 		}
@@ -90,7 +90,7 @@ func (s *stepCtx) route(ctx context.Context, half string) (Outcome, string, erro
 	full := ""
 	wait := s.p.slotWait()
 	for _, a := range order(s.routes(half), s.req.Strategy, s.req.Weights, busy) {
-		ok, why, until := r.admit(a)
+		ok, why, until := r.Admit(a)
 		if !ok {
 			skip.add(a, why)
 			if soonest.IsZero() || until.Before(soonest) {
@@ -189,15 +189,15 @@ func (s *stepCtx) fallback(half string, err error, unsure bool) (Outcome, string
 			wait = 30 * time.Second
 		}
 		why, kind = "its key was refused (401/403)", "account"
-		r.avoid(acct, wait, "key refused (401/403)")
+		r.Avoid(acct, wait, "key refused (401/403)")
 	case rateLimited(err):
 		d := max(provider.RetryDelay(err), time.Second)
 		why, kind = fmt.Sprintf("rate-limited (429, Retry-After %s)", d), "rate_limited"
-		r.avoid(acct, d, "rate-limited (429)")
+		r.Avoid(acct, d, "rate-limited (429)")
 	case errors.Is(err, provider.ErrPermanent):
 		return Outcome{}, "", nil, false
 	default:
-		if r.failure(acct) {
+		if r.Failure(acct) {
 			s.p.logger().Warn("upstream account's breaker opened", "upstream", acct, "err", err)
 		}
 		return Outcome{}, "", nil, false

@@ -302,13 +302,13 @@ func TestBreakerOpensHalfOpensAndCloses(t *testing.T) {
 	for i, s := range steps {
 		switch s.do {
 		case "fail":
-			r.failure("a")
+			r.Failure("a")
 		case "ok":
-			r.success("a")
+			r.Success("a")
 		case "wait":
 			now = now.Add(time.Minute)
 		}
-		ok, why, _ := r.admit("a")
+		ok, why, _ := r.Admit("a")
 		if ok != s.admit || r.BreakerState("a") != s.wantState {
 			t.Fatalf("step %d (%s): admitted %v (%s), state %d; want %v, %d", i, s.do, ok, why, r.BreakerState("a"), s.admit, s.wantState)
 		}
