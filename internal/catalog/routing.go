@@ -148,9 +148,6 @@ func (a *Alias) checkRouting() []string {
 	} else {
 		list("enhance_upstreams", "enhance_upstream", a.EnhanceUpstreams, &a.EnhanceUpstream)
 	}
-	if a.Product == ProductSpeech && (len(a.Upstreams) > 0 || a.Strategy != "" || a.Weights != nil) {
-		msgs = append(msgs, "upstreams, strategy and weights are not available for speech aliases yet; use upstream")
-	}
 	switch {
 	case a.RoutingStrategy() == StrategyWeighted && len(a.Weights) != len(a.Accounts()):
 		msgs = append(msgs, fmt.Sprintf("strategy weighted needs weights, one per account of upstreams (%d accounts, %d weights)", len(a.Accounts()), len(a.Weights)))

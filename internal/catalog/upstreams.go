@@ -205,6 +205,53 @@ type UpstreamAccount struct {
 	Cost *Cost `yaml:"cost"`
 	// Breaker is the account's circuit breaker (routing.go; absent: 5 failures, 60s).
 	Breaker *BreakerSettings `yaml:"breaker"`
+	// SpeechBound is the account's speech reservation bound (absent: its kind's measured
+	// default, speech.EspeakBound or speech.OpenAIBound).
+	SpeechBound *SpeechBound `yaml:"speech_bound"`
+}
+
+// SpeechBound is an upper bound of the audio an engine makes for a text, in microseconds per
+// code point by class, plus an overhead per text, plus a margin (speech.Bound has the same
+// shape and the measured defaults; docs/upstreams.md, "Speech bounds").
+type SpeechBound struct {
+	SpaceUS       int64 `yaml:"space_us"`       // ' ' and '\t'
+	LineBreakUS   int64 `yaml:"line_break_us"`  // every other white space
+	LetterUS      int64 `yaml:"letter_us"`      // ASCII letters
+	DigitUS       int64 `yaml:"digit_us"`       // ASCII digits
+	PunctuationUS int64 `yaml:"punctuation_us"` // other printable ASCII
+	OtherUS       int64 `yaml:"other_us"`       // any other code point
+	OverheadUS    int64 `yaml:"overhead_us"`    // once per text
+	MarginPercent int64 `yaml:"margin_percent"` // on top of the sum
+}
+
+// maxSpeechBoundUS bounds each per-character figure of a speech_bound (60 s a character).
+const maxSpeechBoundUS = 60_000_000
+
+func (u *UpstreamAccount) checkSpeechBound() []error {
+	b := u.SpeechBound
+	if b == nil {
+		return nil
+	}
+	var errs []error
+	if !u.Kind.Serves(ProductSpeech) {
+		errs = append(errs, fmt.Errorf("upstream %q: speech_bound applies to accounts that serve speech (kinds espeak, openai, sandbox), not kind %s", u.Name, u.Kind))
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"space_us", b.SpaceUS}, {"line_break_us", b.LineBreakUS}, {"letter_us", b.LetterUS}, {"digit_us", b.DigitUS},
+		{"punctuation_us", b.PunctuationUS}, {"other_us", b.OtherUS}, {"overhead_us", b.OverheadUS}} {
+		if f.v < 0 || f.v > maxSpeechBoundUS {
+			errs = append(errs, fmt.Errorf("upstream %q: speech_bound.%s is %d: it must be 0 to %d microseconds", u.Name, f.name, f.v, maxSpeechBoundUS))
+		}
+	}
+	if b.LetterUS <= 0 || b.DigitUS <= 0 || b.PunctuationUS <= 0 || b.OtherUS <= 0 {
+		errs = append(errs, fmt.Errorf("upstream %q: speech_bound needs letter_us, digit_us, punctuation_us and other_us above 0: a text of any character makes audio", u.Name))
+	}
+	if b.MarginPercent < 0 || b.MarginPercent > 1000 {
+		errs = append(errs, fmt.Errorf("upstream %q: speech_bound.margin_percent must be 0 to 1000", u.Name))
+	}
+	return errs
 }
 
 // ResultHostAllowed is the check of a result link's host against result_hosts; nil when the
@@ -308,6 +355,7 @@ func (c *Catalog) checkUpstreams() []error {
 			seen[u.Name] = true
 			errs = append(errs, u.checkRemote()...)
 			errs = append(errs, u.checkBreaker()...)
+			errs = append(errs, u.checkSpeechBound()...)
 		}
 	}
 	return errs
