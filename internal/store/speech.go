@@ -61,6 +61,20 @@ type SpeechFinish struct {
 	ErrorParam   string
 	ErrorDetail  string // the internal reason, for operators only (bounded by the caller)
 	FinishedAt   time.Time
+	// A record of a routed alias (several accounts) also keeps where it ran: Upstream is
+	// the account it finally ran on (named by the finish event), Request, when set, replaces
+	// the stored request (bound to that account, so usage and cost count it there), and
+	// Route are the accounts tried or passed over before it, one event each, in order.
+	Upstream string
+	Request  []byte
+	Route    []SpeechRoute
+}
+
+// SpeechRoute is one account a routed speech record tried or passed over, and why it moved
+// on (an event of the record, step "route").
+type SpeechRoute struct {
+	Upstream string
+	Detail   string
 }
 
 // SpeechStore is the part of Store that reads speech records.

@@ -65,7 +65,7 @@ func (t *Tx) TakeOverSpeech(ctx context.Context, id, oldToken, newToken string, 
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("take over speech %s: %w", id, store.ErrLeaseLost)
 	}
-	if err := t.speechEvent(ctx, id, store.SpeechPending, speechStepTakeover, 2, "the previous attempt's lease lapsed"); err != nil {
+	if err := t.speechEvent(ctx, id, store.SpeechPending, speechStepTakeover, "", 2, "the previous attempt's lease lapsed"); err != nil {
 		return fmt.Errorf("take over speech %s: %w", id, err)
 	}
 	return nil
@@ -101,7 +101,17 @@ func (t *Tx) FinishSpeech(ctx context.Context, f store.SpeechFinish) error {
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("finish speech %s: %w", f.ID, store.ErrLeaseLost)
 	}
-	if err := t.speechEvent(ctx, f.ID, f.Status, "", 1, f.ErrorDetail); err != nil {
+	if f.Request != nil {
+		if _, err := t.exec(ctx, `UPDATE speeches SET request = ? WHERE id = ?`, string(f.Request), f.ID); err != nil {
+			return fmt.Errorf("finish speech %s: %w", f.ID, err)
+		}
+	}
+	for _, r := range f.Route {
+		if err := t.speechEvent(ctx, f.ID, store.SpeechPending, speechStepRoute, r.Upstream, 1, r.Detail); err != nil {
+			return fmt.Errorf("finish speech %s: %w", f.ID, err)
+		}
+	}
+	if err := t.speechEvent(ctx, f.ID, f.Status, "", f.Upstream, 1, f.ErrorDetail); err != nil {
 		return fmt.Errorf("finish speech %s: %w", f.ID, err)
 	}
 	return t.dropInFlight(ctx, "speech", "speeches", f.ID)
@@ -111,17 +121,21 @@ func (t *Tx) FinishSpeech(ctx context.Context, f store.SpeechFinish) error {
 // count numbers the attempts.
 const speechStepTakeover = "takeover"
 
+// speechStepRoute marks the events of the accounts a routed speech record tried or passed
+// over before the one it finished on.
+const speechStepRoute = "route"
+
 // speechEvent appends a speech record's next event (in task_events, whose ids never collide
 // with a speech record's) after a fenced change. The attempt is the takeovers before it plus
 // base: 1 for the end of a record no one took over, 2 for the first takeover.
-func (t *Tx) speechEvent(ctx context.Context, id, to, step string, base int, detail string) error {
+func (t *Tx) speechEvent(ctx context.Context, id, to, step, upstream string, base int, detail string) error {
 	_, err := t.exec(ctx, `INSERT INTO task_events (task_id, seq, at, from_status, to_status, step, attempt, upstream,
 			upstream_job, detail)
 		SELECT id, (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM task_events e WHERE e.task_id = ?), CAST(? AS BIGINT), CAST(? AS TEXT),
 			CAST(? AS TEXT), CAST(? AS TEXT),
-			(SELECT COUNT(*) FROM task_events e WHERE e.task_id = ? AND e.step = ?) + CAST(? AS INTEGER), '', '', CAST(? AS TEXT)
+			(SELECT COUNT(*) FROM task_events e WHERE e.task_id = ? AND e.step = ?) + CAST(? AS INTEGER), CAST(? AS TEXT), '', CAST(? AS TEXT)
 		FROM speeches WHERE id = ?`,
-		id, micros(t.db.now()), store.SpeechPending, to, step, id, speechStepTakeover, base, detail, id)
+		id, micros(t.db.now()), store.SpeechPending, to, step, id, speechStepTakeover, base, upstream, detail, id)
 	if err != nil {
 		return fmt.Errorf("event: %w", err)
 	}

@@ -400,3 +400,40 @@ func ids(list []store.Speech) []string {
 	}
 	return out
 }
+
+// A routed record's finish keeps the account it ran on — its request rebound there, its end
+// event naming it — after one event per account it tried before, in order.
+func testSpeechRoutedFinish(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	k := newKey(t, s, "acme", false)
+	sp := newSpeech(k, "routed-1", time.Now().Add(time.Minute))
+	createSpeech(t, s, sp)
+	rebound := []byte(`{"text":"hi","upstream":"second"}`)
+	f := store.SpeechFinish{ID: sp.ID, Token: sp.AttemptToken, Status: store.SpeechCompleted, Charged: 400,
+		Result: []byte(`{"duration_us":2000000}`), FinishedAt: time.Now(), Upstream: "second", Request: rebound,
+		Route: []store.SpeechRoute{{Upstream: "first", Detail: "key refused (401/403)"}, {Upstream: "third", Detail: "skipped: breaker open"}}}
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, f) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Speech(ctx, sp.ID)
+	if err != nil || string(got.Request) != string(rebound) || got.Status != store.SpeechCompleted {
+		t.Fatalf("routed record %+v, %v", got, err)
+	}
+	events, err := s.SpeechEvents(ctx, sp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var story []string
+	for _, e := range events {
+		story = append(story, fmt.Sprintf("%d %s>%s %s %s %s", e.Seq, e.From, e.To, e.Step, e.Upstream, e.Detail))
+	}
+	want := []string{
+		"0 >pending   ",
+		"1 pending>pending route first key refused (401/403)",
+		"2 pending>pending route third skipped: breaker open",
+		"3 pending>completed  second ",
+	}
+	if fmt.Sprint(story) != fmt.Sprint(want) {
+		t.Errorf("routed speech history\n%q\nwant\n%q", story, want)
+	}
+}

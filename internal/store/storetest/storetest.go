@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 		{"SpeechRequestIDUniquePerKey", testSpeechRequestIDUnique},
 		{"SpeechFinishFencedOnce", testSpeechFinishFencedOnce},
 		{"SpeechTakeOverAndFailure", testSpeechTakeOverAndFailure},
+		{"SpeechRoutedFinishKeepsAccountAndRoute", testSpeechRoutedFinish},
 		{"SpeechRenewFencedByToken", testSpeechRenewFencedByToken},
 		{"SpeechAbandonedList", testSpeechAbandonedList},
 		{"AssetGroupsCreateListUpdateDelete", testAssetGroups},
