@@ -4,7 +4,9 @@
 package routing
 
 import (
+	"errors"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"mediagen/internal/catalog"
+	"mediagen/internal/provider/rest"
 )
 
 // Breaker states, as the metric mediagen_upstream_breaker_state reports them.
@@ -217,4 +220,10 @@ func Order(accounts []string, strategy string, weights []int, busy func(string) 
 		})
 	}
 	return out
+}
+
+// RateLimited: the upstream answered 429 (the call made nothing; try another account now).
+func RateLimited(err error) bool {
+	var se *rest.StatusError
+	return errors.As(err, &se) && se.Status == http.StatusTooManyRequests
 }

@@ -3,6 +3,8 @@ package speech
 import (
 	"unicode"
 	"unicode/utf8"
+
+	"mediagen/internal/catalog"
 )
 
 // Bound is an upper bound of the audio an engine makes for a text: a cost per code point by
@@ -66,11 +68,65 @@ func (b Bound) Micros(text string) int64 {
 	return sum + sum*b.MarginPercent/100
 }
 
-// boundOf is the bound of the engine an alias is bound to: the one set in Bounds, else the
-// espeak bound (the sandbox is the only engine today).
-func (s *Service) boundOf(upstream string) Bound {
+// OpenAIBound is the default bound of an openai account (POST /audio/speech, speed 1, MP3).
+// Derived, not guessed: OpenAI's voices speak at about 150 words a minute against espeak's
+// 175, so each class of EspeakBound's measured worst cases is scaled by 1.2 (≥ 175/150);
+// the overhead is 1 s (the API's leading and trailing silence, MP3 padding). The test
+// TestOpenAIBoundCoversTheFakesAnswers measures it against the fake OpenAI API
+// (openaifake serves the MP3 it is given for every text): the adversarial corpus spoken at
+// 150 words a minute, fetched through the openai client and measured as the service bills,
+// stays within it. An operator who measures a real account differently sets speech_bound.
+var OpenAIBound = Bound{
+	Space:         60_000,
+	LineBreak:     480_000,
+	Letter:        600_000,
+	Digit:         900_000,
+	Punctuation:   1_020_000,
+	Other:         2_820_000,
+	Overhead:      1_000_000,
+	MarginPercent: 10,
+}
+
+// KindBound is the measured default bound of an account: its catalog speech_bound when it
+// sets one, else its kind's (OpenAIBound for openai, EspeakBound for espeak and sandbox).
+func KindBound(acc catalog.UpstreamAccount) Bound {
+	if b := acc.SpeechBound; b != nil {
+		return Bound{Space: b.SpaceUS, LineBreak: b.LineBreakUS, Letter: b.LetterUS, Digit: b.DigitUS,
+			Punctuation: b.PunctuationUS, Other: b.OtherUS, Overhead: b.OverheadUS, MarginPercent: b.MarginPercent}
+	}
+	if acc.Kind == catalog.KindOpenAI {
+		return OpenAIBound
+	}
+	return EspeakBound
+}
+
+// boundOf is the bound of an account: the one set in Bounds (tests), else the account's
+// (KindBound) found by accounts, else the espeak bound.
+func (s *Service) boundOf(upstream string, accounts func(string) (catalog.UpstreamAccount, bool)) Bound {
 	if b, ok := s.Bounds[upstream]; ok {
 		return b
 	}
+	if accounts != nil {
+		if acc, ok := accounts(upstream); ok {
+			return KindBound(acc)
+		}
+	}
 	return EspeakBound
+}
+
+// largestBound is, of the accounts' bounds, the one that bounds the text highest: a request
+// that fails over to any of them is never under-reserved.
+func (s *Service) largestBound(upstreams []string, accounts func(string) (catalog.UpstreamAccount, bool), text string) Bound {
+	var best Bound
+	var most int64 = -1
+	for _, u := range upstreams {
+		b := s.boundOf(u, accounts)
+		if m := b.Micros(text); m > most {
+			best, most = b, m
+		}
+	}
+	if most < 0 {
+		return EspeakBound
+	}
+	return best
 }

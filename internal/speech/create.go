@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -31,6 +32,20 @@ type Stored struct {
 	References    []StoredRef `json:"references,omitempty"`
 	Upstream      string      `json:"upstream"`
 	UpstreamModel string      `json:"upstream_model"`
+	// A routed alias's accounts (more than one) that may serve the request, and its strategy:
+	// the attempt tries them in turn (generate.go, route.go). Upstream is the first until the
+	// record finishes, then the account it finally ran on.
+	Upstreams []string `json:"upstreams,omitempty"`
+	Strategy  string   `json:"strategy,omitempty"`
+	Weights   []int    `json:"weights,omitempty"`
+}
+
+// accounts are the accounts the stored request may run on, in the catalog's order.
+func (st Stored) accounts() []string {
+	if len(st.Upstreams) > 0 {
+		return st.Upstreams
+	}
+	return []string{st.Upstream}
 }
 
 // StoredRef is one reference of a Stored request.
@@ -44,7 +59,7 @@ type StoredRef struct {
 // record is written; once it is written, the outcome is recorded with it, so a retry with the
 // same client_request_id gets the same answer.
 func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Response, error) {
-	req, alias, err := s.check(c, body)
+	req, alias, routes, err := s.check(c, body)
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +78,11 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 			return nil, err
 		}
 	}
-	quote, err := s.price(ctx, c, req, alias)
+	quote, err := s.price(ctx, c, req, routes)
 	if err != nil {
 		return nil, err
 	}
-	rec, stored, err := s.accept(work, c, req, alias, quote, hash)
+	rec, stored, err := s.accept(work, c, req, alias, routes, quote, hash)
 	if err != nil {
 		var dup *duplicate
 		if errors.As(err, &dup) {
@@ -83,42 +98,62 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 // estimate — and returns the reservation the request would make, writing nothing. It does
 // not look for a replay: a client_request_id already used is answered by Create only.
 func (s *Service) Quote(ctx context.Context, c keys.Caller, body []byte) (Quote, error) {
-	req, alias, err := s.check(c, body)
+	req, _, routes, err := s.check(c, body)
 	if err != nil {
 		return Quote{}, err
 	}
-	return s.price(ctx, c, req, alias)
+	return s.price(ctx, c, req, routes)
 }
 
 // check decodes and validates a request for the caller: the contract, a speech alias of the
-// tenant, what its upstream account refuses.
-func (s *Service) check(c keys.Caller, body []byte) (*contract.SpeechRequest, *catalog.Alias, error) {
+// tenant, what its upstream accounts refuse. routes are the alias's accounts that can serve
+// the request, in the catalog's order: an account whose kind refuses it (an openai account
+// and voice references) is left out of a routed alias's list; the request is refused only
+// when every account refuses it (with the first account's reason).
+func (s *Service) check(c keys.Caller, body []byte) (*contract.SpeechRequest, *catalog.Alias, []string, error) {
 	req, derr := contract.DecodeSpeech(body)
 	if derr != nil {
-		return nil, nil, &apierr.Error{Kind: apierr.KindInvalid, Param: derr.Param, Message: derr.Message}
+		return nil, nil, nil, &apierr.Error{Kind: apierr.KindInvalid, Param: derr.Param, Message: derr.Message}
 	}
 	alias, ok := c.Tenant.Alias(req.Model)
 	if !ok || alias.Product != catalog.ProductSpeech {
-		return nil, nil, apierr.Invalid("model", fmt.Sprintf("The model %q is not a speech model alias of this account. Use a speech alias supplied by the operator.", req.Model))
+		return nil, nil, nil, apierr.Invalid("model", fmt.Sprintf("The model %q is not a speech model alias of this account. Use a speech alias supplied by the operator.", req.Model))
 	}
-	accounts := s.Accounts
-	if c.Catalog != nil {
-		accounts = c.Catalog.Upstream
-	}
-	if accounts != nil {
-		if acc, ok := accounts(string(alias.Upstream)); ok {
-			if param, msg := acc.Kind.RefuseSpeech(req); param != "" {
-				return nil, nil, apierr.Invalid(param, msg)
+	accounts := s.accountsOf(c)
+	var routes []string
+	var refused *apierr.Error
+	for _, u := range alias.Accounts() {
+		if accounts != nil {
+			if acc, ok := accounts(string(u)); ok {
+				if param, msg := acc.Kind.RefuseSpeech(req); param != "" {
+					if refused == nil {
+						refused = apierr.Invalid(param, msg)
+					}
+					continue
+				}
 			}
 		}
+		routes = append(routes, string(u))
 	}
-	return req, alias, nil
+	if len(routes) == 0 && refused != nil {
+		return nil, nil, nil, refused
+	}
+	return req, alias, routes, nil
 }
 
-// price is what a new request needs before its record: an engine for the alias, the tenant's
-// rate, reachable references, and the estimate of its reservation.
-func (s *Service) price(ctx context.Context, c keys.Caller, req *contract.SpeechRequest, alias *catalog.Alias) (Quote, error) {
-	if s.engine(string(alias.Upstream)) == nil {
+// accountsOf looks accounts up in the caller's catalog, else in s.Accounts.
+func (s *Service) accountsOf(c keys.Caller) func(string) (catalog.UpstreamAccount, bool) {
+	if c.Catalog != nil {
+		return c.Catalog.Upstream
+	}
+	return s.Accounts
+}
+
+// price is what a new request needs before its record: an engine for one of the alias's
+// accounts, the tenant's rate, reachable references, and the estimate of its reservation —
+// under the largest bound of the accounts it may run on, so a failover never under-reserves.
+func (s *Service) price(ctx context.Context, c keys.Caller, req *contract.SpeechRequest, routes []string) (Quote, error) {
+	if !slices.ContainsFunc(routes, func(u string) bool { return s.engine(u) != nil }) {
 		return Quote{}, apierr.New(apierr.KindUnavailable, "Speech generation is not available on this server right now. Retry later, or contact the operator.")
 	}
 	rate, ok := c.Tenant.Rates.SpeechRate()
@@ -130,7 +165,7 @@ func (s *Service) price(ctx context.Context, c keys.Caller, req *contract.Speech
 	if err := s.checkReferences(ctx, req.References); err != nil {
 		return Quote{}, err
 	}
-	return Estimate(c.Tenant.Currency, rate, s.boundOf(string(alias.Upstream)), req.Text)
+	return Estimate(c.Tenant.Currency, rate, s.largestBound(routes, s.accountsOf(c), req.Text), req.Text)
 }
 
 // duplicate reports a concurrent request with the same client_request_id that won the race to
@@ -141,9 +176,18 @@ func (d *duplicate) Error() string { return "speech: duplicate client_request_id
 
 // accept writes the pending record and its reservation in one transaction, before the engine
 // is called.
-func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.SpeechRequest, alias *catalog.Alias, q Quote, hash []byte) (store.Speech, Stored, error) {
+func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.SpeechRequest, alias *catalog.Alias, routes []string, q Quote, hash []byte) (store.Speech, Stored, error) {
 	stored := Stored{Model: req.Model, Input: req.Input, Instructions: req.Instructions, Text: req.Text, Mode: req.Mode,
-		Upstream: string(alias.Upstream), UpstreamModel: alias.Model}
+		Upstream: routes[0], UpstreamModel: alias.Model}
+	if len(routes) > 1 {
+		stored.Upstreams, stored.Strategy, stored.Weights = routes, string(alias.RoutingStrategy()), alias.Weights
+		if len(alias.Weights) != len(routes) {
+			stored.Weights = nil // an account left out: the weights no longer pair up
+			if stored.Strategy == string(catalog.StrategyWeighted) {
+				stored.Strategy = string(catalog.StrategyPriority)
+			}
+		}
+	}
 	for _, r := range req.References {
 		stored.References = append(stored.References, StoredRef{Type: r.Type, URL: r.URL})
 	}

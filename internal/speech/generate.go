@@ -64,10 +64,6 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	if err := json.Unmarshal(rec.Pricing, &q); err != nil {
 		return nil, fmt.Errorf("speech %s: stored quote: %w", rec.ID, err)
 	}
-	engine := s.engine(st.Upstream)
-	if engine == nil {
-		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", errors.New("no engine for upstream "+st.Upstream))
-	}
 	preq := provider.SpeechRequest{IdempotencyKey: rec.ID, Model: st.UpstreamModel, Text: st.Text, Mode: st.Mode,
 		Input: st.Input, Instructions: st.Instructions}
 	for _, r := range st.References {
@@ -82,9 +78,28 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	live := s.keepAlive(ctx, rec)
 	defer live.stop()
 	gctx, cancel := context.WithTimeout(live.ctx, s.wait())
-	out, err := synthesize(gctx, engine, preq)
+	out, ran, err := s.synthesizeRouted(gctx, st, preq)
 	timedOut := gctx.Err() != nil
 	cancel()
+	// A routed record is kept bound to the account it ran on (or last tried): its usage and
+	// cost count there, and its events name the accounts it left.
+	if len(st.Upstreams) > 0 {
+		st.Upstream = ran.account
+		reqJSON, jerr := json.Marshal(st)
+		if jerr != nil {
+			return nil, fmt.Errorf("speech %s: encode request: %w", rec.ID, jerr)
+		}
+		rec.Request = reqJSON
+		s.ranOn.Store(rec.ID, ran)
+		defer s.ranOn.Delete(rec.ID)
+	}
+	var noEngine errNoEngine
+	if errors.As(err, &noEngine) || errors.Is(err, errNoAccount) {
+		if live.stop() {
+			return s.superseded(ctx, rec)
+		}
+		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", err)
+	}
 	if err != nil {
 		if live.stop() {
 			return s.superseded(ctx, rec)
@@ -133,8 +148,8 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	now := s.now().UTC()
 	var overage money.Micros
 	err = s.Store.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechCompleted,
-			Charged: charge, Result: body, FinishedAt: now}); err != nil {
+		if err := tx.FinishSpeech(ctx, s.routedFinish(rec, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechCompleted,
+			Charged: charge, Result: body, FinishedAt: now})); err != nil {
 			return err
 		}
 		var err error
@@ -167,12 +182,24 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	return s.render(rec)
 }
 
-// synthesize calls the engine, retrying transient errors a few times within ctx.
-func synthesize(ctx context.Context, e provider.Synthesizer, r provider.SpeechRequest) (provider.Speech, error) {
+// routedFinish adds to a routed record's finish where it ran (the account, its request bound
+// there, the accounts it left): what synthesizeRouted found for this attempt.
+func (s *Service) routedFinish(rec store.Speech, f store.SpeechFinish) store.SpeechFinish {
+	v, ok := s.ranOn.Load(rec.ID)
+	if !ok {
+		return f
+	}
+	ran := v.(routed)
+	f.Upstream, f.Request, f.Route = ran.account, rec.Request, ran.route
+	return f
+}
+
+// synthesize calls the engine, retrying transient errors up to retries times within ctx.
+func synthesize(ctx context.Context, e provider.Synthesizer, r provider.SpeechRequest, retries int) (provider.Speech, error) {
 	backoff := 200 * time.Millisecond
 	for try := 0; ; try++ {
 		out, err := e.Synthesize(ctx, r)
-		if err == nil || !errors.Is(err, provider.ErrTransient) || try >= transientRetries || ctx.Err() != nil {
+		if err == nil || !errors.Is(err, provider.ErrTransient) || try >= retries || ctx.Err() != nil {
 			return out, err
 		}
 		t := time.NewTimer(backoff)
@@ -218,8 +245,8 @@ func (s *Service) engineFailure(ctx context.Context, rec store.Speech, err error
 func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param, msg string, cause error) (*Response, error) {
 	now := s.now().UTC()
 	err := s.Store.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechFailed,
-			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, ErrorDetail: detail(cause), FinishedAt: now}); err != nil {
+		if err := tx.FinishSpeech(ctx, s.routedFinish(rec, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechFailed,
+			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, ErrorDetail: detail(cause), FinishedAt: now})); err != nil {
 			return err
 		}
 		return settleFailed(ctx, tx, rec, now, s.Accounts)

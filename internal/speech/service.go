@@ -11,6 +11,7 @@ package speech
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"mediagen/internal/billing"
@@ -19,6 +20,7 @@ import (
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
+	"mediagen/internal/routing"
 	"mediagen/internal/store"
 )
 
@@ -95,6 +97,14 @@ type Service struct {
 	// Bounds are the measured audio bounds of the engines by upstream name (see Bound);
 	// an engine without one uses EspeakBound.
 	Bounds map[string]Bound
+	// Router is the accounts' health routed aliases (several accounts) pick from; share the
+	// video pipeline's so an account's breaker counts both. nil: one of the Service's own.
+	Router *routing.Router
+	// AccountWait is how long a routed request skips an account whose key was refused
+	// (0 → DefaultAccountWait).
+	AccountWait time.Duration
+	routerMu    sync.Mutex
+	ranOn       sync.Map // record id → routed, while its attempt finishes
 
 	LinkTTL      time.Duration // lifetime of the download link; 0 → DefaultLinkTTL
 	Wait         time.Duration // bounded wait of one attempt; 0 → DefaultWait

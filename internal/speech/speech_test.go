@@ -210,7 +210,7 @@ func (e *env) crashAfterAccept(body string) store.Speech {
 		e.t.Fatal(err)
 	}
 	sum := sha256.Sum256(req.CanonicalForIdempotency())
-	rec, _, err := e.svc.accept(context.Background(), e.caller, req, alias, q, sum[:])
+	rec, _, err := e.svc.accept(context.Background(), e.caller, req, alias, []string{string(alias.Upstream)}, q, sum[:])
 	if err != nil {
 		e.t.Fatal(err)
 	}

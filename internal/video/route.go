@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"mediagen/internal/contract"
 	"mediagen/internal/provider"
-	"mediagen/internal/provider/rest"
+	"mediagen/internal/routing"
 )
 
 // Routing of a task across the accounts of its alias (catalog upstreams; docs/upstreams.md,
@@ -213,7 +212,4 @@ func (s *stepCtx) fallback(half string, err error, unsure bool) (Outcome, string
 }
 
 // rateLimited: the upstream answered 429 (its create made no job).
-func rateLimited(err error) bool {
-	var se *rest.StatusError
-	return errors.As(err, &se) && se.Status == http.StatusTooManyRequests
-}
+func rateLimited(err error) bool { return routing.RateLimited(err) }
