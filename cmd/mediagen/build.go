@@ -24,6 +24,7 @@ import (
 	"mediagen/internal/media/samples"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/sandbox"
+	"mediagen/internal/routing"
 	"mediagen/internal/speech"
 	"mediagen/internal/video"
 )
@@ -75,6 +76,12 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	videos.FirstFrame = tools.FirstFrameJPG
 	var tasks *video.Tasks
 	engines := &engineSet{}
+	// One health per account for the process: routed video tasks and routed speech requests
+	// count against the same breaker (internal/routing).
+	router := &routing.Router{State: routing.NewBreakerState(reg), Policy: func(name string) (int, time.Duration) {
+		acc, _ := m.cat().Upstream(name)
+		return acc.BreakerPolicy()
+	}}
 	if c.Role != "api" {
 		if err := tools.Check(ctx); err != nil {
 			return nil, fmt.Errorf("the worker needs ffmpeg, ffprobe and espeak-ng (make run installs them): %w", err)
@@ -118,12 +125,9 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			UpstreamWaits:  video.NewUpstreamWaits(reg),
 			UpstreamCalls:  video.NewUpstreamCalls(reg),
 			AccountBroken:  video.NewAccountBroken(reg),
-			Router: &video.Router{State: video.NewBreakerState(reg), Policy: func(name string) (int, time.Duration) {
-				acc, _ := m.cat().Upstream(name)
-				return acc.BreakerPolicy()
-			}},
-			Slots:  m.db.UpstreamSlots,
-			Logger: m.log,
+			Router:         router,
+			Slots:          m.db.UpstreamSlots,
+			Logger:         m.log,
 			ResultHosts: func(name string) func(string) bool {
 				acc, _ := m.cat().Upstream(name)
 				return acc.ResultHostAllowed()
@@ -135,7 +139,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	speechSvc, err := m.buildSpeech(ctx, tools, fetch, reg)
 	if speechSvc != nil {
-		speechSvc.Overages, speechSvc.Excess = overages, excess
+		speechSvc.Overages, speechSvc.Excess, speechSvc.Router = overages, excess, router
 	}
 	if err != nil {
 		return nil, err
