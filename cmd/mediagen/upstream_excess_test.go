@@ -12,6 +12,7 @@ import (
 	"mediagen/internal/money"
 	"mediagen/internal/provider/ark/arkfake"
 	"mediagen/internal/provider/openai/openaifake"
+	"mediagen/internal/speech"
 	"mediagen/internal/store"
 )
 
@@ -187,7 +188,8 @@ func TestUpstreamUsageBelowTheMeasuredVideoIsBilledTheMeasuredTokens(t *testing.
 
 // Speech "Hi." on an OpenAI-compatible upstream that answers with a 600 s MP3. Before:
 // charged 0.120038 against a 0.0006 reservation (200×). Now the audio is cut to the speech
-// bound of the text (2.695 s) and billed within the reservation.
+// bound of the text on an openai account (speech.OpenAIBound: 3.542 s) and billed within the
+// reservation.
 func TestSpeechLongerThanItsBoundIsTrimmedAndChargedWithinTheReservation(t *testing.T) {
 	t.Parallel()
 	tools := requireTools(t)
@@ -218,11 +220,12 @@ func TestSpeechLongerThanItsBoundIsTrimmedAndChargedWithinTheReservation(t *test
 	if rec.Charged > rec.Reserved {
 		t.Errorf("charged %s against a reservation of %s", rec.Charged, rec.Reserved)
 	}
-	if s.Duration > 2.695 {
-		t.Errorf("the audio measures %v s, past the text's bound of 2.695 s", s.Duration)
+	bound := float64(speech.OpenAIBound.Micros("Hi.")) / 1e6 // (1 + 2 × 0.6 + 1.02) × 1.1 = 3.542 s
+	if s.Duration > bound {
+		t.Errorf("the audio measures %v s, past the text's bound of %v s", s.Duration, bound)
 	}
 	_, info := e.download(s.URL, "speech.mp3")
-	if info.Length() > 2.695 {
+	if info.Length() > bound {
 		t.Errorf("the stored audio measures %v s", info.Length())
 	}
 	e.expectExcess(s.ID, map[string]string{billing.ExcessDuration: "openai-main"})

@@ -212,7 +212,7 @@ func (s *Service) Speech(ctx context.Context, a Actor, id string) (SpeechDetail,
 	}
 	d.Events = make([]TaskEvent, 0, len(events))
 	for _, e := range events {
-		d.Events = append(d.Events, TaskEvent{Seq: e.Seq, At: e.At.UTC(), From: e.From, To: e.To, Step: e.Step, Attempt: e.Attempt, Detail: e.Detail})
+		d.Events = append(d.Events, TaskEvent{Seq: e.Seq, At: e.At.UTC(), From: e.From, To: e.To, Step: e.Step, Attempt: e.Attempt, Upstream: e.Upstream, Detail: e.Detail})
 	}
 	if k, err := st.Key(ctx, sp.KeyID); err == nil {
 		d.KeyName = k.Name

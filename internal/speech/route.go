@@ -63,12 +63,12 @@ func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider
 	var last error
 	for _, a := range routing.Order(accounts, st.Strategy, st.Weights, nil) {
 		if ok, why, _ := r.Admit(a); !ok {
-			got.route = append(got.route, store.SpeechRoute{Upstream: a, Detail: "skipped: " + why})
+			got.route = append(got.route, store.SpeechRoute{Upstream: a, Detail: "skipped " + a + ": " + why})
 			continue
 		}
 		e := s.engine(a)
 		if e == nil {
-			got.route = append(got.route, store.SpeechRoute{Upstream: a, Detail: "skipped: no engine in this process"})
+			got.route = append(got.route, store.SpeechRoute{Upstream: a, Detail: "skipped " + a + ": no engine in this process"})
 			continue
 		}
 		got.account = a
@@ -94,7 +94,7 @@ func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider
 		default:
 			return out, got, err // the request's own refusal: not retried elsewhere
 		}
-		got.route = append(got.route, store.SpeechRoute{Upstream: a, Detail: moved(err)})
+		got.route = append(got.route, store.SpeechRoute{Upstream: a, Detail: "left " + a + ": " + moved(err)})
 		s.log().Info("routed speech left an account", "upstream", a, "why", moved(err))
 	}
 	if last == nil {
@@ -134,7 +134,7 @@ func describe(route []store.SpeechRoute) string {
 		if i > 0 {
 			s += "; "
 		}
-		s += r.Upstream + " " + r.Detail
+		s += r.Detail
 	}
 	return s
 }

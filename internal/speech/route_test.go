@@ -142,7 +142,7 @@ func TestRoutedSpeechFailsOverARefusedKeyToTheNextAccount(t *testing.T) {
 	if !strings.Contains(string(rec.Request), `"upstream":"local-speech"`) || rec.Status != store.SpeechCompleted || rec.Charged <= 0 {
 		t.Errorf("record %s, request %s", rec.Status, rec.Request)
 	}
-	want := []string{"pending", "pending route openai-a its key was refused (401/403)", "completed  local-speech"}
+	want := []string{"pending", "pending route openai-a left openai-a: its key was refused (401/403)", "completed  local-speech"}
 	if got := e.story(res.ID); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("events\n%q\nwant\n%q", got, want)
 	}
@@ -157,7 +157,7 @@ func TestRoutedSpeechFailsOverARefusedKeyToTheNextAccount(t *testing.T) {
 	if refused.Load() != 1 {
 		t.Errorf("the refused account was called again: %d calls", refused.Load())
 	}
-	if got := e.story(res2.ID); len(got) != 3 || !strings.Contains(got[1], "openai-a skipped: key refused (401/403)") {
+	if got := e.story(res2.ID); len(got) != 3 || !strings.Contains(got[1], "openai-a skipped openai-a: key refused (401/403)") {
 		t.Errorf("second request's events %q", got)
 	}
 	storetest.CheckLedger(t, e.db)
@@ -201,7 +201,7 @@ func TestRoutedSpeechBothAccountsDownFailsRefunded(t *testing.T) {
 		t.Fatalf("record %+v, %v", rec, err)
 	}
 	got := e.story(rec.ID)
-	if len(got) != 4 || !strings.Contains(got[1], "route openai-a its key was refused") || !strings.Contains(got[2], "route openai-b its key was refused") || !strings.HasPrefix(got[3], "failed  openai-b") {
+	if len(got) != 4 || !strings.Contains(got[1], "route openai-a left openai-a: its key was refused") || !strings.Contains(got[2], "route openai-b left openai-b: its key was refused") || !strings.HasPrefix(got[3], "failed  openai-b") {
 		t.Errorf("events %q", got)
 	}
 	if b := e.balance(); b.Reserved != 0 || b.Available != 10_000_000 {
