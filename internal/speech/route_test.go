@@ -3,6 +3,7 @@ package speech
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/openai/openaifake"
+	"mediagen/internal/provider/rest"
 	"mediagen/internal/routing"
 	"mediagen/internal/store"
 	"mediagen/internal/store/storetest"
@@ -208,4 +210,57 @@ func TestRoutedSpeechBothAccountsDownFailsRefunded(t *testing.T) {
 		t.Errorf("balance after the failure %+v", b)
 	}
 	storetest.CheckLedger(t, e.db)
+}
+
+// failing is an account whose every call fails with err.
+type failing struct {
+	err   error
+	calls *atomic.Int64
+}
+
+func (f failing) Synthesize(context.Context, provider.SpeechRequest) (provider.Speech, error) {
+	f.calls.Add(1)
+	return provider.Speech{}, f.err
+}
+
+// A 5xx (transient, nothing made) and a 429 move the request to the next account at once,
+// inside the wait; a transient failure counts on the account's breaker, which opens after its
+// failures in a row and is then skipped; a 429 avoids the account for its Retry-After.
+func TestRoutedSpeechMovesOnAfterTransientFailuresAndRateLimits(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, left, skipped string
+		err                 error
+	}{
+		{"a 5xx", "left openai-a: failed, nothing made", "skipped openai-a: breaker open",
+			fmt.Errorf("openai: HTTP 503: %w", provider.ErrTransient)},
+		{"a 429", "left openai-a: rate-limited (429, Retry-After 1m0s)", "skipped openai-a: rate-limited (429)",
+			errors.Join(&rest.StatusError{Call: "POST /audio/speech", Status: http.StatusTooManyRequests}, &provider.RetryAfter{After: time.Minute}, provider.ErrTransient)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e, _, _ := routedEnv(t)
+			calls := &atomic.Int64{}
+			e.svc.Engines["openai-a"] = failing{c.err, calls}
+			e.svc.Router = &routing.Router{Policy: func(string) (int, time.Duration) { return 1, time.Minute }}
+			for i := range 2 {
+				res, err := e.svc.Create(context.Background(), e.caller, []byte(`{"model":"routed-speech","input":"Moved on."}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := e.story(res.ID)
+				want := "pending route openai-a " + c.left
+				if i == 1 {
+					want = "pending route openai-a " + c.skipped
+				}
+				if len(got) != 3 || !strings.HasPrefix(got[1], want) || got[2] != "completed  local-speech" {
+					t.Errorf("request %d events %q, want %q then completed on local-speech", i, got, want)
+				}
+			}
+			if calls.Load() < 1 || calls.Load() > 2 || e.calls.Load() != 2 {
+				t.Errorf("failing account called %d times, local %d", calls.Load(), e.calls.Load())
+			}
+			storetest.CheckLedger(t, e.db)
+		})
+	}
 }
