@@ -15,6 +15,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/keys"
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/openai/openaifake"
@@ -35,6 +36,7 @@ const routedCatalog = `upstreams:
     api_key_env: OPENAI_B_KEY
   - name: local-speech
     kind: espeak
+    cost: {currency: USD, per_character: 0.00001}
 tenants:
   - id: demo
     name: Demo
@@ -150,6 +152,15 @@ func TestRoutedSpeechFailsOverARefusedKeyToTheNextAccount(t *testing.T) {
 	}
 	if b := e.balance(); b.Reserved != 0 {
 		t.Errorf("balance after settlement %+v", b)
+	}
+	// Usage and the operator's cost count on the account it ran on.
+	hour := time.Now().UTC().Truncate(time.Hour)
+	rows, err := e.db.UsageReport(context.Background(), store.UsageQuery{From: hour.Add(-time.Hour), To: hour.Add(2 * time.Hour), GroupBy: []string{store.UsageByUpstream}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Upstream != "local-speech" || rows[0].CostCurrency != "USD" || rows[0].Cost != money.Micros(10*len(text)) {
+		t.Errorf("usage by upstream %+v, want one local-speech row costing %d", rows, 10*len(text))
 	}
 	// The refused account is avoided now: the next request goes straight to local-speech.
 	res2, err := e.svc.Create(context.Background(), e.caller, []byte(`{"model":"routed-speech","input":"Again."}`))
