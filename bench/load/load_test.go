@@ -148,9 +148,11 @@ func TestRunMaxLatenessDrops(t *testing.T) {
 	if res.Dropped == 0 || res.Sent == 0 {
 		t.Fatalf("sent %d dropped %d", res.Sent, res.Dropped)
 	}
-	// Nothing started more than 5 ms late, so nothing took much more than 30+5 ms (+ slack
-	// for a loaded machine).
-	if res.Latency.Max > service+40*time.Millisecond {
+	// Nothing started more than 5 ms late. Without the drops, the 40 requests of 200 ms at
+	// 200/s through one slot would queue up behind each other: the last would take about
+	// 40 × 30 ms = 1.2 s. The bound is half of that, so a loaded machine's scheduling delays
+	// (a CI run beside other work saw 80 ms) cannot fail it while a queue still would.
+	if res.Latency.Max > 20*service {
 		t.Errorf("max latency %v with MaxLateness 5ms and service %v", res.Latency.Max, service)
 	}
 }
