@@ -86,5 +86,6 @@ func (m *Main) AdminURL() string {
 // adminRoutes adds the routes of the operator plane's other parts to the admin API: one line
 // each, s.Read / s.ReadRaw / s.Write (internal/adminapi's package comment).
 func (m *Main) adminRoutes(s *adminapi.Server) {
-	s.CatalogRoutes(apiReloader{m}) // reload.go
+	s.CatalogRoutes(apiReloader{m})     // reload.go
+	s.UpstreamRoutes(m.upstreamLocal()) // console_upstreams.go
 }

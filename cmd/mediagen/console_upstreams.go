@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"mediagen/internal/adminapi"
 	"mediagen/internal/console"
 )
 
@@ -21,6 +22,26 @@ func (m *Main) upstreamHealth() func(context.Context) ([]console.UpstreamHealth,
 		return nil
 	}
 	return func(context.Context) ([]console.UpstreamHealth, error) { return gatherUpstreamHealth(m.reg) }
+}
+
+// upstreamLocal is the same figures for GET /admin/v1/upstreams: each account's breaker state
+// and broken flag in this process; nil for an api-only process.
+func (m *Main) upstreamLocal() func(context.Context) ([]adminapi.UpstreamLocal, error) {
+	health := m.upstreamHealth()
+	if health == nil {
+		return nil
+	}
+	return func(ctx context.Context) ([]adminapi.UpstreamLocal, error) {
+		hs, err := health(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]adminapi.UpstreamLocal, 0, len(hs))
+		for _, h := range hs {
+			out = append(out, adminapi.UpstreamLocal{Account: h.Account, Breaker: h.Breaker, Broken: h.Broken})
+		}
+		return out, nil
+	}
 }
 
 func gatherUpstreamHealth(g prometheus.Gatherer) ([]console.UpstreamHealth, error) {

@@ -242,3 +242,176 @@ func routeMetrics(t *testing.T, m *Main) (fallbacks map[string]int, waits map[st
 	}
 	return fallbacks, waits
 }
+
+// lossyAccounts are the accounts of TestRouteWithLostAnswersOnEveryAccountMakesOnePaidJobPerTask:
+// every one makes each job and loses its create's answer; each costs the operator a different
+// rate per million tokens (the cost: block), in the tenant's currency.
+var lossyAccounts = []struct {
+	name    string
+	perMTok string // USD per million completion tokens
+}{{"ark-lossy-a", "1"}, {"ark-lossy-b", "2"}, {"ark-lossy-c", "4"}}
+
+// TestRouteWithLostAnswersOnEveryAccountMakesOnePaidJobPerTask routes tasks through an alias
+// whose every account loses every create's answer (the job is made, the answer is a 500). No
+// account ever answers that a task's job does not exist, so a task must never move off the
+// account it was routed to: it finds its job there by its tag. Every task completes with
+// exactly one paid job over all the fakes, on the account its events name, and the usage
+// report grouped by account gives the operator's cost (paid jobs × tokens × the account's
+// rate) and the margin (charge − cost) exactly.
+func TestRouteWithLostAnswersOnEveryAccountMakesOnePaidJobPerTask(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("tasks through three fake upstream accounts")
+	}
+	const tasks = 20
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "out.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 1, Container: "mp4", Text: "l"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	const tokens = 169 // 160×90×12×1/1024, what the stored clip implies; the fakes report it
+	fakes := map[string]*arkfake.Server{}
+	roots := x509.NewCertPool()
+	var accounts strings.Builder
+	var names []string
+	for _, a := range lossyAccounts {
+		f := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens, LoseAnswers: true})
+		t.Cleanup(f.Close)
+		fakes[a.name] = f
+		names = append(names, a.name)
+		roots.AddCert(f.Certificate())
+		// A high breaker threshold: every create fails (its answer lost), and the test is
+		// about where tasks go after that, not about waiting out cooldowns.
+		fmt.Fprintf(&accounts, "  - name: %s\n    kind: ark\n    base_url: %s\n    api_key_env: ARK_TEST_KEY\n    breaker: {failures: 1000, cooldown: 1s}\n    cost: {currency: USD, per_million_tokens: %s}\n",
+			a.name, f.Base(), a.perMTok)
+	}
+	path := demoCatalogWith(t, t.TempDir(), accounts.String(), map[string]string{"demo-video-fast": names[0]})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routed := strings.Replace(string(b), "upstream: "+names[0], "upstreams: ["+strings.Join(names, ", ")+"]\n        strategy: weighted\n        weights: [1, 1, 1]", 1)
+	if err := os.WriteFile(path, []byte(routed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load(path)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, routed)
+	}
+	var logs syncBuffer
+	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, &logs)
+	m.FetchTLS = &tls.Config{RootCAs: roots}
+	e := startRemote(t, m, dir, tools, 1000*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--workers", "8", "--catalog", path)
+	start := time.Now()
+	ids := make([]string, tasks)
+	for i := range ids {
+		ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"lossy %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i))
+	}
+	var wg sync.WaitGroup
+	ended := make([]apiTask, tasks)
+	sem := make(chan struct{}, 8) // the demo key's request rate bounds the polls
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ended[i] = e.wait(id)
+		}()
+	}
+	wg.Wait()
+	completed := 0
+	for i, task := range ended {
+		if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != tokens {
+			t.Errorf("task %d (%s) ended %s %+v\n%s", i, ids[i], task.Status, task.Error, linesWith(logs.String(), ids[i]))
+			continue
+		}
+		completed++
+	}
+	perAccount := map[string]int{}
+	for i, id := range ids {
+		n, on := 0, ""
+		for _, name := range names {
+			if k := fakes[name].JobsFor(ark.Tag(id + ":gen")); k > 0 {
+				n += k
+				on = name
+				perAccount[name] += k
+			}
+		}
+		if n != 1 {
+			t.Errorf("task %d (%s) made %d paid upstream jobs over the accounts, want exactly 1", i, id, n)
+			continue
+		}
+		// The task was routed once, to the account whose answer was lost and that holds its
+		// job, and never left it.
+		events, err := m.db.TaskEvents(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var routedTo []string
+		for _, ev := range events {
+			if _, a, ok := strings.Cut(ev.Detail, "routed to "); ok {
+				a, _, _ = strings.Cut(a, " ")
+				routedTo = append(routedTo, a)
+			}
+			if strings.HasPrefix(ev.Detail, "left ") {
+				t.Errorf("task %d (%s) moved off an account after a lost answer: %q", i, id, ev.Detail)
+			}
+		}
+		if len(routedTo) != 1 || routedTo[0] != on || events[len(events)-1].Upstream != on {
+			t.Errorf("task %d (%s): routed to %v, last event on %q, its job on %s", i, id, routedTo, events[len(events)-1].Upstream, on)
+		}
+	}
+	lost := 0
+	for _, name := range names {
+		lost += fakes[name].LostAnswers()
+		for _, v := range fakes[name].Violations() {
+			t.Errorf("%s wire format: %s", name, v)
+		}
+	}
+	if lost < tasks {
+		t.Errorf("%d lost create answers for %d tasks: the fault was not exercised", lost, tasks)
+	}
+	if err := m.db.CheckLedger(context.Background()); err != nil {
+		t.Error(err)
+	}
+	// Cost and margin per account, exact: cost = paid jobs × the per-task token cost at the
+	// account's rate; margin = charge − cost.
+	tenant, _ := cat.Tenant("demo")
+	charge, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), tokens)
+	for _, when := range []string{"settled", "rebuilt"} {
+		if when == "rebuilt" {
+			if err := m.db.RebuildUsage(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows, err := m.db.UsageReport(context.Background(), store.UsageQuery{From: start.Add(-time.Hour).Truncate(time.Hour),
+			To: time.Now().Add(2 * time.Hour).Truncate(time.Hour), GroupBy: []string{store.UsageByUpstream}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byAccount := map[string]store.UsageRow{}
+		for _, r := range rows {
+			byAccount[r.Upstream] = r
+		}
+		for _, a := range lossyAccounts {
+			r := byAccount[a.name]
+			var perM money.Micros
+			for _, u := range cat.Upstreams {
+				if u.Name == a.name {
+					perM = rate(u.Cost.TokenRate())
+				}
+			}
+			one, _ := billing.TokenCost(perM, tokens)
+			n := money.Micros(perAccount[a.name])
+			margin, ok := r.Margin()
+			if int(r.Count) != perAccount[a.name] || r.CostCurrency != "USD" || r.Cost != n*one || r.Charged != n*charge || !ok || margin != n*(charge-one) {
+				t.Errorf("%s usage of %s: count %d, charged %s, cost %s %s, margin %s (%v); want %d paid jobs, charged %s, cost USD %s, margin %s",
+					when, a.name, r.Count, r.Charged, r.CostCurrency, r.Cost, margin, ok, perAccount[a.name], n*charge, n*one, n*(charge-one))
+			}
+		}
+	}
+	t.Logf("LOST ANSWERS %d tasks in %s: %d completed; paid jobs per account %v; lost create answers %d",
+		tasks, time.Since(start).Round(time.Millisecond), completed, perAccount, lost)
+}

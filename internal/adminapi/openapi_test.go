@@ -25,6 +25,9 @@ func TestTrafficMatchesAdminOpenAPI(t *testing.T) {
 	}
 	e := newEnv(t, "sqlite")
 	e.srv.CatalogRoutes(&fakeReloader{}) // catalog_test.go
+	e.srv.UpstreamRoutes(func(context.Context) ([]UpstreamLocal, error) {
+		return []UpstreamLocal{{Account: "sandbox", Breaker: 2, Broken: true}}, nil
+	})
 	key := e.makeKey(false)
 	g, err := e.svc.GrantGroup(context.Background(), admin.CLIActor("t"), admin.GroupInput{Tenant: "demo", Name: "g"})
 	if err != nil {
@@ -59,6 +62,8 @@ func TestTrafficMatchesAdminOpenAPI(t *testing.T) {
 		{"POST", "/admin/v1/catalog/reload", e.owner, ""},
 		{"POST", "/admin/v1/catalog/reload", e.oper, ""},
 		{"GET", "/admin/v1/catalog", e.viewer, ""},
+		{"GET", "/admin/v1/upstreams", e.viewer, ""},
+		{"GET", "/admin/v1/upstreams", "", ""},
 		{"GET", "/admin/v1/usage?from=2026-11-01&to=2026-11-30&group_by=tenant,key,alias,day", e.viewer, ""},
 		{"GET", "/admin/v1/usage?from=2026-11-01&to=2026-11-30&format=csv", e.viewer, ""},
 		{"GET", "/admin/v1/usage?from=2026-11-01&group_by=week", e.viewer, ""},

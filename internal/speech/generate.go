@@ -196,10 +196,16 @@ func (s *Service) routedFinish(rec store.Speech, f store.SpeechFinish) store.Spe
 
 // synthesize calls the engine, retrying transient errors up to retries times within ctx.
 func synthesize(ctx context.Context, e provider.Synthesizer, r provider.SpeechRequest, retries int) (provider.Speech, error) {
+	return synthesizeUnless(ctx, e, r, retries, nil)
+}
+
+// synthesizeUnless is synthesize whose transient errors for which final is true are not
+// retried (a routed request's 429: the next account is tried at once instead).
+func synthesizeUnless(ctx context.Context, e provider.Synthesizer, r provider.SpeechRequest, retries int, final func(error) bool) (provider.Speech, error) {
 	backoff := 200 * time.Millisecond
 	for try := 0; ; try++ {
 		out, err := e.Synthesize(ctx, r)
-		if err == nil || !errors.Is(err, provider.ErrTransient) || try >= retries || ctx.Err() != nil {
+		if err == nil || !errors.Is(err, provider.ErrTransient) || try >= retries || ctx.Err() != nil || (final != nil && final(err)) {
 			return out, err
 		}
 		t := time.NewTimer(backoff)

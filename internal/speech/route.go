@@ -72,8 +72,10 @@ func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider
 			continue
 		}
 		got.account = a
-		// One retry of a transient error on the account, then the next account.
-		out, err := synthesize(ctx, e, preq, 1)
+		// One retry of a transient error on the account, then the next account; a 429 is
+		// not retried there: the next account at once (the account is avoided for its
+		// Retry-After).
+		out, err := synthesizeUnless(ctx, e, preq, 1, routing.RateLimited)
 		if err == nil {
 			r.Success(a)
 			return out, got, nil

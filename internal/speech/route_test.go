@@ -234,19 +234,22 @@ func (f failing) Synthesize(context.Context, provider.SpeechRequest) (provider.S
 	return provider.Speech{}, f.err
 }
 
-// A 5xx (transient, nothing made) and a 429 move the request to the next account at once,
-// inside the wait; a transient failure counts on the account's breaker, which opens after its
-// failures in a row and is then skipped; a 429 avoids the account for its Retry-After.
+// A 5xx (transient, nothing made) moves the request to the next account after one retry on
+// the account, and a 429 at once with no retry there, inside the wait; a transient failure
+// counts on the account's breaker, which opens after its failures in a row and is then
+// skipped; a 429 avoids the account for its Retry-After. The second request never calls the
+// failing account: the first one's 5xx made one call and its retry, a 429 one call.
 func TestRoutedSpeechMovesOnAfterTransientFailuresAndRateLimits(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name, left, skipped string
 		err                 error
+		calls               int64
 	}{
 		{"a 5xx", "left openai-a: failed, nothing made", "skipped openai-a: breaker open",
-			fmt.Errorf("openai: HTTP 503: %w", provider.ErrTransient)},
+			fmt.Errorf("openai: HTTP 503: %w", provider.ErrTransient), 2},
 		{"a 429", "left openai-a: rate-limited (429, Retry-After 1m0s)", "skipped openai-a: rate-limited (429)",
-			errors.Join(&rest.StatusError{Call: "POST /audio/speech", Status: http.StatusTooManyRequests}, &provider.RetryAfter{After: time.Minute}, provider.ErrTransient)},
+			errors.Join(&rest.StatusError{Call: "POST /audio/speech", Status: http.StatusTooManyRequests}, &provider.RetryAfter{After: time.Minute}, provider.ErrTransient), 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -268,8 +271,8 @@ func TestRoutedSpeechMovesOnAfterTransientFailuresAndRateLimits(t *testing.T) {
 					t.Errorf("request %d events %q, want %q then completed on local-speech", i, got, want)
 				}
 			}
-			if calls.Load() < 1 || calls.Load() > 2 || e.calls.Load() != 2 {
-				t.Errorf("failing account called %d times, local %d", calls.Load(), e.calls.Load())
+			if calls.Load() != c.calls || e.calls.Load() != 2 {
+				t.Errorf("failing account called %d times, want %d; local %d, want 2", calls.Load(), c.calls, e.calls.Load())
 			}
 			storetest.CheckLedger(t, e.db)
 		})
