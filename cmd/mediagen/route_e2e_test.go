@@ -30,6 +30,10 @@ import (
 // answer (a 500), so its tasks must find their jobs there by their tag.
 var routeAccounts = []string{"ark-broken", "ark-limited", "ark-full", "ark-lossy"}
 
+// routeCostPerMTok is what each of routeAccounts costs the operator, in USD per million
+// completion tokens: different on each, so a task's cost counted on the wrong account shows.
+var routeCostPerMTok = map[string]string{"ark-broken": "2", "ark-limited": "0.5", "ark-full": "0.8", "ark-lossy": "0.6"}
+
 // TestRouteAcrossFourAccountsMakesOnePaidJobPerTask sends tasks (MEDIAGEN_ROUTE_TASKS, 40 by
 // default; bench/routing runs 500) through one alias routed across the four accounts. Every
 // task must complete — some account always has capacity — with exactly one paid upstream job
@@ -63,7 +67,8 @@ func TestRouteAcrossFourAccountsMakesOnePaidJobPerTask(t *testing.T) {
 		f := fakes[name]
 		t.Cleanup(f.Close)
 		roots.AddCert(f.Certificate())
-		fmt.Fprintf(&accounts, "  - name: %s\n    kind: ark\n    base_url: %s\n    api_key_env: ARK_TEST_KEY\n", name, f.Base())
+		fmt.Fprintf(&accounts, "  - name: %s\n    kind: ark\n    base_url: %s\n    api_key_env: ARK_TEST_KEY\n    cost: {currency: USD, per_million_tokens: %s}\n",
+			name, f.Base(), routeCostPerMTok[name])
 		switch name {
 		case "ark-full":
 			accounts.WriteString("    max_in_flight: 2\n")
@@ -83,7 +88,8 @@ func TestRouteAcrossFourAccountsMakesOnePaidJobPerTask(t *testing.T) {
 	if err := os.WriteFile(path, []byte(routed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := catalog.Load(path); err != nil {
+	cat, err := catalog.Load(path)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
@@ -171,27 +177,15 @@ func TestRouteAcrossFourAccountsMakesOnePaidJobPerTask(t *testing.T) {
 	if err := m.db.CheckLedger(context.Background()); err != nil {
 		t.Error(err)
 	}
-	// The usage rollups count each task on the account it ran on (the operator's cost and
-	// margin are grouped there), before and after a rebuild from the records.
-	for _, when := range []string{"settled", "rebuilt"} {
-		if when == "rebuilt" {
-			if err := m.db.RebuildUsage(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rows, err := m.db.UsageReport(context.Background(), store.UsageQuery{From: start.Add(-time.Hour).Truncate(time.Hour),
-			To: time.Now().Add(2 * time.Hour).Truncate(time.Hour), GroupBy: []string{store.UsageByUpstream}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		counted := map[string]int{}
-		for _, r := range rows {
-			counted[r.Upstream] += int(r.Count)
-		}
-		for _, name := range routeAccounts {
-			if counted[name] != perAccount[name] {
-				t.Errorf("%s usage counts %v per account, want the paid jobs %v", when, counted, perAccount)
-				break
+	// The usage rollups count each task on the account it ran on, with the operator's cost at
+	// that account's rate and the margin, before and after a rebuild from the records.
+	checkCostPerAccount(t, m, cat, start, routeAccounts, perAccount, one, tokens)
+	costs := map[string]money.Micros{}
+	for _, name := range routeAccounts {
+		for _, u := range cat.Upstreams {
+			if u.Name == name {
+				c, _ := billing.TokenCost(rate(u.Cost.TokenRate()), tokens)
+				costs[name] = c * money.Micros(perAccount[name])
 			}
 		}
 	}
@@ -202,16 +196,21 @@ func TestRouteAcrossFourAccountsMakesOnePaidJobPerTask(t *testing.T) {
 	var lines []string
 	for _, name := range routeAccounts {
 		f := fakes[name]
-		lines = append(lines, fmt.Sprintf("  %-12s paid jobs %4d  peak running %3d  401s %4d  429s %4d  lost create answers %4d",
-			name, perAccount[name], f.Peak(), f.Refused(), f.RateLimited(), f.LostAnswers()))
+		lines = append(lines, fmt.Sprintf("  %-12s paid jobs %4d  peak running %3d  401s %4d  429s %4d  lost create answers %4d  cost USD %s",
+			name, perAccount[name], f.Peak(), f.Refused(), f.RateLimited(), f.LostAnswers(), costs[name]))
 	}
 	var reasons []string
 	for k, v := range fallbacks {
 		reasons = append(reasons, fmt.Sprintf("%s %d", k, v))
 	}
 	sort.Strings(reasons)
-	t.Logf("ROUTING %d tasks in %s: %d completed, %d failed\n%s\n  fallbacks by reason: %s\n  tasks that left an account: %v\n  slot waits: %v",
-		tasks, elapsed.Round(time.Millisecond), completed, tasks-completed, strings.Join(lines, "\n"), strings.Join(reasons, ", "), left, waits)
+	var cost money.Micros
+	for _, c := range costs {
+		cost += c
+	}
+	charged := one * money.Micros(completed)
+	t.Logf("ROUTING %d tasks in %s: %d completed, %d failed\n%s\n  fallbacks by reason: %s\n  tasks that left an account: %v\n  slot waits: %v\n  charged USD %s, cost USD %s, margin USD %s (exact per account, settled and rebuilt)",
+		tasks, elapsed.Round(time.Millisecond), completed, tasks-completed, strings.Join(lines, "\n"), strings.Join(reasons, ", "), left, waits, charged, cost, charged-cost)
 }
 
 // routeMetrics reads the fallbacks by reason (mediagen_upstream_errors_total of submits,
@@ -376,10 +375,21 @@ func TestRouteWithLostAnswersOnEveryAccountMakesOnePaidJobPerTask(t *testing.T) 
 	if err := m.db.CheckLedger(context.Background()); err != nil {
 		t.Error(err)
 	}
-	// Cost and margin per account, exact: cost = paid jobs × the per-task token cost at the
-	// account's rate; margin = charge − cost.
+	// Cost and margin per account, exact, before and after a rebuild of the rollups.
 	tenant, _ := cat.Tenant("demo")
 	charge, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), tokens)
+	checkCostPerAccount(t, m, cat, start, names, perAccount, charge, tokens)
+	t.Logf("LOST ANSWERS %d tasks in %s: %d completed; paid jobs per account %v; lost create answers %d",
+		tasks, time.Since(start).Round(time.Millisecond), completed, perAccount, lost)
+}
+
+// checkCostPerAccount checks the usage report grouped by account, as settled and after a
+// rebuild from the records: each account counts the paid jobs it ran (perAccount), charged
+// charge each; its cost is those jobs × tokens at the account's cost rate (its catalog cost
+// block, in USD), and the margin is the charge less that cost — all exact. An account that ran
+// nothing has no row, or an empty one.
+func checkCostPerAccount(t *testing.T, m *Main, cat *catalog.Catalog, start time.Time, names []string, perAccount map[string]int, charge money.Micros, tokens int64) {
+	t.Helper()
 	for _, when := range []string{"settled", "rebuilt"} {
 		if when == "rebuilt" {
 			if err := m.db.RebuildUsage(context.Background()); err != nil {
@@ -395,23 +405,27 @@ func TestRouteWithLostAnswersOnEveryAccountMakesOnePaidJobPerTask(t *testing.T) 
 		for _, r := range rows {
 			byAccount[r.Upstream] = r
 		}
-		for _, a := range lossyAccounts {
-			r := byAccount[a.name]
+		for _, name := range names {
+			r := byAccount[name]
+			if perAccount[name] == 0 {
+				if r.Count != 0 || r.Cost != 0 || r.Charged != 0 {
+					t.Errorf("%s usage of %s, which ran no job: %+v", when, name, r)
+				}
+				continue
+			}
 			var perM money.Micros
 			for _, u := range cat.Upstreams {
-				if u.Name == a.name {
+				if u.Name == name {
 					perM = rate(u.Cost.TokenRate())
 				}
 			}
 			one, _ := billing.TokenCost(perM, tokens)
-			n := money.Micros(perAccount[a.name])
+			n := money.Micros(perAccount[name])
 			margin, ok := r.Margin()
-			if int(r.Count) != perAccount[a.name] || r.CostCurrency != "USD" || r.Cost != n*one || r.Charged != n*charge || !ok || margin != n*(charge-one) {
+			if int(r.Count) != perAccount[name] || r.CostCurrency != "USD" || r.Cost != n*one || r.Charged != n*charge || !ok || margin != n*(charge-one) {
 				t.Errorf("%s usage of %s: count %d, charged %s, cost %s %s, margin %s (%v); want %d paid jobs, charged %s, cost USD %s, margin %s",
-					when, a.name, r.Count, r.Charged, r.CostCurrency, r.Cost, margin, ok, perAccount[a.name], n*charge, n*one, n*(charge-one))
+					when, name, r.Count, r.Charged, r.CostCurrency, r.Cost, margin, ok, perAccount[name], n*charge, n*one, n*(charge-one))
 			}
 		}
 	}
-	t.Logf("LOST ANSWERS %d tasks in %s: %d completed; paid jobs per account %v; lost create answers %d",
-		tasks, time.Since(start).Round(time.Millisecond), completed, perAccount, lost)
 }

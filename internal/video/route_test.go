@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"mediagen/internal/blob"
 	"mediagen/internal/contract"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/rest"
@@ -376,5 +377,52 @@ func TestRoutedEnhancementMovesWithItsSlot(t *testing.T) {
 	}
 	if got := heldSlot(r.c.Request, r.c.State); got != "y" {
 		t.Errorf("the slot released at the end is %q's, want y's", got)
+	}
+}
+
+// A production task's enhancement half routes across its alias's enhance_upstreams on its
+// own: the generation is done on its account (its slot held there), the first enhancement
+// account refuses its key, and the half moves to the next — with no slot taken or given back
+// on either enhancement account, because the half runs under the generation's slot.
+func TestRoutedProductionEnhancementMovesWithoutASlot(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	blobs, err := blob.NewFS(t.TempDir(), []byte(strings.Repeat("s", 32)), "http://files.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := &scriptAccount{}
+	x, y := &scriptEnhancer{scriptAccount{script: []string{ansRefused}}}, &scriptEnhancer{}
+	r := &routeRun{t: t, full: map[string]bool{}, held: map[string]int{"g": 1}}
+	r.p = &Pipeline{Upstreams: map[string]Upstream{"g": {Generator: gen}, "x": {Enhancer: x}, "y": {Enhancer: y}},
+		Blobs: blobs, PollMin: time.Second, PollMax: time.Second,
+		MaxInFlight: func(string) int { return 1 }, Router: &Router{Now: func() time.Time { return now }}}
+	req, _ := json.Marshal(Stored{Request: &contract.VideoRequest{Route: contract.RouteProduction, Prompt: "p",
+		Production: &contract.ProductionParams{Duration: 5, Resolution: "1080p"}},
+		Upstream: "g", Model: "m", EnhanceUpstream: "x", EnhanceUpstreams: []string{"x", "y"}, EnhanceModel: "e"})
+	state, _ := json.Marshal(pipeState{GenJob: "job-g", Intermediate: "inter/video_3.mp4", SlotHeld: true, Tokens: 100})
+	r.c = store.TaskRun{Task: store.Task{ID: "video_3", Route: "production", Status: store.StatusInProgress, Request: req,
+		Pricing: []byte(`{}`)}, State: state, Step: phaseEnhSubmit}
+	if _, err := r.step(); err != nil {
+		t.Fatal(err)
+	}
+	st := r.state()
+	if st.EnhAccount != "y" || st.EnhJob == "" || r.c.Step != phaseEnhPoll {
+		t.Fatalf("enhancement account %q job %q step %q: want polling on y", st.EnhAccount, st.EnhJob, r.c.Step)
+	}
+	if x.creates != 1 || y.creates != 1 || gen.creates != 0 {
+		t.Errorf("creates: x %d, y %d, generation %d; want one on each enhancement account and no new generation", x.creates, y.creates, gen.creates)
+	}
+	if r.held["g"] != 1 || r.held["x"] != 0 || r.held["y"] != 0 {
+		t.Errorf("slots %v: want the generation's slot on g only", r.held)
+	}
+	if got := heldSlot(r.c.Request, r.c.State); got != "g" {
+		t.Errorf("the slot released at the end is %q's, want the generation account g's", got)
+	}
+	if u := Upstreams(r.c.Request, r.c.State); u.Account != "g" || u.EnhanceAccount != "y" || u.EnhanceJob != st.EnhJob {
+		t.Errorf("the operator's view of the task's upstreams %+v, want generation on g, enhancement on y", u)
+	}
+	if len(r.events) == 0 || !strings.Contains(strings.Join(r.events, "\n"), "left x") {
+		t.Errorf("events %q: want one saying the task left x and why", r.events)
 	}
 }
