@@ -56,6 +56,7 @@ test: tools lint
 	  echo "store conformance suite, per driver:"; \
 	  MEDIAGEN_TEST_POSTGRES_URL="$$url" $(GO) test -count=1 -run 'Conformance' -v ./internal/store/... \
 	    | grep -E '^(=== RUN|--- |    --- |ok|FAIL)' | grep -v '=== RUN'
+	@set -e; p=$$(scripts/ensure-promtool.sh); if [ -n "$$p" ]; then $$p check rules deploy/prometheus/*.yml && $$p test rules deploy/prometheus/tests/*.yml; fi
 	@$(MAKE) --no-print-directory fuzz
 
 # Runs every fuzz target briefly (FUZZTIME each) on top of the seed corpora go test already ran.

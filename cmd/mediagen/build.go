@@ -59,6 +59,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	reg := prometheus.NewRegistry()
 	m.reg = reg
 	registerStoreMetrics(reg, m.db)
+	registerHealthMetrics(reg, m.db, m.blobs)
 	m.setWeights(m.cat())
 	m.jobs = jobs.New(jobs.Config{Store: m.db, Logger: m.log, Registry: reg, Weights: m.tenantWeights})
 	overages := billing.NewOverages(reg)

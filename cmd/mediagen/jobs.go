@@ -64,6 +64,7 @@ func (m *Main) retentionSweeper(retention time.Duration) (*blob.Sweeper, string)
 		// prefixes are swept.
 		sw.Objects, scope, sw.Prefixes = s, s.Scope(), resultPrefixes
 	}
+	sw.RegisterMetrics() // the failed-sweeps alert needs its series before the first sweep
 	return sw, scope
 }
 

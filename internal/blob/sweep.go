@@ -39,6 +39,7 @@ type Sweeper struct {
 	metricsOnce sync.Once
 	files       prometheus.Counter
 	bytes       prometheus.Counter
+	sweeps      *prometheus.CounterVec
 }
 
 // Sweep is one pass over the store at the current time, logged: the handler of the periodic
@@ -83,33 +84,52 @@ func (sw *Sweeper) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
+// RegisterMetrics registers the sweeper's series on Metrics now rather than at the first
+// sweep, so that they are scraped (at 0) from the start: an alert on failed sweeps needs
+// the series before the first failure.
+func (sw *Sweeper) RegisterMetrics() { sw.initMetrics() }
+
+// Outcome labels of mediagen_blob_sweeps_total: ok, or failed (an object could not be
+// listed or deleted, or the sweep was cut short); a failed sweep deleted what it could.
+var sweepOutcomes = []string{"ok", "failed"}
+
 func (sw *Sweeper) initMetrics() {
 	sw.metricsOnce.Do(func() {
 		if sw.Metrics == nil {
 			return
 		}
-		sw.files = registerCounter(sw.Metrics, prometheus.NewCounter(prometheus.CounterOpts{
+		sw.files = registerShared(sw.Metrics, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mediagen_blob_swept_files_total",
 			Help: "Stored objects deleted by the retention sweeper.",
 		}))
-		sw.bytes = registerCounter(sw.Metrics, prometheus.NewCounter(prometheus.CounterOpts{
+		sw.bytes = registerShared(sw.Metrics, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mediagen_blob_swept_bytes_total",
 			Help: "Bytes of stored objects deleted by the retention sweeper.",
 		}))
+		sw.sweeps = registerShared(sw.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mediagen_blob_sweeps_total",
+			Help: "Retention sweeps by outcome: ok, or failed (some objects could not be listed or deleted; see the error log).",
+		}, []string{"outcome"}))
+		if sw.sweeps != nil {
+			for _, o := range sweepOutcomes {
+				sw.sweeps.WithLabelValues(o)
+			}
+		}
 	})
 }
 
-// registerCounter registers c, or returns the counter already registered under its name (two
-// sweepers on one registry share it).
-func registerCounter(reg prometheus.Registerer, c prometheus.Counter) prometheus.Counter {
+// registerShared registers c, or returns the collector already registered under its name
+// (two sweepers on one registry share it); nil when neither is possible.
+func registerShared[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
+			if existing, ok := are.ExistingCollector.(C); ok {
 				return existing
 			}
 		}
-		return nil
+		var zero C
+		return zero
 	}
 	return c
 }
@@ -167,7 +187,15 @@ func (sw *Sweeper) SweepOnce(ctx context.Context, now time.Time) (deleted int, e
 	if err := ctx.Err(); err != nil {
 		st.errs = append(st.errs, err)
 	}
-	return st.deleted, errors.Join(st.errs...)
+	err = errors.Join(st.errs...)
+	if sw.sweeps != nil {
+		outcome := "ok"
+		if err != nil {
+			outcome = "failed"
+		}
+		sw.sweeps.WithLabelValues(outcome).Inc()
+	}
+	return st.deleted, err
 }
 
 // listed sweeps a store by listing its objects (S3: there are no temporary files, as an

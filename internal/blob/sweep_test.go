@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -228,5 +229,52 @@ func TestSweep_LogsOnePassAndReportsErrors(t *testing.T) {
 	}
 	if err := (&Sweeper{Store: s}).Sweep(context.Background()); err == nil {
 		t.Error("a sweep without retention succeeded")
+	}
+}
+
+// failingLister lists one old object whose delete always fails.
+type failingLister struct{ old time.Time }
+
+func (l failingLister) List(_ context.Context, _ string, fn func(Info) error) error {
+	return fn(Info{Key: "videos/v/result.mp4", Size: 1, ModTime: l.old})
+}
+
+func (failingLister) Delete(context.Context, string) error { return errors.New("access denied") }
+
+func TestSweepsCountedByOutcomeFromRegistration(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	outcomes := func(reg *prometheus.Registry) map[string]float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() == "mediagen_blob_sweeps_total" {
+				for _, m := range mf.GetMetric() {
+					got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+		return got
+	}
+	reg := prometheus.NewRegistry()
+	ok := &Sweeper{Store: newTestFS(t), Retention: time.Hour, Metrics: reg}
+	ok.RegisterMetrics()
+	if got := outcomes(reg); !maps.Equal(got, map[string]float64{"ok": 0, "failed": 0}) {
+		t.Fatalf("before any sweep: %v, want both outcomes at 0", got)
+	}
+	if _, err := ok.SweepOnce(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	// A second sweeper on the registry shares the series.
+	failing := &Sweeper{Objects: failingLister{old: now.Add(-48 * time.Hour)}, Retention: time.Hour, Metrics: reg}
+	if _, err := failing.SweepOnce(context.Background(), now); err == nil {
+		t.Fatal("a sweep whose delete failed succeeded")
+	}
+	if got := outcomes(reg); !maps.Equal(got, map[string]float64{"ok": 1, "failed": 1}) {
+		t.Fatalf("after one good and one failed sweep: %v", got)
 	}
 }

@@ -66,18 +66,34 @@ type queueCollector struct {
 var queueDesc = prometheus.NewDesc("mediagen_jobs", "Jobs in the queue by kind and state (running: leased; due: waiting for a worker; scheduled: due later).",
 	[]string{"kind", "state"}, nil)
 
-func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- queueDesc }
+// oldestDueDesc is the queue's age: how long work has waited for a worker. A count of due
+// jobs alone cannot tell a busy queue that moves from a stuck one.
+var oldestDueDesc = prometheus.NewDesc("mediagen_jobs_oldest_due_seconds",
+	"Seconds the oldest due job of a kind has waited for a worker (0 when none is due); the whole queue, read from the database at each scrape.",
+	[]string{"kind"}, nil)
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDesc
+	ch <- oldestDueDesc
+}
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	counts, err := c.st.CountJobs(ctx, c.now())
+	now := c.now()
+	counts, err := c.st.CountJobs(ctx, now)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(queueDesc, err)
 		return
 	}
 	sums := map[[2]string]int{}
+	waited := map[string]float64{} // every kind in the table, so the series exists at 0
 	for _, n := range counts {
+		age := 0.0
+		if n.Due && !n.Running && !n.Oldest.IsZero() {
+			age = max(now.Sub(n.Oldest).Seconds(), 0)
+		}
+		waited[n.Kind] = max(waited[n.Kind], age)
 		state := "scheduled"
 		switch {
 		case n.Running:
@@ -89,5 +105,8 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range sums {
 		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	for kind, age := range waited {
+		ch <- prometheus.MustNewConstMetric(oldestDueDesc, prometheus.GaugeValue, age, kind)
 	}
 }

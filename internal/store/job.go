@@ -48,6 +48,9 @@ type JobCount struct {
 	Running bool // leased now
 	Due     bool // not leased and due now
 	N       int
+	// Oldest is the earliest due time (run_at) in the group: for due jobs, since when the
+	// oldest has waited for a worker (the queue-age metric).
+	Oldest time.Time
 }
 
 // JobStore is the engine's side of the jobs table.

@@ -74,8 +74,8 @@ func (t *Tx) UpdateJob(ctx context.Context, u store.JobUpdate) error {
 // CountJobs counts jobs by kind and state: leased, due, and scheduled later.
 func (db *DB) CountJobs(ctx context.Context, now time.Time) ([]store.JobCount, error) {
 	n := micros(now)
-	rows, err := db.read.QueryContext(ctx, db.q(`SELECT kind, running, due, COUNT(*) FROM
-		(SELECT kind, lease_until > ? AS running, run_at <= ? AS due FROM jobs) j
+	rows, err := db.read.QueryContext(ctx, db.q(`SELECT kind, running, due, COUNT(*), MIN(run_at) FROM
+		(SELECT kind, lease_until > ? AS running, run_at <= ? AS due, run_at FROM jobs) j
 		GROUP BY kind, running, due ORDER BY kind`), n, n)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
@@ -84,9 +84,11 @@ func (db *DB) CountJobs(ctx context.Context, now time.Time) ([]store.JobCount, e
 	var out []store.JobCount
 	for rows.Next() {
 		var c store.JobCount
-		if err := rows.Scan(&c.Kind, &c.Running, &c.Due, &c.N); err != nil {
+		var oldest int64
+		if err := rows.Scan(&c.Kind, &c.Running, &c.Due, &c.N, &oldest); err != nil {
 			return nil, fmt.Errorf("count jobs: %w", err)
 		}
+		c.Oldest = fromMicros(oldest)
 		if c.Running {
 			c.Due = false
 		}

@@ -63,6 +63,16 @@ func testJobsEnqueueClaimAndUpdate(t *testing.T, s store.Store) {
 	if got := jobCounts(t, s, now); got != "[k running=false due=false n=1 k running=false due=true n=1]" {
 		t.Errorf("counts before claiming: %s", got)
 	}
+	// The oldest due time of each group is what the queue-age metric reads.
+	if counts, err := s.CountJobs(ctx, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, c := range counts {
+			if want := map[bool]time.Time{true: now, false: now.Add(time.Hour)}[c.Due]; !c.Oldest.Equal(want) {
+				t.Errorf("count %+v: oldest %v, want %v", c, c.Oldest, want)
+			}
+		}
+	}
 	got, err := s.ClaimJobs(ctx, "k", "", now, time.Minute, 10, nil)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim: %+v %v", got, err)
