@@ -5,16 +5,19 @@
 //
 // # API
 //
-//	ParseVideo(body) (*Video, *Error)             one strict parse; Video.Model and Video.Decode
+//	ParseVideo(body) (*Video, *apierr.Error)      one strict parse; Video.Model and Video.Decode
 //	                                              are PeekModel and DecodeVideo on it
-//	PeekModel(body) (string, *Error)              the alias, read strictly, to find the Product
+//	PeekModel(body) (string, *apierr.Error)       the alias, read strictly, to find the Product
 //	DecodeVideo(body, Product, Entitlements)      the whole body, decoded and validated
-//	    (*VideoRequest, *Error)
+//	    (*VideoRequest, *apierr.Error)
 //	Canonical(body) ([]byte, error)               RFC 8785 form for idempotency comparison
 //	Dimensions(resolution, ratio) (w, h int)      pixel size of an output (table on Dimensions)
 //	Labels(items) []string                        @Image1/@Video1/@Audio1 names of content items
 //	Product.Validate() error                      for the catalog, at load time
-//	ErrKind.Status() / ErrKind.Type()             400 invalid_request_error, 403 permission_error
+//
+// Every rejection is an *apierr.Error, the service's one error vocabulary: apierr.KindInvalid
+// (400 invalid_request_error) or apierr.KindPermission (403 permission_error), with the field's
+// path in Param. The use cases return it as it is.
 //
 // Enums: Route, Family, Tier, EnhRoute, Mode, ContentType, ContentRole. Limits are exported
 // constants (MaxBodyBytes, MaxDepth, MaxContentItems, …).
@@ -28,7 +31,7 @@
 // # Strict decoding
 //
 // The body is read token by token with jsontext into an ordered tree, so every error names the
-// exact field path in Error.Param (metadata.duration, metadata.content[2].role,
+// exact field path in the error's Param (metadata.duration, metadata.content[2].role,
 // metadata.content[0].image_url.url). Names are case-sensitive; duplicate names (also when
 // spelled with escapes), trailing data, invalid UTF-8 and wrong JSON types are rejected. The
 // body is bounded: MaxBodyBytes, MaxDepth nesting, MaxValues values, MaxNameBytes per name.

@@ -1,6 +1,10 @@
 package contract
 
-import "github.com/go-json-experiment/json/jsontext"
+import (
+	"github.com/go-json-experiment/json/jsontext"
+
+	"mediagen/internal/apierr"
+)
 
 // Object is a request body parsed with every strictness rule of the contract (ParseObject):
 // one JSON object of valid UTF-8, no duplicate member names, nothing after it, bounded depth
@@ -25,7 +29,7 @@ func (v Value) Kind() jsontext.Kind { return v.n.kind }
 func (v Value) Text() string { return v.n.text }
 
 // ParseObject parses body as one strict JSON object.
-func ParseObject(body []byte) (Object, *Error) {
+func ParseObject(body []byte) (Object, *apierr.Error) {
 	o, err := parseObject(body)
 	return Object{o}, err
 }

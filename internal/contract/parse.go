@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"mediagen/internal/apierr"
 )
 
 // Bounds on a request body. A legitimate body nests 5 levels deep
@@ -52,7 +54,7 @@ type parser struct {
 // parse reads exactly one JSON value from body with every strictness rule of the contract:
 // valid UTF-8, no duplicate names, no trailing data, bounded depth and size. Duplicate names
 // are detected here rather than by jsontext so that the error can name the duplicated path.
-func parse(body []byte) (*node, *Error) {
+func parse(body []byte) (*node, *apierr.Error) {
 	if len(body) > MaxBodyBytes {
 		return nil, invalidf("", "The request body is larger than %d bytes.", MaxBodyBytes)
 	}
@@ -74,7 +76,7 @@ func parse(body []byte) (*node, *Error) {
 	return root, nil
 }
 
-func (p *parser) value(depth int, path string) (*node, *Error) {
+func (p *parser) value(depth int, path string) (*node, *apierr.Error) {
 	p.values++
 	if p.values > MaxValues {
 		return nil, invalidf(path, "The request body has more than %d JSON values.", MaxValues)
@@ -101,7 +103,7 @@ func (p *parser) value(depth int, path string) (*node, *Error) {
 	}
 }
 
-func (p *parser) object(depth int, path string) (*node, *Error) {
+func (p *parser) object(depth int, path string) (*node, *apierr.Error) {
 	n := &node{kind: '{'}
 	var seen map[string]bool
 	for p.dec.PeekKind() != '}' {
@@ -133,7 +135,7 @@ func (p *parser) object(depth int, path string) (*node, *Error) {
 	return n, nil
 }
 
-func (p *parser) array(depth int, path string) (*node, *Error) {
+func (p *parser) array(depth int, path string) (*node, *apierr.Error) {
 	n := &node{kind: '['}
 	for p.dec.PeekKind() != ']' {
 		v, err := p.value(depth+1, joinIndex(path, len(n.elems)))
@@ -150,7 +152,7 @@ func (p *parser) array(depth int, path string) (*node, *Error) {
 
 // syntax turns a decoder error into a client-safe message: the decoder's own text names Go
 // packages and internals, so only the byte offset is kept.
-func (p *parser) syntax(err error, path string) *Error {
+func (p *parser) syntax(err error, path string) *apierr.Error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
 		return invalidf(path, "The request body ends before the JSON value is complete.")
 	}
