@@ -1,7 +1,12 @@
-// Package contract holds the wire types of POST /v1/videos and every validation rule the public
-// contract (spec/contract.md) states for its three routes: native generation, standalone
-// enhancement and production. It is pure: no I/O, no clock, no database, no catalog import. The
-// catalog imports this package for its enum types.
+// Package contract owns the public wire (spec/contract.md): the request bodies of POST
+// /v1/videos (native generation, standalone enhancement and production) and POST
+// /v1/audio/speech with every validation rule the contract states for them; the response
+// bodies of the video, speech and asset library routes (VideoTask, SpeechResponse, Asset, …),
+// which the services fill from their records; the one strict JSON parser (ParseObject,
+// ParseValue), which the asset library's flat request bodies are read from too; and the
+// public enums. It is pure: no I/O, no clock, no database, no catalog import. The catalog
+// imports this package for its enum types. What is wire but not here, and why, is in
+// docs/architecture.md ("Imports").
 //
 // # API
 //
