@@ -72,7 +72,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	videos.Assets = assets
+	videos.Assets = videoAssets{assets}
 	videos.Blobs = m.blobs
 	videos.FirstFrame = tools.FirstFrameJPG
 	var tasks *video.Tasks

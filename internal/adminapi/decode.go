@@ -89,7 +89,7 @@ func decodeBody(raw []byte, fields []Field) (*Body, error) {
 	}
 	obj, perr := contract.ParseObject(raw)
 	if perr != nil {
-		return nil, apierr.Invalid(perr.Param, perr.Message)
+		return nil, perr
 	}
 	for i, m := range obj.Members() {
 		if i == maxBodyMembers {

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"mediagen/internal/contract"
 )
 
 // maxJSONDepth bounds the nesting of a JSON body the validator will build.
@@ -422,76 +424,47 @@ func (d *Doc) validateValue(md *media, v any) error {
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
 
-// decodeStrict parses exactly one JSON value: valid UTF-8, no duplicate member names, nothing
-// after the value. Numbers stay exact (json.Number).
+// jsonLimits bound a body the validator parses: a recorded body is at most MaxRecordedBody,
+// and a document's schemas nest far less than maxJSONDepth.
+var jsonLimits = contract.Limits{Bytes: MaxRecordedBody, Depth: maxJSONDepth, Values: MaxRecordedBody, NameBytes: MaxRecordedBody}
+
+// decodeStrict parses exactly one JSON value with the service's one strict parser
+// (contract.ParseValue): valid UTF-8, no duplicate member names, nothing after the value.
+// Numbers stay exact (json.Number).
 func decodeStrict(body []byte) (any, error) {
-	if !utf8.Valid(body) {
-		return nil, errors.New("not valid UTF-8")
+	v, perr := contract.ParseValue(body, jsonLimits)
+	if perr != nil {
+		if perr.Param == "" {
+			return nil, fmt.Errorf("invalid JSON: %s", perr.Message)
+		}
+		return nil, fmt.Errorf("invalid JSON at %s: %s", perr.Param, perr.Message)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	v, err := decodeValue(dec, "", 0)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("invalid JSON: data after the value")
-	}
-	return v, nil
+	return plain(v), nil
 }
 
-func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
-	if depth > maxJSONDepth {
-		return nil, fmt.Errorf("JSON nested deeper than %d at %s", maxJSONDepth, ptrOrRoot(path))
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			return nil, errors.New("invalid JSON: empty body")
+// plain is v as encoding/json decodes it with UseNumber, the form the schema validator takes.
+func plain(v contract.Value) any {
+	switch v.Kind() {
+	case '{':
+		obj := map[string]any{}
+		for _, m := range v.Members() {
+			obj[m.Name] = plain(m.Value)
 		}
-		return nil, fmt.Errorf("invalid JSON: %v", err)
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, fmt.Errorf("invalid JSON: %v", err)
-				}
-				k := kt.(string)
-				kp := path + "/" + escapeToken(k)
-				if _, dup := obj[k]; dup {
-					return nil, fmt.Errorf("duplicate member name at %s", kp)
-				}
-				v, err := decodeValue(dec, kp, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				obj[k] = v
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("invalid JSON: %v", err)
-			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec, path+"/"+strconv.Itoa(len(arr)), depth+1)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("invalid JSON: %v", err)
-			}
-			return arr, nil
+		return obj
+	case '[':
+		arr := []any{}
+		for _, e := range v.Elems() {
+			arr = append(arr, plain(e))
 		}
-		return nil, fmt.Errorf("invalid JSON: unexpected %v", t)
-	default:
-		return t, nil // string, json.Number, bool or nil
+		return arr
+	case '"':
+		return v.Text()
+	case '0':
+		return json.Number(v.Text())
+	case 't':
+		return true
+	case 'f':
+		return false
 	}
+	return nil
 }

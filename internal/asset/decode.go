@@ -79,7 +79,7 @@ func decode(raw []byte, fields []field, extra forbidden) (*body, *apierr.Error) 
 	}
 	obj, perr := contract.ParseObject(raw)
 	if perr != nil {
-		return nil, apierr.Invalid(perr.Param, perr.Message)
+		return nil, perr
 	}
 	b := &body{strs: map[string]string{}, ints: map[string]int64{}}
 	for i, m := range obj.Members() {

@@ -10,6 +10,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"
+	"mediagen/internal/contract"
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/limits"
@@ -118,7 +119,7 @@ func (s *Service) listGroups(library string) func(context.Context, keys.Caller, 
 		if err != nil {
 			return nil, err
 		}
-		out := GroupList{Items: make([]GroupView, 0, len(groups)), PageNumber: number, PageSize: size, TotalCount: total}
+		out := contract.AssetGroupList{Items: make([]contract.AssetGroup, 0, len(groups)), PageNumber: number, PageSize: size, TotalCount: total}
 		for _, g := range groups {
 			out.Items = append(out.Items, groupView(g))
 		}
@@ -241,7 +242,7 @@ func (s *Service) deleteGroup(library string) func(context.Context, keys.Caller,
 		if err != nil {
 			return nil, err
 		}
-		return Deleted{ID: id, Deleted: true}, nil
+		return contract.AssetDeleted{ID: id, Deleted: true}, nil
 	}
 }
 
@@ -314,7 +315,7 @@ func (s *Service) createAsset(library string) func(context.Context, keys.Caller,
 			return nil, err
 		}
 		s.notify(IngestKind)
-		return Created{ID: a.ID, Status: a.Status}, nil
+		return contract.AssetCreated{ID: a.ID, Status: a.Status}, nil
 	}
 }
 
@@ -462,7 +463,7 @@ func (s *Service) listAssets(library string) func(context.Context, keys.Caller, 
 		if err != nil {
 			return nil, err
 		}
-		out := AssetList{Items: make([]AssetView, 0, len(assets)), PageNumber: number, PageSize: size, TotalCount: total}
+		out := contract.AssetList{Items: make([]contract.Asset, 0, len(assets)), PageNumber: number, PageSize: size, TotalCount: total}
 		for _, a := range assets {
 			out.Items = append(out.Items, s.assetView(a))
 		}
@@ -557,6 +558,6 @@ func (s *Service) deleteAsset(library string) func(context.Context, keys.Caller,
 				s.log.WarnContext(ctx, "asset copy not deleted", "asset", id, "err", err)
 			}
 		}
-		return Deleted{ID: id, Deleted: true}, nil
+		return contract.AssetDeleted{ID: id, Deleted: true}, nil
 	}
 }

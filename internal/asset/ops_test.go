@@ -14,7 +14,6 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/keys"
 	"mediagen/internal/store"
-	"mediagen/internal/video"
 )
 
 func apiParam(err error) string {
@@ -389,10 +388,10 @@ func TestResolve(t *testing.T) {
 	if b, _ := e.svc.Resolve(ctx, "acme", vid); b.AccessURL == a.AccessURL {
 		t.Error("access link not minted fresh")
 	}
-	if _, err := e.svc.Resolve(ctx, "rival", vid); !errors.Is(err, video.ErrAssetNotFound) {
+	if _, err := e.svc.Resolve(ctx, "rival", vid); !errors.Is(err, ErrNotFound) {
 		t.Errorf("rival: %v", err)
 	}
-	if _, err := e.svc.Resolve(ctx, "acme", "asset_nope"); !errors.Is(err, video.ErrAssetNotFound) {
+	if _, err := e.svc.Resolve(ctx, "acme", "asset_nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown: %v", err)
 	}
 	if f, err := e.svc.Resolve(ctx, "acme", bad); err != nil || f.Status != "Failed" || f.AccessURL != "" {

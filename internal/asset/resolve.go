@@ -12,43 +12,59 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/idgen"
 	"mediagen/internal/store"
-	"mediagen/internal/video"
 )
 
 // DefaultTaskLinkTTL is the lifetime of the access a video task gets to an asset: long
 // enough for the task to finish.
 const DefaultTaskLinkTTL = 24 * time.Hour
 
-var _ video.Assets = (*Service)(nil)
+// ErrNotFound is Resolve's answer for an id that does not exist or is another tenant's: the
+// two look the same, so ids cannot be probed.
+var ErrNotFound = errors.New("asset not found")
 
-// Resolve implements video.Assets: an asset:// reference of a video request. The asset must
-// exist and belong to the tenant (anything else is video.ErrAssetNotFound, so ids cannot be
-// probed) and be in a group that is still authorized. Assets of either library can be
+// Resolved is what a video task needs of an asset:// reference.
+type Resolved struct {
+	ID       string
+	Type     string // Image, Video, Audio
+	Status   string // Processing, Active, Failed
+	Duration float64
+	// AccessURL is a fresh temporary link to the stored copy (Active only).
+	AccessURL string
+	// Path is the stored copy on local storage, when there is one.
+	Path string
+	// Key is the stored copy's key in the shared object store, when it has no local path.
+	Key string
+}
+
+// Resolve resolves an asset:// reference of a video request. The asset must exist and belong
+// to the tenant (anything else is ErrNotFound) and be in a group that is still authorized.
+// The video service reaches it through the wiring (cmd/mediagen), which adapts it to
+// video.Assets: one use case does not import another. Assets of either library can be
 // referenced. The video service checks Status and Type; an Active asset comes with fresh
 // access to the stored copy: a signed link minted now, and its local path for an engine that
 // runs on the same storage, or its key in the shared object store.
-func (s *Service) Resolve(ctx context.Context, tenantID, assetID string) (video.Asset, error) {
+func (s *Service) Resolve(ctx context.Context, tenantID, assetID string) (Resolved, error) {
 	// The contract already limits asset:// ids to this alphabet; the check keeps any other
 	// caller from sending the store an id PostgreSQL would answer with an error.
 	if !idgen.Plausible(assetID) {
-		return video.Asset{}, video.ErrAssetNotFound
+		return Resolved{}, ErrNotFound
 	}
 	a, err := s.cfg.Store.Asset(ctx, assetID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.TenantID != tenantID) {
-		return video.Asset{}, video.ErrAssetNotFound
+		return Resolved{}, ErrNotFound
 	}
 	if err != nil {
-		return video.Asset{}, err
+		return Resolved{}, err
 	}
 	g, err := s.cfg.Store.AssetGroup(ctx, a.GroupID)
 	if err != nil {
-		return video.Asset{}, err
+		return Resolved{}, err
 	}
 	if g.Status != store.GroupActive {
-		return video.Asset{}, &apierr.Error{Kind: apierr.KindPermission, Code: CodeGroupNotAuthorized,
+		return Resolved{}, &apierr.Error{Kind: apierr.KindPermission, Code: CodeGroupNotAuthorized,
 			Message: fmt.Sprintf("Asset %q is in an asset group that is no longer authorized for this account; it cannot be used. Contact the operator.", assetID)}
 	}
-	v := video.Asset{ID: a.ID, Type: a.Type, Status: a.Status, Duration: a.Duration}
+	v := Resolved{ID: a.ID, Type: a.Type, Status: a.Status, Duration: a.Duration}
 	if a.Status == store.AssetActive {
 		v.AccessURL, _ = s.cfg.Blobs.SignedURL(a.BlobKey, s.taskLinkTTL())
 		var local bool

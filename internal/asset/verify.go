@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/contract"
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/store"
@@ -62,7 +63,7 @@ func (s *Service) createSession(ctx context.Context, c keys.Caller, raw []byte) 
 	if err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.CreateVerifySession(ctx, v) }); err != nil {
 		return nil, err
 	}
-	return Session{H5Link: strings.TrimRight(s.cfg.PublicURL, "/") + VerifyPath + token, VerifyToken: token,
+	return contract.VerifySession{H5Link: strings.TrimRight(s.cfg.PublicURL, "/") + VerifyPath + token, VerifyToken: token,
 		ExpiresAt: v.ExpiresAt.Unix()}, nil
 }
 
@@ -138,7 +139,7 @@ func (s *Service) getResult(ctx context.Context, c keys.Caller, raw []byte) (any
 	if err != nil {
 		return nil, err
 	}
-	return Result{GroupID: v.GroupID}, nil
+	return contract.VerifyResult{GroupID: v.GroupID}, nil
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,7 +282,7 @@ func (s *Service) Act(ctx context.Context, token, action string) (PageState, err
 // a passed session always has its group. The callback payload is fixed here, while the token
 // is at hand (only its hash is stored).
 func (s *Service) finish(ctx context.Context, v store.VerifySession, token, status string, now time.Time) error {
-	p := CallbackPayload{VerifyToken: token, Result: "Declined", Timestamp: now.Unix()}
+	p := contract.VerifyCallback{VerifyToken: token, Result: "Declined", Timestamp: now.Unix()}
 	var g store.AssetGroup
 	if status == store.VerifyPassed {
 		p.Result = "Passed"

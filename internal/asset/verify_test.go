@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"mediagen/internal/contract"
 	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
@@ -20,7 +21,7 @@ import (
 type hooks struct {
 	mu   sync.Mutex
 	fail int
-	got  []CallbackPayload
+	got  []contract.VerifyCallback
 	hdr  []http.Header
 	srv  *httptest.Server
 }
@@ -36,7 +37,7 @@ func newHooks(t *testing.T, fail int) *hooks {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		var p CallbackPayload
+		var p contract.VerifyCallback
 		if err := json.Unmarshal(b, &p, json.RejectUnknownMembers(true)); err != nil || r.Method != http.MethodPost ||
 			r.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("callback %s %s: %s (%v)", r.Method, r.Header.Get("Content-Type"), b, err)
@@ -49,12 +50,12 @@ func newHooks(t *testing.T, fail int) *hooks {
 	return h
 }
 
-func (h *hooks) wait(t *testing.T, n int) []CallbackPayload {
+func (h *hooks) wait(t *testing.T, n int) []contract.VerifyCallback {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		h.mu.Lock()
-		got := append([]CallbackPayload(nil), h.got...)
+		got := append([]contract.VerifyCallback(nil), h.got...)
 		h.mu.Unlock()
 		if len(got) >= n {
 			return got

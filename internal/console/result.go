@@ -3,6 +3,7 @@ package console
 import (
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"mediagen/internal/contract"
 	"mediagen/internal/store"
 	"mediagen/internal/video"
 )
@@ -10,7 +11,7 @@ import (
 // playable is a video task's result as both consoles play it: the contract's view of the task
 // (video.View, the public API's own reading of the result) and the links a page needs.
 type playable struct {
-	View video.TaskView
+	View contract.VideoTask
 	// Result is the played file's signed link and Poster its first frame's ("" when none).
 	Result, Poster string
 	// Deleted: the result's files were deleted (DELETE /v1/videos/{id}).

@@ -12,6 +12,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/asset"
+	"mediagen/internal/contract"
 	"mediagen/internal/keys"
 	"mediagen/internal/store"
 )
@@ -83,7 +84,7 @@ type groupForm struct {
 
 // assetRow is one asset of the list.
 type assetRow struct {
-	asset.AssetView
+	contract.Asset
 	GroupName string
 }
 
@@ -124,7 +125,7 @@ func (p assetsPage) GroupName() string {
 func (p assetsPage) Pages() int { return max(1, (p.AssetsTotal+PageSize-1)/PageSize) }
 
 // groupRow is one asset group.
-type groupRow struct{ asset.GroupView }
+type groupRow struct{ contract.AssetGroup }
 
 // Badge is the status badge's class.
 func (g groupRow) Badge() string { return strings.ToLower(g.Status) }
@@ -196,7 +197,7 @@ func assetsURL(lib assetLibrary, group string, page int) string {
 func (t *Tenant) loadAssets(ctx context.Context, c keys.Caller, q assetsQuery) (assetsPage, error) {
 	p := assetsPage{Libraries: assetLibraries, Lib: q.lib, Group: q.group, Page: q.page, Types: assetTypes,
 		Created: q.created, NewGroup: q.newGrp}
-	groups, err := runAsset[asset.GroupList](ctx, t.cfg.Assets, c, q.lib.prefix+"/asset-groups/list",
+	groups, err := runAsset[contract.AssetGroupList](ctx, t.cfg.Assets, c, q.lib.prefix+"/asset-groups/list",
 		map[string]any{"PageNumber": 1, "PageSize": assetGroupsShown})
 	if err != nil {
 		return p, err
@@ -209,7 +210,7 @@ func (t *Tenant) loadAssets(ctx context.Context, c keys.Caller, q assetsQuery) (
 	if q.group != "" {
 		req["GroupId"] = q.group
 	}
-	assets, err := runAsset[asset.AssetList](ctx, t.cfg.Assets, c, q.lib.prefix+"/assets/list", req)
+	assets, err := runAsset[contract.AssetList](ctx, t.cfg.Assets, c, q.lib.prefix+"/assets/list", req)
 	if err != nil {
 		return p, err
 	}
@@ -218,7 +219,7 @@ func (t *Tenant) loadAssets(ctx context.Context, c keys.Caller, q assetsQuery) (
 		names[g.ID] = g.Name
 	}
 	for _, a := range assets.Items {
-		p.Assets = append(p.Assets, assetRow{AssetView: a, GroupName: names[a.GroupID]})
+		p.Assets = append(p.Assets, assetRow{Asset: a, GroupName: names[a.GroupID]})
 	}
 	p.AssetsTotal = assets.TotalCount
 	if q.page > 1 {
@@ -283,8 +284,8 @@ func (t *Tenant) registerAsset(w http.ResponseWriter, r *http.Request, s *Sessio
 	}
 	end, err := t.admit(s.Caller)
 	if err == nil {
-		var made asset.Created
-		made, err = runAsset[asset.Created](r.Context(), t.cfg.Assets, s.Caller, q.lib.prefix+"/assets/create", req)
+		var made contract.AssetCreated
+		made, err = runAsset[contract.AssetCreated](r.Context(), t.cfg.Assets, s.Caller, q.lib.prefix+"/assets/create", req)
 		end()
 		if err == nil {
 			v := url.Values{"lib": {q.lib.Param}, "group": {form.Group}, "created": {made.ID}}
@@ -332,8 +333,8 @@ func (t *Tenant) createAssetGroup(w http.ResponseWriter, r *http.Request, s *Ses
 	lib := assetLibraries[0]
 	end, err := t.admit(s.Caller)
 	if err == nil {
-		var made asset.GroupView
-		made, err = runAsset[asset.GroupView](r.Context(), t.cfg.Assets, s.Caller, lib.prefix+"/asset-groups/create", req)
+		var made contract.AssetGroup
+		made, err = runAsset[contract.AssetGroup](r.Context(), t.cfg.Assets, s.Caller, lib.prefix+"/asset-groups/create", req)
 		end()
 		if err == nil {
 			v := url.Values{"lib": {lib.Param}, "group": {made.ID}, "newgroup": {made.ID}}
@@ -388,7 +389,7 @@ func (t *Tenant) assetStatus(w http.ResponseWriter, r *http.Request, s *Session)
 	if err != nil {
 		return err
 	}
-	a, err := runAsset[asset.AssetView](r.Context(), t.cfg.Assets, s.Caller, q.lib.prefix+"/assets/get", map[string]any{"Id": r.PathValue("id")})
+	a, err := runAsset[contract.Asset](r.Context(), t.cfg.Assets, s.Caller, q.lib.prefix+"/assets/get", map[string]any{"Id": r.PathValue("id")})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/apierr"
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
+	"mediagen/internal/contract"
 	"mediagen/internal/keys"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
@@ -150,7 +151,7 @@ func TestRegisteringAnAssetWithABadURLShowsTheContractsMessageAndWritesNothing(t
 				t.Fatalf("status %d; want 400\n%s", p.status, p.body)
 			}
 			// The message is the API's own, word for word.
-			_, err := runAsset[asset.Created](context.Background(), e.assets, callerOf(t, e), asset.VirtualPrefix+"/assets/create",
+			_, err := runAsset[contract.AssetCreated](context.Background(), e.assets, callerOf(t, e), asset.VirtualPrefix+"/assets/create",
 				map[string]any{"GroupId": "grp_brand", "URL": c.url, "AssetType": c.typ, "Name": "kept name"})
 			if err == nil || !strings.Contains(err.Error(), c.message) {
 				t.Fatalf("the API answers %v; want %q", err, c.message)

@@ -9,9 +9,9 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/contract"
 	"mediagen/internal/speech"
 	"mediagen/internal/store"
-	"mediagen/internal/video"
 )
 
 // The tenant console's task page (GET /console/tasks/{id}), its live status
@@ -20,7 +20,7 @@ import (
 // taskPage is the data of tenant_task.html.
 type taskPage struct {
 	Task     taskRow
-	View     video.TaskView
+	View     contract.VideoTask
 	Events   []timelineEntry
 	Currency string
 	// Result is the played file's link and its poster ("" when there is none).

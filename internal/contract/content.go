@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"mediagen/internal/apierr"
 )
 
 // Limits on metadata.content, from the contract's Limits table.
@@ -40,7 +42,7 @@ var (
 
 // decodeContent reads metadata.content: items in order, each with a consistent type and role
 // and exactly the media object of its type, within the per-role and total limits.
-func decodeContent(meta object) ([]ContentItem, *Error) {
+func decodeContent(meta object) ([]ContentItem, *apierr.Error) {
 	v, err := meta.expect("content", '[', "an array")
 	if v == nil {
 		return nil, err
@@ -70,7 +72,7 @@ func decodeContent(meta object) ([]ContentItem, *Error) {
 	return items, nil
 }
 
-func checkRoleCount(r ContentRole, n int, ip string) *Error {
+func checkRoleCount(r ContentRole, n int, ip string) *apierr.Error {
 	limit := map[ContentRole]int{
 		RoleReferenceImage: MaxReferenceImages,
 		RoleReferenceVideo: MaxReferenceVideos,
@@ -87,7 +89,7 @@ func checkRoleCount(r ContentRole, n int, ip string) *Error {
 	return invalidf(ip, "At most %d %s items are allowed in metadata.content.", limit, r)
 }
 
-func decodeItem(o object) (ContentItem, *Error) {
+func decodeItem(o object) (ContentItem, *apierr.Error) {
 	var it ContentItem
 	if err := o.checkFields(itemFields, "a content item", func(name string) string { return itemHint(name, o.param(name)) }); err != nil {
 		return it, err
@@ -173,7 +175,7 @@ const assetScheme = "asset://"
 
 // checkReferenceURL accepts an absolute https URL with a host, or asset://<id>. Whether the
 // host is reachable and public, and whether the asset exists and is Active, is for the caller.
-func checkReferenceURL(param, s string) (isAsset bool, assetID string, err *Error) {
+func checkReferenceURL(param, s string) (isAsset bool, assetID string, err *apierr.Error) {
 	if err := checkURLText(param, s); err != nil {
 		return false, "", err
 	}
@@ -202,7 +204,7 @@ func checkReferenceURL(param, s string) (isAsset bool, assetID string, err *Erro
 }
 
 // checkVideoSourceURL is the enhancement source rule: direct http(s), never asset:// or data:.
-func checkVideoSourceURL(param, s string) *Error {
+func checkVideoSourceURL(param, s string) *apierr.Error {
 	if err := checkURLText(param, s); err != nil {
 		return err
 	}
@@ -218,7 +220,7 @@ func checkVideoSourceURL(param, s string) *Error {
 
 // checkURLText rejects what is never a usable URL before parsing: empty, oversized, data:,
 // whitespace or control characters (url.Parse tolerates some of these in paths).
-func checkURLText(param, s string) *Error {
+func checkURLText(param, s string) *apierr.Error {
 	if s == "" {
 		return invalidf(param, "%s must not be empty.", param)
 	}
@@ -236,7 +238,7 @@ func checkURLText(param, s string) *Error {
 	return nil
 }
 
-func checkHost(param string, u *url.URL) *Error {
+func checkHost(param string, u *url.URL) *apierr.Error {
 	if u.Hostname() == "" || u.Opaque != "" {
 		return invalidf(param, "%s must be an absolute URL with a host.", param)
 	}

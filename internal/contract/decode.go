@@ -1,6 +1,10 @@
 package contract
 
-import "strings"
+import (
+	"strings"
+
+	"mediagen/internal/apierr"
+)
 
 // Size limits on free-text fields. The contract states none; these keep stored rows and
 // upstream requests bounded.
@@ -18,7 +22,7 @@ type Video struct{ root object }
 
 // ParseVideo parses body strictly; the errors are those PeekModel and DecodeVideo return for
 // an unparsable body.
-func ParseVideo(body []byte) (*Video, *Error) {
+func ParseVideo(body []byte) (*Video, *apierr.Error) {
 	root, err := parseObject(body)
 	if err != nil {
 		return nil, err
@@ -27,10 +31,10 @@ func ParseVideo(body []byte) (*Video, *Error) {
 }
 
 // Model is PeekModel on the parsed body.
-func (v *Video) Model() (string, *Error) { return readModel(v.root) }
+func (v *Video) Model() (string, *apierr.Error) { return readModel(v.root) }
 
 // Decode is DecodeVideo on the parsed body.
-func (v *Video) Decode(p Product, e Entitlements) (*VideoRequest, *Error) {
+func (v *Video) Decode(p Product, e Entitlements) (*VideoRequest, *apierr.Error) {
 	if p.Validate() != nil || p.Route == RouteSpeech {
 		return nil, invalidf("model", "This model alias cannot be used to create video tasks.")
 	}
@@ -47,7 +51,7 @@ func (v *Video) Decode(p Product, e Entitlements) (*VideoRequest, *Error) {
 // PeekModel returns the model alias of a request body so that the caller can look up the
 // product before decoding the rest. The body must be one strict JSON object (the same parse
 // rules as DecodeVideo) whose model is a non-empty string.
-func PeekModel(body []byte) (string, *Error) {
+func PeekModel(body []byte) (string, *apierr.Error) {
 	v, err := ParseVideo(body)
 	if err != nil {
 		return "", err
@@ -60,7 +64,7 @@ func PeekModel(body []byte) (string, *Error) {
 // All 400 problems of a body are found before any 403, so a permission error means the body is
 // otherwise valid; the one exception is a production alias without production access, which is
 // refused before the body is examined.
-func DecodeVideo(body []byte, p Product, e Entitlements) (*VideoRequest, *Error) {
+func DecodeVideo(body []byte, p Product, e Entitlements) (*VideoRequest, *apierr.Error) {
 	v, err := ParseVideo(body)
 	if err != nil {
 		return nil, err
@@ -68,7 +72,7 @@ func DecodeVideo(body []byte, p Product, e Entitlements) (*VideoRequest, *Error)
 	return v.Decode(p, e)
 }
 
-func parseObject(body []byte) (object, *Error) {
+func parseObject(body []byte) (object, *apierr.Error) {
 	n, err := parse(body)
 	if err != nil {
 		return object{}, err
@@ -79,7 +83,7 @@ func parseObject(body []byte) (object, *Error) {
 	return object{n: n}, nil
 }
 
-func readModel(root object) (string, *Error) {
+func readModel(root object) (string, *apierr.Error) {
 	s, ok, err := root.str("model")
 	if err != nil {
 		return "", err
@@ -97,7 +101,7 @@ func readModel(root object) (string, *Error) {
 }
 
 // readPromptUser reads the optional top-level prompt and user of native and production.
-func readPromptUser(root object, req *VideoRequest) *Error {
+func readPromptUser(root object, req *VideoRequest) *apierr.Error {
 	prompt, ok, err := root.str("prompt")
 	if err != nil {
 		return err
@@ -118,13 +122,13 @@ func readPromptUser(root object, req *VideoRequest) *Error {
 }
 
 // readMetadata returns the metadata object; ok is false when it is omitted.
-func readMetadata(root object) (object, bool, *Error) {
+func readMetadata(root object) (object, bool, *apierr.Error) {
 	return root.obj("metadata")
 }
 
 // readClientRequestID applies the enhancement rule on every route: 1 to 64 printable ASCII
 // bytes after trimming; the trimmed value is the key.
-func readClientRequestID(meta object) (string, *Error) {
+func readClientRequestID(meta object) (string, *apierr.Error) {
 	s, ok, err := meta.str("client_request_id")
 	if !ok {
 		return "", err

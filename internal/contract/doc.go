@@ -1,20 +1,28 @@
-// Package contract holds the wire types of POST /v1/videos and every validation rule the public
-// contract (spec/contract.md) states for its three routes: native generation, standalone
-// enhancement and production. It is pure: no I/O, no clock, no database, no catalog import. The
-// catalog imports this package for its enum types.
+// Package contract owns the public wire (spec/contract.md): the request bodies of POST
+// /v1/videos (native generation, standalone enhancement and production) and POST
+// /v1/audio/speech with every validation rule the contract states for them; the response
+// bodies of the video, speech and asset library routes (VideoTask, SpeechResponse, Asset, …),
+// which the services fill from their records; the one strict JSON parser (ParseObject,
+// ParseValue), which the asset library's flat request bodies are read from too; and the
+// public enums. It is pure: no I/O, no clock, no database, no catalog import. The catalog
+// imports this package for its enum types. What is wire but not here, and why, is in
+// docs/architecture.md ("Imports").
 //
 // # API
 //
-//	ParseVideo(body) (*Video, *Error)             one strict parse; Video.Model and Video.Decode
+//	ParseVideo(body) (*Video, *apierr.Error)      one strict parse; Video.Model and Video.Decode
 //	                                              are PeekModel and DecodeVideo on it
-//	PeekModel(body) (string, *Error)              the alias, read strictly, to find the Product
+//	PeekModel(body) (string, *apierr.Error)       the alias, read strictly, to find the Product
 //	DecodeVideo(body, Product, Entitlements)      the whole body, decoded and validated
-//	    (*VideoRequest, *Error)
+//	    (*VideoRequest, *apierr.Error)
 //	Canonical(body) ([]byte, error)               RFC 8785 form for idempotency comparison
 //	Dimensions(resolution, ratio) (w, h int)      pixel size of an output (table on Dimensions)
 //	Labels(items) []string                        @Image1/@Video1/@Audio1 names of content items
 //	Product.Validate() error                      for the catalog, at load time
-//	ErrKind.Status() / ErrKind.Type()             400 invalid_request_error, 403 permission_error
+//
+// Every rejection is an *apierr.Error, the service's one error vocabulary: apierr.KindInvalid
+// (400 invalid_request_error) or apierr.KindPermission (403 permission_error), with the field's
+// path in Param. The use cases return it as it is.
 //
 // Enums: Route, Family, Tier, EnhRoute, Mode, ContentType, ContentRole. Limits are exported
 // constants (MaxBodyBytes, MaxDepth, MaxContentItems, …).
@@ -28,7 +36,7 @@
 // # Strict decoding
 //
 // The body is read token by token with jsontext into an ordered tree, so every error names the
-// exact field path in Error.Param (metadata.duration, metadata.content[2].role,
+// exact field path in the error's Param (metadata.duration, metadata.content[2].role,
 // metadata.content[0].image_url.url). Names are case-sensitive; duplicate names (also when
 // spelled with escapes), trailing data, invalid UTF-8 and wrong JSON types are rejected. The
 // body is bounded: MaxBodyBytes, MaxDepth nesting, MaxValues values, MaxNameBytes per name.

@@ -3,6 +3,8 @@ package contract
 import (
 	"math"
 	"slices"
+
+	"mediagen/internal/apierr"
 )
 
 var enhancementMetaFields = []string{"video_url", "duration", "tool_version", "resolution", "resolution_limit", "fps", "bitrate_level", "bitrate", "scene", "enhance_style", "bit_depth", "client_request_id"}
@@ -36,13 +38,13 @@ func bandOfLimit(limit int) string {
 	return "8k"
 }
 
-func decodeEnhancement(root object, r EnhRoute, e Entitlements) (*VideoRequest, *Error) {
+func decodeEnhancement(root object, r EnhRoute, e Entitlements) (*VideoRequest, *apierr.Error) {
 	// prompt is a legacy field that the contract accepts with any value and ignores.
 	if err := root.checkFields([]string{"model", "metadata", "prompt"}, "standalone enhancement", func(n string) string { return topHint(RouteEnhancement, n) }); err != nil {
 		return nil, err
 	}
 	req := &VideoRequest{Route: RouteEnhancement}
-	var err *Error
+	var err *apierr.Error
 	if req.Model, err = readModel(root); err != nil {
 		return nil, err
 	}
@@ -91,7 +93,7 @@ func decodeEnhancement(root object, r EnhRoute, e Entitlements) (*VideoRequest, 
 
 // readToolVersion: Lite takes no tool_version at all (not even "fast"); the Standard alias
 // takes standard (the default) or professional.
-func readToolVersion(meta object, r EnhRoute) (string, *Error) {
+func readToolVersion(meta object, r EnhRoute) (string, *apierr.Error) {
 	param := meta.param("tool_version")
 	if r == EnhLite {
 		if meta.has("tool_version") {
@@ -114,7 +116,7 @@ func readToolVersion(meta object, r EnhRoute) (string, *Error) {
 
 // checkEnhanceTierFields rejects controls that the effective tier does not take, before their
 // values are looked at: the field itself is the problem.
-func checkEnhanceTierFields(meta object, r EnhRoute, tool string) *Error {
+func checkEnhanceTierFields(meta object, r EnhRoute, tool string) *apierr.Error {
 	var forbidden []string
 	var why string
 	switch {
@@ -134,7 +136,7 @@ func checkEnhanceTierFields(meta object, r EnhRoute, tool string) *Error {
 	return nil
 }
 
-func readSourceURL(meta object) (string, *Error) {
+func readSourceURL(meta object) (string, *apierr.Error) {
 	u, ok, err := meta.str("video_url")
 	if err != nil {
 		return "", err
@@ -145,7 +147,7 @@ func readSourceURL(meta object) (string, *Error) {
 	return u, checkVideoSourceURL(meta.param("video_url"), u)
 }
 
-func readSourceDuration(meta object) (float64, *Error) {
+func readSourceDuration(meta object) (float64, *apierr.Error) {
 	param := meta.param("duration")
 	d, ok, err := meta.number("duration")
 	if err != nil {
@@ -171,7 +173,7 @@ func enhancementResolutions(r EnhRoute) []string {
 
 // readSelector reads exactly one of resolution and resolution_limit and sets the band. The 8k
 // band, by name or by a limit above 2160, needs Entitlements.Enhance8K (a deferred 403).
-func readSelector(meta object, r EnhRoute, e Entitlements, ep *EnhancementParams) (deny, err *Error) {
+func readSelector(meta object, r EnhRoute, e Entitlements, ep *EnhancementParams) (deny, err *apierr.Error) {
 	rp, lp := meta.param("resolution"), meta.param("resolution_limit")
 	res, hasRes, err := meta.str("resolution")
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"mediagen/internal/apierr"
 )
 
 // object is a JSON object under validation together with its path, so every error can name
@@ -22,7 +24,7 @@ func (o object) has(name string) bool { return o.n.get(name) != nil }
 // checkFields rejects the first member, in the order sent, that is not in allowed. hint may
 // return a specific message for a field known to be misplaced or forbidden; where it returns
 // "", the message is generic, with a suggestion when only the letter case differs.
-func (o object) checkFields(allowed []string, where string, hint func(name string) string) *Error {
+func (o object) checkFields(allowed []string, where string, hint func(name string) string) *apierr.Error {
 	for _, m := range o.n.members {
 		if slices.Contains(allowed, m.name) {
 			continue
@@ -64,7 +66,7 @@ func KindName(k byte) string {
 
 // expect returns the member called name, nil when it is absent, or an error when it is null or
 // of another JSON type. Absent optional fields must be omitted, so null is never "absent".
-func (o object) expect(name string, kind byte, want string) (*node, *Error) {
+func (o object) expect(name string, kind byte, want string) (*node, *apierr.Error) {
 	v := o.n.get(name)
 	if v == nil {
 		return nil, nil
@@ -83,7 +85,7 @@ func (o object) expect(name string, kind byte, want string) (*node, *Error) {
 	return v, nil
 }
 
-func (o object) str(name string) (string, bool, *Error) {
+func (o object) str(name string) (string, bool, *apierr.Error) {
 	v, err := o.expect(name, '"', "a string")
 	if v == nil {
 		return "", false, err
@@ -91,7 +93,7 @@ func (o object) str(name string) (string, bool, *Error) {
 	return v.text, true, nil
 }
 
-func (o object) boolean(name string) (*bool, *Error) {
+func (o object) boolean(name string) (*bool, *apierr.Error) {
 	v, err := o.expect(name, 't', "a boolean (true or false)")
 	if v == nil {
 		return nil, err
@@ -102,7 +104,7 @@ func (o object) boolean(name string) (*bool, *Error) {
 
 // integer accepts only integer literals: 5.0 and 5e0 are decimals to the contract even though
 // they equal an integer.
-func (o object) integer(name string) (int64, bool, *Error) {
+func (o object) integer(name string) (int64, bool, *apierr.Error) {
 	v, err := o.expect(name, '0', "an integer")
 	if v == nil {
 		return 0, false, err
@@ -119,7 +121,7 @@ func (o object) integer(name string) (int64, bool, *Error) {
 }
 
 // intIn reads an optional integer that must lie in [lo, hi].
-func (o object) intIn(name string, lo, hi int64) (*int, *Error) {
+func (o object) intIn(name string, lo, hi int64) (*int, *apierr.Error) {
 	n, ok, err := o.integer(name)
 	if !ok {
 		return nil, err
@@ -131,7 +133,7 @@ func (o object) intIn(name string, lo, hi int64) (*int, *Error) {
 	return &i, nil
 }
 
-func (o object) number(name string) (float64, bool, *Error) {
+func (o object) number(name string) (float64, bool, *apierr.Error) {
 	v, err := o.expect(name, '0', "a number")
 	if v == nil {
 		return 0, false, err
@@ -147,7 +149,7 @@ func (o object) number(name string) (float64, bool, *Error) {
 }
 
 // enum reads an optional string that must be one of values (case-sensitive).
-func (o object) enum(name string, values ...string) (string, bool, *Error) {
+func (o object) enum(name string, values ...string) (string, bool, *apierr.Error) {
 	s, ok, err := o.str(name)
 	if !ok {
 		return "", false, err
@@ -158,7 +160,7 @@ func (o object) enum(name string, values ...string) (string, bool, *Error) {
 	return s, true, nil
 }
 
-func (o object) obj(name string) (object, bool, *Error) {
+func (o object) obj(name string) (object, bool, *apierr.Error) {
 	v, err := o.expect(name, '{', "an object")
 	if v == nil {
 		return object{}, false, err

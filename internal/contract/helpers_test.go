@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"mediagen/internal/apierr"
 )
 
 // M is a JSON object under construction; tests write bodies as maps and let builders fill in
@@ -127,23 +129,23 @@ type tc struct {
 	p     Product
 	e     Entitlements
 	body  string
-	kind  ErrKind
+	kind  apierr.Kind
 	param string
 	check func(t *testing.T, r *VideoRequest)
 }
 
 const (
-	ok   ErrKind = 0
-	bad          = KindInvalid
-	deny         = KindPermission
+	ok   = apierr.KindInternal // never a contract rejection: the zero kind means accepted
+	bad  = apierr.KindInvalid
+	deny = apierr.KindPermission
 )
 
 // leaks are fragments that would mean a decoder internal reached a client message.
 var leaks = []string{"jsontext", "json:", "int64", "float64", "*contract", "map[", "Token", "syntactic"}
 
-func checkMessage(t *testing.T, e *Error) {
+func checkMessage(t *testing.T, e *apierr.Error) {
 	t.Helper()
-	if e.Kind != KindInvalid && e.Kind != KindPermission {
+	if e.Kind != apierr.KindInvalid && e.Kind != apierr.KindPermission {
 		t.Errorf("kind %d is neither invalid nor permission", e.Kind)
 	}
 	if strings.TrimSpace(e.Message) == "" {
@@ -154,7 +156,7 @@ func checkMessage(t *testing.T, e *Error) {
 			t.Errorf("message %q leaks %q", e.Message, l)
 		}
 	}
-	if e.Kind == KindPermission && !strings.Contains(e.Message, "operator") {
+	if e.Kind == apierr.KindPermission && !strings.Contains(e.Message, "operator") {
 		t.Errorf("permission message %q does not point to the operator", e.Message)
 	}
 }

@@ -3,6 +3,8 @@ package contract
 import (
 	"slices"
 	"strconv"
+
+	"mediagen/internal/apierr"
 )
 
 // Omni task types (metadata.omni_reference_task_type).
@@ -28,7 +30,7 @@ const (
 // deriveMode decides the generation mode from the items and the task type. Frame control and
 // multimodal reference are separate modes, so an item set mixing the two is rejected rather
 // than guessed at; an explicit task type must be backed by the inputs it needs.
-func deriveMode(items []ContentItem, task, contentParam, taskParam string) (Mode, *Error) {
+func deriveMode(items []ContentItem, task, contentParam, taskParam string) (Mode, *apierr.Error) {
 	first, last, refs, videos := -1, -1, 0, 0
 	for i, it := range items {
 		switch it.Role {
@@ -82,7 +84,7 @@ func deriveMode(items []ContentItem, task, contentParam, taskParam string) (Mode
 }
 
 // checkRatio applies the per-mode ratio rule after the value itself has been validated.
-func checkRatio(ratio string, mode Mode, param string) *Error {
+func checkRatio(ratio string, mode Mode, param string) *apierr.Error {
 	if mode == ModeText || mode == ModeReference || ratio == "adaptive" {
 		return nil
 	}
@@ -103,7 +105,7 @@ func (r durationRange) String() string {
 }
 
 // readDuration reads metadata.duration: -1 when omitted; in edit mode only -1 is accepted.
-func readDuration(meta object, r durationRange, mode Mode) (int, *Error) {
+func readDuration(meta object, r durationRange, mode Mode) (int, *apierr.Error) {
 	n, ok, err := meta.integer("duration")
 	if err != nil {
 		return 0, err
@@ -122,7 +124,7 @@ func readDuration(meta object, r durationRange, mode Mode) (int, *Error) {
 }
 
 // readTaskType reads omni_reference_task_type, "auto" when omitted.
-func readTaskType(meta object) (string, *Error) {
+func readTaskType(meta object) (string, *apierr.Error) {
 	t, ok, err := meta.enum("omni_reference_task_type", taskTypes...)
 	if err != nil || !ok {
 		return TaskAuto, err
@@ -131,7 +133,7 @@ func readTaskType(meta object) (string, *Error) {
 }
 
 // readRatio reads metadata.ratio, "adaptive" when omitted, and applies the mode rule.
-func readRatio(meta object, mode Mode) (string, *Error) {
+func readRatio(meta object, mode Mode) (string, *apierr.Error) {
 	r, ok, err := meta.enum("ratio", allRatios...)
 	if err != nil {
 		return "", err
@@ -143,7 +145,7 @@ func readRatio(meta object, mode Mode) (string, *Error) {
 }
 
 // requirePrompt: a request without content is text-to-video and needs something to generate.
-func requirePrompt(req *VideoRequest, mode Mode) *Error {
+func requirePrompt(req *VideoRequest, mode Mode) *apierr.Error {
 	if mode == ModeText && !hasText(req.Prompt) {
 		return invalidf("prompt", "prompt is required when metadata.content has no items.")
 	}

@@ -1,6 +1,10 @@
 package contract
 
-import "slices"
+import (
+	"slices"
+
+	"mediagen/internal/apierr"
+)
 
 var nativeMetaFields = []string{"duration", "resolution", "ratio", "generate_audio", "watermark", "client_request_id", "content", "output_format", "return_last_frame"}
 
@@ -28,7 +32,7 @@ func nativeResolutions(f Family) []string {
 	return []string{"480p", "720p"}
 }
 
-func decodeNative(root object, f Family, e Entitlements) (*VideoRequest, *Error) {
+func decodeNative(root object, f Family, e Entitlements) (*VideoRequest, *apierr.Error) {
 	top := []string{"model", "prompt", "user", "metadata"}
 	if f != Family25 {
 		top = append(top, "seed")
@@ -37,7 +41,7 @@ func decodeNative(root object, f Family, e Entitlements) (*VideoRequest, *Error)
 		return nil, err
 	}
 	req := &VideoRequest{Route: RouteNative}
-	var err *Error
+	var err *apierr.Error
 	if req.Model, err = readModel(root); err != nil {
 		return nil, err
 	}
@@ -125,7 +129,7 @@ func decodeNative(root object, f Family, e Entitlements) (*VideoRequest, *Error)
 
 // nativeResolution returns the resolution (720p when omitted on every family), or a 400 for a
 // value the family never renders, or a deferred 403 for a value the tenant's package lacks.
-func nativeResolution(meta object, f Family, e Entitlements) (res string, deny, err *Error) {
+func nativeResolution(meta object, f Family, e Entitlements) (res string, deny, err *apierr.Error) {
 	r, ok, err := meta.str("resolution")
 	if err != nil {
 		return "", nil, err

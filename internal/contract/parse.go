@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"mediagen/internal/apierr"
 )
 
 // Bounds on a request body. A legitimate body nests 5 levels deep
@@ -44,17 +46,30 @@ func (n *node) get(name string) *node {
 	return nil
 }
 
+// Limits bound one parse: the body's bytes, the nesting of objects and arrays (the body itself
+// counting as 1), the JSON values in the body and the bytes of one member name.
+type Limits struct {
+	Bytes, Depth, Values, NameBytes int
+}
+
+// requestLimits are a client request body's: the contract's.
+var requestLimits = Limits{Bytes: MaxBodyBytes, Depth: MaxDepth, Values: MaxValues, NameBytes: MaxNameBytes}
+
 type parser struct {
 	dec    *jsontext.Decoder
+	lim    Limits
 	values int
 }
 
 // parse reads exactly one JSON value from body with every strictness rule of the contract:
-// valid UTF-8, no duplicate names, no trailing data, bounded depth and size. Duplicate names
-// are detected here rather than by jsontext so that the error can name the duplicated path.
-func parse(body []byte) (*node, *Error) {
-	if len(body) > MaxBodyBytes {
-		return nil, invalidf("", "The request body is larger than %d bytes.", MaxBodyBytes)
+// valid UTF-8, no duplicate names, no trailing data, bounded depth and size.
+func parse(body []byte) (*node, *apierr.Error) { return parseWithin(body, requestLimits) }
+
+// parseWithin is parse within lim. Duplicate names are detected here rather than by jsontext
+// so that the error can name the duplicated path.
+func parseWithin(body []byte, lim Limits) (*node, *apierr.Error) {
+	if len(body) > lim.Bytes {
+		return nil, invalidf("", "The request body is larger than %d bytes.", lim.Bytes)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, invalidf("", "The request body is empty; send a JSON object.")
@@ -62,7 +77,7 @@ func parse(body []byte) (*node, *Error) {
 	if !utf8.Valid(body) {
 		return nil, invalidf("", "The request body is not valid UTF-8.")
 	}
-	p := &parser{dec: jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true))}
+	p := &parser{dec: jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true)), lim: lim}
 	root, err := p.value(1, "")
 	if err != nil {
 		return nil, err
@@ -74,14 +89,14 @@ func parse(body []byte) (*node, *Error) {
 	return root, nil
 }
 
-func (p *parser) value(depth int, path string) (*node, *Error) {
+func (p *parser) value(depth int, path string) (*node, *apierr.Error) {
 	p.values++
-	if p.values > MaxValues {
-		return nil, invalidf(path, "The request body has more than %d JSON values.", MaxValues)
+	if p.values > p.lim.Values {
+		return nil, invalidf(path, "The request body has more than %d JSON values.", p.lim.Values)
 	}
 	kind := p.dec.PeekKind()
-	if (kind == '{' || kind == '[') && depth > MaxDepth {
-		return nil, invalidf(path, "The request body nests JSON objects and arrays more than %d levels deep.", MaxDepth)
+	if (kind == '{' || kind == '[') && depth > p.lim.Depth {
+		return nil, invalidf(path, "The request body nests JSON objects and arrays more than %d levels deep.", p.lim.Depth)
 	}
 	tok, err := p.dec.ReadToken()
 	if err != nil {
@@ -101,7 +116,7 @@ func (p *parser) value(depth int, path string) (*node, *Error) {
 	}
 }
 
-func (p *parser) object(depth int, path string) (*node, *Error) {
+func (p *parser) object(depth int, path string) (*node, *apierr.Error) {
 	n := &node{kind: '{'}
 	var seen map[string]bool
 	for p.dec.PeekKind() != '}' {
@@ -110,8 +125,8 @@ func (p *parser) object(depth int, path string) (*node, *Error) {
 			return nil, p.syntax(err, path)
 		}
 		name := tok.String()
-		if len(name) > MaxNameBytes {
-			return nil, invalidf(path, "A field name in the request is longer than %d bytes.", MaxNameBytes)
+		if len(name) > p.lim.NameBytes {
+			return nil, invalidf(path, "A field name in the request is longer than %d bytes.", p.lim.NameBytes)
 		}
 		child := joinName(path, name)
 		if seen == nil {
@@ -133,7 +148,7 @@ func (p *parser) object(depth int, path string) (*node, *Error) {
 	return n, nil
 }
 
-func (p *parser) array(depth int, path string) (*node, *Error) {
+func (p *parser) array(depth int, path string) (*node, *apierr.Error) {
 	n := &node{kind: '['}
 	for p.dec.PeekKind() != ']' {
 		v, err := p.value(depth+1, joinIndex(path, len(n.elems)))
@@ -150,7 +165,7 @@ func (p *parser) array(depth int, path string) (*node, *Error) {
 
 // syntax turns a decoder error into a client-safe message: the decoder's own text names Go
 // packages and internals, so only the byte offset is kept.
-func (p *parser) syntax(err error, path string) *Error {
+func (p *parser) syntax(err error, path string) *apierr.Error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
 		return invalidf(path, "The request body ends before the JSON value is complete.")
 	}

@@ -1,6 +1,10 @@
 package contract
 
-import "slices"
+import (
+	"slices"
+
+	"mediagen/internal/apierr"
+)
 
 var productionMetaFields = []string{"duration", "resolution", "content", "omni_reference_task_type", "ratio", "generate_audio", "watermark", "fps", "bitrate_level", "bitrate", "return_last_frame", "client_request_id"}
 
@@ -35,7 +39,7 @@ func tierFields(t Tier) []string {
 
 var tierNames = map[Tier]string{TierLite: "Lite", TierStandard: "Standard", TierPro: "Pro"}
 
-func decodeProduction(root object, t Tier, e Entitlements) (*VideoRequest, *Error) {
+func decodeProduction(root object, t Tier, e Entitlements) (*VideoRequest, *apierr.Error) {
 	// Without the package the alias itself is unavailable; nothing in the body can change that.
 	if !e.Production {
 		return nil, deniedf("model", "The production route is not enabled for your account.")
@@ -44,7 +48,7 @@ func decodeProduction(root object, t Tier, e Entitlements) (*VideoRequest, *Erro
 		return nil, err
 	}
 	req := &VideoRequest{Route: RouteProduction}
-	var err *Error
+	var err *apierr.Error
 	if req.Model, err = readModel(root); err != nil {
 		return nil, err
 	}
@@ -79,7 +83,7 @@ func decodeProduction(root object, t Tier, e Entitlements) (*VideoRequest, *Erro
 	if pp.Duration, err = readDuration(meta, productionDurations, pp.Mode); err != nil {
 		return nil, err
 	}
-	var denied []*Error
+	var denied []*apierr.Error
 	res, ok, err := meta.enum("resolution", ProductionResolutions...)
 	if err != nil {
 		return nil, err
@@ -137,9 +141,9 @@ type enhanceControls struct {
 	bitDepth     *int
 }
 
-func readEnhanceControls(meta object) (enhanceControls, *Error) {
+func readEnhanceControls(meta object) (enhanceControls, *apierr.Error) {
 	var c enhanceControls
-	var err *Error
+	var err *apierr.Error
 	if c.fps, err = meta.intIn("fps", minFPS, maxFPS); err != nil {
 		return c, err
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"mediagen/internal/apierr"
 )
 
 // Speech limits. MaxSpeechChars and the reference counts are the contract's; the rest of the
@@ -93,7 +95,7 @@ var (
 // fourth audio_url or a second image_url is rejected on Param "metadata.references".
 //
 // Idempotency: compare CanonicalForIdempotency of the decoded request, not Canonical(body).
-func DecodeSpeech(body []byte) (*SpeechRequest, *Error) {
+func DecodeSpeech(body []byte) (*SpeechRequest, *apierr.Error) {
 	root, err := parseObject(body)
 	if err != nil {
 		return nil, err
@@ -132,7 +134,7 @@ func DecodeSpeech(body []byte) (*SpeechRequest, *Error) {
 }
 
 // readSpeechText reads input and instructions and builds Text.
-func readSpeechText(root object, req *SpeechRequest) *Error {
+func readSpeechText(root object, req *SpeechRequest) *apierr.Error {
 	input, hasInput, err := root.str("input")
 	if err != nil {
 		return err
@@ -170,7 +172,7 @@ func readSpeechText(root object, req *SpeechRequest) *Error {
 // checkSpeechChars rejects text that no speech engine should receive and that some stores
 // cannot hold (NUL): invalid UTF-8 (unreachable after parse, kept for direct callers) and
 // control characters other than tab, line feed and carriage return.
-func checkSpeechChars(param, s string) *Error {
+func checkSpeechChars(param, s string) *apierr.Error {
 	if !utf8.ValidString(s) {
 		return invalidf(param, "%s must be valid UTF-8 text.", param)
 	}
@@ -183,7 +185,7 @@ func checkSpeechChars(param, s string) *Error {
 }
 
 // decodeSpeechReferences reads metadata.references and derives the mode.
-func decodeSpeechReferences(meta object) ([]SpeechReference, string, *Error) {
+func decodeSpeechReferences(meta object) ([]SpeechReference, string, *apierr.Error) {
 	v, err := meta.expect("references", '[', "an array")
 	if v == nil || err != nil {
 		return nil, SpeechModeText, err
@@ -224,7 +226,7 @@ func decodeSpeechReferences(meta object) ([]SpeechReference, string, *Error) {
 	return nil, SpeechModeText, nil
 }
 
-func decodeSpeechReference(o object) (SpeechReference, *Error) {
+func decodeSpeechReference(o object) (SpeechReference, *apierr.Error) {
 	var ref SpeechReference
 	if err := o.checkFields(speechRefFields, "a speech reference", func(n string) string {
 		return speechHint(speechLevelRef, n, o.param(n))

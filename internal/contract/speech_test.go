@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"mediagen/internal/apierr"
 )
 
 // stc is one speech contract table row; param "" with fail false means accepted.
@@ -76,14 +78,14 @@ func runSpeechTable(t *testing.T, cases []stc) {
 	}
 }
 
-func checkSpeechError(t *testing.T, e *Error) {
+func checkSpeechError(t *testing.T, e *apierr.Error) {
 	t.Helper()
 	checkMessage(t, e)
-	if e.Kind != KindInvalid {
+	if e.Kind != apierr.KindInvalid {
 		t.Errorf("kind %d, want KindInvalid", e.Kind)
 	}
-	if e.Kind.Status() != 400 || e.Kind.Type() != "invalid_request_error" {
-		t.Errorf("kind maps to %d %s", e.Kind.Status(), e.Kind.Type())
+	if e.Status() != 400 || e.Type() != "invalid_request_error" {
+		t.Errorf("kind maps to %d %s", e.Status(), e.Type())
 	}
 	// Messages are sentences: capital or field name first, full stop last.
 	if !strings.HasSuffix(e.Message, ".") {
@@ -612,7 +614,7 @@ func FuzzDecodeSpeech(f *testing.F) {
 			if r != nil {
 				t.Fatal("request and error both returned")
 			}
-			if err.Kind != KindInvalid || strings.TrimSpace(err.Message) == "" {
+			if err.Kind != apierr.KindInvalid || strings.TrimSpace(err.Message) == "" {
 				t.Fatalf("bad error %+v", err)
 			}
 			checkMessage(t, err)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"mediagen/internal/apierr"
 	"mediagen/internal/hostname"
 )
 
@@ -30,7 +31,7 @@ import (
 //
 // A host name that resolves to a private address passes here; safefetch catches it at fetch
 // time, when the service confirms the reference is reachable.
-func checkSpeechURL(param, s string) *Error {
+func checkSpeechURL(param, s string) *apierr.Error {
 	if err := checkURLText(param, s); err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func authority(s string) string {
 
 const notPublicHost = "%s must point to a public host; localhost, loopback, private, link-local and other non-public addresses are not accepted."
 
-func checkSpeechHost(param, host string) *Error {
+func checkSpeechHost(param, host string) *apierr.Error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if ip.Zone() != "" || !hostname.PublicIP(ip) {
 			return invalidf(param, notPublicHost, param)

@@ -3,6 +3,8 @@ package contract
 import (
 	"strings"
 	"testing"
+
+	"mediagen/internal/apierr"
 )
 
 func TestStrictDecoding(t *testing.T) { runTable(t, strictCases()) }
@@ -61,7 +63,7 @@ func TestLimits(t *testing.T) {
 	t.Run("body over MaxBodyBytes rejected", func(t *testing.T) {
 		b := nat(nil, M{"prompt": strings.Repeat("a", MaxBodyBytes)})
 		_, err := DecodeVideo([]byte(b), p25, entNone)
-		if err == nil || err.Kind != KindInvalid || err.Param != "" {
+		if err == nil || err.Kind != apierr.KindInvalid || err.Param != "" {
 			t.Fatalf("got %v", err)
 		}
 		checkMessage(t, err)
@@ -69,14 +71,14 @@ func TestLimits(t *testing.T) {
 	t.Run("more than MaxValues values rejected", func(t *testing.T) {
 		arr := "[" + strings.TrimSuffix(strings.Repeat("0,", MaxValues), ",") + "]"
 		_, err := DecodeVideo([]byte(enh(nil, M{"prompt": raw(arr)})), eLite, entNone)
-		if err == nil || err.Kind != KindInvalid || !strings.HasPrefix(err.Param, "prompt[") {
+		if err == nil || err.Kind != apierr.KindInvalid || !strings.HasPrefix(err.Param, "prompt[") {
 			t.Fatalf("got %v", err)
 		}
 		checkMessage(t, err)
 	})
 	t.Run("very deep nesting fails fast", func(t *testing.T) {
 		_, err := DecodeVideo([]byte(`{"model":"e","prompt":`+nested(100000)+`}`), eLite, entNone)
-		if err == nil || err.Kind != KindInvalid {
+		if err == nil || err.Kind != apierr.KindInvalid {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -105,7 +107,7 @@ func TestPeekModel(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := PeekModel([]byte(c.body))
 			if c.fail {
-				if err == nil || err.Param != c.param || err.Kind != KindInvalid {
+				if err == nil || err.Param != c.param || err.Kind != apierr.KindInvalid {
 					t.Fatalf("got %q, %v; want error on %q", got, err, c.param)
 				}
 				checkMessage(t, err)
@@ -118,16 +120,29 @@ func TestPeekModel(t *testing.T) {
 	}
 }
 
-func TestErrorKinds(t *testing.T) {
-	if KindInvalid.Status() != 400 || KindInvalid.Type() != "invalid_request_error" {
-		t.Error("invalid kind mapping")
+// The envelope of a rejection is apierr's, the service's one vocabulary: a use case returns
+// the error unchanged, so these are the status, type and code the client sees.
+func TestRejectionsCarryTheEnvelopeOfTheirKind(t *testing.T) {
+	cases := []struct {
+		name         string
+		err          *apierr.Error
+		status       int
+		typ, code    string
+		param, msgIn string
+	}{
+		{"invalid", invalidf("metadata.duration", "m %d", 1), 400, "invalid_request_error", "invalid_request_error", "metadata.duration", "m 1"},
+		{"denied", deniedf("model", "no"), 403, "permission_error", "permission_denied", "model", "operator"},
 	}
-	if KindPermission.Status() != 403 || KindPermission.Type() != "permission_error" {
-		t.Error("permission kind mapping")
-	}
-	e := &Error{Kind: KindInvalid, Param: "metadata.duration", Message: "m"}
-	if e.Error() != "metadata.duration: m" {
-		t.Errorf("Error() = %q", e.Error())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := c.err
+			if e.Status() != c.status || e.Type() != c.typ || e.CodeOrDefault() != c.code || e.Param != c.param {
+				t.Errorf("got %d %s %s %q", e.Status(), e.Type(), e.CodeOrDefault(), e.Param)
+			}
+			if !strings.Contains(e.Message, c.msgIn) {
+				t.Errorf("message %q lacks %q", e.Message, c.msgIn)
+			}
+		})
 	}
 }
 

@@ -2,7 +2,8 @@
 // plain clone: every relative link in README.md, docs/ and bench/ must name a file of the
 // repository, and every #anchor a heading of the file it points to. The package has no code;
 // links that leave the repository (or point at sibling checkouts) break for every reader who
-// only has the clone, so they are caught here rather than by a reader.
+// only has the clone, so they are caught here rather than by a reader. It also holds the
+// import table of docs/architecture.md against the binary's package graph (imports_test.go).
 //
 // # Code blocks of the docs
 //

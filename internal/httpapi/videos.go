@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/contract"
 	"mediagen/internal/keys"
 	"mediagen/internal/video"
 )
@@ -60,16 +61,6 @@ func (s *Server) getVideo(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// VideoList is GET /v1/videos's answer: the shape OpenAI's SDKs page through. first_id and
-// last_id are omitted on an empty page (no nulls).
-type VideoList struct {
-	Object  string           `json:"object"`
-	Data    []video.TaskView `json:"data"`
-	FirstID string           `json:"first_id,omitempty"`
-	LastID  string           `json:"last_id,omitempty"`
-	HasMore bool             `json:"has_more"`
-}
-
 // listVideos answers GET /v1/videos: the calling key's own tasks, each exactly as GET
 // /v1/videos/{task_id} shows it. Reads only.
 func (s *Server) listVideos(w http.ResponseWriter, r *http.Request) error {
@@ -81,7 +72,7 @@ func (s *Server) listVideos(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := VideoList{Object: "list", Data: make([]video.TaskView, 0, len(tasks)), HasMore: more}
+	out := contract.VideoList{Object: "list", Data: make([]contract.VideoTask, 0, len(tasks)), HasMore: more}
 	for _, t := range tasks {
 		out.Data = append(out.Data, video.View(t, s.links))
 	}
@@ -142,19 +133,12 @@ func (s *Server) streamResult(w http.ResponseWriter, r *http.Request, key string
 	return nil
 }
 
-// VideoDeleted is DELETE /v1/videos/{task_id}'s answer, in OpenAI's shape.
-type VideoDeleted struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Deleted bool   `json:"deleted"`
-}
-
 // deleteVideo answers DELETE /v1/videos/{task_id}: the stored result goes, the task stays.
 func (s *Server) deleteVideo(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("task_id")
 	if err := s.videos.Delete(r.Context(), caller(r), id); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, VideoDeleted{ID: id, Object: "video.deleted", Deleted: true})
+	writeJSON(w, http.StatusOK, contract.VideoDeleted{ID: id, Object: "video.deleted", Deleted: true})
 	return nil
 }

@@ -113,7 +113,7 @@ func (s *Service) Quote(ctx context.Context, c keys.Caller, body []byte) (Quote,
 func (s *Service) check(c keys.Caller, body []byte) (*contract.SpeechRequest, *catalog.Alias, []string, error) {
 	req, derr := contract.DecodeSpeech(body)
 	if derr != nil {
-		return nil, nil, nil, &apierr.Error{Kind: apierr.KindInvalid, Param: derr.Param, Message: derr.Message}
+		return nil, nil, nil, derr
 	}
 	alias, ok := c.Tenant.Alias(req.Model)
 	if !ok || alias.Product != catalog.ProductSpeech {

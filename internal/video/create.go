@@ -90,11 +90,11 @@ func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, uploa
 	// One parse serves both steps: finding the alias, then decoding for its product.
 	parsed, perr := contract.ParseVideo(body)
 	if perr != nil {
-		return d, nil, fromContract(perr)
+		return d, nil, perr
 	}
 	aliasName, perr := parsed.Model()
 	if perr != nil {
-		return d, nil, fromContract(perr)
+		return d, nil, perr
 	}
 	alias, ok := c.Tenant.Alias(aliasName)
 	if !ok || alias.Product == catalog.ProductSpeech {
@@ -103,7 +103,7 @@ func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, uploa
 	}
 	req, derr := parsed.Decode(product(alias), entitlements(c.Tenant.Packages))
 	if derr != nil {
-		return d, nil, fromContract(derr)
+		return d, nil, derr
 	}
 	accounts := s.Accounts
 	if c.Catalog != nil {
@@ -270,15 +270,6 @@ func entitlements(p catalog.Packages) contract.Entitlements {
 		e.ProductionResolutions[string(r)] = true
 	}
 	return e
-}
-
-// fromContract maps a contract error onto the API vocabulary.
-func fromContract(e *contract.Error) error {
-	k := apierr.KindInvalid
-	if e.Kind == contract.KindPermission {
-		k = apierr.KindPermission
-	}
-	return &apierr.Error{Kind: k, Param: e.Param, Message: e.Message}
 }
 
 func names(us []catalog.Upstream) []string {

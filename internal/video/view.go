@@ -11,6 +11,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"
+	"mediagen/internal/contract"
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/store"
@@ -41,70 +42,19 @@ type Linker interface {
 	Link(key string) string
 }
 
-// TaskView is the contract's video task resource.
-type TaskView struct {
-	ID        string     `json:"id"`
-	TaskID    string     `json:"task_id"`
-	Object    string     `json:"object"`
-	Model     string     `json:"model"`
-	Status    string     `json:"status"`
-	Progress  int        `json:"progress"`
-	CreatedAt int64      `json:"created_at"`
-	Metadata  *Metadata  `json:"metadata,omitempty"`
-	Usage     *Usage     `json:"usage,omitempty"`
-	Error     *TaskError `json:"error,omitempty"`
-	// The fields below are OpenAI's (what its SDKs read on a video); the contract has none of
-	// these names. Each is omitted when unknown, never null.
-	// Seconds is the measured length of the result, as a string like OpenAI's "8".
-	Seconds string `json:"seconds,omitempty"`
-	// Size is the result's "WxH".
-	Size string `json:"size,omitempty"`
-	// CompletedAt is when the task finished (Unix seconds), on a completed task.
-	CompletedAt int64 `json:"completed_at,omitzero"`
-	// ExpiresAt is when the result links in this answer expire (Unix seconds).
-	ExpiresAt int64 `json:"expires_at,omitzero"`
-	// DeletedAt is when DELETE /v1/videos/{id} removed the result (Unix seconds): such a
-	// completed task shows no result links.
-	DeletedAt int64 `json:"deleted_at,omitzero"`
-}
-
-// Metadata is route-dependent; absent fields are omitted.
-type Metadata struct {
-	ClientRequestID string   `json:"client_request_id,omitempty"`
-	URL             string   `json:"url,omitempty"`
-	LastFrameURL    string   `json:"last_frame_url,omitempty"`
-	VideoURL        string   `json:"video_url,omitempty"`
-	Duration        *float64 `json:"duration,omitempty"`
-	Resolution      string   `json:"resolution,omitempty"`
-	FPS             *float64 `json:"fps,omitempty"`
-	ToolVersion     string   `json:"tool_version,omitempty"`
-}
-
-// Usage is shown on completed native tasks.
-type Usage struct {
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-}
-
-// TaskError is present on failed and expired tasks.
-type TaskError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 // View renders a task for its owner. Links are minted fresh on every call, pointing at the
 // same stored files.
-func View(t store.Task, links Linker) TaskView {
-	v := TaskView{ID: t.ID, TaskID: t.ID, Object: "video", Model: t.Model, Status: t.Status,
+func View(t store.Task, links Linker) contract.VideoTask {
+	v := contract.VideoTask{ID: t.ID, TaskID: t.ID, Object: "video", Model: t.Model, Status: t.Status,
 		Progress: t.Progress, CreatedAt: t.CreatedAt.Unix()}
-	md := &Metadata{ClientRequestID: t.ClientRequestID}
+	md := &contract.VideoTaskMetadata{ClientRequestID: t.ClientRequestID}
 	if t.Status == store.StatusCompleted && len(t.Result) > 0 && links != nil {
 		var r Result
 		if err := json.Unmarshal(t.Result, &r); err == nil {
 			fillOpenAI(&v, r)
 			if t.Route == "native" {
 				// Usage describes the charge, not a file: it stays after a delete.
-				v.Usage = &Usage{CompletionTokens: r.CompletionTokens, TotalTokens: r.CompletionTokens}
+				v.Usage = &contract.VideoTaskUsage{CompletionTokens: r.CompletionTokens, TotalTokens: r.CompletionTokens}
 			}
 			v.DeletedAt = r.DeletedAt
 			fillResult(md, t.Route, r, links)
@@ -116,7 +66,7 @@ func View(t store.Task, links Linker) TaskView {
 			v.CompletedAt = t.FinishedAt.Unix()
 		}
 	}
-	if *md != (Metadata{}) {
+	if *md != (contract.VideoTaskMetadata{}) {
 		v.Metadata = md
 	}
 	if t.Status == store.StatusFailed || t.Status == store.StatusExpired {
@@ -127,14 +77,14 @@ func View(t store.Task, links Linker) TaskView {
 		if msg == "" {
 			msg = "The video task did not complete."
 		}
-		v.Error = &TaskError{Code: code, Message: msg}
+		v.Error = &contract.TaskError{Code: code, Message: msg}
 	}
 	return v
 }
 
 // fillOpenAI sets OpenAI's seconds and size from the measured result; they stay after the
 // files are deleted (they describe the task, not a link).
-func fillOpenAI(v *TaskView, r Result) {
+func fillOpenAI(v *contract.VideoTask, r Result) {
 	if r.Duration > 0 {
 		v.Seconds = strconv.FormatFloat(math.Round(r.Duration*1000)/1000, 'f', -1, 64)
 	}
@@ -145,7 +95,7 @@ func fillOpenAI(v *TaskView, r Result) {
 
 // fillResult sets the route's result metadata: links to the files, minted now, unless the
 // files were deleted; the enhancement's measured facts stay either way.
-func fillResult(md *Metadata, route string, r Result, links Linker) {
+func fillResult(md *contract.VideoTaskMetadata, route string, r Result, links Linker) {
 	if route == "enhancement" {
 		if r.DeletedAt == 0 {
 			md.VideoURL = links.Link(r.VideoKey)
