@@ -290,8 +290,8 @@ func TestSpendCapExactThroughTwoHandles(t *testing.T) {
 }
 
 // TestSpeechJobsMigrationEnqueuesPendingSpeeches opens a database whose pending speech record
-// was made before 0022 (without its speech.generate job): the migration gives it its job, and
-// a finished record none.
+// was made before 0022 (without its speech.generate job): the migration gives it its job, a
+// finished record none, and the periodic sweep's job, which no process runs any more, goes.
 func TestSpeechJobsMigrationEnqueuesPendingSpeeches(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "test.db")
@@ -308,7 +308,10 @@ func TestSpeechJobsMigrationEnqueuesPendingSpeeches(t *testing.T) {
 				return err
 			}
 		}
-		return tx.FinishSpeech(ctx, store.SpeechFinish{ID: "speech_done", Token: "a", Status: store.SpeechFailed, FinishedAt: now})
+		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: "speech_done", Token: "a", Status: store.SpeechFailed, FinishedAt: now}); err != nil {
+			return err
+		}
+		return tx.EnqueueJob(ctx, store.Job{ID: "speech.sweep", Kind: "speech.sweep", RunAt: now, CreatedAt: now})
 	})
 	_ = db.Close()
 	if err != nil {
@@ -331,5 +334,8 @@ func TestSpeechJobsMigrationEnqueuesPendingSpeeches(t *testing.T) {
 	if err != nil || len(jobs) != 1 || jobs[0].ID != "speech.generate:speech_pending" || jobs[0].Ref != "speech_pending" ||
 		jobs[0].KeyID != "key_b" || jobs[0].TenantID != "acme" {
 		t.Fatalf("jobs after the migration: %+v %v; want the pending record's", jobs, err)
+	}
+	if swept, err := db.ClaimJobs(ctx, "speech.sweep", "", now.Add(time.Hour), time.Minute, 10, nil); err != nil || len(swept) != 0 {
+		t.Fatalf("the sweep's job after the migration: %+v %v", swept, err)
 	}
 }

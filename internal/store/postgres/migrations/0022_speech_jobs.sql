@@ -10,3 +10,5 @@ SELECT 'speech.generate:' || id, 'speech.generate', '', id, tenant_id, key_id, 0
 FROM speeches WHERE status = 'pending'
 ON CONFLICT (id) DO NOTHING;
 DROP INDEX IF EXISTS speeches_pending;
+-- The periodic sweep's job is no one's any more.
+DELETE FROM jobs WHERE kind = 'speech.sweep';
