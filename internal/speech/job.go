@@ -72,8 +72,9 @@ type generator struct{ s *Service }
 // Run generates the record once and records its end (completed and settled, or failed and
 // refunded) with the job's. The first run generates within the request's bounded wait
 // (rec.AttemptUntil); a run after an interrupted one (its process died) gets a fresh wait
-// when a replay can still collect the audio (the request has a client_request_id), else
-// the record fails, refunded: nobody is waiting for it any more.
+// when a replay can still collect the audio (the request has a client_request_id, and the
+// run starts within its wait and grace), else the record fails, refunded: nobody is waiting
+// for it any more.
 func (g generator) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs.Outcome, error) {
 	s := g.s
 	rec, err := s.Store.Speech(ctx, j.Ref)
@@ -91,7 +92,9 @@ func (g generator) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs
 	if recovered {
 		s.Metrics.recoveredOne()
 		s.log().Warn("speech generation interrupted; running it again", "speech_id", rec.ID, "attempt", j.Attempt)
-		if rec.ClientRequestID != "" {
+		// A replay can collect the audio only with the id, and only while a client still
+		// plausibly retries: within the request's wait and grace.
+		if rec.ClientRequestID != "" && now.Before(rec.AttemptUntil.Add(s.grace())) {
 			deadline = now.Add(s.wait())
 		}
 	}

@@ -324,7 +324,7 @@ func TestSpeechRetryGetsTheRunTheEngineRecovered(t *testing.T) {
 	// A process runs the kind; the dead run's lease passes; the engine runs the job again.
 	e.svc.Wait = 10 * time.Second
 	e.start()
-	e.clock.advance(time.Minute)
+	e.clock.advance(DefaultLease + time.Second)
 	res, err := e.svc.Create(context.Background(), e.caller, []byte(body))
 	if err != nil {
 		t.Fatal(err)
@@ -363,20 +363,22 @@ func TestSpeechRetryGetsTheRunTheEngineRecovered(t *testing.T) {
 }
 
 // A job the engine cannot deliver to anyone is failed and refunded with speech_timeout: a
-// first run that starts after the request's wait ended, and a run after a crash of a request
-// without a client_request_id (nobody can collect its audio). A replay answers the failure.
+// first run that starts after the request's wait ended, a run after a crash of a request
+// without a client_request_id (nobody can collect its audio), and one after a crash that
+// starts past the request's wait and grace. A replay answers the failure.
 func TestSpeechRunNobodyCanCollectIsRefunded(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, manualEngine)
 	e.svc.Metrics = NewMetrics(prometheus.NewRegistry())
 	dead := e.crashAfterAccept(`{"model":"demo-speech","input":"Died and nobody waits."}`)
+	stale := e.crashAfterAccept(`{"model":"demo-speech","input":"Died long ago.","metadata":{"client_request_id":"stale-1"}}`)
 	late := e.acceptOnly(`{"model":"demo-speech","input":"Never started.","metadata":{"client_request_id":"late-1"}}`)
-	if b := e.balance(); b.Reserved != late.Reserved+dead.Reserved {
+	if b := e.balance(); b.Reserved != late.Reserved+dead.Reserved+stale.Reserved {
 		t.Fatalf("balance %+v", b)
 	}
-	e.clock.advance(time.Minute) // past both the wait and the dead run's lease
+	e.clock.advance(time.Minute) // past the wait and grace, and the dead runs' leases
 	e.start()
-	for _, rec := range []store.Speech{late, dead} {
+	for _, rec := range []store.Speech{late, dead, stale} {
 		got := e.waitStatus(rec.ID)
 		if got.Status != store.SpeechFailed || got.ErrorCode != CodeTimeout || got.Charged != 0 {
 			t.Fatalf("record %+v", got)
@@ -393,8 +395,8 @@ func TestSpeechRunNobodyCanCollectIsRefunded(t *testing.T) {
 	if e.calls.Load() != 0 {
 		t.Errorf("engine calls %d", e.calls.Load())
 	}
-	if got := counterValue(t, e.svc.Metrics.finished.WithLabelValues("failed", CodeTimeout)); got != 2 {
-		t.Errorf("failed with %s: %v, want 2", CodeTimeout, got)
+	if got := counterValue(t, e.svc.Metrics.finished.WithLabelValues("failed", CodeTimeout)); got != 3 {
+		t.Errorf("failed with %s: %v, want 3", CodeTimeout, got)
 	}
 	storetest.CheckLedger(t, e.db)
 }
