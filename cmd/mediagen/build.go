@@ -135,7 +135,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			},
 		}
 		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages, Excess: excess,
-			Accounts: m.catalogs.Upstream}
+			Accounts: m.catalogs.Upstream, Workers: c.Workers, Deadline: c.TaskDeadline}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }
 	}
 	speechSvc, err := m.buildSpeech(ctx, tools, fetch, reg)
@@ -147,6 +147,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	engines.speech = speechSvc.Engines
 	speechSvc.Lookup = m.speechEngine
+	speechSvc.Notify = m.jobs.Notify
 	m.setEngines(engines)
 	if err := m.registerJobs(m.jobs, assets, tasks, speechSvc); err != nil {
 		return nil, err
@@ -186,9 +187,8 @@ func (m *Main) consoleCommon() console.Common {
 }
 
 // buildSpeech wires POST /v1/audio/speech. Speech is synchronous, so the process serving the
-// API calls the engine itself: an api-only process makes its own sandbox engine when the
-// media tools are installed (without them it answers speech with 503). The sweep that fails
-// and refunds abandoned speech records is a job kind of the worker role (registerJobs).
+// API runs the generation job itself (registerJobs): an api-only process makes its own
+// sandbox engine when the media tools are installed (without them it answers speech with 503).
 func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safefetch.Client, reg prometheus.Registerer) (*speech.Service, error) {
 	c := &m.Config
 	svc := &speech.Service{Store: m.db, Engines: map[string]provider.Synthesizer{}, Fetch: fetch, Blobs: m.blobs,

@@ -16,21 +16,20 @@ import (
 // exists elsewhere (blob.Sweeper.Sweep).
 const retentionKind = "blob.retention"
 
-// registerJobs registers every job kind this process runs on its engine. Asset work runs in
-// every role (an asset's copy is stored on the disk of the process that fetched it, or in the
-// cluster's bucket); video
-// tasks and the sweeps run in the worker role.
+// registerJobs registers the job kinds this process's role runs on its engine. Each service
+// exports its kinds (Kinds()), configured by the service itself; the role only chooses which
+// of them run here: asset work in every role (an asset's copy is stored on the disk of the
+// process that fetched it, or in the cluster's bucket), speech generation in every role that
+// serves the API (a request's generation starts at once in the process that accepted it),
+// video tasks and the retention sweep in the worker role.
 func (m *Main) registerJobs(e *jobs.Engine, assets *asset.Service, tasks *video.Tasks, speechSvc *speech.Service) error {
 	c := &m.Config
 	kinds := assets.Kinds()
+	if c.Role != "worker" {
+		kinds = append(kinds, speechSvc.Kinds()...)
+	}
 	if c.Role != "api" {
-		kinds = append(kinds,
-			// A step is never cut short by shutdown before its own timeout: steps checkpoint
-			// before upstream calls, but a finished upstream call is cheaper to record than
-			// to repeat.
-			jobs.Kind{Name: video.TaskKind, Handler: tasks, Workers: c.Workers, Deadline: c.TaskDeadline, Grace: time.Minute},
-			jobs.Kind{Name: speech.SweepKind, Handler: jobs.Periodic(speechSvc.Sweep), Every: speech.DefaultSweepInterval, Workers: 1},
-		)
+		kinds = append(kinds, tasks.Kinds()...)
 		if c.Retention > 0 {
 			sw, scope := m.retentionSweeper(c.Retention)
 			kinds = append(kinds, jobs.Kind{Name: retentionKind, Queue: scope,

@@ -17,6 +17,7 @@ import (
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
+	"mediagen/internal/jobs"
 	"mediagen/internal/keys"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
@@ -405,8 +406,21 @@ func (e *tenantEnv) speechService(t *testing.T) *speech.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &speech.Service{Store: e.st, Engines: map[string]provider.Synthesizer{"sandbox": eng}, Blobs: blobs, Probe: tools,
+	svc := &speech.Service{Store: e.st, Engines: map[string]provider.Synthesizer{"sandbox": eng}, Blobs: blobs, Probe: tools,
 		Logger: slog.New(slog.DiscardHandler), Now: e.clock.Now}
+	// The generation is a job: run the kind here, as a process serving the API does.
+	jobsEng := jobs.New(jobs.Config{Store: e.st, Logger: svc.Logger, Now: e.clock.Now})
+	for _, k := range svc.Kinds() {
+		if err := jobsEng.Register(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := jobsEng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	svc.Notify = jobsEng.Notify
+	t.Cleanup(jobsEng.Stop)
+	return svc
 }
 
 func TestCreateSpeechPreviewsRefusesOnTheFieldAndRedirectsToTheSpeech(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 
 	"mediagen/internal/billing"
 	"mediagen/internal/blob"
+	"mediagen/internal/jobs"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/money"
@@ -110,6 +111,7 @@ func newSpeechEnv(t *testing.T, opts ...func(*speech.Service)) *speechEnv {
 	for _, o := range opts {
 		o(se.svc)
 	}
+	startSpeechJobs(t, e.store, se.svc)
 	e.srv.speech = se.svc
 	se.key, se.keyRec = e.newKey("acme", startCredit, false)
 	return se
@@ -176,10 +178,32 @@ func (se *speechEnv) checkUntouched(t *testing.T) {
 	if err != nil || len(entries) != 0 {
 		t.Errorf("reservation entries %v, %v", entries, err)
 	}
-	pending, err := se.store.AbandonedSpeeches(context.Background(), time.Now().Add(24*time.Hour), 10)
-	if err != nil || len(pending) != 0 {
-		t.Errorf("speech records %v, %v", pending, err)
+	var pending store.InFlight
+	err = se.store.Transact(context.Background(), func(tx store.Tx) error {
+		var err error
+		pending, err = tx.SpeechesInFlight(context.Background(), se.keyRec.ID, se.keyRec.TenantID)
+		return err
+	})
+	if err != nil || pending.Key != 0 {
+		t.Errorf("pending speech records %+v, %v", pending, err)
 	}
+}
+
+// startSpeechJobs runs the speech service's job kinds on an engine for the test, as a process
+// serving the API does.
+func startSpeechJobs(t *testing.T, st jobs.Store, svc *speech.Service) {
+	t.Helper()
+	eng := jobs.New(jobs.Config{Store: st, Logger: svc.Logger})
+	for _, k := range svc.Kinds() {
+		if err := eng.Register(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	svc.Notify = eng.Notify
+	t.Cleanup(eng.Stop)
 }
 
 // speechBody is the strict shape of a 200 answer.

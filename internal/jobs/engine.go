@@ -1,5 +1,5 @@
 // Package jobs is the one durable job engine: every piece of background work (video tasks,
-// asset ingestion, verification callbacks, speech recovery, retention sweeps) is a job of a
+// asset ingestion, verification callbacks, speech generation, retention sweeps) is a job of a
 // kind in one table, run by the handler registered for its kind. The engine owns claiming,
 // leases and their heartbeat, fencing, attempts, backoff with jitter, deadlines, fair share,
 // graceful hand-back on shutdown and metrics; it knows nothing about any kind. See

@@ -82,7 +82,7 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 	if err != nil {
 		return nil, err
 	}
-	rec, stored, err := s.accept(work, c, req, alias, routes, quote, hash)
+	rec, _, err := s.accept(work, c, req, alias, routes, quote, hash)
 	if err != nil {
 		var dup *duplicate
 		if errors.As(err, &dup) {
@@ -90,7 +90,11 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 		}
 		return nil, err
 	}
-	return s.attempt(work, rec, stored)
+	// The job was enqueued with the record; this process runs it at once (the request
+	// watches for its end before waking the producer, so the wake-up is not missed).
+	// Its first run generates within the wait and stores within the grace; the request
+	// waits that long and one lease more for the finish.
+	return s.await(work, rec, s.wait()+s.grace()+s.lease(), s.notify)
 }
 
 // Quote runs every step of Create before the record is written — decoding, the alias, the
@@ -174,8 +178,9 @@ type duplicate struct{ prev store.Speech }
 
 func (d *duplicate) Error() string { return "speech: duplicate client_request_id" }
 
-// accept writes the pending record and its reservation in one transaction, before the engine
-// is called.
+// accept writes the pending record, its reservation and its generation job in one
+// transaction, before the engine is called. The record's AttemptUntil is the end of its
+// bounded wait: the job's first run must have the audio by then.
 func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.SpeechRequest, alias *catalog.Alias, routes []string, q Quote, hash []byte) (store.Speech, Stored, error) {
 	stored := Stored{Model: req.Model, Input: req.Input, Instructions: req.Instructions, Text: req.Text, Mode: req.Mode,
 		Upstream: routes[0], UpstreamModel: alias.Model}
@@ -203,7 +208,7 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Speec
 	rec := store.Speech{
 		ID: idgen.New("speech"), KeyID: c.Key.ID, TenantID: c.Tenant.ID, Model: req.Model, Status: store.SpeechPending,
 		ClientRequestID: req.ClientRequestID, PayloadHash: hash, Request: reqJSON, Pricing: pricing,
-		Reserved: q.Amount, AttemptToken: idgen.New("attempt"), AttemptUntil: now.Add(s.lease()),
+		Reserved: q.Amount, AttemptToken: idgen.New("attempt"), AttemptUntil: now.Add(s.wait()),
 		CreatedAt: now, UpdatedAt: now,
 	}
 	err = s.Store.Transact(ctx, func(tx store.Tx) error {
@@ -213,7 +218,10 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Speec
 		if err := limits.AdmitSpeech(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {
 			return err
 		}
-		return billing.Reserve(ctx, tx, c, rec.ID, q.Amount, now)
+		if err := billing.Reserve(ctx, tx, c, rec.ID, q.Amount, now); err != nil {
+			return err
+		}
+		return tx.EnqueueJob(ctx, GenerateJob(rec))
 	})
 	switch {
 	case err == nil:
@@ -238,22 +246,29 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Speec
 }
 
 // replay answers a request whose client_request_id already has a record: a different payload
-// is a conflict; the same payload gets the original's outcome, waiting for it while it runs.
+// is a conflict; the same payload gets the original's outcome, waiting for it (at most one
+// wait) while it runs.
 func (s *Service) replay(ctx context.Context, prev store.Speech, hash []byte) (*Response, error) {
 	if !bytes.Equal(prev.PayloadHash, hash) {
 		return nil, &apierr.Error{Kind: apierr.KindIdempotency, Param: "metadata.client_request_id",
 			Message: "This client_request_id was already used for a different speech request. Send the original request unchanged to get its result, or use a new ID for a new request."}
 	}
-	return s.await(ctx, prev)
+	return s.await(ctx, prev, s.wait(), nil)
 }
 
-// await returns the outcome of rec, polling while another attempt runs, for at most one wait.
-// An attempt whose lease ran out is dead (its process crashed or stopped, so its heartbeat
-// did): await takes the record over and generates it itself, with a fresh wait.
-func (s *Service) await(ctx context.Context, rec store.Speech) (*Response, error) {
-	// The wait is measured on the monotonic clock; s.now() (the records' clock) only decides
-	// whether an attempt's deadline has passed.
-	wait := time.NewTimer(s.wait())
+// await returns the outcome of rec, waiting at most bound while its job runs: a job that ends
+// in this process wakes it at once; one that runs in another is seen by re-reading the
+// record every poll. started, when set, runs once the wait is watched (it wakes the job).
+// A record still pending after the bound answers request_in_progress when a replay can
+// collect it (it has a client_request_id), else speech_timeout; either way its job still
+// ends it, and a first run that could not start within the wait fails it, refunded.
+func (s *Service) await(ctx context.Context, rec store.Speech, bound time.Duration, started func()) (*Response, error) {
+	ended, stop := s.watch(rec.ID)
+	defer stop()
+	if started != nil {
+		started()
+	}
+	wait := time.NewTimer(bound)
 	defer wait.Stop()
 	waited := false
 	for {
@@ -263,41 +278,26 @@ func (s *Service) await(ctx context.Context, rec store.Speech) (*Response, error
 		case store.SpeechFailed:
 			return nil, failure(rec)
 		}
-		now := s.now()
-		if !now.Before(rec.AttemptUntil) {
-			token, until := idgen.New("attempt"), now.Add(s.lease())
-			err := s.Store.Transact(ctx, func(tx store.Tx) error {
-				return tx.TakeOverSpeech(ctx, rec.ID, rec.AttemptToken, token, until)
-			})
-			switch {
-			case err == nil:
-				s.Metrics.tookOver()
-				s.log().Warn("speech attempt abandoned; taken over by a retry", "speech_id", rec.ID)
-				rec.AttemptToken, rec.AttemptUntil = token, until
-				var stored Stored
-				if err := json.Unmarshal(rec.Request, &stored); err != nil {
-					return nil, fmt.Errorf("speech %s: stored request: %w", rec.ID, err)
-				}
-				return s.attempt(ctx, rec, stored)
-			case !errors.Is(err, store.ErrLeaseLost):
-				return nil, err
+		if waited {
+			if rec.ClientRequestID == "" {
+				return nil, &apierr.Error{Kind: apierr.KindTimeout, Code: CodeTimeout,
+					Message: fmt.Sprintf("Speech generation did not finish within %s. A request that produces no audio is refunded in full.", s.wait())}
 			}
-			// Someone else took it over or finished it: read again.
-		} else if waited {
 			return nil, &apierr.Error{Kind: apierr.KindIdempotency, Code: CodeInProgress, Param: "metadata.client_request_id",
 				Message: "The original request with this client_request_id is still being generated. Retry with the same client_request_id in a few seconds to get its result; do not use a new ID."}
-		} else {
-			t := time.NewTimer(min(s.poll(), rec.AttemptUntil.Sub(now)+time.Millisecond))
-			select {
-			case <-t.C:
-			case <-wait.C:
-				waited = true // read the record once more, then give up
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
-			}
-			t.Stop()
 		}
+		t := time.NewTimer(s.poll())
+		select {
+		case <-ended:
+			ended = nil // read once more; a closed channel must not spin
+		case <-t.C:
+		case <-wait.C:
+			waited = true // read the record once more, then give up
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		t.Stop()
 		var err error
 		if rec, err = s.Store.Speech(ctx, rec.ID); err != nil {
 			return nil, err

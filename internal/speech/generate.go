@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/blob"
 	"mediagen/internal/idgen"
+	"mediagen/internal/jobs"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/money"
@@ -57,12 +58,17 @@ type Result struct {
 // transientRetries is how many times a transient engine error is retried within the wait.
 const transientRetries = 3
 
-// attempt generates a pending record that this process owns (rec.AttemptToken), then settles
-// it. Synthesis gets the wait; storing and measuring the audio get the grace.
-func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Response, error) {
+// generate runs a pending record's generation under its job's lease and returns the outcome
+// that ends it: completed and settled on the measured audio, or failed and refunded. The
+// engine commits the outcome with the job's end, fenced by the job's lease, so a run that
+// lost its lease (its process stalled and another took the job over) moves no money.
+// Synthesis must end by deadline; storing and measuring the audio get the grace. An error is
+// a run cut short (shutdown, a lost lease) or a fault worth another run.
+func (s *Service) generate(ctx context.Context, rec store.Speech, st Stored, deadline time.Time) (jobs.Outcome, error) {
 	var q Quote
 	if err := json.Unmarshal(rec.Pricing, &q); err != nil {
-		return nil, fmt.Errorf("speech %s: stored quote: %w", rec.ID, err)
+		return s.failed(rec, nil, kindInternal, CodeGenerationFailed, "", "The request could not be read back; nothing was charged.",
+			fmt.Errorf("speech %s: stored quote: %w", rec.ID, err)), nil
 	}
 	preq := provider.SpeechRequest{IdempotencyKey: rec.ID, Model: st.UpstreamModel, Text: st.Text, Mode: st.Mode,
 		Input: st.Input, Instructions: st.Instructions}
@@ -73,41 +79,37 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 		}
 		preq.References = append(preq.References, provider.Input{Type: r.Type, Role: role, Source: provider.Source{URL: r.URL}})
 	}
-	// While the attempt works, its heartbeat renews the record's short lease; the timeout and
-	// the grace below still bound the work itself.
-	live := s.keepAlive(ctx, rec)
-	defer live.stop()
-	gctx, cancel := context.WithTimeout(live.ctx, s.wait())
+	// The wait is measured on the monotonic clock from the records' clock's deadline.
+	gctx, cancel := context.WithTimeout(ctx, deadline.Sub(s.now()))
 	out, ran, err := s.synthesizeRouted(gctx, st, preq)
 	timedOut := gctx.Err() != nil
 	cancel()
+	if ctx.Err() != nil {
+		// Cut short by shutdown or a lost lease, not by the wait: the engine hands the job
+		// back or leaves it to the lease's new holder.
+		return jobs.Outcome{}, fmt.Errorf("speech %s: generation cut short: %w", rec.ID, context.Cause(ctx))
+	}
 	// A routed record is kept bound to the account it ran on (or last tried): its usage and
 	// cost count there, and its events name the accounts it left.
+	var where *routed
 	if len(st.Upstreams) > 0 {
 		st.Upstream = ran.account
 		reqJSON, jerr := json.Marshal(st)
 		if jerr != nil {
-			return nil, fmt.Errorf("speech %s: encode request: %w", rec.ID, jerr)
+			return jobs.Outcome{}, fmt.Errorf("speech %s: encode request: %w", rec.ID, jerr)
 		}
 		rec.Request = reqJSON
-		s.ranOn.Store(rec.ID, ran)
-		defer s.ranOn.Delete(rec.ID)
+		where = &ran
 	}
 	var noEngine errNoEngine
 	if errors.As(err, &noEngine) || errors.Is(err, errNoAccount) {
-		if live.stop() {
-			return s.superseded(ctx, rec)
-		}
-		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", err)
+		return s.failed(rec, where, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", err), nil
 	}
 	if err != nil {
-		if live.stop() {
-			return s.superseded(ctx, rec)
-		}
-		return s.engineFailure(ctx, rec, err, timedOut)
+		return s.engineFailure(rec, where, err, timedOut), nil
 	}
 
-	sctx, cancel := context.WithTimeout(live.ctx, s.grace())
+	sctx, cancel := context.WithTimeout(ctx, s.grace())
 	defer cancel()
 	res, err := s.keep(sctx, rec.ID, out)
 	var cut *billing.Excess
@@ -116,22 +118,20 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 		// Audio longer than the text can take is cut to its bound while the lease is live.
 		res, cut, cutErr = s.bounded(sctx, res, q, st.Upstream)
 	}
-	// Settlement is fenced by the attempt token anyway; stopping here also saves the finish
-	// of an attempt that already knows it lost the record.
-	if live.stop() {
-		return s.superseded(ctx, rec)
+	if ctx.Err() != nil {
+		return jobs.Outcome{}, fmt.Errorf("speech %s: storing cut short: %w", rec.ID, context.Cause(ctx))
 	}
 	if err != nil {
-		return s.fail(ctx, rec, kindInternal, CodeGenerationFailed, "", "The generated audio could not be stored or measured; nothing was charged. Retry with a new client_request_id.", err)
+		return s.failed(rec, where, kindInternal, CodeGenerationFailed, "", "The generated audio could not be stored or measured; nothing was charged. Retry with a new client_request_id.", err), nil
 	}
 	if cutErr != nil {
-		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "The speech engine's audio could not be used; no audio was kept and the pre-charge was refunded.", cutErr)
+		return s.failed(rec, where, kindUpstream, CodeGenerationFailed, "", "The speech engine's audio could not be used; no audio was kept and the pre-charge was refunded.", cutErr), nil
 	}
 	// The charge is bounded both ways: the stored audio's measured duration, never above
 	// the reservation (docs/billing.md).
 	charge, over, err := billing.SpeechFinal(q, res.DurationMicros)
 	if err != nil {
-		return s.fail(ctx, rec, kindInternal, CodeGenerationFailed, "", "The generated audio could not be priced; nothing was charged.", err)
+		return s.failed(rec, where, kindInternal, CodeGenerationFailed, "", "The generated audio could not be priced; nothing was charged.", err), nil
 	}
 	var excess []billing.Excess
 	if cut != nil {
@@ -143,19 +143,22 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
-		return nil, err
+		return jobs.Outcome{}, err
 	}
 	now := s.now().UTC()
 	var overage money.Micros
-	err = s.Store.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.FinishSpeech(ctx, s.routedFinish(rec, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechCompleted,
-			Charged: charge, Result: body, FinishedAt: now})); err != nil {
+	settled := false
+	apply := func(ctx context.Context, tx store.Tx) error {
+		err := tx.FinishSpeech(ctx, routedFinish(where, rec, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechCompleted,
+			Charged: charge, Result: body, FinishedAt: now}))
+		if errors.Is(err, store.ErrLeaseLost) {
+			return nil // already finished: the job ends, nothing moves
+		} else if err != nil {
 			return err
 		}
-		var err error
-		settled := rec
-		settled.Status, settled.Charged, settled.Result, settled.FinishedAt = store.SpeechCompleted, charge, body, now
-		if overage, err = billing.SettleUsage(ctx, tx, rec.ID, billing.WithSpeechCost(billing.SpeechUsage(settled), settled, s.Accounts), now); err != nil {
+		done := rec
+		done.Status, done.Charged, done.Result, done.FinishedAt = store.SpeechCompleted, charge, body, now
+		if overage, err = billing.SettleUsage(ctx, tx, rec.ID, billing.WithSpeechCost(billing.SpeechUsage(done), done, s.Accounts), now); err != nil {
 			return err
 		}
 		for _, e := range excess {
@@ -166,30 +169,30 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 				return err
 			}
 		}
+		settled = true
 		return nil
-	})
-	if err != nil {
-		return s.lost(ctx, rec, err)
 	}
-	if overage > 0 || charge > rec.Reserved {
-		s.Overages.Record(s.log(), "speech", q.Currency, rec.KeyID, rec.ID, rec.Reserved, charge)
+	after := func() {
+		if settled {
+			if overage > 0 || charge > rec.Reserved {
+				s.Overages.Record(s.log(), "speech", q.Currency, rec.KeyID, rec.ID, rec.Reserved, charge)
+			}
+			s.Excess.Record(s.log(), "speech", q.Currency, rec.ID, rec.KeyID, charge, excess)
+			s.Metrics.completed(res.DurationMicros)
+			s.log().Info("speech completed", "speech_id", rec.ID, "duration_us", res.DurationMicros,
+				"reserved", rec.Reserved.String(), "charged", charge.String())
+		}
+		s.finished(rec.ID)
 	}
-	s.Excess.Record(s.log(), "speech", q.Currency, rec.ID, rec.KeyID, charge, excess)
-	s.Metrics.completed(res.DurationMicros)
-	s.log().Info("speech completed", "speech_id", rec.ID, "duration_us", res.DurationMicros,
-		"reserved", rec.Reserved.String(), "charged", charge.String())
-	rec.Status, rec.Charged, rec.Result, rec.FinishedAt = store.SpeechCompleted, charge, body, now
-	return s.render(rec)
+	return jobs.Outcome{Done: true, Apply: apply, After: after}, nil
 }
 
 // routedFinish adds to a routed record's finish where it ran (the account, its request bound
-// there, the accounts it left): what synthesizeRouted found for this attempt.
-func (s *Service) routedFinish(rec store.Speech, f store.SpeechFinish) store.SpeechFinish {
-	v, ok := s.ranOn.Load(rec.ID)
-	if !ok {
+// there, the accounts it left): what synthesizeRouted found for this run.
+func routedFinish(ran *routed, rec store.Speech, f store.SpeechFinish) store.SpeechFinish {
+	if ran == nil {
 		return f
 	}
-	ran := v.(routed)
 	f.Upstream, f.Request, f.Route = ran.account, rec.Request, ran.route
 	return f
 }
@@ -219,15 +222,15 @@ func synthesizeUnless(ctx context.Context, e provider.Synthesizer, r provider.Sp
 	}
 }
 
-// engineFailure records why the engine produced no audio, refunding the reservation.
-func (s *Service) engineFailure(ctx context.Context, rec store.Speech, err error, timedOut bool) (*Response, error) {
+// engineFailure is the outcome of an engine that produced no audio: the record fails, refunded.
+func (s *Service) engineFailure(rec store.Speech, ran *routed, err error, timedOut bool) jobs.Outcome {
 	var pe *provider.Error
 	switch {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
-		return s.fail(ctx, rec, kindTimeout, CodeTimeout, "",
+		return s.failed(rec, ran, kindTimeout, CodeTimeout, "",
 			fmt.Sprintf("Speech generation did not finish within %s; no audio was produced and the pre-charge was refunded.", s.wait()), err)
 	case errors.As(err, &pe) && pe.Code == "InvalidParameter":
-		return s.fail(ctx, rec, kindInvalid, "invalid_request_error", "input",
+		return s.failed(rec, ran, kindInvalid, "invalid_request_error", "input",
 			"The text could not be spoken: "+sentence(pe.Message)+" Nothing was charged.", err)
 	case errors.As(err, &pe) && !errors.Is(err, provider.ErrTransient):
 		code := pe.Code
@@ -238,32 +241,38 @@ func (s *Service) engineFailure(ctx context.Context, rec store.Speech, err error
 		if pe.Message != "" {
 			msg = sentence(pe.Message)
 		}
-		return s.fail(ctx, rec, kindUpstream, code, "", msg+" No audio was produced and the pre-charge was refunded.", err)
+		return s.failed(rec, ran, kindUpstream, code, "", msg+" No audio was produced and the pre-charge was refunded.", err)
 	case errors.Is(err, provider.ErrTransient):
-		return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "",
+		return s.failed(rec, ran, kindUpstream, CodeGenerationFailed, "",
 			"The speech engine is temporarily unavailable; no audio was produced and the pre-charge was refunded. Retry later with a new client_request_id.", err)
 	}
-	return s.fail(ctx, rec, kindUpstream, CodeGenerationFailed, "", "Speech generation failed; no audio was produced and the pre-charge was refunded.", err)
+	return s.failed(rec, ran, kindUpstream, CodeGenerationFailed, "", "Speech generation failed; no audio was produced and the pre-charge was refunded.", err)
 }
 
-// fail finishes the record as failed and refunds its reservation in full (one settlement of
-// zero), in one transaction; it returns the failure's client error.
-func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param, msg string, cause error) (*Response, error) {
+// failed is the outcome that finishes the record as failed and refunds its reservation in
+// full (one settlement of zero), with the job's end.
+func (s *Service) failed(rec store.Speech, ran *routed, kind, code, param, msg string, cause error) jobs.Outcome {
 	now := s.now().UTC()
-	err := s.Store.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.FinishSpeech(ctx, s.routedFinish(rec, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechFailed,
-			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, ErrorDetail: detail(cause), FinishedAt: now})); err != nil {
+	settled := false
+	apply := func(ctx context.Context, tx store.Tx) error {
+		err := tx.FinishSpeech(ctx, routedFinish(ran, rec, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechFailed,
+			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, ErrorDetail: detail(cause), FinishedAt: now}))
+		if errors.Is(err, store.ErrLeaseLost) {
+			return nil // already finished: the job ends, nothing moves
+		} else if err != nil {
 			return err
 		}
+		settled = true
 		return settleFailed(ctx, tx, rec, now, s.Accounts)
-	})
-	if err != nil {
-		return s.lost(ctx, rec, err)
 	}
-	s.Metrics.failed(code)
-	s.log().Warn("speech failed; reservation refunded", "speech_id", rec.ID, "code", code, "reserved", rec.Reserved.String(), "cause", cause)
-	rec.Status, rec.ErrorKind, rec.ErrorCode, rec.ErrorMessage, rec.ErrorParam, rec.FinishedAt = store.SpeechFailed, kind, code, msg, param, now
-	return nil, failure(rec)
+	after := func() {
+		if settled {
+			s.Metrics.failed(code)
+			s.log().Warn("speech failed; reservation refunded", "speech_id", rec.ID, "code", code, "reserved", rec.Reserved.String(), "cause", cause)
+		}
+		s.finished(rec.ID)
+	}
+	return jobs.Outcome{Done: true, Apply: apply, After: after}
 }
 
 // detail is a failure's internal reason as kept for operators: bounded, since an error can
@@ -278,27 +287,6 @@ func detail(cause error) string {
 		d = d[:maxDetail]
 	}
 	return d
-}
-
-// superseded answers for an attempt whose heartbeat found the record taken over or finished:
-// it settles nothing and answers the outcome of the attempt that owns the record.
-func (s *Service) superseded(ctx context.Context, rec store.Speech) (*Response, error) {
-	return s.lost(ctx, rec, store.ErrLeaseLost)
-}
-
-// lost handles a finish that did not commit. When another attempt (a take-over or the sweep)
-// finished or owns the record, its outcome is the answer; any other error leaves the record
-// pending with its reservation, for a retry or the sweep to settle.
-func (s *Service) lost(ctx context.Context, rec store.Speech, err error) (*Response, error) {
-	if !errors.Is(err, store.ErrLeaseLost) {
-		return nil, fmt.Errorf("speech %s: finish: %w", rec.ID, err)
-	}
-	cur, rerr := s.Store.Speech(ctx, rec.ID)
-	if rerr != nil {
-		return nil, rerr
-	}
-	s.log().Warn("speech attempt was superseded", "speech_id", rec.ID, "status", cur.Status)
-	return s.await(ctx, cur)
 }
 
 // maxAudioBytes bounds an engine's audio file.

@@ -4,12 +4,11 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics counts what became of speech requests beyond what the HTTP series show: how many
 // generations finished and how (a replay is not counted again), how much audio was billed,
-// and how often crash recovery stepped in. A nil *Metrics records nothing.
+// and how often a generation was run again after its process died. A nil *Metrics records nothing.
 type Metrics struct {
 	finished     *prometheus.CounterVec
 	audioSeconds prometheus.Counter
-	takenOver    prometheus.Counter
-	swept        prometheus.Counter
+	recovered    prometheus.Counter
 }
 
 // NewMetrics registers the speech metrics on reg.
@@ -23,16 +22,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "mediagen_speech_audio_seconds_total",
 			Help: "Measured seconds of generated speech audio, the billed quantity.",
 		}),
-		takenOver: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mediagen_speech_taken_over_total",
-			Help: "Abandoned speech attempts (a process that stopped) taken over by a retry.",
-		}),
-		swept: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mediagen_speech_swept_total",
-			Help: "Abandoned speech requests failed and refunded by the sweep.",
+		recovered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mediagen_speech_recovered_total",
+			Help: "Speech generations run again after their run was interrupted (its process stopped).",
 		}),
 	}
-	reg.MustRegister(m.finished, m.audioSeconds, m.takenOver, m.swept)
+	reg.MustRegister(m.finished, m.audioSeconds, m.recovered)
 	return m
 }
 
@@ -59,15 +54,8 @@ func (m *Metrics) failed(code string) {
 	m.finished.WithLabelValues("failed", code).Inc()
 }
 
-func (m *Metrics) tookOver() {
+func (m *Metrics) recoveredOne() {
 	if m != nil {
-		m.takenOver.Inc()
-	}
-}
-
-func (m *Metrics) sweptOne() {
-	if m != nil {
-		m.swept.Inc()
-		m.finished.WithLabelValues("failed", CodeTimeout).Inc()
+		m.recovered.Inc()
 	}
 }

@@ -1,11 +1,10 @@
 // Package speech is the speech use case (POST /v1/audio/speech): decode and validate the
-// request, check its reference URLs, record it with its reservation before the engine is
-// called, synthesize within a bounded wait, store and measure the audio, and settle once on
-// the measured duration — or fail and refund in full. Replays of the same client_request_id
-// return the original outcome; a retry that finds the original still running waits for it,
-// and one that finds it abandoned (its heartbeat lease ran out) takes it over. A periodic job
-// (SweepKind, on the job engine) fails and refunds records that nobody came back for. See
-// docs/speech.md.
+// request, check its reference URLs, record it with its reservation and its generation job
+// before the engine is called, and wait for the job within the bounded wait. The job
+// (GenerateKind, on the job engine) synthesizes, stores and measures the audio, and settles
+// once on the measured duration — or fails and refunds in full. Replays of the same
+// client_request_id return the original outcome, waiting for it while it runs; a generation
+// whose process died is run again by the engine. See docs/speech.md.
 package speech
 
 import (
@@ -31,18 +30,20 @@ const (
 	DefaultWait = 60 * time.Second
 	// DefaultGrace is the time after the wait that storing and measuring the audio may take.
 	DefaultGrace = 30 * time.Second
-	// DefaultLease is the heartbeat lease of a generation attempt. The live attempt renews it
-	// every third of a lease while it works, so an attempt whose lease ran out is dead (its
-	// process crashed or was killed), and a retry takes the record over. 5 s keeps a retry
-	// after a crash to a few seconds, while leaving two missed renewals (a slow commit, a
-	// long GC pause, a busy database) before a live attempt could be mistaken for a dead one
-	// — and even then only work is repeated: every finish is fenced, so money moves once.
+	// DefaultLease is the job lease of a generation (GenerateKind's Lease). The engine renews
+	// it every third of a lease while the generation works, so a job whose lease ran out
+	// belongs to a process that died, and another process runs it again. 5 s keeps the
+	// recovery after a crash to a few seconds, while leaving two missed renewals (a slow
+	// commit, a long GC pause, a busy database) before a live run could be mistaken for a
+	// dead one — and even then only work is repeated: the outcome is fenced by the lease, so
+	// money moves once.
 	DefaultLease = 5 * time.Second
 	// DefaultCheckTimeout bounds the reference checks of one request (run concurrently).
 	DefaultCheckTimeout = 15 * time.Second
 	// DefaultLinkTTL is the lifetime of download links when the Service has none set.
 	DefaultLinkTTL = 24 * time.Hour
-	// DefaultPoll is how often a waiting retry re-reads the original's record.
+	// DefaultPoll is how often a waiting request re-reads a record whose job runs in another
+	// process (one that runs here wakes it at once).
 	DefaultPoll = 100 * time.Millisecond
 )
 
@@ -67,7 +68,6 @@ type Store interface {
 	Transact(ctx context.Context, fn func(store.Tx) error) error
 	Speech(ctx context.Context, id string) (store.Speech, error)
 	SpeechByRequestID(ctx context.Context, keyID, clientRequestID string) (store.Speech, error)
-	AbandonedSpeeches(ctx context.Context, before time.Time, limit int) ([]store.Speech, error)
 }
 
 // Service accepts speech requests. Store, Blobs and Probe are required; Engines maps a catalog
@@ -104,14 +104,21 @@ type Service struct {
 	// (0 → DefaultAccountWait).
 	AccountWait time.Duration
 	routerMu    sync.Mutex
-	ranOn       sync.Map // record id → routed, while its attempt finishes
+
+	// Notify wakes this process's producer of a job kind (jobs.Engine.Notify): a request's
+	// generation starts at once here instead of at the next poll. Register Kinds() on the
+	// engine of every process that serves the API.
+	Notify func(kind string)
+	// Workers is how many generations this process runs at once (0 → DefaultWorkers).
+	Workers int
+	waiting waiters
 
 	LinkTTL      time.Duration // lifetime of the download link; 0 → DefaultLinkTTL
-	Wait         time.Duration // bounded wait of one attempt; 0 → DefaultWait
+	Wait         time.Duration // bounded wait of one generation; 0 → DefaultWait
 	Grace        time.Duration // storing and measuring after the wait; 0 → DefaultGrace
 	CheckTimeout time.Duration // reference checks; 0 → DefaultCheckTimeout
-	Poll         time.Duration // waiting retries re-read this often; 0 → DefaultPoll
-	Lease        time.Duration // heartbeat lease of an attempt; 0 → DefaultLease
+	Poll         time.Duration // waiting requests re-read this often; 0 → DefaultPoll
+	Lease        time.Duration // job lease of a generation; 0 → DefaultLease
 	Now          func() time.Time
 }
 

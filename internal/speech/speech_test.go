@@ -123,6 +123,31 @@ type env struct {
 	caller keys.Caller
 	calls  *atomic.Int64
 	clock  *clock
+	// manual leaves the job engine to the test (start); otherwise newEnv starts it.
+	manual bool
+	engine *jobs.Engine
+}
+
+// manualEngine is an option of newEnv: the test starts the job engine itself (after
+// simulating a crash, for example).
+func manualEngine(e *env) { e.manual = true }
+
+// start runs the service's job kinds on an engine on the service's clock, as a process
+// serving the API does.
+func (e *env) start() {
+	e.t.Helper()
+	eng := jobs.New(jobs.Config{Store: e.db, Now: e.svc.now, Logger: e.svc.Logger})
+	for _, k := range e.svc.Kinds() {
+		if err := eng.Register(k); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.svc.Notify = eng.Notify
+	e.engine = eng
+	e.t.Cleanup(eng.Stop)
 }
 
 type clock struct {
@@ -152,7 +177,9 @@ func (c counting) Synthesize(ctx context.Context, r provider.SpeechRequest) (pro
 	return c.next.Synthesize(ctx, r)
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv is the service on SQLite and the real sandbox engine, its options applied, with
+// its job engine running unless an option says manualEngine.
+func newEnv(t *testing.T, opts ...func(*env)) *env {
 	t.Helper()
 	tools := ffmpeg.Tools{}
 	if err := tools.Check(context.Background()); err != nil {
@@ -192,12 +219,19 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, svc: svc, db: db, caller: keys.Caller{Key: key, Tenant: tenant}, calls: calls, clock: clk}
+	e := &env{t: t, svc: svc, db: db, caller: keys.Caller{Key: key, Tenant: tenant}, calls: calls, clock: clk}
+	for _, o := range opts {
+		o(e)
+	}
+	if !e.manual {
+		e.start()
+	}
+	return e
 }
 
-// crashAfterAccept records a request and its reservation exactly as Create does, and then
-// stops, as a process killed before it called the engine would.
-func (e *env) crashAfterAccept(body string) store.Speech {
+// acceptOnly records a request, its reservation and its job exactly as Create does, and
+// does not wait for it.
+func (e *env) acceptOnly(body string) store.Speech {
 	e.t.Helper()
 	req, derr := contract.DecodeSpeech([]byte(body))
 	if derr != nil {
@@ -217,6 +251,38 @@ func (e *env) crashAfterAccept(body string) store.Speech {
 	return rec
 }
 
+// crashAfterAccept records a request as Create does, and its job's run starts in a process
+// that dies at once: the job stays leased, for one lease, by nobody alive. The engine of the
+// env must not be running yet (manualEngine).
+func (e *env) crashAfterAccept(body string) store.Speech {
+	e.t.Helper()
+	rec := e.acceptOnly(body)
+	claimed, err := e.db.ClaimJobs(context.Background(), GenerateKind, "", e.clock.now(), e.svc.lease(), 1, nil)
+	if err != nil || len(claimed) != 1 || claimed[0].Ref != rec.ID {
+		e.t.Fatalf("the dead process's claim: %+v %v", claimed, err)
+	}
+	return rec
+}
+
+// waitStatus waits (bounded) until the record is no longer pending and returns it.
+func (e *env) waitStatus(id string) store.Speech {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rec, err := e.db.Speech(context.Background(), id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if rec.Status != store.SpeechPending {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("record %s still pending", id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (e *env) balance() store.Balance {
 	e.t.Helper()
 	b, err := e.db.Balance(context.Background(), e.caller.Key.ID)
@@ -226,11 +292,12 @@ func (e *env) balance() store.Balance {
 	return b
 }
 
-// A retry of a request whose process died takes the record over once its attempt deadline
-// (its heartbeat lease) has passed, generates it under the same id, and settles it once.
-func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
+// A retry of a request whose process died waits for the record; once the dead run's lease
+// has passed, the engine runs the job again (a fresh wait: the request has a
+// client_request_id, so a replay collects the audio) under the same id, and settles it once.
+func TestSpeechRetryGetsTheRunTheEngineRecovered(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, manualEngine)
 	body := `{"model":"demo-speech","input":"Recovered after a crash.","metadata":{"client_request_id":"crash-1"}}`
 	rec := e.crashAfterAccept(body)
 	reg := prometheus.NewRegistry()
@@ -239,8 +306,8 @@ func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
 	if b := e.balance(); b.Reserved != rec.Reserved || rec.Reserved != q.Amount {
 		t.Fatalf("after accept: %+v (reserved %s)", b, rec.Reserved)
 	}
-	// Before the deadline the record belongs to the (dead) original: a retry waits for it and,
-	// its own wait over, answers that the request is still in progress.
+	// While no process runs the job, a retry waits for it and, its own wait over, answers
+	// that the request is still in progress.
 	e.svc.Wait = 300 * time.Millisecond
 	start := time.Now()
 	_, err := e.svc.Create(context.Background(), e.caller, []byte(body))
@@ -254,36 +321,37 @@ func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
 	if e.calls.Load() != 0 {
 		t.Fatal("the engine was called by a waiting retry")
 	}
-	// After the deadline the next retry takes it over.
+	// A process runs the kind; the dead run's lease passes; the engine runs the job again.
 	e.svc.Wait = 10 * time.Second
-	e.clock.advance(time.Minute)
+	e.start()
+	e.clock.advance(DefaultLease + time.Second)
 	res, err := e.svc.Create(context.Background(), e.caller, []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.ID != rec.ID || res.Duration <= 0 || res.Metadata == nil || res.Metadata.ClientRequestID != "crash-1" {
-		t.Fatalf("take-over answer %+v", res)
+		t.Fatalf("recovered answer %+v", res)
 	}
 	got, _ := e.db.Speech(context.Background(), rec.ID)
-	if got.Status != store.SpeechCompleted || got.AttemptToken == rec.AttemptToken {
-		t.Fatalf("record %+v", got)
-	}
 	want, _ := Charge(Quote{Rate: 200}, billing.SecondsToMicros(res.Duration))
-	if b := e.balance(); b.Used != want || b.Reserved != 0 || got.Charged != want {
-		t.Fatalf("balance %+v, want one charge of %s", b, want)
+	if b := e.balance(); got.Status != store.SpeechCompleted || b.Used != want || b.Reserved != 0 || got.Charged != want {
+		t.Fatalf("record %+v, balance %+v, want one charge of %s", got, b, want)
 	}
-	// The old attempt, were it still alive, cannot finish the record any more: its late
-	// failure is fenced out and it answers the winner's outcome; no money moves.
-	late, err := e.svc.fail(context.Background(), rec, kindTimeout, CodeTimeout, "", "late", nil)
-	if err != nil || late.ID != rec.ID || late.Duration != res.Duration || e.balance().Used != want {
-		t.Fatalf("late finish of the old attempt: %+v %v, %+v", late, err, e.balance())
+	// A late finish (a run that lost its job) is fenced out: it ends nothing and moves no money.
+	late := e.svc.failed(rec, nil, kindTimeout, CodeTimeout, "", "late", nil)
+	if err := e.db.Transact(context.Background(), func(tx store.Tx) error { return late.Apply(context.Background(), tx) }); err != nil {
+		t.Fatal(err)
+	}
+	late.After()
+	if got, _ := e.db.Speech(context.Background(), rec.ID); got.Status != store.SpeechCompleted || e.balance().Used != want {
+		t.Fatalf("after a late failure: %+v, %+v", got, e.balance())
 	}
 	if e.calls.Load() != 1 {
 		t.Errorf("engine calls %d", e.calls.Load())
 	}
 	m := e.svc.Metrics
-	if got := counterValue(t, m.takenOver); got != 1 {
-		t.Errorf("taken over %v, want 1", got)
+	if got := counterValue(t, m.recovered); got != 1 {
+		t.Errorf("recovered %v, want 1", got)
 	}
 	if got := counterValue(t, m.finished.WithLabelValues("completed", "")); got != 1 {
 		t.Errorf("completed %v, want 1 (the fenced-out late failure must not count)", got)
@@ -294,74 +362,41 @@ func TestSpeechTakeOverOfAbandonedRequest(t *testing.T) {
 	storetest.CheckLedger(t, e.db)
 }
 
-// The sweep fails and refunds records nobody came back for, leaves live ones alone, and a
-// later replay returns the recorded failure.
-func TestSpeechSweepRefundsAbandonedRequests(t *testing.T) {
+// A job the engine cannot deliver to anyone is failed and refunded with speech_timeout: a
+// first run that starts after the request's wait ended, a run after a crash of a request
+// without a client_request_id (nobody can collect its audio), and one after a crash that
+// starts past the request's wait and grace. A replay answers the failure.
+func TestSpeechRunNobodyCanCollectIsRefunded(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, manualEngine)
 	e.svc.Metrics = NewMetrics(prometheus.NewRegistry())
-	dead := e.crashAfterAccept(`{"model":"demo-speech","input":"Never finished.","metadata":{"client_request_id":"dead-1"}}`)
-	e.clock.advance(20 * time.Second) // past the lease of the first record
-	live := e.crashAfterAccept(`{"model":"demo-speech","input":"Still running elsewhere."}`)
-	if b := e.balance(); b.Reserved != dead.Reserved+live.Reserved {
+	dead := e.crashAfterAccept(`{"model":"demo-speech","input":"Died and nobody waits."}`)
+	stale := e.crashAfterAccept(`{"model":"demo-speech","input":"Died long ago.","metadata":{"client_request_id":"stale-1"}}`)
+	late := e.acceptOnly(`{"model":"demo-speech","input":"Never started.","metadata":{"client_request_id":"late-1"}}`)
+	if b := e.balance(); b.Reserved != late.Reserved+dead.Reserved+stale.Reserved {
 		t.Fatalf("balance %+v", b)
 	}
-	n, err := e.svc.SweepAbandoned(context.Background(), e.clock.now(), 10)
-	if err != nil || n != 1 {
-		t.Fatalf("swept %d, %v", n, err)
+	e.clock.advance(time.Minute) // past the wait and grace, and the dead runs' leases
+	e.start()
+	for _, rec := range []store.Speech{late, dead, stale} {
+		got := e.waitStatus(rec.ID)
+		if got.Status != store.SpeechFailed || got.ErrorCode != CodeTimeout || got.Charged != 0 {
+			t.Fatalf("record %+v", got)
+		}
 	}
-	got, _ := e.db.Speech(context.Background(), dead.ID)
-	if got.Status != store.SpeechFailed || got.ErrorCode != CodeTimeout || got.Charged != 0 {
-		t.Fatalf("swept record %+v", got)
+	if b := e.balance(); b.Reserved != 0 || b.Used != 0 || b.Available != 10*money.Scale {
+		t.Fatalf("balance %+v", b)
 	}
-	if l, _ := e.db.Speech(context.Background(), live.ID); l.Status != store.SpeechPending {
-		t.Fatalf("live record %+v", l)
-	}
-	if b := e.balance(); b.Reserved != live.Reserved || b.Used != 0 || b.Available != 10*money.Scale-live.Reserved {
-		t.Fatalf("balance after sweep %+v", b)
-	}
-	// Sweeping again changes nothing.
-	if n, err := e.svc.SweepAbandoned(context.Background(), e.clock.now(), 10); err != nil || n != 0 {
-		t.Fatalf("second sweep %d, %v", n, err)
-	}
-	_, err = e.svc.Create(context.Background(), e.caller, []byte(`{"model":"demo-speech","input":"Never finished.","metadata":{"client_request_id":"dead-1"}}`))
+	_, err := e.svc.Create(context.Background(), e.caller, []byte(`{"model":"demo-speech","input":"Never started.","metadata":{"client_request_id":"late-1"}}`))
 	var ae *apierr.Error
 	if !errors.As(err, &ae) || ae.Kind != apierr.KindTimeout || ae.Code != CodeTimeout || ae.Status() != 504 {
-		t.Fatalf("replay of a swept request: %v", err)
+		t.Fatalf("replay of a request that never started: %v", err)
 	}
 	if e.calls.Load() != 0 {
 		t.Errorf("engine calls %d", e.calls.Load())
 	}
-
-	// The periodic sweep job does the same on its own.
-	e.clock.advance(time.Minute)
-	sw := jobs.New(jobs.Config{Store: e.db})
-	if err := sw.Register(jobs.Kind{Name: SweepKind, Every: 20 * time.Millisecond, Handler: jobs.Periodic(e.svc.Sweep)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := sw.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if l, _ := e.db.Speech(context.Background(), live.ID); l.Status == store.SpeechFailed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the sweep job did not fail the abandoned record")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	sw.Stop()
-	sw.Stop() // idempotent
-	if b := e.balance(); b.Reserved != 0 || b.Available != 10*money.Scale || b.Used != 0 {
-		t.Fatalf("balance after the sweep job %+v", b)
-	}
-	if got := counterValue(t, e.svc.Metrics.swept); got != 2 {
-		t.Errorf("swept %v, want 2", got)
-	}
-	if got := counterValue(t, e.svc.Metrics.finished.WithLabelValues("failed", CodeTimeout)); got != 2 {
-		t.Errorf("failed with %s: %v, want 2", CodeTimeout, got)
+	if got := counterValue(t, e.svc.Metrics.finished.WithLabelValues("failed", CodeTimeout)); got != 3 {
+		t.Errorf("failed with %s: %v, want 3", CodeTimeout, got)
 	}
 	storetest.CheckLedger(t, e.db)
 }

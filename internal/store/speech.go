@@ -15,8 +15,8 @@ const (
 	SpeechFailed    = "failed"
 )
 
-// Speech is one POST /v1/audio/speech request: what was accepted, what was reserved, who is
-// generating it (the attempt token and its deadline), and how it ended.
+// Speech is one POST /v1/audio/speech request: what was accepted, what was reserved, by when
+// its audio is due, and how it ended. Who is generating it is its job's (speech.generate).
 type Speech struct {
 	ID              string
 	KeyID           string
@@ -38,10 +38,10 @@ type Speech struct {
 	ErrorParam   string
 	// ErrorDetail is the internal reason behind a failure, for operators only.
 	ErrorDetail string
-	// AttemptToken names the process attempt that may finish a pending record; every finish is
-	// fenced by it. AttemptUntil is when that attempt is considered dead: after it another
-	// request for the same record (or the sweep) may take the record over. A live attempt
-	// keeps pushing it forward (RenewSpeech), so it is a short lease, not a whole deadline.
+	// AttemptToken is the record's finish token, set at acceptance: FinishSpeech names it.
+	// Who may finish the record is decided by its job's lease (internal/jobs), which fences
+	// the finish's transaction. AttemptUntil is the end of the request's bounded wait: the
+	// job's first run must have the audio by then (column attempt_until).
 	AttemptToken string
 	AttemptUntil time.Time
 	CreatedAt    time.Time
@@ -82,9 +82,6 @@ type SpeechStore interface {
 	Speech(ctx context.Context, id string) (Speech, error)
 	// SpeechByRequestID finds the key's record with the given non-empty client_request_id.
 	SpeechByRequestID(ctx context.Context, keyID, clientRequestID string) (Speech, error)
-	// AbandonedSpeeches lists up to limit pending records whose attempt deadline is before
-	// the given time, oldest deadline first.
-	AbandonedSpeeches(ctx context.Context, before time.Time, limit int) ([]Speech, error)
 }
 
 // SpeechTx is the part of Tx that writes speech records.
@@ -92,17 +89,10 @@ type SpeechTx interface {
 	// CreateSpeech inserts a pending record; a second record with the same key and non-empty
 	// client_request_id (or the same id) fails with ErrConflict.
 	CreateSpeech(ctx context.Context, s Speech) error
-	// TakeOverSpeech hands a pending record from attempt oldToken to newToken with a new
-	// deadline. It fails with ErrLeaseLost, changing nothing, when the record is no longer
-	// pending or oldToken is no longer its attempt.
-	TakeOverSpeech(ctx context.Context, id, oldToken, newToken string, until time.Time) error
-	// RenewSpeech is the heartbeat of a live attempt: it moves the attempt deadline of a
-	// pending record to until, if token is still its attempt. It fails with ErrLeaseLost,
-	// changing nothing, when the record is no longer pending or was taken over (or is missing).
-	RenewSpeech(ctx context.Context, id, token string, until time.Time) error
-	// FinishSpeech moves a pending record to its terminal status if f.Token is still its
-	// attempt; otherwise it fails with ErrLeaseLost and changes nothing. Run it in the same
-	// transaction as the settlement, so money moves exactly once.
+	// FinishSpeech moves a pending record to its terminal status if f.Token is its token;
+	// otherwise (already finished, or another token) it fails with ErrLeaseLost and changes
+	// nothing. Run it in the same transaction as the settlement and the job's fenced end, so
+	// money moves exactly once.
 	FinishSpeech(ctx context.Context, f SpeechFinish) error
 	// SpeechesInFlight counts the pending records of a key and of a tenant, as TasksInFlight
 	// counts tasks: moved by CreateSpeech and FinishSpeech, exact after a CreateSpeech.

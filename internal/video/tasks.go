@@ -98,6 +98,18 @@ type Tasks struct {
 	// Accounts looks up the upstream account a task ran on, for the operator's cost stored
 	// at settlement (billing.WithTaskCost; nil: every cost unknown).
 	Accounts billing.Accounts
+	// Workers is how many task steps this process runs at once (0: the engine's default);
+	// Deadline gives up a task this long after it was created (0: never).
+	Workers  int
+	Deadline time.Duration
+}
+
+// Kinds are the video tasks' job kinds, to register with the engine of the processes that
+// run tasks (the worker role).
+func (h *Tasks) Kinds() []jobs.Kind {
+	// A step is never cut short by shutdown before its own timeout: steps checkpoint before
+	// upstream calls, but a finished upstream call is cheaper to record than to repeat.
+	return []jobs.Kind{{Name: TaskKind, Handler: h, Workers: h.Workers, Deadline: h.Deadline, Grace: time.Minute}}
 }
 
 // gaveUpMessage is the failure of a task whose step kept failing.

@@ -3,7 +3,6 @@ package sqldb
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"mediagen/internal/money"
 	"mediagen/internal/store"
@@ -54,38 +53,7 @@ func (t *Tx) CreateSpeech(ctx context.Context, s store.Speech) error {
 	return nil
 }
 
-// TakeOverSpeech moves a pending record to a new attempt, if oldToken still owns it.
-func (t *Tx) TakeOverSpeech(ctx context.Context, id, oldToken, newToken string, until time.Time) error {
-	res, err := t.exec(ctx, `UPDATE speeches SET attempt_token = ?, attempt_until = ?, updated_at = ?
-		WHERE id = ? AND attempt_token = ? AND status = 'pending'`,
-		newToken, micros(until), micros(t.db.now()), id, oldToken)
-	if err != nil {
-		return fmt.Errorf("take over speech %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("take over speech %s: %w", id, store.ErrLeaseLost)
-	}
-	if err := t.speechEvent(ctx, id, store.SpeechPending, speechStepTakeover, "", 2, "the previous attempt's lease lapsed"); err != nil {
-		return fmt.Errorf("take over speech %s: %w", id, err)
-	}
-	return nil
-}
-
-// RenewSpeech moves the attempt deadline of a pending record, if token still owns it.
-func (t *Tx) RenewSpeech(ctx context.Context, id, token string, until time.Time) error {
-	res, err := t.exec(ctx, `UPDATE speeches SET attempt_until = ?, updated_at = ?
-		WHERE id = ? AND attempt_token = ? AND status = 'pending'`,
-		micros(until), micros(t.db.now()), id, token)
-	if err != nil {
-		return fmt.Errorf("renew speech %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("renew speech %s: %w", id, store.ErrLeaseLost)
-	}
-	return nil
-}
-
-// FinishSpeech is the compare-and-swap pending → completed/failed, fenced by the attempt token.
+// FinishSpeech is the compare-and-swap pending → completed/failed, naming the record's token.
 func (t *Tx) FinishSpeech(ctx context.Context, f store.SpeechFinish) error {
 	if f.Status != store.SpeechCompleted && f.Status != store.SpeechFailed {
 		return fmt.Errorf("finish speech %s: status %q is not terminal", f.ID, f.Status)
@@ -117,8 +85,9 @@ func (t *Tx) FinishSpeech(ctx context.Context, f store.SpeechFinish) error {
 	return t.dropInFlight(ctx, "speech", "speeches", f.ID)
 }
 
-// speechStepTakeover marks the events of a speech record handed to a new attempt; their
-// count numbers the attempts.
+// speechStepTakeover marks the events of a speech record handed to a new attempt by a retry,
+// as versions before the speech.generate job wrote them; their count still numbers the
+// attempts of those records.
 const speechStepTakeover = "takeover"
 
 // speechStepRoute marks the events of the accounts a routed speech record tried or passed
@@ -159,26 +128,4 @@ func (db *DB) SpeechByRequestID(ctx context.Context, keyID, clientRequestID stri
 		return s, fmt.Errorf("speech by request id: %w", err)
 	}
 	return s, nil
-}
-
-// AbandonedSpeeches lists pending records whose attempt deadline passed before the given time.
-func (db *DB) AbandonedSpeeches(ctx context.Context, before time.Time, limit int) ([]store.Speech, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	rows, err := db.readRows(ctx, `SELECT `+speechColumns+` FROM speeches
-		WHERE status = 'pending' AND attempt_until < ? ORDER BY attempt_until LIMIT ?`, micros(before), limit)
-	if err != nil {
-		return nil, fmt.Errorf("abandoned speeches: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Speech
-	for rows.Next() {
-		s, err := scanSpeech(rows)
-		if err != nil {
-			return nil, fmt.Errorf("abandoned speeches: %w", err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
 }

@@ -25,7 +25,8 @@ func (db *DB) TaskEvents(ctx context.Context, taskID string) ([]store.TaskEvent,
 }
 
 // SpeechEvents lists a speech record's events: its acceptance (the record's row, pending),
-// then what TakeOverSpeech and FinishSpeech appended.
+// then what FinishSpeech appended (and, for records from before migration 0022, the
+// take-overs of that time).
 func (db *DB) SpeechEvents(ctx context.Context, speechID string) ([]store.TaskEvent, error) {
 	return db.events(ctx, "speeches", store.SpeechPending, speechID)
 }

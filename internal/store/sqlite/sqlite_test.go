@@ -288,3 +288,54 @@ func TestSpendCapExactThroughTwoHandles(t *testing.T) {
 	storetest.SpendCapSeededOnceAcrossHandles(t, handles, 30)
 	storetest.CheckLedger(t, handles[0])
 }
+
+// TestSpeechJobsMigrationEnqueuesPendingSpeeches opens a database whose pending speech record
+// was made before 0022 (without its speech.generate job): the migration gives it its job, a
+// finished record none, and the periodic sweep's job, which no process runs any more, goes.
+func TestSpeechJobsMigrationEnqueuesPendingSpeeches(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "test.db")
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	err = db.Transact(ctx, func(tx store.Tx) error {
+		for _, id := range []string{"speech_pending", "speech_done"} {
+			sp := store.Speech{ID: id, KeyID: "key_b", TenantID: "acme", Model: "s", Status: store.SpeechPending,
+				PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), AttemptToken: "a", AttemptUntil: now, CreatedAt: now, UpdatedAt: now}
+			if err := tx.CreateSpeech(ctx, sp); err != nil {
+				return err
+			}
+		}
+		if err := tx.FinishSpeech(ctx, store.SpeechFinish{ID: "speech_done", Token: "a", Status: store.SpeechFailed, FinishedAt: now}); err != nil {
+			return err
+		}
+		return tx.EnqueueJob(ctx, store.Job{ID: "speech.sweep", Kind: "speech.sweep", RunAt: now, CreatedAt: now})
+	})
+	_ = db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = 22`); err != nil {
+		t.Fatal(err)
+	}
+	_ = raw.Close()
+	db, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	jobs, err := db.ClaimJobs(ctx, "speech.generate", "", now.Add(time.Hour), time.Minute, 10, nil)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != "speech.generate:speech_pending" || jobs[0].Ref != "speech_pending" ||
+		jobs[0].KeyID != "key_b" || jobs[0].TenantID != "acme" {
+		t.Fatalf("jobs after the migration: %+v %v; want the pending record's", jobs, err)
+	}
+	if swept, err := db.ClaimJobs(ctx, "speech.sweep", "", now.Add(time.Hour), time.Minute, 10, nil); err != nil || len(swept) != 0 {
+		t.Fatalf("the sweep's job after the migration: %+v %v", swept, err)
+	}
+}

@@ -203,16 +203,11 @@ func testSpeechFinishFencedOnce(t *testing.T, s store.Store) {
 	if b := balance(t, s, k); b.Used != 469 || b.Reserved != 0 || b.Available != 10_000-469 {
 		t.Fatalf("balance %+v", b)
 	}
-	// Terminal is terminal: no second finish, no take-over.
+	// Terminal is terminal: no second finish.
 	failed := finish
 	failed.Status, failed.Charged, failed.Result, failed.ErrorCode = store.SpeechFailed, 0, nil, "speech_timeout"
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, failed) }); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("second finish: %v", err)
-	}
-	if err := s.Transact(ctx, func(tx store.Tx) error {
-		return tx.TakeOverSpeech(ctx, sp.ID, sp.AttemptToken, "att_new", time.Now().Add(time.Minute))
-	}); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("take-over of a finished record: %v", err)
 	}
 	bad := finish
 	bad.Status = store.SpeechPending
@@ -221,55 +216,30 @@ func testSpeechFinishFencedOnce(t *testing.T, s store.Store) {
 	}
 }
 
-func testSpeechTakeOverAndFailure(t *testing.T, s store.Store) {
+// A finish under another token changes nothing; the record's own finishes it failed, with
+// the client's error and the operators' reason, and its history says so.
+func testSpeechFailureKeepsItsReason(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	k := newKey(t, s, "acme", false)
-	sp := newSpeech(k, "to-1", time.Now().Add(-time.Second))
+	sp := newSpeech(k, "fail-1", time.Now().Add(-time.Second))
 	createSpeech(t, s, sp)
-	until := time.Now().Add(time.Minute)
-	var wins atomic.Int64
-	var wg sync.WaitGroup
-	for i := 0; i < 6; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			err := s.Transact(ctx, func(tx store.Tx) error {
-				return tx.TakeOverSpeech(ctx, sp.ID, sp.AttemptToken, fmt.Sprintf("att_new_%d", i), until)
-			})
-			if err == nil {
-				wins.Add(1)
-			} else if !errors.Is(err, store.ErrLeaseLost) {
-				t.Error(err)
-			}
-		}(i)
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Fatalf("%d take-overs won, want 1", wins.Load())
-	}
-	got, _ := s.Speech(ctx, sp.ID)
-	if got.AttemptToken == sp.AttemptToken || got.AttemptUntil.UnixMicro() != until.UnixMicro() || got.Status != store.SpeechPending {
-		t.Fatalf("after take-over %+v", got)
-	}
-	// The old attempt is fenced out; the new one finishes.
-	f := store.SpeechFinish{ID: sp.ID, Token: sp.AttemptToken, Status: store.SpeechFailed, ErrorKind: "timeout",
-		ErrorCode: "speech_timeout", ErrorMessage: "Too slow.", ErrorParam: "", FinishedAt: time.Now()}
+	f := store.SpeechFinish{ID: sp.ID, Token: "att_stranger", Status: store.SpeechFailed, ErrorKind: "timeout",
+		ErrorCode: "speech_timeout", ErrorMessage: "Too slow.", ErrorParam: "input", ErrorDetail: "espeak-ng: exit status 1",
+		FinishedAt: time.Now()}
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, f) }); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("old attempt finished: %v", err)
+		t.Fatalf("finish under another token: %v", err)
 	}
-	f.Token = got.AttemptToken
-	f.ErrorParam = "input"
-	f.ErrorDetail = "espeak-ng: exit status 1"
+	f.Token = sp.AttemptToken
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.FinishSpeech(ctx, f) }); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = s.Speech(ctx, sp.ID)
+	got, _ := s.Speech(ctx, sp.ID)
 	if got.Status != store.SpeechFailed || got.ErrorKind != "timeout" || got.ErrorCode != "speech_timeout" ||
 		got.ErrorMessage != "Too slow." || got.ErrorParam != "input" || got.Result != nil || got.Charged != 0 {
 		t.Fatalf("failed record %+v", got)
 	}
-	// Its history: the acceptance, the one takeover that won (the five that lost and the
-	// fenced-out finish wrote nothing), and the end, on the second attempt, with its reason.
+	// Its history: the acceptance and the end with its reason (the fenced-out finish wrote
+	// nothing).
 	events, err := s.SpeechEvents(ctx, sp.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -280,8 +250,7 @@ func testSpeechTakeOverAndFailure(t *testing.T, s store.Store) {
 	}
 	want := []string{
 		"0 >pending  #0 ",
-		"1 pending>pending takeover #2 the previous attempt's lease lapsed",
-		"2 pending>failed  #2 espeak-ng: exit status 1",
+		"1 pending>failed  #1 espeak-ng: exit status 1",
 	}
 	if fmt.Sprint(story) != fmt.Sprint(want) {
 		t.Errorf("speech history\n%q\nwant\n%q", story, want)
@@ -289,116 +258,6 @@ func testSpeechTakeOverAndFailure(t *testing.T, s store.Store) {
 	if events[0].At.UnixMicro() != sp.CreatedAt.UnixMicro() {
 		t.Errorf("acceptance at %v, want the record's %v", events[0].At, sp.CreatedAt)
 	}
-}
-
-// A live attempt renews its short lease; a renewal under any other token, or of a record that
-// is no longer pending, fails with ErrLeaseLost and changes nothing.
-func testSpeechRenewFencedByToken(t *testing.T, s store.Store) {
-	ctx := t.Context()
-	k := newKey(t, s, "acme", false)
-	now := time.Now()
-	sp := newSpeech(k, "renew-1", now.Add(5*time.Second))
-	createSpeech(t, s, sp)
-	renew := func(token string, until time.Time) error {
-		return s.Transact(ctx, func(tx store.Tx) error { return tx.RenewSpeech(ctx, sp.ID, token, until) })
-	}
-	read := func() store.Speech {
-		t.Helper()
-		got, err := s.Speech(ctx, sp.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-
-	renewed := now.Add(time.Minute)
-	if err := renew(sp.AttemptToken, renewed); err != nil {
-		t.Fatalf("renewal by the owner: %v", err)
-	}
-	if got := read(); got.AttemptUntil.UnixMicro() != renewed.UnixMicro() || got.AttemptToken != sp.AttemptToken || got.Status != store.SpeechPending {
-		t.Fatalf("after renewal %+v", got)
-	}
-	// A renewed attempt is alive: not listed as abandoned past its old deadline.
-	if list, err := s.AbandonedSpeeches(ctx, now.Add(10*time.Second), 10); err != nil || len(list) != 0 {
-		t.Fatalf("abandoned after renewal = %v, %v", ids(list), err)
-	}
-	if err := renew("att_stranger", now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("renewal under another token: %v", err)
-	}
-	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.RenewSpeech(ctx, "speech_missing", sp.AttemptToken, renewed) }); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("renewal of a missing record: %v", err)
-	}
-	if got := read(); got.AttemptUntil.UnixMicro() != renewed.UnixMicro() {
-		t.Fatalf("a refused renewal moved the deadline: %+v", got)
-	}
-
-	// Taken over: the old attempt's renewal is refused, the new one's accepted.
-	if err := s.Transact(ctx, func(tx store.Tx) error {
-		return tx.TakeOverSpeech(ctx, sp.ID, sp.AttemptToken, "att_renew_new", now.Add(5*time.Second))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := renew(sp.AttemptToken, now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("renewal by the attempt that was taken over: %v", err)
-	}
-	if err := renew("att_renew_new", renewed); err != nil {
-		t.Fatalf("renewal by the new owner: %v", err)
-	}
-
-	// Finished: no renewal, even under the finishing token.
-	if err := s.Transact(ctx, func(tx store.Tx) error {
-		return tx.FinishSpeech(ctx, store.SpeechFinish{ID: sp.ID, Token: "att_renew_new", Status: store.SpeechFailed, FinishedAt: now})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := renew("att_renew_new", now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("renewal of a finished record: %v", err)
-	}
-	if got := read(); got.Status != store.SpeechFailed || got.AttemptUntil.UnixMicro() != renewed.UnixMicro() {
-		t.Fatalf("finished record changed by a renewal: %+v", got)
-	}
-}
-
-func testSpeechAbandonedList(t *testing.T, s store.Store) {
-	ctx := t.Context()
-	k := newKey(t, s, "acme", false)
-	now := time.Now()
-	old := newSpeech(k, "", now.Add(-time.Hour))
-	older := newSpeech(k, "", now.Add(-2*time.Hour))
-	live := newSpeech(k, "", now.Add(time.Hour))
-	done := newSpeech(k, "", now.Add(-3*time.Hour))
-	for _, sp := range []store.Speech{old, older, live, done} {
-		createSpeech(t, s, sp)
-	}
-	if err := s.Transact(ctx, func(tx store.Tx) error {
-		return tx.FinishSpeech(ctx, store.SpeechFinish{ID: done.ID, Token: done.AttemptToken, Status: store.SpeechFailed, FinishedAt: now})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	list, err := s.AbandonedSpeeches(ctx, now, 10)
-	if err != nil || len(list) != 2 || list[0].ID != older.ID || list[1].ID != old.ID {
-		t.Fatalf("abandoned = %v, %v", ids(list), err)
-	}
-	if list[0].AttemptToken != older.AttemptToken || list[0].Reserved != older.Reserved {
-		t.Fatalf("abandoned record %+v", list[0])
-	}
-	if list, _ := s.AbandonedSpeeches(ctx, now, 1); len(list) != 1 || list[0].ID != older.ID {
-		t.Fatalf("limit 1 = %v", ids(list))
-	}
-	if list, _ := s.AbandonedSpeeches(ctx, now.Add(-90*time.Minute), 10); len(list) != 1 || list[0].ID != older.ID {
-		t.Fatalf("earlier cutoff = %v", ids(list))
-	}
-	if list, _ := s.AbandonedSpeeches(ctx, now, 0); len(list) != 0 {
-		t.Fatalf("limit 0 = %v", ids(list))
-	}
-}
-
-func ids(list []store.Speech) []string {
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = s.ID
-	}
-	return out
 }
 
 // A routed record's finish keeps the account it ran on — its request rebound there, its end
