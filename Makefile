@@ -49,6 +49,7 @@ lint: $(STATICCHECK)
 # and S3 tests fail instead of skipping when either cannot be had.
 test: tools lint
 	@scripts/ensure-tools.sh chromium # the verification page's browser test
+	@scripts/lint-openapi.sh # Redocly CLI (pinned, test/redocly) on docs/openapi.yaml and docs/admin-openapi.yaml
 	@set -e; url=$$(scripts/ensure-postgres.sh); minio=$$(scripts/ensure-minio.sh); \
 	  nodesdk=$$(scripts/ensure-node-sdk.sh); \
 	  echo "PostgreSQL for tests: $$url"; echo "MinIO for tests: $${minio:-none}"; echo "OpenAI Node SDK for tests: $$nodesdk"; \

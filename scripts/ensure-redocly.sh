@@ -37,5 +37,5 @@ if [ ! -f "$dir/.done" ]; then
   fi
 fi
 bin="$dir/node_modules/.bin/redocly"
-"$bin" --version >/dev/null || { echo "ensure-redocly: $bin does not run" >&2; exit 1; }
+"$bin" --version >/dev/null 2>&1 || { echo "ensure-redocly: $bin does not run" >&2; exit 1; }
 echo "$bin"
