@@ -50,6 +50,7 @@ lint: $(STATICCHECK)
 test: tools lint
 	@scripts/ensure-tools.sh chromium # the verification page's browser test
 	@scripts/lint-openapi.sh # Redocly CLI (pinned, test/redocly) on docs/openapi.yaml and docs/admin-openapi.yaml
+	cd client && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -count=1 ./... # the Go client is its own module
 	@set -e; url=$$(scripts/ensure-postgres.sh); minio=$$(scripts/ensure-minio.sh); \
 	  nodesdk=$$(scripts/ensure-node-sdk.sh); \
 	  echo "PostgreSQL for tests: $$url"; echo "MinIO for tests: $${minio:-none}"; echo "OpenAI Node SDK for tests: $$nodesdk"; \
