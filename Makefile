@@ -47,8 +47,13 @@ lint: $(STATICCHECK)
 # The PostgreSQL URL comes from ensure-postgres.sh, which starts or installs a server, and the
 # MinIO binary from ensure-minio.sh, which builds and caches it; under CI=true the PostgreSQL
 # and S3 tests fail instead of skipping when either cannot be had.
+# lint-openapi.sh lints the OpenAPI documents with the pinned Redocly CLI (failing when it
+# cannot be installed), and the Go client, a module of its own, is vetted and tested apart
+# because ./... stops at a nested module.
 test: tools lint
 	@scripts/ensure-tools.sh chromium # the verification page's browser test
+	@scripts/lint-openapi.sh # Redocly CLI (pinned, test/redocly) on docs/openapi.yaml and docs/admin-openapi.yaml
+	cd client && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -count=1 ./... # the Go client is its own module
 	@set -e; url=$$(scripts/ensure-postgres.sh); minio=$$(scripts/ensure-minio.sh); \
 	  nodesdk=$$(scripts/ensure-node-sdk.sh); \
 	  echo "PostgreSQL for tests: $$url"; echo "MinIO for tests: $${minio:-none}"; echo "OpenAI Node SDK for tests: $$nodesdk"; \

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"mediagen/client"
+	"github.com/mediagen-dev/mediagen/client"
 )
 
 // stubService stands in for a running mediagen so that the examples run anywhere; against

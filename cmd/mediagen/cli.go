@@ -12,7 +12,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"mediagen/client"
+	"github.com/mediagen-dev/mediagen/client"
 )
 
 // The client commands (video, speech, balance, assets, tour) live in this binary so that one

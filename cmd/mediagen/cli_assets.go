@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"mediagen/client"
+	"github.com/mediagen-dev/mediagen/client"
 )
 
 const assetsUsage = `mediagen assets [--real-human] <command>:

@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
-	"mediagen/client"
+	"github.com/mediagen-dev/mediagen/client"
 )
 
 // cli runs one client command in-process against the service and returns its output.

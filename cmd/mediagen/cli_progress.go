@@ -10,7 +10,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"mediagen/client"
+	"github.com/mediagen-dev/mediagen/client"
 )
 
 // reporter shows a task's progress and then its download: bars on a terminal, a line per

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"mediagen/client"
+	"github.com/mediagen-dev/mediagen/client"
 )
 
 func runVideo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

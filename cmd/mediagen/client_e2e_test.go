@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
-	"mediagen/client"
+	"github.com/mediagen-dev/mediagen/client"
 )
 
 // faultProxy forwards every request to the service and misbehaves on the ones fault picks:

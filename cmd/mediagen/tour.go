@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mediagen/client"
+	"github.com/mediagen-dev/mediagen/client"
 	"mediagen/internal/media/samples"
 )
 

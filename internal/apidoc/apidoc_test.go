@@ -152,14 +152,14 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 	typeOf := map[int]string{
 		400: "invalid_request_error", 401: "authentication_error", 402: "insufficient_balance",
 		403: "permission_error", 404: "not_found_error", 405: "invalid_request_error",
-		409: "idempotency_error", 413: "invalid_request_error", 415: "invalid_request_error",
+		409: "idempotency_error", 413: "invalid_request_error", 414: "invalid_request_error", 415: "invalid_request_error",
 		429: "rate_limit_error", 500: "api_error", 503: "api_error",
 		502: "api_error", 504: "api_error",
 	}
 	codeOf := map[int]string{
 		400: "invalid_request_error", 401: "invalid_api_key", 402: "insufficient_balance",
 		403: "permission_denied", 404: "not_found", 409: "idempotency_conflict",
-		413: "request_too_large", 415: "unsupported_media_type", 429: "rate_limit_exceeded", 500: "internal_error", 503: "service_unavailable",
+		413: "request_too_large", 414: "uri_too_long", 415: "unsupported_media_type", 429: "rate_limit_exceeded", 500: "internal_error", 503: "service_unavailable",
 		502: "speech_generation_failed", 504: "speech_timeout",
 	}
 	seen := 0
@@ -213,9 +213,9 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 		"GET /v1/videos":                                     {"200", "400", "401", "403", "429", "500"},
 		"GET /v1/billing/balance":                            {"200", "401", "403", "429", "500"},
 		"GET /v1/billing/usage":                              {"200", "400", "401", "403", "429", "500"},
-		"GET /healthz":                                       {"200"},
-		"GET /readyz":                                        {"200", "503"},
-		"GET /metrics":                                       {"200"},
+		"GET /healthz":                                       {"200", "414"},
+		"GET /readyz":                                        {"200", "414", "503"},
+		"GET /metrics":                                       {"200", "414"},
 		"POST /v1/audio/speech":                              {"200", "400", "401", "402", "403", "409", "413", "415", "429", "500", "502", "503", "504"},
 		"POST /v1/vidgen/real-human/asset-groups/delete":     {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},
 		"POST /v1/vidgen/real-human/asset-groups/get":        {"200", "400", "401", "403", "404", "413", "415", "429", "500", "503"},

@@ -36,8 +36,10 @@
 // The request is checked (path and header parameters, the security requirement, Content-Type
 // and body) only when the server answered 2xx: a rejected request is allowed not to conform,
 // that is what the 4xx is for, while an accepted request that the document forbids is drift.
-// A request body whose schema is a top-level oneOf passes when it matches at least one branch:
-// POST /v1/videos picks its route from the model alias, so one body can fit several branches.
+// oneOf is exact: a body fitting two branches of a oneOf fails, as it does in any validating
+// client or proxy. A request body schema that is a top-level anyOf (POST /v1/videos, whose
+// route comes from the model alias, so one body can fit two routes) is checked branch by
+// branch only to name each branch in the error when none fits.
 //
 // # Library
 //
@@ -52,7 +54,7 @@
 // module already has. The OpenAPI layer (paths, operations, parameters, responses, non-schema
 // $refs, structure checks) is small and written here. The alternative, pb33f/libopenapi with
 // libopenapi-validator, brings a large dependency tree (and itself validates schemas with this
-// same library) and would still need the oneOf relaxation above.
+// same library).
 //
 // OpenAPI 3.1's default schema dialect is 2020-12 plus annotation-only keywords (discriminator,
 // example, xml, externalDocs); schemas are compiled as 2020-12, which ignores those keywords,
@@ -141,7 +143,7 @@ type media struct {
 	typ      string            // lower-case type/subtype
 	params   map[string]string // parameters written in the key
 	schema   *jsonschema.Schema
-	branches []branch // set instead of schema for a relaxed top-level oneOf
+	branches []branch // set instead of schema for a top-level anyOf, to name the branches in errors
 }
 
 type branch struct {
@@ -548,13 +550,13 @@ func (d *Doc) buildMedia(key string, v any, ptr string, request bool) (*media, e
 		return md, nil
 	}
 	schemaPtr := ptr + "/schema"
-	if sm, ok := sv.(map[string]any); ok && request && isBareOneOf(sm) {
-		for i, bv := range sm["oneOf"].([]any) {
-			s, err := d.compile(schemaPtr + "/oneOf/" + strconv.Itoa(i))
+	if sm, ok := sv.(map[string]any); ok && request && isBareAnyOf(sm) {
+		for i, bv := range sm["anyOf"].([]any) {
+			s, err := d.compile(schemaPtr + "/anyOf/" + strconv.Itoa(i))
 			if err != nil {
 				return nil, err
 			}
-			name := "oneOf/" + strconv.Itoa(i)
+			name := "anyOf/" + strconv.Itoa(i)
 			if bm, ok := bv.(map[string]any); ok {
 				if ref, ok := bm["$ref"].(string); ok {
 					name = ref[strings.LastIndexByte(ref, '/')+1:]
@@ -572,15 +574,15 @@ func (d *Doc) buildMedia(key string, v any, ptr string, request bool) (*media, e
 	return md, nil
 }
 
-// isBareOneOf reports whether a schema is a oneOf with nothing beside it but annotations, so
-// that matching at least one branch is the whole of its meaning apart from exclusivity.
-func isBareOneOf(m map[string]any) bool {
-	if _, ok := m["oneOf"].([]any); !ok {
+// isBareAnyOf reports whether a schema is an anyOf with nothing beside it but annotations, so
+// that matching at least one branch is the whole of its meaning.
+func isBareAnyOf(m map[string]any) bool {
+	if _, ok := m["anyOf"].([]any); !ok {
 		return false
 	}
 	for k := range m {
 		switch k {
-		case "oneOf", "description", "title", "discriminator", "example", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "externalDocs":
+		case "anyOf", "description", "title", "discriminator", "example", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "externalDocs":
 		default:
 			if !strings.HasPrefix(k, "x-") {
 				return false

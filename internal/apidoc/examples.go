@@ -9,7 +9,7 @@ import (
 
 // ValidateExamples checks that every example in the document fits its schema: the example and
 // examples of every schema and subschema, of every media type (request bodies with the same
-// oneOf relaxation as ValidateRequest), and of every parameter and header. It returns all
+// anyOf branch naming as ValidateRequest), and of every parameter and header. It returns all
 // mismatches joined, or nil.
 func (d *Doc) ValidateExamples() error {
 	d.mu.Lock()

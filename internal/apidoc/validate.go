@@ -26,7 +26,7 @@ const maxJSONDepth = 256
 // present when required and fit their schemas; a security requirement of the operation is met
 // (for a bearer scheme: "Authorization: Bearer <token>"); and the body is absent when the
 // operation takes none, or has a documented Content-Type and fits its schema. A body schema
-// that is a top-level oneOf passes when the body matches at least one branch.
+// that is a top-level anyOf passes when the body matches at least one branch; oneOf is exact.
 func (d *Doc) ValidateRequest(method, path string, header http.Header, body []byte) error {
 	op, vals, query, err := d.lookup(method, path)
 	if err != nil {
@@ -400,7 +400,7 @@ func (d *Doc) validateBody(md *media, body []byte) error {
 }
 
 // validateValue validates a decoded value against the media type's schema, or against its
-// relaxed oneOf branches (at least one must match).
+// top-level anyOf branches (at least one must match), naming each branch when none does.
 func (d *Doc) validateValue(md *media, v any) error {
 	if len(md.branches) > 0 {
 		var errs []string
@@ -411,7 +411,7 @@ func (d *Doc) validateValue(md *media, v any) error {
 			}
 			errs = append(errs, "as "+b.name+": "+indent(d.clean(err.Error())))
 		}
-		return fmt.Errorf("matches none of the %d oneOf alternatives:\n  %s", len(md.branches), strings.Join(errs, "\n  "))
+		return fmt.Errorf("matches none of the %d anyOf alternatives:\n  %s", len(md.branches), strings.Join(errs, "\n  "))
 	}
 	if md.schema == nil {
 		return nil

@@ -1,0 +1,3 @@
+module github.com/mediagen-dev/mediagen/client
+
+go 1.22
