@@ -54,7 +54,7 @@ lint: $(STATICCHECK)
 # MinIO binary from ensure-minio.sh, which builds and caches it; under CI=true the PostgreSQL
 # and S3 tests fail instead of skipping when either cannot be had.
 test: tools lint
-	@scripts/ensure-tools.sh chromium # the verification page's browser test
+	@scripts/ensure-tools.sh chromium systemd-analyze # the verification page's browser test; deploy/systemd's check
 	@set -e; url=$$(scripts/ensure-postgres.sh); minio=$$(scripts/ensure-minio.sh); \
 	  nodesdk=$$(scripts/ensure-node-sdk.sh); \
 	  echo "PostgreSQL for tests: $$url"; echo "MinIO for tests: $${minio:-none}"; echo "OpenAI Node SDK for tests: $$nodesdk"; \

@@ -13,6 +13,7 @@
 #   CLUSTER_MINIO_PORT MinIO's S3 port; its console takes the next one (default 9100)
 #   CLUSTER_DB         the database name (default mediagen_cluster; dropped and made anew)
 #   MEDIAGEN_BIN       the mediagen binary (default: built from this checkout into CLUSTER_DIR)
+#   MINIO_BIN          the MinIO binary (default: what scripts/ensure-minio.sh builds and caches)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -96,7 +97,7 @@ query="${admin_url#"$base"}"
 db_url="${base%/*}/$db_name$query"
 
 # MinIO with generated credentials; the bucket is made by mediagen's own S3 client.
-minio="$(scripts/ensure-minio.sh)"
+minio="${MINIO_BIN:-$(scripts/ensure-minio.sh)}"
 [ -n "$minio" ] && [ -x "$minio" ] || die "no MinIO binary (scripts/ensure-minio.sh builds it)"
 access="mediagen-$(hex 4)"
 secret="$(hex 20)"
