@@ -82,35 +82,8 @@ func TestClusterScriptStartsServesAndStopsOnSIGINT(t *testing.T) {
 	if replicas[0][1] != "api" || replicas[1][1] != "worker" {
 		t.Errorf("roles %s, %s; want api, worker", replicas[0][1], replicas[1][1])
 	}
-	api := replicas[0][2]
-	req, _ := http.NewRequest(http.MethodPost, api+"/v1/videos", strings.NewReader(`{"model":"demo-video-fast","prompt":"a lighthouse at dusk"}`))
-	req.Header.Set("Authorization", "Bearer "+key[1])
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusAccepted {
-		t.Fatalf("create a task with the demo key: %d %s", res.StatusCode, body)
-	}
-	id := regexp.MustCompile(`"id":"(video_[a-z0-9]+)"`).FindSubmatch(body)
-	if id == nil {
-		t.Fatalf("no task id in %s", body)
-	}
 	// The API replica runs no tasks: the worker does, and stores the result in MinIO.
-	status := ""
-	for i := 0; i < 240 && status != "completed" && status != "failed"; i++ {
-		_, b := get(t, api+"/v1/videos/"+string(id[1]), key[1])
-		if m := regexp.MustCompile(`"status":"([a-z_]+)"`).FindStringSubmatch(b); m != nil {
-			status = m[1]
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	if status != "completed" {
-		t.Errorf("task %s: status %q, want completed (logs in CLUSTER_DIR)", id[1], status)
-	}
+	taskCompletes(t, replicas[0][2], key[1])
 
 	// Down: SIGINT to the script alone, as Ctrl-C would; every process of its group goes.
 	if err := syscall.Kill(pgid, syscall.SIGINT); err != nil {
@@ -155,4 +128,37 @@ func get(t *testing.T, url, key string) (int, string) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
+}
+
+// taskCompletes creates a task on the API at base with key and waits (bounded) until it has
+// completed: some worker ran it.
+func taskCompletes(t *testing.T, base, key string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/videos", strings.NewReader(`{"model":"demo-video-fast","prompt":"a lighthouse at dusk"}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("create a task: %d %s", res.StatusCode, body)
+	}
+	id := regexp.MustCompile(`"id":"(video_[a-z0-9]+)"`).FindSubmatch(body)
+	if id == nil {
+		t.Fatalf("no task id in %s", body)
+	}
+	status := ""
+	for i := 0; i < 240 && status != "completed" && status != "failed"; i++ {
+		_, b := get(t, base+"/v1/videos/"+string(id[1]), key)
+		if m := regexp.MustCompile(`"status":"([a-z_]+)"`).FindStringSubmatch(b); m != nil {
+			status = m[1]
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if status != "completed" {
+		t.Errorf("task %s: status %q after a minute, want completed", id[1], status)
+	}
 }
