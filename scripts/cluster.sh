@@ -90,7 +90,7 @@ bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 # create databases; the cluster's database is made anew beside the one it names.
 admin_url="$(scripts/ensure-postgres.sh)"
 psql "$admin_url" -Atqc 'select 1' >/dev/null 2>&1 || die "PostgreSQL at $admin_url does not answer"
-psql "$admin_url" -q -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $db_name WITH (FORCE)" -c "CREATE DATABASE $db_name" >/dev/null ||
+PGOPTIONS="-c client_min_messages=warning" psql "$admin_url" -q -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $db_name WITH (FORCE)" -c "CREATE DATABASE $db_name" >/dev/null ||
   die "cannot create database $db_name through $admin_url"
 base="${admin_url%%\?*}"
 query="${admin_url#"$base"}"
