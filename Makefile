@@ -12,7 +12,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION)
 ARGS        ?=
 
-.PHONY: help build run test test-go fuzz lint bench chaos tools postgres clean console-shots
+.PHONY: help build run test test-go fuzz lint bench chaos tools postgres clean console-shots cluster
 
 help:
 	@echo "make run    build and start the service (sandbox engine, SQLite, demo tenant; prints a key)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench  benchmarks under bench/ (print figures, never fail on a number)"
 	@echo "make chaos  the chaos harness: 3 replicas on PostgreSQL + MinIO, then one SQLite process, 100 SIGKILLs each (about 15 minutes)"
 	@echo "make build  build bin/mediagen"
+	@echo "make cluster [N=3]  a local cluster: PostgreSQL, MinIO and N replicas (default 2) on ports 8081…; Ctrl-C stops it"
 	@echo "make console-shots  the console's browser tests, writing screenshots of both consoles to docs/console"
 
 build:
@@ -31,6 +32,11 @@ run: tools build
 
 tools:
 	@scripts/ensure-tools.sh
+
+# A local cluster (scripts/cluster.sh): its own database, MinIO and bucket, N replicas.
+N ?= 2
+cluster: tools build
+	@N=$(N) MEDIAGEN_BIN=bin/mediagen scripts/cluster.sh
 
 postgres:
 	@scripts/ensure-postgres.sh >/dev/null
@@ -51,7 +57,7 @@ lint: $(STATICCHECK)
 # cannot be installed), and the Go client, a module of its own, is vetted and tested apart
 # because ./... stops at a nested module.
 test: tools lint
-	@scripts/ensure-tools.sh chromium # the verification page's browser test
+	@scripts/ensure-tools.sh chromium systemd-analyze # the verification page's browser test; deploy/systemd's check
 	@scripts/lint-openapi.sh # Redocly CLI (pinned, test/redocly) on docs/openapi.yaml and docs/admin-openapi.yaml
 	cd client && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -count=1 ./... # the Go client is its own module
 	@set -e; url=$$(scripts/ensure-postgres.sh); minio=$$(scripts/ensure-minio.sh); \

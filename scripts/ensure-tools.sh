@@ -12,6 +12,7 @@ command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng)
 for p in "$@"; do
   case "$p" in
     chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
+    systemd-analyze) command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd) ;;
   esac
 done
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -37,6 +37,7 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin key update ID [--name N] [--expires D|T | --no-expiry] [--daily-cap A|none] [--monthly-cap A|none]
   mediagen admin credit --key ID --amount 12.50 [--note TEXT]
   mediagen admin debit --key ID --amount 2.50 --note TEXT
+  mediagen admin blob init [--blob s3://BUCKET?endpoint=HOST:PORT]
   mediagen admin catalog check FILE [--public-url URL] [--role R] [--blob B]
   mediagen admin catalog reload [--wait 30s]
   mediagen admin catalog status
@@ -135,7 +136,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-	}, append(append(append(append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...), adminUsageCommands()...), adminSupportCommands()...), adminKeyCommands()...)...)
+	}, append(append(append(append(append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...), adminUsageCommands()...), adminSupportCommands()...), adminKeyCommands()...), adminBlobCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -258,7 +258,7 @@ func (m *Main) openBlobs(ctx context.Context, key []byte) error {
 		if err != nil {
 			return err
 		}
-		s3, err := blob.NewS3(ctx, cfg)
+		s3, err := m.openS3Waiting(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("result storage: %w", err)
 		}

@@ -90,8 +90,53 @@ func ParseS3URL(raw string, getenv func(string) string) (S3Config, error) {
 	return cfg, nil
 }
 
-// NewS3 returns a store on the bucket, which must exist.
+// NewS3 returns a store on the bucket, which must exist. A failure says what to fix (the
+// bucket, the credentials, the region); one wrapping ErrUnreachable is worth trying again.
 func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
+	s, cfg, err := dialS3(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.client.BucketExists(ctx, cfg.Bucket)
+	if err != nil {
+		return nil, bucketError(cfg, err)
+	}
+	if !ok {
+		return nil, missingBucket(cfg)
+	}
+	return s, nil
+}
+
+// InitS3 creates the bucket when it does not exist (created reports whether it did), then
+// writes and deletes one object under the prefix, so that a key without the rights serve
+// needs is found now rather than at the first result.
+func InitS3(ctx context.Context, cfg S3Config) (created bool, err error) {
+	s, cfg, err := dialS3(cfg)
+	if err != nil {
+		return false, err
+	}
+	ok, err := s.client.BucketExists(ctx, cfg.Bucket)
+	if err != nil {
+		return false, bucketError(cfg, err)
+	}
+	if !ok {
+		if err := s.client.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{Region: cfg.Region}); err != nil {
+			return false, bucketError(cfg, err)
+		}
+		created = true
+	}
+	const probe = "mediagen-init-check"
+	if _, err := s.Put(ctx, probe, strings.NewReader("ok")); err != nil {
+		return created, fmt.Errorf("blob: bucket %s: write a test object: %w", cfg.Bucket, err)
+	}
+	if err := s.Delete(ctx, probe); err != nil {
+		return created, fmt.Errorf("blob: bucket %s: delete the test object: %w", cfg.Bucket, err)
+	}
+	return created, nil
+}
+
+// dialS3 makes the clients of cfg (with its defaults filled in) without a request.
+func dialS3(cfg S3Config) (*S3, S3Config, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
@@ -100,7 +145,7 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	}
 	if cfg.Prefix != "" {
 		if err := ValidateKey(cfg.Prefix); err != nil {
-			return nil, fmt.Errorf("blob: S3 prefix: %w", err)
+			return nil, cfg, fmt.Errorf("blob: S3 prefix: %w", err)
 		}
 	}
 	tr := cfg.Transport
@@ -110,26 +155,19 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	creds := credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, "")
 	client, err := minio.New(cfg.Endpoint, &minio.Options{Creds: creds, Secure: cfg.Secure, Region: cfg.Region, Transport: tr})
 	if err != nil {
-		return nil, fmt.Errorf("blob: S3 client: %w", err)
+		return nil, cfg, fmt.Errorf("blob: S3 client: %w", err)
 	}
 	presign := client
 	if cfg.PublicEndpoint != "" {
 		if presign, err = minio.New(cfg.PublicEndpoint, &minio.Options{Creds: creds, Secure: cfg.PublicSecure, Region: cfg.Region, Transport: tr}); err != nil {
-			return nil, fmt.Errorf("blob: S3 public endpoint: %w", err)
+			return nil, cfg, fmt.Errorf("blob: S3 public endpoint: %w", err)
 		}
-	}
-	ok, err := client.BucketExists(ctx, cfg.Bucket)
-	if err != nil {
-		return nil, fmt.Errorf("blob: S3 bucket %s at %s: %w", cfg.Bucket, cfg.Endpoint, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("blob: S3 bucket %s does not exist at %s", cfg.Bucket, cfg.Endpoint)
 	}
 	s := &S3{client: client, presign: presign, bucket: cfg.Bucket, partMB: cfg.PartMB}
 	if cfg.Prefix != "" {
 		s.prefix = cfg.Prefix + "/"
 	}
-	return s, nil
+	return s, cfg, nil
 }
 
 func (s *S3) name(key string) (string, error) {

@@ -27,6 +27,10 @@
 //	               of one, merged into FILE first (docs_blocks_test.go)
 //	```go FILE     lines, in order, of FILE (an example_test.go its package compiles); a block
 //	               of only `import "mediagen/…"` lines names packages of the module
+//	```bash after <!-- recipe --> or <!-- recipe: root -->
+//	               the deploy recipe of docs/deploy.md: run in order in one shell, or (root)
+//	               checked and its systemctl lines started as systemd would
+//	               (deploy/recipe_test.go)
 //	```js, ```python
 //	               OpenAI SDK snippets: their bodies are valid requests and the fields they
 //	               read exist in docs/openapi.yaml (docs_sdk_test.go); not run

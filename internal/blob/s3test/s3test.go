@@ -27,11 +27,19 @@ import (
 type Server struct {
 	Endpoint             string // 127.0.0.1:port
 	AccessKey, SecretKey string
+	Region               string // the region the server checks requests against
 	client               *minio.Client
 }
 
 // Start starts a MinIO server for the test and stops it when the test ends.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartInRegion(t, "us-east-1")
+}
+
+// StartInRegion starts a MinIO server that refuses requests signed for another region than
+// region (MINIO_SITE_REGION), as AWS S3 refuses a bucket's wrong region.
+func StartInRegion(t testing.TB, region string) *Server {
 	t.Helper()
 	bin := os.Getenv("MEDIAGEN_TEST_MINIO")
 	if bin == "" {
@@ -43,12 +51,12 @@ func Start(t testing.TB) *Server {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("MEDIAGEN_TEST_MINIO: %v", err)
 	}
-	s := &Server{AccessKey: "mediagen-" + randHex(4), SecretKey: randHex(16)}
+	s := &Server{AccessKey: "mediagen-" + randHex(4), SecretKey: randHex(16), Region: region}
 	api, console := freePort(t), freePort(t)
 	s.Endpoint = api
 	cmd := exec.Command(bin, "server", "--quiet", "--address", api, "--console-address", console, t.TempDir())
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
-		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CI_CD=1")
+		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CI_CD=1", "MINIO_SITE_REGION="+region)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -72,7 +80,7 @@ func Start(t testing.TB) *Server {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c, err := minio.New(api, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""), Region: "us-east-1"})
+	c, err := minio.New(api, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""), Region: region})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +92,7 @@ func Start(t testing.TB) *Server {
 func (s *Server) Bucket(t testing.TB) string {
 	t.Helper()
 	name := "test-" + randHex(6)
-	if err := s.client.MakeBucket(context.Background(), name, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+	if err := s.client.MakeBucket(context.Background(), name, minio.MakeBucketOptions{Region: s.Region}); err != nil {
 		t.Fatalf("make bucket: %v", err)
 	}
 	return name
@@ -93,7 +101,7 @@ func (s *Server) Bucket(t testing.TB) string {
 // Config is an S3 store configuration of a new bucket on the server (under prefix).
 func (s *Server) Config(t testing.TB, prefix string) blob.S3Config {
 	t.Helper()
-	return blob.S3Config{Endpoint: s.Endpoint, Bucket: s.Bucket(t), Prefix: prefix, AccessKey: s.AccessKey, SecretKey: s.SecretKey, PartMB: 5}
+	return blob.S3Config{Endpoint: s.Endpoint, Region: s.Region, Bucket: s.Bucket(t), Prefix: prefix, AccessKey: s.AccessKey, SecretKey: s.SecretKey, PartMB: 5}
 }
 
 // URL is the MEDIAGEN_BLOB form of a new bucket on the server, with the environment that
