@@ -1,12 +1,13 @@
 // Command tracing measures what OpenTelemetry tracing costs the API (docs/tracing.md): the
 // request rate of `mediagen serve --role api` on SQLite with tracing off (no OTEL_* variables:
 // the noop provider, no middleware) and on (OTEL_EXPORTER_OTLP_ENDPOINT pointing at an
-// in-process OTLP/HTTP sink that decodes and counts every span), alternating off and on in
-// each round so both see the same machine. It prints each round and the medians, and never
+// in-process OTLP/HTTP sink that reads and counts every export without decoding it),
+// alternating off and on in each round so both see the same machine. It prints each round and the medians, and never
 // fails on a number.
 //
 //	go run ./bench/tracing                 # 3 rounds, 5 s per measurement (about 2 minutes)
 //	go run ./bench/tracing -rounds 5 -duration 10s
+//	go run ./bench/tracing -baseline /tmp/mediagen-before   # also a build without tracing
 //
 // Each measurement is closed-loop (bench/load.Saturate, -concurrency workers back to back) on
 // one route: GET /v1/videos/{id} (a traced request is one server span) and POST /v1/videos
@@ -45,6 +46,7 @@ type options struct {
 	warmup      time.Duration
 	concurrency int
 	mediagen    string
+	baseline    string
 }
 
 func main() {
@@ -55,6 +57,7 @@ func main() {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "warmup before each measurement")
 	fs.IntVar(&o.concurrency, "concurrency", 16, "closed-loop workers")
 	fs.StringVar(&o.mediagen, "mediagen", "", "mediagen binary (default: build ./cmd/mediagen)")
+	fs.StringVar(&o.baseline, "baseline", "", "a mediagen binary built without tracing (an older commit), measured first in each round as \"before\"")
 	_ = fs.Parse(os.Args[1:])
 	if o.rounds < 1 || o.duration <= 0 || o.concurrency < 1 {
 		fmt.Fprintln(os.Stderr, "bench/tracing: -rounds, -duration and -concurrency must be positive")
@@ -106,32 +109,44 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 
-	got := map[string]map[string][]figure{"off": {}, "on": {}}
+	modes := []string{"off", "on"}
+	if o.baseline != "" {
+		modes = append([]string{"before"}, modes...)
+	}
+	got := map[string]map[string][]figure{"before": {}, "off": {}, "on": {}}
 	fmt.Fprintf(out, "bench/tracing: %d rounds, %s per measurement, %d workers, SQLite, --role api\n", o.rounds, o.duration, o.concurrency)
-	fmt.Fprintf(out, "%-6s %-4s %-22s %10s %9s %9s %7s\n", "round", "mode", "route", "req/s", "p50", "p99", "errors")
+	fmt.Fprintf(out, "%-6s %-6s %-22s %10s %9s %9s %7s\n", "round", "mode", "route", "req/s", "p50", "p99", "errors")
 	for r := 1; r <= o.rounds; r++ {
-		for _, mode := range []string{"off", "on"} {
+		for _, mode := range modes {
 			var env []string
 			if mode == "on" {
 				env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "OTEL_SERVICE_NAME=bench"}
 			}
-			figs, err := measure(ctx, o, bin, cat, filepath.Join(tmp, fmt.Sprintf("%s-%d", mode, r)), env)
+			b := bin
+			if mode == "before" {
+				b = o.baseline
+			}
+			figs, err := measure(ctx, o, b, cat, filepath.Join(tmp, fmt.Sprintf("%s-%d", mode, r)), env)
 			if err != nil {
 				return fmt.Errorf("round %d, tracing %s: %w", r, mode, err)
 			}
 			for i, route := range routes {
 				f := figs[i]
 				got[mode][route] = append(got[mode][route], f)
-				fmt.Fprintf(out, "%-6d %-4s %-22s %10.0f %9s %9s %7d\n", r, mode, route, f.rps, f.p50.Round(time.Microsecond), f.p99.Round(time.Microsecond), f.errors)
+				fmt.Fprintf(out, "%-6d %-6s %-22s %10.0f %9s %9s %7d\n", r, mode, route, f.rps, f.p50.Round(time.Microsecond), f.p99.Round(time.Microsecond), f.errors)
 			}
 		}
 	}
-	fmt.Fprintf(out, "\nmedians of %d rounds (spans received by the sink: %d)\n", o.rounds, sink.Count())
-	fmt.Fprintf(out, "%-22s %12s %12s %8s %10s %10s\n", "route", "off req/s", "on req/s", "on/off", "off p99", "on p99")
+	exports, size := sink.Exports()
+	fmt.Fprintf(out, "\nmedians of %d rounds (the sink took %d exports, %.1f MiB of spans)\n", o.rounds, exports, float64(size)/(1<<20))
+	fmt.Fprintf(out, "%-22s %-6s %10s %9s %9s %8s\n", "route", "mode", "req/s", "p50", "p99", "vs off")
 	for _, route := range routes {
-		off, on := median(got["off"][route]), median(got["on"][route])
-		fmt.Fprintf(out, "%-22s %12.0f %12.0f %7.1f%% %10s %10s\n", route, off.rps, on.rps, 100*on.rps/off.rps,
-			off.p99.Round(time.Microsecond), on.p99.Round(time.Microsecond))
+		off := median(got["off"][route])
+		for _, mode := range modes {
+			m := median(got[mode][route])
+			fmt.Fprintf(out, "%-22s %-6s %10.0f %9s %9s %7.1f%%\n", route, mode, m.rps, m.p50.Round(time.Microsecond),
+				m.p99.Round(time.Microsecond), 100*m.rps/off.rps)
+		}
 	}
 	return nil
 }

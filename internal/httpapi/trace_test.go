@@ -80,3 +80,11 @@ type discard struct{}
 
 func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discard) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkCreateVideoTraced is BenchmarkCreateVideo with tracing on: the server span, the
+// create's store.tx span and the job's carried trace context.
+func BenchmarkCreateVideoTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	benchCreateTraced(b, limitedCatalog(b, nil, nil), tp.Tracer("bench"))
+}

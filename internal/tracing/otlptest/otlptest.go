@@ -28,14 +28,16 @@ type Span struct {
 	StartUnixNano, EndNano uint64
 }
 
-// Receiver collects spans. Discard makes it count them without keeping them (a sink for
-// benchmarks).
+// Receiver collects spans. Discard makes it a sink for benchmarks: it reads each export and
+// counts its bytes without decoding it, so that the sink's own work stays out of what a
+// benchmark on the same machine measures.
 type Receiver struct {
 	Discard bool
 
-	mu    sync.Mutex
-	spans []Span
-	n     int
+	mu             sync.Mutex
+	spans          []Span
+	n              int
+	exports, bytes int64
 }
 
 // Start serves a Receiver on 127.0.0.1 for the test's life and returns it with its base URL
@@ -69,12 +71,18 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
 	}
-	var msg coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(raw, &msg); err != nil {
-		http.Error(w, "decode", http.StatusBadRequest)
-		return
+	r.mu.Lock()
+	r.exports++
+	r.bytes += int64(len(raw))
+	r.mu.Unlock()
+	if !r.Discard {
+		var msg coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(raw, &msg); err != nil {
+			http.Error(w, "decode", http.StatusBadRequest)
+			return
+		}
+		r.add(&msg)
 	}
-	r.add(&msg)
 	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
@@ -88,9 +96,6 @@ func (r *Receiver) add(msg *coltracepb.ExportTraceServiceRequest) {
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
 				r.n++
-				if r.Discard {
-					continue
-				}
 				sp := Span{Name: s.GetName(), TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
 					Kind: s.GetKind().String(), Attrs: attrs(s.GetAttributes()), Resource: res,
 					StatusError: s.GetStatus().GetCode() == 2, StartUnixNano: s.GetStartTimeUnixNano(), EndNano: s.GetEndTimeUnixNano()}
@@ -110,11 +115,18 @@ func (r *Receiver) Spans() []Span {
 	return append([]Span(nil), r.spans...)
 }
 
-// Count is the number of spans received so far (kept or not).
+// Count is the number of spans received so far (0 with Discard: they are not decoded).
 func (r *Receiver) Count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.n
+}
+
+// Exports is the number of export requests received and their bytes in all.
+func (r *Receiver) Exports() (n, bytes int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exports, r.bytes
 }
 
 func attrs(kvs []*commonpb.KeyValue) map[string]string {
