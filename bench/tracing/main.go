@@ -1,8 +1,9 @@
 // Command tracing measures what OpenTelemetry tracing costs the API (docs/tracing.md): the
 // request rate of `mediagen serve --role api` on SQLite with tracing off (no OTEL_* variables:
-// the noop provider, no middleware) and on (OTEL_EXPORTER_OTLP_ENDPOINT pointing at an
-// in-process OTLP/HTTP sink that reads and counts every export without decoding it),
-// alternating off and on in each round so both see the same machine. It prints each round and the medians, and never
+// the noop provider, no middleware), on (OTEL_EXPORTER_OTLP_ENDPOINT pointing at an
+// in-process OTLP/HTTP sink that reads and counts every export without decoding it, every
+// trace sampled) and on-10% (the same, OTEL_TRACES_SAMPLER=parentbased_traceidratio with
+// 0.1), one after the other in each round so all see the same machine. It prints each round and the medians, and never
 // fails on a number.
 //
 //	go run ./bench/tracing                 # 3 rounds, 5 s per measurement (about 2 minutes)
@@ -52,7 +53,7 @@ type options struct {
 func main() {
 	var o options
 	fs := flag.NewFlagSet("tracing", flag.ExitOnError)
-	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each measures off then on")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each measures every mode once")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measured time of each measurement")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "warmup before each measurement")
 	fs.IntVar(&o.concurrency, "concurrency", 16, "closed-loop workers")
@@ -109,18 +110,25 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 
-	modes := []string{"off", "on"}
+	modes := []string{"off", "on", "on-10%"}
 	if o.baseline != "" {
 		modes = append([]string{"before"}, modes...)
 	}
-	got := map[string]map[string][]figure{"before": {}, "off": {}, "on": {}}
+	got := map[string]map[string][]figure{}
+	for _, m := range modes {
+		got[m] = map[string][]figure{}
+	}
 	fmt.Fprintf(out, "bench/tracing: %d rounds, %s per measurement, %d workers, SQLite, --role api\n", o.rounds, o.duration, o.concurrency)
 	fmt.Fprintf(out, "%-6s %-6s %-22s %10s %9s %9s %7s\n", "round", "mode", "route", "req/s", "p50", "p99", "errors")
 	for r := 1; r <= o.rounds; r++ {
 		for _, mode := range modes {
 			var env []string
-			if mode == "on" {
+			switch mode {
+			case "on":
 				env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "OTEL_SERVICE_NAME=bench"}
+			case "on-10%":
+				env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL, "OTEL_SERVICE_NAME=bench",
+					"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.1"}
 			}
 			b := bin
 			if mode == "before" {

@@ -118,6 +118,9 @@ func TestTracingFollowsOneTaskAcrossTwoReplicas(t *testing.T) {
 		return false
 	}
 
+	for _, s := range spans {
+		t.Logf("span %s %s parent %s on %s: %v", s.SpanID, s.Name, s.ParentID, s.Resource["mediagen.role"], s.Attrs)
+	}
 	post := one("POST /v1/videos", nil)
 	if post.ParentID != clientSpan || post.Kind != "SPAN_KIND_SERVER" || post.Attrs["http.response.status_code"] != "202" ||
 		post.Attrs["http.route"] != "POST /v1/videos" {
