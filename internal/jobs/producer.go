@@ -262,12 +262,10 @@ func (p *producer) record(ctx context.Context, log *slog.Logger, j Job, u store.
 	if err != nil && out.Discard != nil {
 		out.Discard()
 	}
-	if err == nil {
-		noteOutcome(ctx, label)
-	}
 	switch {
 	case err == nil:
 		p.e.metrics.outcome(p.k.Name, label)
+		noteOutcome(ctx, label)
 		if out.After != nil {
 			out.After()
 		}
