@@ -7,7 +7,6 @@ package tracing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -223,9 +222,6 @@ func resourceFrom(c Config) (*resource.Resource, error) {
 		if v != "" {
 			kvs = append(kvs, attribute.String(k, v))
 		}
-	}
-	if len(kvs) == 0 {
-		return nil, errors.New("tracing: empty resource")
 	}
 	return resource.NewSchemaless(kvs...), nil
 }
