@@ -100,6 +100,7 @@ bench: tools
 	$(GO) run ./bench/probe
 	$(GO) run ./bench/runner -tasks 100000 -drain 20000
 	$(GO) run ./bench/api
+	$(GO) run ./bench/tracing
 
 # The chaos harness (bench/chaos): its own PostgreSQL and MinIO, 3 replicas killed 100 times,
 # then one SQLite process killed 100 times; prints the figures and fails when one is wrong.

@@ -61,13 +61,14 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	registerStoreMetrics(reg, m.db)
 	registerHealthMetrics(reg, m.db, m.blobs)
 	m.setWeights(m.cat())
-	m.jobs = jobs.New(jobs.Config{Store: m.db, Logger: m.log, Registry: reg, Weights: m.tenantWeights})
+	tr := m.tracing.Tracer() // nil: tracing off
+	m.jobs = jobs.New(jobs.Config{Store: m.db, Logger: m.log, Registry: reg, Weights: m.tenantWeights, Tracer: tr})
 	overages := billing.NewOverages(reg)
 	excess := billing.NewExcessMetrics(reg)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.bgStop = stop
 
-	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch, Slots: video.NewProbeSlots(c.MaxProbes)}, Accounts: m.catalogs.Upstream}
+	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch, Slots: video.NewProbeSlots(c.MaxProbes), Tracer: tr}, Accounts: m.catalogs.Upstream}
 	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg)
 	if err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		engines.video = upstreams
 		pipeline := &video.Pipeline{
 			Lookup: m.videoEngine, // the engines of the catalog in force (reload.go)
-			Blobs:  m.blobs, Tools: tools, Fetch: fetch, LinkTTL: c.LinkTTL,
+			Blobs:  blob.Traced(m.blobs, tr), Tools: tools, Fetch: fetch, LinkTTL: c.LinkTTL,
 			PollMin: 200 * time.Millisecond, PollMax: 10 * time.Second,
 			UpstreamErrors: video.NewUpstreamErrors(reg),
 			MaxInFlight:    func(name string) int { acc, _ := m.cat().Upstream(name); return acc.MaxInFlight },
@@ -129,13 +130,14 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			Router:         router,
 			Slots:          m.db.UpstreamSlots,
 			Logger:         m.log,
+			Tracer:         tr,
 			ResultHosts: func(name string) func(string) bool {
 				acc, _ := m.cat().Upstream(name)
 				return acc.ResultHostAllowed()
 			},
 		}
 		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages, Excess: excess,
-			Accounts: m.catalogs.Upstream, Workers: c.Workers, Deadline: c.TaskDeadline}
+			Accounts: m.catalogs.Upstream, Workers: c.Workers, Deadline: c.TaskDeadline, Tracer: tr}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }
 	}
 	speechSvc, err := m.buildSpeech(ctx, tools, fetch, reg)
@@ -164,6 +166,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		Limiter:     limits.New(time.Now, c.LimitReplicas),
 		Downloads:   limits.NewDownloads(time.Now, limits.DownloadLimits{Total: m.edge.Downloads}),
 		Proxies:     c.proxies,
+		Tracer:      tr,
 	})
 	if c.Role != "worker" {
 		tc, err := console.NewTenant(console.TenantConfig{
@@ -191,7 +194,7 @@ func (m *Main) consoleCommon() console.Common {
 // sandbox engine when the media tools are installed (without them it answers speech with 503).
 func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safefetch.Client, reg prometheus.Registerer) (*speech.Service, error) {
 	c := &m.Config
-	svc := &speech.Service{Store: m.db, Engines: map[string]provider.Synthesizer{}, Fetch: fetch, Blobs: m.blobs,
+	svc := &speech.Service{Store: m.db, Engines: map[string]provider.Synthesizer{}, Fetch: fetch, Blobs: blob.Traced(m.blobs, m.tracing.Tracer()),
 		Probe: tools, Trim: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout, Metrics: speech.NewMetrics(reg)}
 	if m.engine == nil && c.Role == "api" {
 		if err := tools.Check(ctx); err != nil {

@@ -28,6 +28,7 @@ import (
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/sqlite"
+	"mediagen/internal/tracing"
 	"mediagen/internal/video"
 )
 
@@ -71,6 +72,8 @@ type Main struct {
 	jobs         *jobs.Engine
 	reg          *prometheus.Registry
 	bgStop       context.CancelFunc
+	// tracing is the tracer provider (tracing.go): the noop one unless OTEL_* asks for OTLP.
+	tracing *tracing.Provider
 
 	// FetchTLS, when set before Run, is the TLS configuration of the client that fetches
 	// user-supplied URLs and of the clients of remote upstreams (tests use it to trust their
@@ -138,9 +141,13 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := m.startTracing(ctx); err != nil {
+		return err
+	}
 	if m.db, err = m.openStoreWaiting(ctx); err != nil {
 		return err
 	}
+	m.db.SetTracer(m.tracing.Tracer())
 	if m.serveLock != nil {
 		// This process owns the database, so it sees every task write: the cache is exact.
 		m.db.EnableTaskCache(m.Config.TaskCache, 0)
@@ -308,6 +315,8 @@ func (m *Main) close() error {
 	if m.engine != nil {
 		errs = append(errs, m.engine.Close())
 	}
+	// The spans of the requests and runs just finished go out before the database closes.
+	errs = append(errs, m.stopTracing())
 	if m.db != nil {
 		errs = append(errs, m.db.Close())
 	}

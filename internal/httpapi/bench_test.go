@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"mediagen/internal/catalog"
 )
 
@@ -56,9 +58,15 @@ func BenchmarkCreateVideoLimited(b *testing.B) {
 	benchCreate(b, limitedCatalog(b, high, high))
 }
 
-func benchCreate(b *testing.B, cat *catalog.Catalog) {
+func benchCreate(b *testing.B, cat *catalog.Catalog) { benchCreateTraced(b, cat, nil) }
+
+func benchCreateTraced(b *testing.B, cat *catalog.Catalog, tr trace.Tracer) {
 	e := newVideoEnv(b, "acme")
 	e.srv.catalogs = catalog.Static(cat)
+	if tr != nil {
+		e.srv.tracer = tr
+		e.store.(interface{ SetTracer(trace.Tracer) }).SetTracer(tr)
+	}
 	secret, _ := e.newKey("acme", 0, true)
 	h := e.srv.Handler()
 	body := `{"model":"acme-video-fast","prompt":"a cat on a windowsill, golden hour","metadata":{"duration":5,"resolution":"720p","ratio":"16:9","generate_audio":true}}`

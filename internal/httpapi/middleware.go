@@ -32,6 +32,7 @@ type reqInfo struct {
 	route     string // the matched pattern; "" when nothing matched
 	keyID     string
 	errCode   string
+	status    int // the answer's status, once observe has seen it
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -249,6 +250,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace))
 		}
 		elapsed := time.Since(start)
+		info.status = sw.status
 		route := info.route
 		if route == "" {
 			route = "unmatched"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
@@ -85,6 +86,8 @@ type Config struct {
 	// WriteStall and BodyReadTimeout override DefaultWriteStall and DefaultBodyReadTimeout
 	// (tests; 0: the default).
 	WriteStall, BodyReadTimeout time.Duration
+	// Tracer, when set, makes each request a server span (trace.go); nil: no tracing.
+	Tracer trace.Tracer
 }
 
 // Server is the API.
@@ -121,6 +124,7 @@ type Server struct {
 	edge        edgeMetrics
 	// console serves /console/ (SetConsole); nil: those paths are the API's 404.
 	console atomic.Pointer[http.Handler]
+	tracer  trace.Tracer // nil: no spans
 }
 
 // New builds the server and its routing table.
@@ -178,6 +182,7 @@ func New(c Config) *Server {
 		s.limiter = limits.New(s.now, 1)
 	}
 	s.assets = c.Assets
+	s.tracer = c.Tracer
 	s.routes()
 	return s
 }
@@ -211,7 +216,11 @@ func (s *Server) routes() {
 
 // Handler returns the server wrapped in its outer middleware.
 func (s *Server) Handler() http.Handler {
-	return s.requestID(s.observe(s.recoverer(http.HandlerFunc(s.dispatch))))
+	h := s.observe(s.recoverer(http.HandlerFunc(s.dispatch)))
+	if s.tracer != nil {
+		h = s.traceRequests(h)
+	}
+	return s.requestID(h)
 }
 
 // dispatch routes the request, answering unknown paths, unclean paths and wrong methods with

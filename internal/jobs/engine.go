@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"mediagen/internal/store"
 )
@@ -113,6 +114,9 @@ type Config struct {
 	// catalog's tenant weight); a tenant it omits weighs 1. It is asked at each claim, so a
 	// catalog reload applies at once. nil: every tenant weighs 1.
 	Weights func() map[string]int
+	// Tracer, when set, makes each run a span "job.run" continuing the trace its job was
+	// enqueued with (trace.go). nil: no spans.
+	Tracer trace.Tracer
 }
 
 // Engine runs registered kinds until stopped.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"mediagen/internal/store"
+	"mediagen/internal/tracing"
 )
 
 // producer claims and runs the jobs of one kind (River's producer per queue).
@@ -97,6 +98,8 @@ func (p *producer) run(loopCtx context.Context, j Job) {
 	// it after the kind's grace; the timeout bounds it whatever its heartbeat.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(loopCtx), p.k.Timeout)
 	defer cancel()
+	ctx, span := p.traceRun(ctx, j)
+	defer span.End()
 	stopWatch := p.cancelAfterGrace(cancel)
 	defer stopWatch()
 	now := p.e.cfg.Now()
@@ -126,8 +129,10 @@ func (p *producer) run(loopCtx context.Context, j Job) {
 	stopBeat()
 	p.e.metrics.running(p.k.Name, -1)
 	p.e.metrics.ran(p.k.Name, time.Since(start))
+	tracing.Fail(span, err)
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
+		noteOutcome(ctx, "lease_lost")
 		log.Warn("lease lost during the run; another process owns the job")
 		p.e.metrics.outcome(p.k.Name, "lease_lost")
 	case err != nil && p.isStopping():
@@ -260,6 +265,7 @@ func (p *producer) record(ctx context.Context, log *slog.Logger, j Job, u store.
 	switch {
 	case err == nil:
 		p.e.metrics.outcome(p.k.Name, label)
+		noteOutcome(ctx, label)
 		if out.After != nil {
 			out.After()
 		}
@@ -287,6 +293,7 @@ func (p *producer) retry(ctx context.Context, log *slog.Logger, j Job, cause err
 			return
 		}
 		p.e.metrics.outcome(p.k.Name, "gave_up")
+		noteOutcome(ctx, "gave_up")
 		if out.After != nil {
 			out.After()
 		}
@@ -308,6 +315,7 @@ func (p *producer) retry(ctx context.Context, log *slog.Logger, j Job, cause err
 		log.Error("scheduling the retry failed", "err", err)
 	}
 	p.e.metrics.outcome(p.k.Name, "retry")
+	noteOutcome(ctx, "retry")
 }
 
 // handBack returns a job cut short by Stop: due at once, its attempt uncounted, so another

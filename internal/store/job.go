@@ -22,6 +22,10 @@ type Job struct {
 	// the handler's give-up path instead of running it.
 	Deadline  time.Time
 	CreatedAt time.Time
+	// TraceParent and TraceState are the W3C trace context of the request that enqueued the
+	// job ("" when it had none): the process that runs it continues that trace
+	// (internal/tracing, docs/tracing.md). EnqueueJob fills them from its context.
+	TraceParent, TraceState string
 
 	// Set by a claim.
 	Token   string // the lease token; every write of this run is fenced by it

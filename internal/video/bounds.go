@@ -25,6 +25,13 @@ type measuredResult struct {
 // upstream can rewrite to be measured, cut and billed shorter than its result plays; an
 // honest file is billed its container's duration, as before.
 func (p *Pipeline) measure(ctx context.Context, path string) (measuredResult, error) {
+	if p.Tracer != nil {
+		return p.tracedMeasure(ctx, path)
+	}
+	return p.measureFile(ctx, path)
+}
+
+func (p *Pipeline) measureFile(ctx context.Context, path string) (measuredResult, error) {
 	info, err := p.Tools.Probe(ctx, path)
 	if err != nil {
 		return measuredResult{}, err

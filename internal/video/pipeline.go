@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-json-experiment/json"
 
@@ -73,6 +74,9 @@ type Pipeline struct {
 	Router *Router
 	// Slots, when set, reads the upstream jobs in flight per account (strategy least_busy).
 	Slots func(ctx context.Context) (map[string]int, error)
+	// Tracer, when set, makes spans of upstream calls and result probes (trace.go); nil:
+	// none. Stored results are traced by the blob store (blob.Traced).
+	Tracer trace.Tracer
 
 	routerMu sync.Mutex
 }
@@ -121,7 +125,8 @@ func NewUpstreamCalls(reg prometheus.Registerer) *prometheus.HistogramVec {
 }
 
 // timed records one upstream call's latency and outcome, and whether the account works.
-func (s *stepCtx) timed(call string, start time.Time, err error) {
+func (s *stepCtx) timed(ctx context.Context, call string, start time.Time, err error) {
+	s.traceUpstream(ctx, call, start, err)
 	if s.p.AccountBroken != nil {
 		switch {
 		case errors.Is(err, provider.ErrAccount):
@@ -386,7 +391,7 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 	var job string
 	var err error
 	start := time.Now()
-	defer func() { s.timed("submit", start, err) }()
+	defer func() { s.timed(ctx, "submit", start, err) }()
 	if half == "gen" {
 		if s.up.Generator == nil {
 			return permanent("video_generation_failed", "The model is not available."), "", nil
@@ -437,7 +442,7 @@ func (s *stepCtx) findJob(ctx context.Context) (job string, found, canFind bool,
 		since = time.Unix(s.st.SubmitAt, 0)
 	}
 	job, found, err = f.FindGeneration(ctx, s.generateRequest(s.c.ID+":gen"), since)
-	s.timed("find", start, err)
+	s.timed(ctx, "find", start, err)
 	if found {
 		s.p.logger().Info("found the upstream job an unrecorded submit started", "task_id", s.c.ID, "upstream", s.account(), "job", job)
 	}
@@ -480,7 +485,7 @@ func (s *stepCtx) poll(ctx context.Context, half string) (Outcome, string, error
 	} else {
 		job, err = s.enh.Enhancer.PollEnhancement(ctx, s.st.EnhJob)
 	}
-	s.timed("poll", start, err)
+	s.timed(ctx, "poll", start, err)
 	if errors.Is(err, provider.ErrUnknownJob) {
 		// The upstream lost the job: submit again under the same idempotency key.
 		if half == "gen" {

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"mediagen/internal/media/probe"
 	"mediagen/internal/media/safefetch"
+	"mediagen/internal/tracing"
 )
 
 // ErrProbesBusy is returned when no probe slot freed up before the measurement's deadline.
@@ -20,6 +24,8 @@ type URLProber struct {
 	// its block cache, and one request can start ten: without a bound, the memory of a
 	// replica would follow the number of requests in flight.
 	Slots chan struct{}
+	// Tracer, when set, makes each measurement a span "media.probe" (nil: none).
+	Tracer trace.Tracer
 }
 
 // NewProbeSlots makes the shared bound of URLProber.Slots: n probes at once.
@@ -28,7 +34,12 @@ func NewProbeSlots(n int) chan struct{} { return make(chan struct{}, n) }
 // MeasureVideo returns the measured duration of the MP4/MOV video at url; a file that is not
 // an MP4/MOV or has no video track is an error. It waits for a probe slot as long as ctx
 // allows, then gives up with ErrProbesBusy.
-func (p URLProber) MeasureVideo(ctx context.Context, url string, allowHTTP bool) (float64, error) {
+func (p URLProber) MeasureVideo(ctx context.Context, url string, allowHTTP bool) (d float64, err error) {
+	if p.Tracer != nil {
+		var span trace.Span
+		ctx, span = p.Tracer.Start(ctx, "media.probe", trace.WithAttributes(attribute.String("media.source", "url")))
+		defer func() { tracing.End(span, err) }()
+	}
 	if p.Slots != nil {
 		select {
 		case p.Slots <- struct{}{}:

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"mediagen/internal/billing"
 	"mediagen/internal/idgen"
 	"mediagen/internal/jobs"
@@ -102,6 +104,9 @@ type Tasks struct {
 	// Deadline gives up a task this long after it was created (0: never).
 	Workers  int
 	Deadline time.Duration
+	// Tracer, when set, makes the terminal update and settlement a span "task.settle"
+	// inside the job's final transaction (trace.go); nil: none.
+	Tracer trace.Tracer
 }
 
 // Kinds are the video tasks' job kinds, to register with the engine of the processes that
@@ -318,7 +323,7 @@ func (h *Tasks) final(c store.TaskRun, o Outcome, attempt int) jobs.Outcome {
 	var overage bool
 	return jobs.Outcome{
 		Done: true,
-		Apply: func(ctx context.Context, tx store.Tx) error {
+		Apply: h.traceSettle(c.ID, f.Status, func(ctx context.Context, tx store.Tx) error {
 			now := h.now()
 			a := store.Advance{ID: c.ID, Status: f.Status, Progress: progress, Step: "done", State: state,
 				Result: f.Result, ErrorCode: f.ErrorCode, ErrorMessage: f.ErrorMessage, Charged: charge, FinishedAt: now,
@@ -351,7 +356,7 @@ func (h *Tasks) final(c store.TaskRun, o Outcome, attempt int) jobs.Outcome {
 				}
 			}
 			return nil
-		},
+		}),
 		After: func() {
 			log := h.log().With("task", c.ID, "route", c.Route)
 			h.Metrics.finished(c.Route, f.Status, c.Reserved, charge)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"mediagen/internal/store"
 )
 
@@ -57,6 +59,8 @@ type DB struct {
 	spendRows   knownRows                 // spend counter rows known to exist (spendseed.go)
 	// usageBackfill is the usage migration's backfill statement, RebuildUsage's (usage.go).
 	usageBackfill string
+	// tracer, when set, makes each transaction a span (trace.go).
+	tracer trace.Tracer
 }
 
 // CloseWith registers a driver helper that Close closes first.
@@ -160,6 +164,13 @@ func (db *DB) q(query string) string { return db.d.Placeholders(query) }
 // Transact runs fn in a transaction on the write handle, rolling back on error or panic. With
 // group commit, concurrent calls share one commit (group.go) with the same outcome for each.
 func (db *DB) Transact(ctx context.Context, fn func(store.Tx) error) error {
+	if db.tracer != nil {
+		return db.tracedTransact(ctx, fn)
+	}
+	return db.transact(ctx, fn)
+}
+
+func (db *DB) transact(ctx context.Context, fn func(store.Tx) error) error {
 	if g := db.group; g != nil {
 		if !g.shared {
 			return g.transact(ctx, fn, store.Share{})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"mediagen/internal/store"
+	"mediagen/internal/tracing"
 )
 
 // RenewJob extends a held lease (and the due time that mirrors it).
@@ -22,13 +23,15 @@ func (db *DB) RenewJob(ctx context.Context, id, token string, until time.Time) e
 }
 
 const (
-	insertJobHead = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, key_id, priority, payload, run_at, deadline, created_at)`
+	insertJobHead = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, key_id, priority, payload, run_at, deadline, created_at, traceparent, tracestate)`
 	insertJobTail = ` ON CONFLICT (id) DO NOTHING`
-	insertJob     = insertJobHead + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + insertJobTail
+	insertJob     = insertJobHead + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + insertJobTail
+	jobColumns    = 13
 )
 
 func jobArgs(j store.Job) []any {
-	return []any{j.ID, j.Kind, j.Queue, j.Ref, j.TenantID, j.KeyID, j.Priority, string(j.Payload), micros(j.RunAt), micros(j.Deadline), micros(j.CreatedAt)}
+	return []any{j.ID, j.Kind, j.Queue, j.Ref, j.TenantID, j.KeyID, j.Priority, string(j.Payload), micros(j.RunAt), micros(j.Deadline), micros(j.CreatedAt),
+		j.TraceParent, j.TraceState}
 }
 
 // EnsureJob inserts the job unless its id exists.
@@ -39,9 +42,14 @@ func (db *DB) EnsureJob(ctx context.Context, j store.Job) error {
 	return nil
 }
 
-// EnqueueJob inserts a job in the transaction of the record it is about.
+// EnqueueJob inserts a job in the transaction of the record it is about. A job without a
+// trace context gets ctx's (the request's span, when tracing is on), so the replica that
+// runs it continues the request's trace.
 func (t *Tx) EnqueueJob(ctx context.Context, j store.Job) error {
-	if err := t.insert(ctx, insertJobHead, insertJobTail, 11, jobArgs(j)); err != nil {
+	if j.TraceParent == "" {
+		j.TraceParent, j.TraceState = tracing.Carrier(ctx)
+	}
+	if err := t.insert(ctx, insertJobHead, insertJobTail, jobColumns, jobArgs(j)); err != nil {
 		return fmt.Errorf("enqueue job %s: %w", j.ID, err)
 	}
 	return nil
