@@ -43,8 +43,11 @@ func exitCode(err error) int {
 	if errors.As(err, &in) {
 		return 130
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // asked for and printed on stdout
+	}
 	var u usageError
-	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+	if errors.As(err, &u) {
 		return 2
 	}
 	return 1
@@ -55,7 +58,7 @@ const usage = `mediagen — multi-tenant media generation service
 Usage:
   mediagen serve   [flags]            run the HTTP API (migrates the database first)
   mediagen migrate [flags]            apply database migrations and exit
-  mediagen admin   <command> [flags]  operator commands (run 'mediagen admin' for the list)
+  mediagen admin   <command> [flags]  operator commands ('mediagen admin help' for the list)
   mediagen version                    print the version
   mediagen video|speech|balance|assets|tour  the client ('mediagen help' for the list)
 
@@ -110,10 +113,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var c Config
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	c.register(fs, getenv, false)
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseFlags(fs, args, stdout, stderr, strictParse)
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		return usageError{fmt.Sprintf("migrate: unexpected argument %q", pos[0])}
 	}
 	if err := c.validate(); err != nil {
 		return usageError{err.Error()}

@@ -96,13 +96,13 @@ func NewMain(getenv func(string) string, stdout, stderr io.Writer) *Main {
 // ParseFlags reads the configuration from args and the environment.
 func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(m.stderr)
 	m.Config.register(fs, m.getenv, true)
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseFlags(fs, args, m.stdout, m.stderr, strictParse)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("serve: unexpected argument %q", fs.Arg(0))}
+	if len(pos) > 0 {
+		return usageError{fmt.Sprintf("serve: unexpected argument %q", pos[0])}
 	}
 	if err := m.Config.validate(); err != nil {
 		return usageError{err.Error()}
