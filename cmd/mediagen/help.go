@@ -74,7 +74,7 @@ func adminCommandUsage(path string) string {
 		case strings.HasPrefix(line, "  mediagen admin "+path+" "):
 			// "usage rebuild" is another command than "usage": a lower-case word follows.
 			rest := strings.TrimPrefix(line, "  mediagen admin "+path+" ")
-			in = rest == "" || rest[0] < 'a' || rest[0] > 'z' 
+			in = rest == "" || rest[0] < 'a' || rest[0] > 'z'
 		case in && strings.HasPrefix(line, "      "): // a continuation of the command's line
 		default:
 			in = false
