@@ -21,7 +21,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		var r reported
+		if !errors.Is(err, flag.ErrHelp) && !errors.As(err, &r) {
 			// Errors of the client package already name the program.
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "mediagen: ") {
@@ -32,6 +33,13 @@ func main() {
 		os.Exit(exitCode(err))
 	}
 }
+
+// reported is an error serve already logged (in the log format chosen, JSON included), so
+// main does not print it again.
+type reported struct{ err error }
+
+func (e reported) Error() string { return e.err.Error() }
+func (e reported) Unwrap() error { return e.err }
 
 // usageError marks errors in how the command was called (exit status 2).
 type usageError struct{ msg string }
@@ -77,11 +85,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		if err := m.Run(ctx); err != nil {
 			_ = m.Close()
-			return err
+			if m.log == nil || m.Config.LogFormat != "json" {
+				return err // main prints it: a person reads text logs
+			}
+			m.log.Error("mediagen cannot serve", "err", err)
+			return reported{err}
 		}
 		<-ctx.Done()
-		fmt.Fprintln(stderr, "mediagen: shutting down")
-		return m.Close()
+		m.log.Info("mediagen shutting down")
+		if err := m.Close(); err != nil {
+			if m.Config.LogFormat != "json" {
+				return err
+			}
+			m.log.Error("shutdown incomplete", "err", err)
+			return reported{err}
+		}
+		return nil
 	case "migrate":
 		return runMigrate(ctx, args[1:], getenv, stdout, stderr)
 	case "admin":

@@ -86,11 +86,14 @@ type Main struct {
 
 	// DemoKey is the demo key created on this run, if any (for tests and the banner).
 	DemoKey string
+	// Terminal reports that stdout is a terminal, the only place the first start prints the
+	// demo key's secret (NewMain sets it; tests set it to read the banner).
+	Terminal bool
 }
 
 // NewMain returns a Main reading the given environment and writing to the given streams.
 func NewMain(getenv func(string) string, stdout, stderr io.Writer) *Main {
-	return &Main{getenv: getenv, stdout: stdout, stderr: stderr}
+	return &Main{getenv: getenv, stdout: stdout, stderr: stderr, Terminal: isTerminal(stdout)}
 }
 
 // ParseFlags reads the configuration from args and the environment.

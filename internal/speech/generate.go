@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/blob"
 	"mediagen/internal/idgen"
+	"mediagen/internal/logctx"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/money"
@@ -171,15 +173,22 @@ func (s *Service) attempt(ctx context.Context, rec store.Speech, st Stored) (*Re
 	if err != nil {
 		return s.lost(ctx, rec, err)
 	}
+	log := settleLog(ctx, s.log(), rec)
 	if overage > 0 || charge > rec.Reserved {
-		s.Overages.Record(s.log(), "speech", q.Currency, rec.KeyID, rec.ID, rec.Reserved, charge)
+		s.Overages.Record(log, "speech", q.Currency, rec.KeyID, rec.ID, rec.Reserved, charge)
 	}
-	s.Excess.Record(s.log(), "speech", q.Currency, rec.ID, rec.KeyID, charge, excess)
+	s.Excess.Record(log, "speech", q.Currency, rec.ID, rec.KeyID, charge, excess)
 	s.Metrics.completed(res.DurationMicros)
-	s.log().Info("speech completed", "speech_id", rec.ID, "duration_us", res.DurationMicros,
+	log.Info("speech completed", "duration_us", res.DurationMicros,
 		"reserved", rec.Reserved.String(), "charged", charge.String())
 	rec.Status, rec.Charged, rec.Result, rec.FinishedAt = store.SpeechCompleted, charge, body, now
 	return s.render(rec)
+}
+
+// settleLog is log for a settlement's lines: they name the record and whose money moved (key,
+// tenant, alias), and the request that made it (logctx).
+func settleLog(ctx context.Context, log *slog.Logger, rec store.Speech) *slog.Logger {
+	return logctx.Logger(ctx, log).With("speech_id", rec.ID, "key_id", rec.KeyID, "tenant_id", rec.TenantID, "alias", rec.Model)
 }
 
 // routedFinish adds to a routed record's finish where it ran (the account, its request bound
@@ -261,7 +270,7 @@ func (s *Service) fail(ctx context.Context, rec store.Speech, kind, code, param,
 		return s.lost(ctx, rec, err)
 	}
 	s.Metrics.failed(code)
-	s.log().Warn("speech failed; reservation refunded", "speech_id", rec.ID, "code", code, "reserved", rec.Reserved.String(), "cause", cause)
+	settleLog(ctx, s.log(), rec).Warn("speech failed; reservation refunded", "code", code, "reserved", rec.Reserved.String(), "cause", cause)
 	rec.Status, rec.ErrorKind, rec.ErrorCode, rec.ErrorMessage, rec.ErrorParam, rec.FinishedAt = store.SpeechFailed, kind, code, msg, param, now
 	return nil, failure(rec)
 }

@@ -43,7 +43,7 @@ func (s *Service) SweepAbandoned(ctx context.Context, before time.Time, limit in
 		case err == nil:
 			n++
 			s.Metrics.sweptOne()
-			s.log().Warn("abandoned speech failed and refunded", "speech_id", rec.ID, "reserved", rec.Reserved.String())
+			settleLog(ctx, s.log(), rec).Warn("abandoned speech failed and refunded", "reserved", rec.Reserved.String())
 		case errors.Is(err, store.ErrLeaseLost):
 			// Taken over or finished meanwhile.
 		default:

@@ -22,13 +22,13 @@ func (db *DB) RenewJob(ctx context.Context, id, token string, until time.Time) e
 }
 
 const (
-	insertJobHead = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, key_id, priority, payload, run_at, deadline, created_at)`
+	insertJobHead = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, key_id, priority, payload, run_at, deadline, created_at, request_id)`
 	insertJobTail = ` ON CONFLICT (id) DO NOTHING`
-	insertJob     = insertJobHead + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + insertJobTail
+	insertJob     = insertJobHead + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + insertJobTail
 )
 
 func jobArgs(j store.Job) []any {
-	return []any{j.ID, j.Kind, j.Queue, j.Ref, j.TenantID, j.KeyID, j.Priority, string(j.Payload), micros(j.RunAt), micros(j.Deadline), micros(j.CreatedAt)}
+	return []any{j.ID, j.Kind, j.Queue, j.Ref, j.TenantID, j.KeyID, j.Priority, string(j.Payload), micros(j.RunAt), micros(j.Deadline), micros(j.CreatedAt), j.RequestID}
 }
 
 // EnsureJob inserts the job unless its id exists.
@@ -41,7 +41,7 @@ func (db *DB) EnsureJob(ctx context.Context, j store.Job) error {
 
 // EnqueueJob inserts a job in the transaction of the record it is about.
 func (t *Tx) EnqueueJob(ctx context.Context, j store.Job) error {
-	if err := t.insert(ctx, insertJobHead, insertJobTail, 11, jobArgs(j)); err != nil {
+	if err := t.insert(ctx, insertJobHead, insertJobTail, 12, jobArgs(j)); err != nil {
 		return fmt.Errorf("enqueue job %s: %w", j.ID, err)
 	}
 	return nil
