@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"mediagen/client"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -106,15 +108,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "admin":
 		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
 	case "video":
-		return runVideo(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runVideo(ctx, args[1:], getenv, stdout, stderr))
 	case "speech":
-		return runSpeech(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runSpeech(ctx, args[1:], getenv, stdout, stderr))
 	case "balance":
-		return runBalance(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runBalance(ctx, args[1:], getenv, stdout, stderr))
 	case "assets":
-		return runAssets(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runAssets(ctx, args[1:], getenv, stdout, stderr))
 	case "tour":
-		return runTour(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runTour(ctx, args[1:], getenv, stdout, stderr))
 	case "version":
 		fmt.Fprintln(stdout, "mediagen", version)
 		return nil
@@ -127,6 +129,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, usage)
 		return usageError{fmt.Sprintf("unknown command %q", args[0])}
 	}
+}
+
+// startHint adds to a client command's refused connection how to get a service there.
+func startHint(err error) error {
+	var u *client.UnreachableError
+	if errors.As(err, &u) {
+		return fmt.Errorf("%w (start it with mediagen serve, or give its address with --base-url or MEDIAGEN_BASE_URL)", err)
+	}
+	return err
 }
 
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
