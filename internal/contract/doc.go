@@ -1,5 +1,5 @@
 // Package contract holds the wire types of POST /v1/videos and every validation rule the public
-// contract (spec/contract.md) states for its three routes: native generation, standalone
+// contract (docs/contract.md) states for its three routes: native generation, standalone
 // enhancement and production. It is pure: no I/O, no clock, no database, no catalog import. The
 // catalog imports this package for its enum types.
 //
