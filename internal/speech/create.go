@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/limits"
+	"mediagen/internal/logctx"
 	"mediagen/internal/store"
 )
 
@@ -272,7 +273,7 @@ func (s *Service) await(ctx context.Context, rec store.Speech) (*Response, error
 			switch {
 			case err == nil:
 				s.Metrics.tookOver()
-				s.log().Warn("speech attempt abandoned; taken over by a retry", "speech_id", rec.ID)
+				logctx.Logger(ctx, s.log()).Warn("speech attempt abandoned; taken over by a retry", "speech_id", rec.ID)
 				rec.AttemptToken, rec.AttemptUntil = token, until
 				var stored Stored
 				if err := json.Unmarshal(rec.Request, &stored); err != nil {

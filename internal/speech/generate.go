@@ -306,7 +306,7 @@ func (s *Service) lost(ctx context.Context, rec store.Speech, err error) (*Respo
 	if rerr != nil {
 		return nil, rerr
 	}
-	s.log().Warn("speech attempt was superseded", "speech_id", rec.ID, "status", cur.Status)
+	logctx.Logger(ctx, s.log()).Warn("speech attempt was superseded", "speech_id", rec.ID, "status", cur.Status)
 	return s.await(ctx, cur)
 }
 
@@ -423,7 +423,7 @@ func (s *Service) bounded(ctx context.Context, res Result, q Quote, upstream str
 	if err != nil {
 		return res, nil, err
 	}
-	s.log().Warn("speech audio longer than its bound; cut to it", "audio_key", res.AudioKey, "upstream", upstream,
+	logctx.Logger(ctx, s.log()).Warn("speech audio longer than its bound; cut to it", "audio_key", res.AudioKey, "upstream", upstream,
 		"measured_us", res.DurationMicros, "kept_us", kept.DurationMicros, "bound_us", bound)
 	return kept, &billing.Excess{Kind: billing.ExcessDuration, Upstream: upstream, Claimed: whole, Amount: max(whole-part, 0),
 		Detail: fmt.Sprintf("audio %.3f s, cut to %.3f s (the text allows %.3f s)", float64(res.DurationMicros)/1e6,

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"mediagen/internal/logctx"
 	"mediagen/internal/store"
 )
 
@@ -43,14 +44,14 @@ func (s *Service) keepAlive(ctx context.Context, rec store.Speech) *heartbeat {
 			case <-t.C:
 			}
 			if time.Now().After(end) {
-				s.log().Warn("speech attempt outlived its bounds; lease no longer renewed", "speech_id", rec.ID)
+				logctx.Logger(ctx, s.log()).Warn("speech attempt outlived its bounds; lease no longer renewed", "speech_id", rec.ID)
 				return
 			}
 			err := s.renew(hctx, rec, lease)
 			switch {
 			case err == nil:
 			case errors.Is(err, store.ErrLeaseLost):
-				s.log().Warn("speech attempt lost its record; stopping it", "speech_id", rec.ID)
+				logctx.Logger(ctx, s.log()).Warn("speech attempt lost its record; stopping it", "speech_id", rec.ID)
 				cancel(errSuperseded)
 				return
 			case hctx.Err() != nil:
@@ -58,7 +59,7 @@ func (s *Service) keepAlive(ctx context.Context, rec store.Speech) *heartbeat {
 			default:
 				// The next renewal may get through; until the lease runs out the attempt is
 				// still ours, and after it a take-over only repeats work.
-				s.log().Warn("speech lease not renewed", "speech_id", rec.ID, "err", err)
+				logctx.Logger(ctx, s.log()).Warn("speech lease not renewed", "speech_id", rec.ID, "err", err)
 			}
 		}
 	}()
