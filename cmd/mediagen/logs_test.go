@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -124,5 +125,28 @@ func TestJSONLogsAreJSONEveryLineAndNeverHoldASecret(t *testing.T) {
 	}
 	if !demo {
 		t.Error("no line says how to get a key")
+	}
+}
+
+// A start that fails in JSON mode says so in JSON; main prints nothing more.
+func TestFailedStartInJSONModeIsOneJSONLine(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr syncBuffer
+	args := []string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-format", "json", "--db", "mysql://x"}
+	err := run(t.Context(), args, env(nil), &stdout, &stderr)
+	var r reported
+	if !errors.As(err, &r) || exitCode(err) != 1 {
+		t.Fatalf("err = %v (exit %d), want it reported in the log, exit 1", err, exitCode(err))
+	}
+	failed := false
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var l struct{ Msg, Err string }
+		if json.Unmarshal([]byte(line), &l) != nil {
+			t.Fatalf("not JSON: %s", line)
+		}
+		failed = failed || l.Msg == "mediagen cannot serve" && strings.Contains(l.Err, "unsupported database URL")
+	}
+	if !failed || stdout.String() != "" {
+		t.Errorf("stderr:\n%s\nstdout:\n%s", stderr.String(), stdout.String())
 	}
 }
