@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -127,10 +128,19 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, s saf
 			return fmt.Errorf("mediagen: encode request: %w", err)
 		}
 	}
+	refusals := 0
 	for attempt := 0; ; attempt++ {
 		wait, err := c.once(ctx, method, path, payload, out, s)
 		if err == nil {
 			return nil
+		}
+		if isRefused(err) {
+			// Nothing listens at the address: the service is stopped or the address is wrong,
+			// and waiting seconds for it helps nobody. One short retry covers a restart.
+			if refusals++; refusals > 1 || attempt >= c.o.MaxRetries {
+				return &UnreachableError{BaseURL: c.base.String(), Err: err}
+			}
+			wait = min(c.backoff(attempt), refusedRetry)
 		}
 		if wait < 0 || attempt >= c.o.MaxRetries {
 			return err
@@ -240,6 +250,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// refusedRetry bounds the wait before the one retry of a refused connection.
+const refusedRetry = 250 * time.Millisecond
+
+// isRefused reports a connection refused: nothing listens at the address.
+func isRefused(err error) bool {
+	return isDialError(err) && errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // isDialError reports a failure to connect: the request never reached the server.

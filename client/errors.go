@@ -50,6 +50,19 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// UnreachableError is returned when the service refused the connection (after one short
+// retry): nothing listens at BaseURL. The request was not sent.
+type UnreachableError struct {
+	BaseURL string
+	Err     error // the dial error
+}
+
+func (e *UnreachableError) Error() string {
+	return "mediagen: cannot reach mediagen at " + e.BaseURL + ": connection refused — is the service running?"
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 func parseError(res *http.Response, raw []byte) *Error {
 	e := &Error{Status: res.StatusCode, RequestID: res.Header.Get("X-Request-Id"),
 		RetryAfter: parseRetryAfter(res.Header.Get("Retry-After"), time.Now())}

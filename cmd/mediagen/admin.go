@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,6 +39,7 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin credit --key ID --amount 12.50 [--note TEXT]
   mediagen admin debit --key ID --amount 2.50 --note TEXT
   mediagen admin blob init [--blob s3://BUCKET?endpoint=HOST:PORT]
+  mediagen admin ledger check
   mediagen admin catalog check FILE [--public-url URL] [--role R] [--blob B]
   mediagen admin catalog reload [--wait 30s]
   mediagen admin catalog status
@@ -151,11 +153,11 @@ func runAdminTLS(ctx context.Context, args []string, getenv func(string) string,
 			continue
 		}
 		fs := flag.NewFlagSet("admin "+cmd.path, flag.ContinueOnError)
-		fs.SetOutput(stderr)
+		withUsage(fs, adminCommandUsage(cmd.path))
 		env := &adminEnv{stdout: stdout, getenv: getenv, tls: roots}
 		env.cfg.register(fs, getenv, false)
 		do := cmd.flags(fs)
-		positional, err := parseInterspersed(fs, args[len(words):])
+		positional, err := parseFlags(fs, args[len(words):], stdout, stderr, parseInterspersed)
 		if err != nil {
 			return err
 		}
@@ -176,6 +178,10 @@ func runAdminTLS(ctx context.Context, args []string, getenv func(string) string,
 			env.actor = opadmin.CLIActor(osUser(getenv))
 		}
 		return do(env, positional)
+	}
+	if slices.ContainsFunc(args, isHelpArg) { // "admin help", "admin key --help"
+		fmt.Fprintln(stdout, adminUsage)
+		return nil
 	}
 	fmt.Fprintln(stderr, adminUsage)
 	if len(args) == 0 {

@@ -30,7 +30,8 @@ import (
 	"mediagen/internal/video"
 )
 
-// The property of DESIGN rule 11, driven through the whole service: random requests on every
+// The property of a charge bounded both ways (docs/billing.md), driven through the whole
+// service: random requests on every
 // route (native, enhancement, production, speech) from keys with small credits, against an
 // engine whose outcomes are random — success within what the request allows, failure,
 // expiry, and now and then an upstream that misbehaves: a result longer or shorter than

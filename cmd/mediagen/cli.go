@@ -107,16 +107,15 @@ const clientUsage = `Client commands (talk to a running service; MEDIAGEN_BASE_U
   mediagen video wait ID [--out FILE]   wait for a task (resumes after Ctrl-C or a restart)
   mediagen speech "text" [--model ALIAS] [--out FILE]
   mediagen balance
-  mediagen assets <command>             the asset library ('mediagen assets' for the list)
+  mediagen assets <command>             the asset library ('mediagen assets help' for the list)
   mediagen tour                         run every route once against the sandbox and report
-Each takes --base-url, --api-key, --poll and --json; -h shows the rest.`
+Each takes --base-url, --api-key, --poll and --json; -h (or help) shows the rest.`
 
 func runBalance(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	e := &cliEnv{stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("balance", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	e.register(fs, getenv)
-	if _, err := parse(fs, args); err != nil {
+	if _, err := parseFlags(fs, args, stdout, stderr, parse); err != nil {
 		return err
 	}
 	c, err := e.client()
@@ -150,7 +149,6 @@ func fmtAmount(v float64) string {
 func runSpeech(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	e := &cliEnv{stdout: stdout, stderr: stderr, terminal: isTerminal(stderr)}
 	fs := flag.NewFlagSet("speech", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	e.register(fs, getenv)
 	model := getenv("MEDIAGEN_SPEECH_MODEL")
 	if model == "" {
@@ -164,7 +162,7 @@ func runSpeech(ctx context.Context, args []string, getenv func(string) string, s
 	var refs multiFlag
 	fs.Var(&refs, "ref-audio", "https audio reference (up to 3)")
 	image := fs.String("ref-image", "", "https image reference (one; not with --ref-audio)")
-	pos, err := parse(fs, args)
+	pos, err := parseFlags(fs, args, stdout, stderr, parse)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ const assetsUsage = `mediagen assets [--real-human] <command>:
 func runAssets(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	e := &cliEnv{stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("assets", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	withUsage(fs, assetsUsage)
 	e.register(fs, getenv)
 	realHuman := fs.Bool("real-human", false, "use the real-human library (default: virtual)")
 	desc := fs.String("description", "", "group-create: description")
@@ -35,9 +35,14 @@ func runAssets(ctx context.Context, args []string, getenv func(string) string, s
 	wait := fs.Bool("wait", false, "create: wait until the asset is Active or Failed")
 	callback := fs.String("callback", "", "verify: https CallbackURL")
 	page := fs.Int("page", 0, "list, groups: page number")
-	pos, err := parse(fs, args)
+	pos, err := parseFlags(fs, args, stdout, stderr, parse)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 2 && pos[1] == "help" { // "assets list help"
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return flag.ErrHelp
 	}
 	if len(pos) == 0 {
 		fmt.Fprintln(stderr, assetsUsage)

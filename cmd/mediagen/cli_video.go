@@ -16,6 +16,10 @@ func runVideo(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintln(stderr, clientUsage)
 		return usageError{"video: give a command: create, get or wait"}
 	}
+	if isHelpArg(args[0]) {
+		fmt.Fprintln(stdout, clientUsage)
+		return nil
+	}
 	switch args[0] {
 	case "create":
 		return runVideoCreate(ctx, args[1:], getenv, stdout, stderr)
@@ -191,13 +195,12 @@ func requestIDOf(r client.VideoRequest) string {
 func runVideoCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	e := &cliEnv{stdout: stdout, stderr: stderr, terminal: isTerminal(stderr)}
 	fs := flag.NewFlagSet("video create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	e.register(fs, getenv)
 	var f videoFlags
 	f.register(fs)
 	wait := fs.Bool("wait", false, "wait until the task ends (Ctrl-C stops waiting, not the task)")
 	out := fs.String("out", "", "with --wait: save the result video here")
-	pos, err := parse(fs, args)
+	pos, err := parseFlags(fs, args, stdout, stderr, parse)
 	if err != nil {
 		return err
 	}
@@ -242,10 +245,9 @@ func runVideoCreate(ctx context.Context, args []string, getenv func(string) stri
 func runVideoGetWait(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	e := &cliEnv{stdout: stdout, stderr: stderr, terminal: isTerminal(stderr)}
 	fs := flag.NewFlagSet("video "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	e.register(fs, getenv)
 	out := fs.String("out", "", "save the result video here (get: when completed)")
-	pos, err := parse(fs, args)
+	pos, err := parseFlags(fs, args, stdout, stderr, parse)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/console"
 	"mediagen/internal/limits"
+	"mediagen/internal/logctx"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/media/samples"
 	"mediagen/internal/netlimit"
@@ -278,10 +279,11 @@ func parseLevel(s string) (slog.Level, error) {
 func (c *Config) logger(w io.Writer) *slog.Logger {
 	lvl, _ := parseLevel(c.LogLevel)
 	opts := &slog.HandlerOptions{Level: lvl}
+	// Every line logged with a request's context (or a job run's) carries its request_id.
 	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(logctx.NewHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(logctx.NewHandler(slog.NewTextHandler(w, opts)))
 }
 
 // loadCatalogVersion is loadCatalog with the catalog's version (the hash of the file's

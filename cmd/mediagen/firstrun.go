@@ -45,11 +45,20 @@ func (m *Main) firstRun(ctx context.Context) error {
 	}
 	if !created {
 		id, _, _ := m.db.Meta(ctx, metaDemoKeyName)
-		fmt.Fprintf(m.stdout, "Demo key %s was created on the first run (its secret was printed then).\n"+
-			"Make another with: mediagen admin key create --tenant demo\n", id)
+		m.log.Info("the demo key was made on the first start; its secret is not stored", "key_id", id,
+			"new_secret", "mediagen admin key rotate "+id, "another_key", "mediagen admin key create --tenant "+tenant.ID)
 		return nil
 	}
 	m.DemoKey = secret
+	if !m.Terminal {
+		// A secret must not land in a log file or a log pipeline: only a person at a terminal
+		// sees it. The log says how to get one instead, by key id alone.
+		m.log.Info("demo key made with "+demoCredit.String()+" "+tenant.Currency+" of credit; its secret is printed only when stdout is a terminal",
+			"key_id", key.ID, "tenant", tenant.ID,
+			"new_secret", "mediagen admin key rotate "+key.ID, "another_key", "mediagen admin key create --tenant "+tenant.ID)
+		return nil
+	}
+	m.log.Info("demo key made; its secret is printed on the terminal", "key_id", key.ID, "tenant", tenant.ID)
 	fmt.Fprintf(m.stdout, `
 Demo tenant %q is ready with %s %s of credit. Its API key (shown once, keep it):
 

@@ -113,12 +113,9 @@ func TestSIGKILLMidJobLosesNoJobOfAnyKind(t *testing.T) {
 	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--sandbox-pace", "1500ms", "--workers", "2",
 		"--log-level", "warn", "--fetch-allow", "loopback", "--job-lease", "2s"}
 	childEnv := []string{"MEDIAGEN_TEST_MAIN=1", "SSL_CERT_FILE=" + src.certFile}
+	key := childKey(t, dir)
 	first := startChild(t, childEnv, args...)
 	waitReady(t, base)
-	key := reKey.FindString(first.stdout.String())
-	if key == "" {
-		t.Fatalf("no demo key: %s", first.stdout.String())
-	}
 	e := &e2e{t: t, key: key, tools: ffmpeg.Tools{}, base: base}
 
 	g := postJSON(t, base, key, "/v1/vidgen/virtual/asset-groups/create", `{"Name":"crash"}`)["Id"].(string)

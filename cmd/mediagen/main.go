@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/mediagen-dev/mediagen/client"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -21,7 +23,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		var r reported
+		if !errors.Is(err, flag.ErrHelp) && !errors.As(err, &r) {
 			// Errors of the client package already name the program.
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "mediagen: ") {
@@ -33,6 +36,13 @@ func main() {
 	}
 }
 
+// reported is an error serve already logged (in the log format chosen, JSON included), so
+// main does not print it again.
+type reported struct{ err error }
+
+func (e reported) Error() string { return e.err.Error() }
+func (e reported) Unwrap() error { return e.err }
+
 // usageError marks errors in how the command was called (exit status 2).
 type usageError struct{ msg string }
 
@@ -43,8 +53,11 @@ func exitCode(err error) int {
 	if errors.As(err, &in) {
 		return 130
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // asked for and printed on stdout
+	}
 	var u usageError
-	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+	if errors.As(err, &u) {
 		return 2
 	}
 	return 1
@@ -55,7 +68,7 @@ const usage = `mediagen — multi-tenant media generation service
 Usage:
   mediagen serve   [flags]            run the HTTP API (migrates the database first)
   mediagen migrate [flags]            apply database migrations and exit
-  mediagen admin   <command> [flags]  operator commands (run 'mediagen admin' for the list)
+  mediagen admin   <command> [flags]  operator commands ('mediagen admin help' for the list)
   mediagen version                    print the version
   mediagen video|speech|balance|assets|tour  the client ('mediagen help' for the list)
 
@@ -74,25 +87,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		if err := m.Run(ctx); err != nil {
 			_ = m.Close()
-			return err
+			if m.log == nil || m.Config.LogFormat != "json" {
+				return err // main prints it: a person reads text logs
+			}
+			m.log.Error("mediagen cannot serve", "err", err)
+			return reported{err}
 		}
 		<-ctx.Done()
-		fmt.Fprintln(stderr, "mediagen: shutting down")
-		return m.Close()
+		m.log.Info("mediagen shutting down")
+		if err := m.Close(); err != nil {
+			if m.Config.LogFormat != "json" {
+				return err
+			}
+			m.log.Error("shutdown incomplete", "err", err)
+			return reported{err}
+		}
+		return nil
 	case "migrate":
 		return runMigrate(ctx, args[1:], getenv, stdout, stderr)
 	case "admin":
 		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
 	case "video":
-		return runVideo(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runVideo(ctx, args[1:], getenv, stdout, stderr))
 	case "speech":
-		return runSpeech(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runSpeech(ctx, args[1:], getenv, stdout, stderr))
 	case "balance":
-		return runBalance(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runBalance(ctx, args[1:], getenv, stdout, stderr))
 	case "assets":
-		return runAssets(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runAssets(ctx, args[1:], getenv, stdout, stderr))
 	case "tour":
-		return runTour(ctx, args[1:], getenv, stdout, stderr)
+		return startHint(runTour(ctx, args[1:], getenv, stdout, stderr))
 	case "version":
 		fmt.Fprintln(stdout, "mediagen", version)
 		return nil
@@ -107,13 +131,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 }
 
+// startHint adds to a client command's refused connection how to get a service there.
+func startHint(err error) error {
+	var u *client.UnreachableError
+	if errors.As(err, &u) {
+		return fmt.Errorf("%w (start it with mediagen serve, or give its address with --base-url or MEDIAGEN_BASE_URL)", err)
+	}
+	return err
+}
+
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var c Config
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	c.register(fs, getenv, false)
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseFlags(fs, args, stdout, stderr, strictParse)
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		return usageError{fmt.Sprintf("migrate: unexpected argument %q", pos[0])}
 	}
 	if err := c.validate(); err != nil {
 		return usageError{err.Error()}

@@ -59,6 +59,18 @@ func startChild(t *testing.T, extraEnv []string, args ...string) *child {
 	return c
 }
 
+// childKey makes a key of the demo tenant with the demo's credit in dir's database, for a
+// child serve to be started on it: a child's stdout is no terminal, so it prints no demo key.
+func childKey(t *testing.T, dir string) string {
+	t.Helper()
+	out := admin(t, dir, "key", "create", "--tenant", "demo", "--name", "child", "--credit", "100")
+	key := reKey.FindString(out)
+	if key == "" {
+		t.Fatalf("no key: %s", out)
+	}
+	return key
+}
+
 func waitReady(t *testing.T, base string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -104,12 +116,9 @@ func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
 	addr := freeAddr(t)
 	base := "http://" + addr
 	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--sandbox-pace", "1500ms", "--workers", "3", "--log-level", "warn"}
+	key := childKey(t, dir)
 	first := startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, args...)
 	waitReady(t, base)
-	key := reKey.FindString(first.stdout.String())
-	if key == "" {
-		t.Fatalf("no demo key: %s", first.stdout.String())
-	}
 	e := &e2e{t: t, key: key, tools: ffmpeg.Tools{}, base: base}
 	var ids []string
 	for i := 0; i < 10; i++ {
@@ -296,9 +305,9 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	base := "http://" + addr
+	key := childKey(t, dir)
 	c := startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, "serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn")
 	waitReady(t, base)
-	key := reKey.FindString(c.stdout.String())
 	done := make(chan string, 1)
 	go func() {
 		req, _ := http.NewRequest("POST", base+"/v1/audio/speech", strings.NewReader(`{"model":"demo-speech","input":"Goodbye [sandbox:slow=2s]"}`))

@@ -25,7 +25,8 @@ import (
 	"mediagen/internal/store/postgres/pgtest"
 )
 
-// The first half of DESIGN rule 11 for the local engines, driven through the whole service:
+// The first half of a charge bounded both ways (docs/billing.md) for the local engines,
+// driven through the whole service:
 // random sources whose mvhd, tkhd and mdhd understate or overstate their samples by random
 // amounts (or tell the truth), on every route that takes media — enhancement on the sandbox
 // and on the local ffmpeg engine, production with an input video, native edit with a

@@ -89,23 +89,26 @@ type Main struct {
 
 	// DemoKey is the demo key created on this run, if any (for tests and the banner).
 	DemoKey string
+	// Terminal reports that stdout is a terminal, the only place the first start prints the
+	// demo key's secret (NewMain sets it; tests set it to read the banner).
+	Terminal bool
 }
 
 // NewMain returns a Main reading the given environment and writing to the given streams.
 func NewMain(getenv func(string) string, stdout, stderr io.Writer) *Main {
-	return &Main{getenv: getenv, stdout: stdout, stderr: stderr}
+	return &Main{getenv: getenv, stdout: stdout, stderr: stderr, Terminal: isTerminal(stdout)}
 }
 
 // ParseFlags reads the configuration from args and the environment.
 func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(m.stderr)
 	m.Config.register(fs, m.getenv, true)
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseFlags(fs, args, m.stdout, m.stderr, strictParse)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("serve: unexpected argument %q", fs.Arg(0))}
+	if len(pos) > 0 {
+		return usageError{fmt.Sprintf("serve: unexpected argument %q", pos[0])}
 	}
 	if err := m.Config.validate(); err != nil {
 		return usageError{err.Error()}

@@ -36,12 +36,9 @@ func TestCrashDuringSpeechIsTakenOverOnce(t *testing.T) {
 	addr := freeAddr(t)
 	base := "http://" + addr
 	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--speech-timeout", "60s", "--log-level", "warn"}
+	key := childKey(t, dir)
 	first := startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, args...)
 	waitReady(t, base)
-	key := reKey.FindString(first.stdout.String())
-	if key == "" {
-		t.Fatalf("no demo key: %s", first.stdout.String())
-	}
 	e := &e2e{t: t, key: key, base: base, tools: requireTools(t), cat: catalog.Demo()}
 	body := `{"model":"demo-speech","input":"Crash test. [sandbox:slow=1s]","metadata":{"client_request_id":"crash-speech"}}`
 

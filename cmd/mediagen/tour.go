@@ -56,10 +56,9 @@ type tourLine struct {
 func runTour(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	e := &cliEnv{stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("tour", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	e.register(fs, getenv)
 	outDir := fs.String("out-dir", "mediagen-tour", "where to save the files made")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := parseFlags(fs, args, stdout, stderr, parse); err != nil {
 		return err
 	}
 	pollSet := getenv("MEDIAGEN_POLL_INTERVAL") != ""

@@ -101,7 +101,7 @@ func (h ingest) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs.Ou
 		s.log.InfoContext(ctx, "asset source failed; retrying", "asset", a.ID, "attempt", j.Attempt, "reason", out.FailureReason)
 		return jobs.Outcome{}, &retryable{out: out, err: fetchErr}
 	}
-	return h.record(a, j, out), nil
+	return h.record(ctx, a, j, out), nil
 }
 
 // GiveUp records the failure of an asset out of attempts: the last source failure, or an
@@ -123,12 +123,12 @@ func (h ingest) GiveUp(ctx context.Context, j jobs.Job, cause error) jobs.Outcom
 	if r := (*retryable)(nil); errors.As(cause, &r) {
 		out = r.out
 	}
-	return h.record(a, j, out)
+	return h.record(ctx, a, j, out)
 }
 
 // record is the outcome's write. An asset deleted meanwhile has nothing to record, and the
 // copy this run stored is nobody's.
-func (h ingest) record(a store.Asset, j jobs.Job, out store.AssetOutcome) jobs.Outcome {
+func (h ingest) record(ctx context.Context, a store.Asset, j jobs.Job, out store.AssetOutcome) jobs.Outcome {
 	s := h.s
 	out.ID, out.Attempts, out.At = a.ID, j.Attempt, s.now()
 	var gone bool
@@ -148,7 +148,7 @@ func (h ingest) record(a store.Asset, j jobs.Job, out store.AssetOutcome) jobs.O
 				return
 			}
 			if out.Status == store.AssetFailed {
-				s.log.Info("asset failed", "asset", a.ID, "code", out.FailureCode)
+				s.log.InfoContext(ctx, "asset failed", "asset", a.ID, "code", out.FailureCode)
 			}
 			if s.cfg.Processed != nil {
 				s.cfg.Processed.WithLabelValues(a.Type, out.Status, out.FailureCode).Inc()

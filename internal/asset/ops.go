@@ -14,6 +14,7 @@ import (
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/limits"
+	"mediagen/internal/logctx"
 	"mediagen/internal/store"
 )
 
@@ -304,7 +305,9 @@ func (s *Service) createAsset(library string) func(context.Context, keys.Caller,
 			if err := tx.CreateAsset(ctx, a); err != nil {
 				return err
 			}
-			if err := tx.EnqueueJob(ctx, IngestJob(a)); err != nil {
+			job := IngestJob(a)
+			job.RequestID = logctx.RequestID(ctx) // the ingest's runs log with the request's id
+			if err := tx.EnqueueJob(ctx, job); err != nil {
 				return err
 			}
 			// Checked last, on the count that includes this asset: a refusal rolls back the

@@ -8,7 +8,7 @@ import (
 	"mediagen/internal/money"
 )
 
-// The charge is bounded both ways (DESIGN rule 11, docs/billing.md): above by what the request
+// The charge is bounded both ways (docs/billing.md): above by what the request
 // could legitimately produce — the reservation's bound — and below by what the measured
 // result implies. What an upstream does beyond the request is recorded as upstream excess
 // (the operator's), never charged to the tenant.

@@ -11,7 +11,7 @@ import (
 )
 
 // TxnOverage is the ledger kind of the part of a final charge above its reservation. Every
-// charge is bounded by its reservation (Final, SpeechFinal; DESIGN rule 11) — what an upstream
+// charge is bounded by its reservation (Final, SpeechFinal; docs/billing.md) — what an upstream
 // does beyond the request is upstream excess, the operator's — so no overage should ever be
 // posted. Settle still collects one if a bug computes a charge above the reservation: posted
 // as its own transaction, counted, logged as an error and shown per key (`admin key list`),

@@ -8,6 +8,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/keys"
+	"mediagen/internal/logctx"
 	"mediagen/internal/store"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) auth(next handlerFunc) handlerFunc {
 		info := infoFrom(r.Context())
 		if info == nil { // auth used without the middleware chain (tests)
 			info = &reqInfo{}
-			r = r.WithContext(context.WithValue(r.Context(), ctxInfo, info))
+			r = r.WithContext(logctx.WithCarrier(r.Context(), info))
 		}
 		info.keyID = key.ID
 		info.principal = &keys.Caller{Key: key, Tenant: tenant, Catalog: cat}

@@ -17,13 +17,14 @@ import (
 	"mediagen/internal/apierr"
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
+	"mediagen/internal/logctx"
 )
 
-type ctxKey int
-
-// ctxInfo is the one context value the middleware adds: a per-request record that later
-// layers fill in (principal, error code), so a request is cloned once, not once per layer.
-const ctxInfo ctxKey = iota
+// The one context value the middleware adds is a per-request record (reqInfo) that later
+// layers fill in (principal, error code), so a request is cloned once, not once per layer. It
+// is stored as the request's logctx carrier, so every line logged with the request's context —
+// here or in the services it calls — carries its request id, and a job enqueued by the
+// request stores it for the job's runs (docs/deploy.md#logs).
 
 // reqInfo collects what the access log and metrics report about one request.
 type reqInfo struct {
@@ -35,8 +36,11 @@ type reqInfo struct {
 	status    int // the answer's status, once observe has seen it
 }
 
+// RequestID makes the record the request's logctx.Carrier.
+func (i *reqInfo) RequestID() string { return i.requestID }
+
 func infoFrom(ctx context.Context) *reqInfo {
-	i, _ := ctx.Value(ctxInfo).(*reqInfo)
+	i, _ := logctx.Carried(ctx).(*reqInfo)
 	return i
 }
 
@@ -57,7 +61,7 @@ func (s *Server) requestID(next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-Id", id)
 		info := &reqInfo{requestID: id}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxInfo, info)))
+		next.ServeHTTP(w, r.WithContext(logctx.WithCarrier(r.Context(), info)))
 	})
 }
 
@@ -224,7 +228,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		info := infoFrom(r.Context())
 		if info == nil { // observe used without requestID (tests)
 			info = &reqInfo{}
-			r = r.WithContext(context.WithValue(r.Context(), ctxInfo, info))
+			r = r.WithContext(logctx.WithCarrier(r.Context(), info))
 		}
 		sw := &statusWriter{ResponseWriter: w, deadline: writeDeadline(w), stall: s.writeStall}
 		if declaresBody(r) {

@@ -9,7 +9,8 @@ import (
 // getUsage answers GET /v1/billing/usage: the calling key's own settled usage from the usage
 // rollups (docs/billing.md, "Usage reports"), grouped by day or hour, alias and route. The
 // key filter comes from the credential, never from the query, so no other key's figures can
-// be asked for; tenant, key and upstream groups are not offered (DESIGN rule 9).
+// be asked for; tenant, key and upstream groups are not offered (a tenant sees its aliases,
+// never upstream names).
 func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 	p, _ := CallerFrom(r.Context())
 	q, err := usage.ParseQuery(r.URL.Query(), usage.KeyGroups, false, s.now())

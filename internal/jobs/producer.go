@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"mediagen/internal/logctx"
 	"mediagen/internal/store"
 	"mediagen/internal/tracing"
 )
@@ -95,8 +96,11 @@ func (p *producer) loop(ctx context.Context) {
 func (p *producer) run(loopCtx context.Context, j Job) {
 	log := p.log.With("job", j.ID, "attempt", j.Attempt)
 	// A run gets its own context: stopping the loop does not cut it mid-write. Stop cancels
-	// it after the kind's grace; the timeout bounds it whatever its heartbeat.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(loopCtx), p.k.Timeout)
+	// it after the kind's grace; the timeout bounds it whatever its heartbeat. It carries the
+	// id of the request that enqueued the job, so the handler's lines carry it too (logctx).
+	runCtx := logctx.WithRequestID(context.WithoutCancel(loopCtx), j.RequestID)
+	log = logctx.Logger(runCtx, log)
+	ctx, cancel := context.WithTimeout(runCtx, p.k.Timeout)
 	defer cancel()
 	ctx, span := p.traceRun(ctx, j)
 	defer span.End()

@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/limits"
+	"mediagen/internal/logctx"
 	"mediagen/internal/store"
 )
 
@@ -221,7 +222,9 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Speec
 		if err := billing.Reserve(ctx, tx, c, rec.ID, q.Amount, now); err != nil {
 			return err
 		}
-		return tx.EnqueueJob(ctx, GenerateJob(rec))
+		job := GenerateJob(rec)
+		job.RequestID = logctx.RequestID(ctx) // the generation's lines carry the request's id
+		return tx.EnqueueJob(ctx, job)
 	})
 	switch {
 	case err == nil:

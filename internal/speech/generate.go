@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/idgen"
 	"mediagen/internal/jobs"
+	"mediagen/internal/logctx"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/money"
@@ -67,7 +69,7 @@ const transientRetries = 3
 func (s *Service) generate(ctx context.Context, rec store.Speech, st Stored, deadline time.Time) (jobs.Outcome, error) {
 	var q Quote
 	if err := json.Unmarshal(rec.Pricing, &q); err != nil {
-		return s.failed(rec, nil, kindInternal, CodeGenerationFailed, "", "The request could not be read back; nothing was charged.",
+		return s.failed(ctx, rec, nil, kindInternal, CodeGenerationFailed, "", "The request could not be read back; nothing was charged.",
 			fmt.Errorf("speech %s: stored quote: %w", rec.ID, err)), nil
 	}
 	preq := provider.SpeechRequest{IdempotencyKey: rec.ID, Model: st.UpstreamModel, Text: st.Text, Mode: st.Mode,
@@ -103,10 +105,10 @@ func (s *Service) generate(ctx context.Context, rec store.Speech, st Stored, dea
 	}
 	var noEngine errNoEngine
 	if errors.As(err, &noEngine) || errors.Is(err, errNoAccount) {
-		return s.failed(rec, where, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", err), nil
+		return s.failed(ctx, rec, where, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", err), nil
 	}
 	if err != nil {
-		return s.engineFailure(rec, where, err, timedOut), nil
+		return s.engineFailure(ctx, rec, where, err, timedOut), nil
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, s.grace())
@@ -122,16 +124,16 @@ func (s *Service) generate(ctx context.Context, rec store.Speech, st Stored, dea
 		return jobs.Outcome{}, fmt.Errorf("speech %s: storing cut short: %w", rec.ID, context.Cause(ctx))
 	}
 	if err != nil {
-		return s.failed(rec, where, kindInternal, CodeGenerationFailed, "", "The generated audio could not be stored or measured; nothing was charged. Retry with a new client_request_id.", err), nil
+		return s.failed(ctx, rec, where, kindInternal, CodeGenerationFailed, "", "The generated audio could not be stored or measured; nothing was charged. Retry with a new client_request_id.", err), nil
 	}
 	if cutErr != nil {
-		return s.failed(rec, where, kindUpstream, CodeGenerationFailed, "", "The speech engine's audio could not be used; no audio was kept and the pre-charge was refunded.", cutErr), nil
+		return s.failed(ctx, rec, where, kindUpstream, CodeGenerationFailed, "", "The speech engine's audio could not be used; no audio was kept and the pre-charge was refunded.", cutErr), nil
 	}
 	// The charge is bounded both ways: the stored audio's measured duration, never above
 	// the reservation (docs/billing.md).
 	charge, over, err := billing.SpeechFinal(q, res.DurationMicros)
 	if err != nil {
-		return s.failed(rec, where, kindInternal, CodeGenerationFailed, "", "The generated audio could not be priced; nothing was charged.", err), nil
+		return s.failed(ctx, rec, where, kindInternal, CodeGenerationFailed, "", "The generated audio could not be priced; nothing was charged.", err), nil
 	}
 	var excess []billing.Excess
 	if cut != nil {
@@ -174,17 +176,24 @@ func (s *Service) generate(ctx context.Context, rec store.Speech, st Stored, dea
 	}
 	after := func() {
 		if settled {
+			log := settleLog(ctx, s.log(), rec)
 			if overage > 0 || charge > rec.Reserved {
-				s.Overages.Record(s.log(), "speech", q.Currency, rec.KeyID, rec.ID, rec.Reserved, charge)
+				s.Overages.Record(log, "speech", q.Currency, rec.KeyID, rec.ID, rec.Reserved, charge)
 			}
-			s.Excess.Record(s.log(), "speech", q.Currency, rec.ID, rec.KeyID, charge, excess)
+			s.Excess.Record(log, "speech", q.Currency, rec.ID, rec.KeyID, charge, excess)
 			s.Metrics.completed(res.DurationMicros)
-			s.log().Info("speech completed", "speech_id", rec.ID, "duration_us", res.DurationMicros,
+			log.Info("speech completed", "duration_us", res.DurationMicros,
 				"reserved", rec.Reserved.String(), "charged", charge.String())
 		}
 		s.finished(rec.ID)
 	}
 	return jobs.Outcome{Done: true, Apply: apply, After: after}, nil
+}
+
+// settleLog is log for a settlement's lines: they name the record and whose money moved (key,
+// tenant, alias), and the request that made it (logctx).
+func settleLog(ctx context.Context, log *slog.Logger, rec store.Speech) *slog.Logger {
+	return logctx.Logger(ctx, log).With("speech_id", rec.ID, "key_id", rec.KeyID, "tenant_id", rec.TenantID, "alias", rec.Model)
 }
 
 // routedFinish adds to a routed record's finish where it ran (the account, its request bound
@@ -223,14 +232,14 @@ func synthesizeUnless(ctx context.Context, e provider.Synthesizer, r provider.Sp
 }
 
 // engineFailure is the outcome of an engine that produced no audio: the record fails, refunded.
-func (s *Service) engineFailure(rec store.Speech, ran *routed, err error, timedOut bool) jobs.Outcome {
+func (s *Service) engineFailure(ctx context.Context, rec store.Speech, ran *routed, err error, timedOut bool) jobs.Outcome {
 	var pe *provider.Error
 	switch {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
-		return s.failed(rec, ran, kindTimeout, CodeTimeout, "",
+		return s.failed(ctx, rec, ran, kindTimeout, CodeTimeout, "",
 			fmt.Sprintf("Speech generation did not finish within %s; no audio was produced and the pre-charge was refunded.", s.wait()), err)
 	case errors.As(err, &pe) && pe.Code == "InvalidParameter":
-		return s.failed(rec, ran, kindInvalid, "invalid_request_error", "input",
+		return s.failed(ctx, rec, ran, kindInvalid, "invalid_request_error", "input",
 			"The text could not be spoken: "+sentence(pe.Message)+" Nothing was charged.", err)
 	case errors.As(err, &pe) && !errors.Is(err, provider.ErrTransient):
 		code := pe.Code
@@ -241,17 +250,17 @@ func (s *Service) engineFailure(rec store.Speech, ran *routed, err error, timedO
 		if pe.Message != "" {
 			msg = sentence(pe.Message)
 		}
-		return s.failed(rec, ran, kindUpstream, code, "", msg+" No audio was produced and the pre-charge was refunded.", err)
+		return s.failed(ctx, rec, ran, kindUpstream, code, "", msg+" No audio was produced and the pre-charge was refunded.", err)
 	case errors.Is(err, provider.ErrTransient):
-		return s.failed(rec, ran, kindUpstream, CodeGenerationFailed, "",
+		return s.failed(ctx, rec, ran, kindUpstream, CodeGenerationFailed, "",
 			"The speech engine is temporarily unavailable; no audio was produced and the pre-charge was refunded. Retry later with a new client_request_id.", err)
 	}
-	return s.failed(rec, ran, kindUpstream, CodeGenerationFailed, "", "Speech generation failed; no audio was produced and the pre-charge was refunded.", err)
+	return s.failed(ctx, rec, ran, kindUpstream, CodeGenerationFailed, "", "Speech generation failed; no audio was produced and the pre-charge was refunded.", err)
 }
 
 // failed is the outcome that finishes the record as failed and refunds its reservation in
 // full (one settlement of zero), with the job's end.
-func (s *Service) failed(rec store.Speech, ran *routed, kind, code, param, msg string, cause error) jobs.Outcome {
+func (s *Service) failed(ctx context.Context, rec store.Speech, ran *routed, kind, code, param, msg string, cause error) jobs.Outcome {
 	now := s.now().UTC()
 	settled := false
 	apply := func(ctx context.Context, tx store.Tx) error {
@@ -268,7 +277,7 @@ func (s *Service) failed(rec store.Speech, ran *routed, kind, code, param, msg s
 	after := func() {
 		if settled {
 			s.Metrics.failed(code)
-			s.log().Warn("speech failed; reservation refunded", "speech_id", rec.ID, "code", code, "reserved", rec.Reserved.String(), "cause", cause)
+			settleLog(ctx, s.log(), rec).Warn("speech failed; reservation refunded", "code", code, "reserved", rec.Reserved.String(), "cause", cause)
 		}
 		s.finished(rec.ID)
 	}
@@ -402,7 +411,7 @@ func (s *Service) bounded(ctx context.Context, res Result, q Quote, upstream str
 	if err != nil {
 		return res, nil, err
 	}
-	s.log().Warn("speech audio longer than its bound; cut to it", "audio_key", res.AudioKey, "upstream", upstream,
+	logctx.Logger(ctx, s.log()).Warn("speech audio longer than its bound; cut to it", "audio_key", res.AudioKey, "upstream", upstream,
 		"measured_us", res.DurationMicros, "kept_us", kept.DurationMicros, "bound_us", bound)
 	return kept, &billing.Excess{Kind: billing.ExcessDuration, Upstream: upstream, Claimed: whole, Amount: max(whole-part, 0),
 		Detail: fmt.Sprintf("audio %.3f s, cut to %.3f s (the text allows %.3f s)", float64(res.DurationMicros)/1e6,

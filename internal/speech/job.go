@@ -103,11 +103,11 @@ func (g generator) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs
 		if recovered {
 			msg = interruptedMessage
 		}
-		return s.failed(rec, nil, kindTimeout, CodeTimeout, "", msg, errors.New("not started before the end of its wait")), nil
+		return s.failed(ctx, rec, nil, kindTimeout, CodeTimeout, "", msg, errors.New("not started before the end of its wait")), nil
 	}
 	var st Stored
 	if err := json.Unmarshal(rec.Request, &st); err != nil {
-		return s.failed(rec, nil, kindInternal, CodeGenerationFailed, "", "The request could not be read back; nothing was charged.",
+		return s.failed(ctx, rec, nil, kindInternal, CodeGenerationFailed, "", "The request could not be read back; nothing was charged.",
 			fmt.Errorf("speech %s: stored request: %w", rec.ID, err)), nil
 	}
 	return s.generate(ctx, rec, st, deadline)
@@ -130,7 +130,7 @@ func (g generator) GiveUp(ctx context.Context, j jobs.Job, cause error) jobs.Out
 	case rec.Status != store.SpeechPending:
 		return jobs.Outcome{Done: true, After: func() { s.finished(rec.ID) }}
 	}
-	return s.failed(rec, nil, kindTimeout, CodeTimeout, "", interruptedMessage, fmt.Errorf("given up: %w", cause))
+	return s.failed(ctx, rec, nil, kindTimeout, CodeTimeout, "", interruptedMessage, fmt.Errorf("given up: %w", cause))
 }
 
 // waiters wake the requests of this process waiting for a record when its job ends here.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"mediagen/internal/logctx"
 	"mediagen/internal/provider"
 	"mediagen/internal/routing"
 	"mediagen/internal/store"
@@ -91,13 +92,13 @@ func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider
 			r.Avoid(a, max(provider.RetryDelay(err), time.Second), "rate-limited (429)")
 		case errors.Is(err, provider.ErrTransient):
 			if r.Failure(a) {
-				s.log().Warn("upstream account's breaker opened", "upstream", a, "err", err)
+				logctx.Logger(ctx, s.log()).Warn("upstream account's breaker opened", "upstream", a, "err", err)
 			}
 		default:
 			return out, got, err // the request's own refusal: not retried elsewhere
 		}
 		got.route = append(got.route, store.SpeechRoute{Upstream: a, Detail: "left " + a + ": " + moved(err)})
-		s.log().Info("routed speech left an account", "upstream", a, "why", moved(err))
+		logctx.Logger(ctx, s.log()).Info("routed speech left an account", "upstream", a, "why", moved(err))
 	}
 	if last == nil {
 		if got.account == "" {

@@ -338,7 +338,7 @@ func TestSpeechRetryGetsTheRunTheEngineRecovered(t *testing.T) {
 		t.Fatalf("record %+v, balance %+v, want one charge of %s", got, b, want)
 	}
 	// A late finish (a run that lost its job) is fenced out: it ends nothing and moves no money.
-	late := e.svc.failed(rec, nil, kindTimeout, CodeTimeout, "", "late", nil)
+	late := e.svc.failed(t.Context(), rec, nil, kindTimeout, CodeTimeout, "", "late", nil)
 	if err := e.db.Transact(context.Background(), func(tx store.Tx) error { return late.Apply(context.Background(), tx) }); err != nil {
 		t.Fatal(err)
 	}

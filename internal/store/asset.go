@@ -142,7 +142,8 @@ type VerifySession struct {
 	CallbackAttempts int
 }
 
-// AssetStore is the read side of the asset library, and the leases of its background work.
+// AssetStore is the read side of the asset library. Its background work (ingestion,
+// callbacks) is leased as jobs of the job engine (JobStore), not here.
 type AssetStore interface {
 	AssetGroup(ctx context.Context, id string) (AssetGroup, error)
 	// AssetGroups returns one page of the matching groups and the total number matching.

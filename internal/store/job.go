@@ -17,7 +17,11 @@ type Job struct {
 	KeyID    string // the key whose request made it, for fair share between a tenant's keys
 	Priority int    // lower runs first
 	Payload  []byte // kind-specific, fixed at enqueue
-	RunAt    time.Time
+	// RequestID is the id of the request that enqueued the job ("" for periodic work): the
+	// engine attaches it to the log lines of every run (logctx), so a request's lines and its
+	// background work's share one id.
+	RequestID string
+	RunAt     time.Time
 	// Deadline, when set, is when the job stops being worth running: the engine hands it to
 	// the handler's give-up path instead of running it.
 	Deadline  time.Time

@@ -30,7 +30,8 @@ var (
 	AdminGroups = []string{store.UsageByTenant, store.UsageByKey, store.UsageByAlias, store.UsageByRoute,
 		store.UsageByUpstream, store.UsageByDay, store.UsageByHour}
 	// KeyGroups are what a key may group its own figures by: no tenant, key or upstream
-	// account (upstream accounts are the operator's, DESIGN rule 9).
+	// account (upstream accounts are the operator's: a tenant sees its aliases, never
+	// upstream names).
 	KeyGroups = []string{store.UsageByAlias, store.UsageByRoute, store.UsageByDay, store.UsageByHour}
 )
 
@@ -41,7 +42,8 @@ type Query struct {
 	Tenant   string    // "" for every tenant
 	Key      string    // "" for every key
 	// Cost adds the operator's cost and margin to the rows (Row.Cost): the operator's
-	// reports only, never a tenant's (DESIGN rule 9). Not a query parameter.
+	// reports only, never a tenant's (a tenant sees aliases, never upstream names). Not a
+	// query parameter.
 	Cost bool
 }
 

@@ -117,7 +117,7 @@ func (s *stepCtx) bounded(ctx context.Context, key, path, upstream string) (meas
 	}
 	ex := &billing.Excess{Kind: billing.ExcessDuration, Upstream: upstream, Claimed: whole, Amount: max(whole-part, 0),
 		Detail: fmt.Sprintf("result %.3f s, cut to %.3f s (the request allows %.3f s)", m.length, kept.length, bound)}
-	s.p.logger().Warn("upstream result longer than the request; cut to the request's bound", "task_id", s.c.ID, "upstream", upstream,
+	s.log.Warn("upstream result longer than the request; cut to the request's bound", "task_id", s.c.ID, "upstream", upstream,
 		"measured_s", m.length, "kept_s", kept.length, "bound_s", bound)
 	return kept, cut, ex, release, nil
 }
@@ -126,7 +126,7 @@ func (s *stepCtx) bounded(ctx context.Context, key, path, upstream string) (meas
 // refunded in full.
 func (s *stepCtx) unusable(err error) (Outcome, string, error) {
 	s.upstreamErr("poll", "result_unusable")
-	s.p.logger().Error("the upstream's result cannot be measured or cut to the request; failing the task", "task_id", s.c.ID,
+	s.log.Error("the upstream's result cannot be measured or cut to the request; failing the task", "task_id", s.c.ID,
 		"upstream", s.account(), "err", err)
 	return permanent("video_generation_failed", "The video could not be generated.").because("result unusable: " + err.Error()), "", nil
 }

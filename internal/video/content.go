@@ -51,8 +51,8 @@ type measured struct {
 	source float64
 }
 
-// resolveContent refuses at submission whatever can be decided before acceptance (DESIGN
-// rule 12): every URL passes the fetch policy's static check, asset:// references are looked
+// resolveContent refuses at submission whatever can be decided before acceptance — a 400 on
+// its param, never a task accepted and failed later: every URL passes the fetch policy's static check, asset:// references are looked
 // up, and every input video — reference videos on both generation routes and the enhancement
 // source — is measured, so a file that is not a video, a reference outside the edit-mode
 // length, or an unreachable source is a 400 on its param with nothing written.

@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/limits"
+	"mediagen/internal/logctx"
 	"mediagen/internal/store"
 )
 
@@ -215,7 +216,9 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 		if err := tx.CreateTask(ctx, task); err != nil {
 			return err
 		}
-		if err := tx.EnqueueJob(ctx, TaskJob(task)); err != nil {
+		job := TaskJob(task)
+		job.RequestID = logctx.RequestID(ctx) // the job's runs log with the request's id
+		if err := tx.EnqueueJob(ctx, job); err != nil {
 			return err
 		}
 		if err := limits.AdmitTask(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {

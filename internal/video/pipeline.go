@@ -17,6 +17,7 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/blob"
 	"mediagen/internal/contract"
+	"mediagen/internal/logctx"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
@@ -237,6 +238,7 @@ func bands(route string) (genEnd, enhEnd int) {
 
 type stepCtx struct {
 	p     *Pipeline
+	log   *slog.Logger // the pipeline's, with the request id of the job's run (logctx)
 	c     store.TaskRun
 	req   Stored
 	quote billing.Quote
@@ -254,7 +256,7 @@ type stepCtx struct {
 // Step implements Stepper: it runs the task's current phase, and keeps going through
 // phases that need no waiting, until it must wait for an upstream or the task is finished.
 func (p *Pipeline) Step(ctx context.Context, c store.TaskRun, save func(Outcome) error) (Outcome, error) {
-	s := &stepCtx{p: p, c: c, phase: c.Step, save: save}
+	s := &stepCtx{p: p, c: c, phase: c.Step, save: save, log: logctx.Logger(ctx, p.logger())}
 	if err := json.Unmarshal(c.Request, &s.req); err != nil {
 		return permanent("video_generation_failed", "The task could not be read."), nil
 	}
@@ -444,7 +446,7 @@ func (s *stepCtx) findJob(ctx context.Context) (job string, found, canFind bool,
 	job, found, err = f.FindGeneration(ctx, s.generateRequest(s.c.ID+":gen"), since)
 	s.timed(ctx, "find", start, err)
 	if found {
-		s.p.logger().Info("found the upstream job an unrecorded submit started", "task_id", s.c.ID, "upstream", s.account(), "job", job)
+		s.log.Info("found the upstream job an unrecorded submit started", "task_id", s.c.ID, "upstream", s.account(), "job", job)
 	}
 	return job, found, err == nil, err
 }
@@ -557,7 +559,7 @@ func (s *stepCtx) pollAgain(err error) (Outcome, string, error) {
 	s.upstreamErr("poll", "transient")
 	s.st.PollErrors++
 	wait := max(s.p.pollDelay(s.st.PollErrors+1), provider.RetryDelay(err))
-	s.p.logger().Warn("upstream poll failed; polling again", "task_id", s.c.ID, "upstream", s.account(),
+	s.log.Warn("upstream poll failed; polling again", "task_id", s.c.ID, "upstream", s.account(),
 		"in", wait, "failures_in_a_row", s.st.PollErrors, "err", err)
 	o, oerr := s.outcome(s.c.Progress, s.phase, wait)
 	return o, "", oerr
@@ -652,7 +654,7 @@ func (s *stepCtx) outputError(err error) (Outcome, string, error) {
 		if errors.Is(err, safefetch.ErrForbiddenHost) {
 			msg = "the upstream's result link is outside the account's result_hosts; failing the task"
 		}
-		s.p.logger().Error(msg, "task_id", s.c.ID, "upstream", s.account(), "err", err)
+		s.log.Error(msg, "task_id", s.c.ID, "upstream", s.account(), "err", err)
 		return permanent("video_generation_failed", "The video could not be generated.").because(msg + ": " + err.Error()), "", nil
 	}
 	return Outcome{}, "", err

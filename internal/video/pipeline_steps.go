@@ -141,7 +141,7 @@ func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, st
 	} else if ctx.Err() != nil {
 		return Outcome{}, "", err
 	} else {
-		s.p.logger().WarnContext(ctx, "video thumbnail", "task", s.c.ID, "err", err)
+		s.log.WarnContext(ctx, "video thumbnail", "task", s.c.ID, "err", err)
 	}
 	if e := r.Enhancement; e != nil {
 		res.Resolution = fmt.Sprintf("%dx%d", info.Width, info.Height)

@@ -169,7 +169,7 @@ func (s *stepCtx) leave(half, account, why string) error {
 		o.ReleaseSlot = account
 	}
 	o.Detail = "left " + account + ": " + why
-	s.p.logger().Info("routed task left an account", "task_id", s.c.ID, "upstream", account, "why", why)
+	s.log.Info("routed task left an account", "task_id", s.c.ID, "upstream", account, "why", why)
 	return s.save(o)
 }
 
@@ -197,7 +197,7 @@ func (s *stepCtx) fallback(half string, err error, unsure bool) (Outcome, string
 		return Outcome{}, "", nil, false
 	default:
 		if r.Failure(acct) {
-			s.p.logger().Warn("upstream account's breaker opened", "upstream", acct, "err", err)
+			s.log.Warn("upstream account's breaker opened", "upstream", acct, "err", err)
 		}
 		return Outcome{}, "", nil, false
 	}

@@ -13,6 +13,7 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/idgen"
 	"mediagen/internal/jobs"
+	"mediagen/internal/logctx"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
 )
@@ -186,7 +187,7 @@ func (h *Tasks) Run(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.O
 		return jobs.Outcome{}, err
 	}
 	if out.Final != nil {
-		return h.final(latest, out, j.Attempt), nil
+		return h.final(ctx, latest, out, j.Attempt), nil
 	}
 	a := advance(latest, out, j.Attempt)
 	return jobs.Outcome{RunIn: out.RunIn, Apply: func(ctx context.Context, tx store.Tx) error { return tx.AdvanceTask(ctx, a) }}, nil
@@ -203,12 +204,12 @@ func (h *Tasks) GiveUp(ctx context.Context, j jobs.Job, cause error) jobs.Outcom
 	if errors.Is(cause, jobs.ErrDeadline) {
 		f = h.Steps.Expired(c)
 	} else {
-		h.log().Error("task step keeps failing; failing the task", "task", c.ID, "attempts", j.Attempt, "err", cause)
+		logctx.Logger(ctx, h.log()).Error("task step keeps failing; failing the task", "task", c.ID, "attempts", j.Attempt, "err", cause)
 	}
 	if f.Internal == "" && cause != nil {
 		f.Internal = "gave up after attempt " + strconv.Itoa(j.Attempt) + ": " + cause.Error()
 	}
-	return h.final(c, Outcome{Final: &f}, j.Attempt)
+	return h.final(ctx, c, Outcome{Final: &f}, j.Attempt)
 }
 
 // Failed implements jobs.FailureRecorder: a failed attempt of a task's step is an event of
@@ -304,7 +305,7 @@ func advanced(c store.TaskRun, a store.Advance) store.TaskRun {
 // final is the terminal update and the settlement, in one transaction with the job's end.
 // The task update is a compare-and-swap on a non-terminal status, so if it does not apply,
 // neither does the settlement: money moves once.
-func (h *Tasks) final(c store.TaskRun, o Outcome, attempt int) jobs.Outcome {
+func (h *Tasks) final(ctx context.Context, c store.TaskRun, o Outcome, attempt int) jobs.Outcome {
 	f := o.Final
 	progress := c.Progress
 	if f.Status == store.StatusCompleted {
@@ -358,7 +359,9 @@ func (h *Tasks) final(c store.TaskRun, o Outcome, attempt int) jobs.Outcome {
 			return nil
 		}),
 		After: func() {
-			log := h.log().With("task", c.ID, "route", c.Route)
+			// The settlement's line names whose money moved: key, tenant and alias, and the
+			// request that started the task.
+			log := logctx.Logger(ctx, h.log()).With("task", c.ID, "route", c.Route, "key_id", c.KeyID, "tenant_id", c.TenantID, "alias", c.Model)
 			h.Metrics.finished(c.Route, f.Status, c.Reserved, charge)
 			if overage || charge > c.Reserved {
 				h.Overages.Record(log, c.Route, currency, c.KeyID, c.ID, c.Reserved, charge)

@@ -22,8 +22,10 @@ import (
 // commit. Nobody is told "done" before the COMMIT that made their writes durable has returned,
 // so callers see exactly the semantics of a transaction of their own.
 //
-// There is no timer: a lone transaction runs at once, alone, as before. Batches form only from
-// transactions that arrived while the previous batch was running.
+// A lone transaction on an idle store runs at once, alone. Batches form from transactions
+// that arrived while the previous batch was running, and, when the store is busy (a
+// transaction arriving within lingerWhenBusy of the previous commit), from those arriving
+// during a short linger (lingerFor, the one timer of the loop) that the lone one waits out.
 //
 // PostgreSQL uses the same machinery in its shared mode (EnableSharedCommits) for one reason
 // only: creates of one key or tenant serialise on its counter and balance rows, each holding

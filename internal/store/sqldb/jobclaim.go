@@ -228,7 +228,7 @@ func (c *claim) lease(ctx context.Context, t *Tx, chosen []candidate, token stri
 			j := store.Job{Token: token, RunAt: fromMicros(until)}
 			var payload string
 			var deadline, created int64
-			if err := rows.Scan(&j.ID, &j.Kind, &j.Queue, &j.Ref, &j.TenantID, &j.KeyID, &j.Priority, &payload, &deadline, &created, &j.Attempt, &j.TraceParent, &j.TraceState); err != nil {
+			if err := rows.Scan(&j.ID, &j.Kind, &j.Queue, &j.Ref, &j.TenantID, &j.KeyID, &j.Priority, &payload, &deadline, &created, &j.Attempt, &j.TraceParent, &j.TraceState, &j.RequestID); err != nil {
 				return err
 			}
 			if payload != "" {

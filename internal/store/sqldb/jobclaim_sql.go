@@ -130,7 +130,7 @@ const anyDueQuery = `SELECT 1 FROM jobs WHERE kind = ? AND queue = ? AND run_at 
 // whose holder dies is due again then.
 const leaseJobsUpdate = `UPDATE jobs SET lease_token = ?, lease_until = ?, run_at = ?, attempts = attempts + 1
 	WHERE id IN (SELECT id FROM jobs WHERE id IN (%s) AND run_at <= ?%s)
-	RETURNING id, kind, queue, ref, tenant_id, key_id, priority, payload, deadline, created_at, attempts, traceparent, tracestate`
+	RETURNING id, kind, queue, ref, tenant_id, key_id, priority, payload, deadline, created_at, attempts, traceparent, tracestate, request_id`
 
 // The turns upserts advance each tenant's (key's) pass by what it got, for all of them in one
 // statement: pass becomes the larger of the stored pass and base — the pass the claim read,

@@ -23,15 +23,15 @@ func (db *DB) RenewJob(ctx context.Context, id, token string, until time.Time) e
 }
 
 const (
-	insertJobHead = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, key_id, priority, payload, run_at, deadline, created_at, traceparent, tracestate)`
+	insertJobHead = `INSERT INTO jobs (id, kind, queue, ref, tenant_id, key_id, priority, payload, run_at, deadline, created_at, traceparent, tracestate, request_id)`
 	insertJobTail = ` ON CONFLICT (id) DO NOTHING`
-	insertJob     = insertJobHead + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + insertJobTail
-	jobColumns    = 13
+	insertJob     = insertJobHead + ` VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + insertJobTail
+	jobColumns    = 14
 )
 
 func jobArgs(j store.Job) []any {
 	return []any{j.ID, j.Kind, j.Queue, j.Ref, j.TenantID, j.KeyID, j.Priority, string(j.Payload), micros(j.RunAt), micros(j.Deadline), micros(j.CreatedAt),
-		j.TraceParent, j.TraceState}
+		j.TraceParent, j.TraceState, j.RequestID}
 }
 
 // EnsureJob inserts the job unless its id exists.

@@ -8,7 +8,7 @@ import (
 	"mediagen/internal/store"
 )
 
-// The fair-share cases (DESIGN.md rule 14): a claim takes a waiting tenant's job at the next
+// The fair-share cases (docs/architecture.md#priority-and-fair-share): a claim takes a waiting tenant's job at the next
 // free slot whatever another tenant has queued, the same between keys of one tenant, and
 // weighted tenants get their share. Each drives the store as the engine does: a pool of
 // workers, each slot claimed as soon as it frees.

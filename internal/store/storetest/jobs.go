@@ -54,7 +54,8 @@ func jobCounts(t *testing.T, s store.Store, now time.Time) string {
 func testJobsEnqueueClaimAndUpdate(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	j := store.Job{ID: "k:1", Kind: "k", Ref: "1", TenantID: "acme", KeyID: "key_1", Payload: []byte(`{"p":1}`), RunAt: now, Deadline: now.Add(time.Hour)}
+	j := store.Job{ID: "k:1", Kind: "k", Ref: "1", TenantID: "acme", KeyID: "key_1", Payload: []byte(`{"p":1}`), RunAt: now, Deadline: now.Add(time.Hour),
+		RequestID: "req_1"}
 	enqueue(t, s, j)
 	dup := j
 	dup.Payload, dup.RunAt = []byte(`{"p":2}`), now.Add(time.Hour)
@@ -78,7 +79,7 @@ func testJobsEnqueueClaimAndUpdate(t *testing.T, s store.Store) {
 		t.Fatalf("claim: %+v %v", got, err)
 	}
 	c := got[0]
-	if c.ID != "k:1" || c.Ref != "1" || c.TenantID != "acme" || c.KeyID != "key_1" || string(c.Payload) != `{"p":1}` || c.Attempt != 1 || c.Token == "" ||
+	if c.ID != "k:1" || c.Ref != "1" || c.TenantID != "acme" || c.KeyID != "key_1" || string(c.Payload) != `{"p":1}` || c.RequestID != "req_1" || c.Attempt != 1 || c.Token == "" ||
 		!c.Deadline.Equal(j.Deadline) || !c.CreatedAt.Equal(now) {
 		t.Fatalf("claimed %+v", c)
 	}
