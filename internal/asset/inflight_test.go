@@ -29,7 +29,7 @@ func (e *env) inFlight(c keys.Caller) store.InFlight {
 	e.t.Helper()
 	var f store.InFlight
 	err := e.db.Transact(context.Background(), func(tx store.Tx) (err error) {
-		f, err = tx.AssetsInFlight(context.Background(), c.Key.ID, c.Tenant.ID)
+		f, err = tx.InFlight(context.Background(), store.InFlightAssets, c.Key.ID, c.Tenant.ID)
 		return err
 	})
 	if err != nil {

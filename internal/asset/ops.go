@@ -312,7 +312,7 @@ func (s *Service) createAsset(library string) func(context.Context, keys.Caller,
 			}
 			// Checked last, on the count that includes this asset: a refusal rolls back the
 			// asset and its job together, so a refused create leaves nothing behind.
-			return limits.AdmitAsset(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID)
+			return limits.Admit(ctx, tx, c.Tenant.Limits(), store.InFlightAssets, c.Key.ID, c.Tenant.ID)
 		})
 		if err != nil {
 			return nil, err

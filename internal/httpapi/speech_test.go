@@ -181,7 +181,7 @@ func (se *speechEnv) checkUntouched(t *testing.T) {
 	var pending store.InFlight
 	err = se.store.Transact(context.Background(), func(tx store.Tx) error {
 		var err error
-		pending, err = tx.SpeechesInFlight(context.Background(), se.keyRec.ID, se.keyRec.TenantID)
+		pending, err = tx.InFlight(context.Background(), store.InFlightSpeeches, se.keyRec.ID, se.keyRec.TenantID)
 		return err
 	})
 	if err != nil || pending.Key != 0 {

@@ -8,59 +8,68 @@ import (
 	"mediagen/internal/store"
 )
 
-// AdmitTask runs in the transaction that has just created a video task for the key: it
-// refuses the task, so the transaction rolls back with nothing written or reserved, when the
-// key or its tenant would then have more unfinished tasks than its limit. The count comes
-// from the database and includes the new task, so it is exact across replicas.
-func AdmitTask(ctx context.Context, tx store.Tx, lim catalog.Limits, keyID, tenantID string) error {
-	k, t := lim.Key.VideoTasksInFlight, lim.Tenant.VideoTasksInFlight
-	if k.Unlimited() && t.Unlimited() {
-		return nil
-	}
-	n, err := tx.TasksInFlight(ctx, keyID, tenantID)
-	if err != nil {
-		return err
-	}
-	return over(n, k, t, CodeTasksInFlight, retryTasks, "video tasks queued or in progress")
+// admission is what differs between the kinds of in-flight work at admission: which catalog
+// limits bound the kind, and what a refusal says. Everything else is one mechanism (Admit).
+type admission struct {
+	limits func(catalog.Limits) (key, tenant catalog.Count)
+	code   string
+	retry  int    // Retry-After, seconds
+	what   string // the work, as the refusal's message names it
 }
 
-// AdmitSpeech is AdmitTask for a speech generation: it runs after CreateSpeech, before the
-// reservation and before the engine is called.
-func AdmitSpeech(ctx context.Context, tx store.Tx, lim catalog.Limits, keyID, tenantID string) error {
-	k, t := lim.Key.SpeechInFlight, lim.Tenant.SpeechInFlight
-	if k.Unlimited() && t.Unlimited() {
-		return nil
-	}
-	n, err := tx.SpeechesInFlight(ctx, keyID, tenantID)
-	if err != nil {
-		return err
-	}
-	return over(n, k, t, CodeSpeechInFlight, retrySpeech, "speech generations running")
+// admissions holds every kind counted in flight (store.InFlightKinds).
+var admissions = map[store.InFlightKind]admission{
+	store.InFlightTasks: {
+		limits: func(l catalog.Limits) (catalog.Count, catalog.Count) {
+			return l.Key.VideoTasksInFlight, l.Tenant.VideoTasksInFlight
+		},
+		code: CodeTasksInFlight, retry: retryTasks, what: "video tasks queued or in progress",
+	},
+	store.InFlightSpeeches: {
+		limits: func(l catalog.Limits) (catalog.Count, catalog.Count) {
+			return l.Key.SpeechInFlight, l.Tenant.SpeechInFlight
+		},
+		code: CodeSpeechInFlight, retry: retrySpeech, what: "speech generations running",
+	},
+	store.InFlightAssets: {
+		limits: func(l catalog.Limits) (catalog.Count, catalog.Count) {
+			return l.Key.AssetIngestsInFlight, l.Tenant.AssetIngestsInFlight
+		},
+		code: CodeAssetsInFlight, retry: retryAssets, what: "assets processing",
+	},
 }
 
-// AdmitAsset is AdmitTask for an asset ingestion: it runs after CreateAsset and the
-// enqueueing of its ingestion job, so a refusal leaves neither.
-func AdmitAsset(ctx context.Context, tx store.Tx, lim catalog.Limits, keyID, tenantID string) error {
-	k, t := lim.Key.AssetIngestsInFlight, lim.Tenant.AssetIngestsInFlight
+// Admit runs in the transaction that has just created a record of kind for the key (a video
+// task with its job, a speech record before its reservation and before the engine is called,
+// an asset with its ingestion job): it refuses the record, so the transaction rolls back with
+// nothing written or reserved, when the key or its tenant would then have more unfinished work
+// of the kind than its limit. The count comes from the database and includes the new record,
+// so it is exact across replicas.
+func Admit(ctx context.Context, tx store.Tx, lim catalog.Limits, kind store.InFlightKind, keyID, tenantID string) error {
+	a, ok := admissions[kind]
+	if !ok {
+		return fmt.Errorf("admit: no in-flight limit for kind %q", kind)
+	}
+	k, t := a.limits(lim)
 	if k.Unlimited() && t.Unlimited() {
 		return nil
 	}
-	n, err := tx.AssetsInFlight(ctx, keyID, tenantID)
+	n, err := tx.InFlight(ctx, kind, keyID, tenantID)
 	if err != nil {
-		return err
+		return fmt.Errorf("admit %s: %w", kind, err)
 	}
-	return over(n, k, t, CodeAssetsInFlight, retryAssets, "assets processing")
+	return a.over(n, k, t)
 }
 
 // over refuses when a count, which includes the new record, exceeds its limit.
-func over(n store.InFlight, k, t catalog.Count, code string, retry int, what string) error {
+func (a admission) over(n store.InFlight, k, t catalog.Count) error {
 	if !k.Unlimited() && n.Key > int(k) {
-		return refuse(ScopeKey, LimitInFlight, code, retry,
-			fmt.Sprintf("This API key already has %d %s, its limit. Retry when one has finished.", k, what))
+		return refuse(ScopeKey, LimitInFlight, a.code, a.retry,
+			fmt.Sprintf("This API key already has %d %s, its limit. Retry when one has finished.", k, a.what))
 	}
 	if !t.Unlimited() && n.Tenant > int(t) {
-		return refuse(ScopeTenant, LimitInFlight, code, retry,
-			fmt.Sprintf("This account's API keys together already have %d %s, the account's limit. Retry when one has finished.", t, what))
+		return refuse(ScopeTenant, LimitInFlight, a.code, a.retry,
+			fmt.Sprintf("This account's API keys together already have %d %s, the account's limit. Retry when one has finished.", t, a.what))
 	}
 	return nil
 }

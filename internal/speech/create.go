@@ -216,7 +216,7 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Speec
 		if err := tx.CreateSpeech(ctx, rec); err != nil {
 			return err
 		}
-		if err := limits.AdmitSpeech(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {
+		if err := limits.Admit(ctx, tx, c.Tenant.Limits(), store.InFlightSpeeches, c.Key.ID, c.Tenant.ID); err != nil {
 			return err
 		}
 		if err := billing.Reserve(ctx, tx, c, rec.ID, q.Amount, now); err != nil {

@@ -169,10 +169,6 @@ type AssetTx interface {
 	// CreateAsset inserts an asset into an existing group. A Processing asset counts as one
 	// ingestion in flight of its key and tenant until FinishAsset or DeleteAsset ends it.
 	CreateAsset(ctx context.Context, a Asset) error
-	// AssetsInFlight counts the Processing assets of a key and of a tenant, as TasksInFlight
-	// counts tasks: moved by CreateAsset, FinishAsset and DeleteAsset, exact after a
-	// CreateAsset (whose counter rows stay locked until the transaction ends).
-	AssetsInFlight(ctx context.Context, keyID, tenantID string) (InFlight, error)
 	RenameAsset(ctx context.Context, id, name string, at time.Time) error
 	// DeleteAsset removes an asset and returns the key of its stored copy ("" when none). A
 	// Processing asset's ingestion stops counting in flight.

@@ -94,7 +94,4 @@ type SpeechTx interface {
 	// nothing. Run it in the same transaction as the settlement and the job's fenced end, so
 	// money moves exactly once.
 	FinishSpeech(ctx context.Context, f SpeechFinish) error
-	// SpeechesInFlight counts the pending records of a key and of a tenant, as TasksInFlight
-	// counts tasks: moved by CreateSpeech and FinishSpeech, exact after a CreateSpeech.
-	SpeechesInFlight(ctx context.Context, keyID, tenantID string) (InFlight, error)
 }

@@ -163,6 +163,7 @@ type Tx interface {
 	// SetMetaOnce records name=value unless name is already set; it reports whether it wrote.
 	SetMetaOnce(ctx context.Context, name, value string) (bool, error)
 	TaskTx
+	InFlightTx
 	QueueTx
 	SpeechTx
 	AssetTx

@@ -57,21 +57,11 @@ type TaskTx interface {
 	// CreateTask inserts a task; a second task with the same key and client_request_id fails
 	// with ErrConflict.
 	CreateTask(ctx context.Context, t Task) error
-	// TasksInFlight counts the queued and in-progress tasks of a key and of a tenant. The
-	// counts move with CreateTask and the terminal AdvanceTask; after a CreateTask they
-	// include it, and on PostgreSQL the counter rows stay locked by this transaction, so
-	// concurrent creates of the key or tenant on any replica wait and then see it.
-	TasksInFlight(ctx context.Context, keyID, tenantID string) (InFlight, error)
 	// ReplaceTaskResult rewrites the result document of a completed task: the only change a
 	// completed task's result ever sees is the mark that its files were deleted (DELETE
 	// /v1/videos/{id}), recorded before the files go so that no replica links them again.
 	// ErrNotFound when the task is not completed.
 	ReplaceTaskResult(ctx context.Context, id string, result []byte) error
-}
-
-// InFlight is how much unfinished work a key and its tenant have.
-type InFlight struct {
-	Key, Tenant int
 }
 
 // ErrLeaseLost reports a fenced write by a run whose lease was taken over (or whose record

@@ -221,7 +221,7 @@ func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.Video
 		if err := tx.EnqueueJob(ctx, job); err != nil {
 			return err
 		}
-		if err := limits.AdmitTask(ctx, tx, c.Tenant.Limits(), c.Key.ID, c.Tenant.ID); err != nil {
+		if err := limits.Admit(ctx, tx, c.Tenant.Limits(), store.InFlightTasks, c.Key.ID, c.Tenant.ID); err != nil {
 			return err
 		}
 		return billing.Reserve(ctx, tx, c, task.ID, q.Amount, now)

@@ -51,7 +51,7 @@ type Assets interface {
 
 // Store is what the video service needs of the database; the SQL store satisfies it. The
 // transaction is the store's, so that a unit test's fake Tx embeds store.Tx and implements
-// only the writes a create makes (CreateTask, EnqueueJob, TasksInFlight, Post).
+// only the writes a create makes (CreateTask, EnqueueJob, InFlight, Post).
 type Store interface {
 	Transact(ctx context.Context, fn func(store.Tx) error) error
 	Task(ctx context.Context, id string) (store.Task, error)

@@ -93,8 +93,11 @@ func (t *fakeTx) EnqueueJob(_ context.Context, j store.Job) error {
 	return nil
 }
 
-func (t *fakeTx) TasksInFlight(_ context.Context, keyID, tenantID string) (store.InFlight, error) {
+func (t *fakeTx) InFlight(_ context.Context, kind store.InFlightKind, keyID, tenantID string) (store.InFlight, error) {
 	var n store.InFlight
+	if kind != store.InFlightTasks {
+		return n, fmt.Errorf("fake tx counts video tasks only, not %s", kind)
+	}
 	for _, task := range t.f.tasks {
 		if !store.Terminal(task.Status) {
 			if task.KeyID == keyID {

@@ -43,7 +43,7 @@ func BenchmarkCreateTaskOneKey(b *testing.B) {
 				if err := tx.CreateTask(ctx, task); err != nil {
 					return err
 				}
-				if _, err := tx.TasksInFlight(ctx, k.ID, k.TenantID); err != nil {
+				if _, err := tx.InFlight(ctx, store.InFlightTasks, k.ID, k.TenantID); err != nil {
 					return err
 				}
 				return tx.Post(ctx, store.Txn{ID: fmt.Sprintf("txn_%d", n), Kind: "reserve", Ref: task.ID, CreatedAt: now,

@@ -207,7 +207,7 @@ func (t *Tx) CreateAsset(ctx context.Context, a store.Asset) error {
 		return fmt.Errorf("create asset %s: %w", a.ID, err)
 	}
 	if a.Status == store.AssetProcessing {
-		return t.addInFlight(ctx, "asset", a.KeyID, a.TenantID)
+		return t.addInFlight(ctx, store.InFlightAssets, a.KeyID, a.TenantID)
 	}
 	return nil
 }
@@ -231,7 +231,7 @@ func (t *Tx) DeleteAsset(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("delete asset %s: %w", id, noRows(err))
 	}
 	if status == store.AssetProcessing {
-		if err := t.uncount(ctx, "asset", keyID, tenantID); err != nil {
+		if err := t.uncount(ctx, store.InFlightAssets, keyID, tenantID); err != nil {
 			return "", fmt.Errorf("delete asset %s: %w", id, err)
 		}
 	}
@@ -249,7 +249,7 @@ func (t *Tx) FinishAsset(ctx context.Context, o store.AssetOutcome) error {
 		return err
 	}
 	// The update applied only to a Processing asset, so this runs once per ingestion.
-	return t.dropInFlight(ctx, "asset", "assets", o.ID)
+	return t.dropInFlight(ctx, store.InFlightAssets, o.ID)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ func (t *Tx) AdvanceTask(ctx context.Context, a store.Advance) error {
 	}
 	if store.Terminal(a.Status) {
 		// The update applied only to an unfinished task, so this runs once per task.
-		return t.dropInFlight(ctx, "task", "tasks", a.ID)
+		return t.dropInFlight(ctx, store.InFlightTasks, a.ID)
 	}
 	return nil
 }

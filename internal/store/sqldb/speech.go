@@ -35,7 +35,7 @@ func scanSpeech(row scanner) (store.Speech, error) {
 // CreateSpeech inserts a speech record, after its in-flight counters (as CreateTask does).
 func (t *Tx) CreateSpeech(ctx context.Context, s store.Speech) error {
 	if s.Status == store.SpeechPending {
-		if err := t.addInFlight(ctx, "speech", s.KeyID, s.TenantID); err != nil {
+		if err := t.addInFlight(ctx, store.InFlightSpeeches, s.KeyID, s.TenantID); err != nil {
 			return err
 		}
 	}
@@ -82,7 +82,7 @@ func (t *Tx) FinishSpeech(ctx context.Context, f store.SpeechFinish) error {
 	if err := t.speechEvent(ctx, f.ID, f.Status, "", f.Upstream, 1, f.ErrorDetail); err != nil {
 		return fmt.Errorf("finish speech %s: %w", f.ID, err)
 	}
-	return t.dropInFlight(ctx, "speech", "speeches", f.ID)
+	return t.dropInFlight(ctx, store.InFlightSpeeches, f.ID)
 }
 
 // speechStepTakeover marks the events of a speech record handed to a new attempt by a retry,

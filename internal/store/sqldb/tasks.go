@@ -36,7 +36,7 @@ func scanTask(row scanner) (store.Task, error) {
 // client_request_id's index entry, while it waits for them.
 func (t *Tx) CreateTask(ctx context.Context, task store.Task) error {
 	if !store.Terminal(task.Status) {
-		if err := t.addInFlight(ctx, "task", task.KeyID, task.TenantID); err != nil {
+		if err := t.addInFlight(ctx, store.InFlightTasks, task.KeyID, task.TenantID); err != nil {
 			return err
 		}
 	}

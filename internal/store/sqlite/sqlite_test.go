@@ -172,10 +172,10 @@ func TestInFlightMigrationCountsExistingWork(t *testing.T) {
 	defer db.Close()
 	var tasks, speeches store.InFlight
 	err = db.Transact(ctx, func(tx store.Tx) (err error) {
-		if tasks, err = tx.TasksInFlight(ctx, "key_a", "acme"); err != nil {
+		if tasks, err = tx.InFlight(ctx, store.InFlightTasks, "key_a", "acme"); err != nil {
 			return err
 		}
-		speeches, err = tx.SpeechesInFlight(ctx, "key_b", "acme")
+		speeches, err = tx.InFlight(ctx, store.InFlightSpeeches, "key_b", "acme")
 		return err
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,11 +12,14 @@ import (
 	"mediagen/internal/store"
 )
 
-func tasksInFlight(t *testing.T, s store.Store, k store.Key) store.InFlight {
+// The in-flight counts, one table-driven suite over the kinds (inflightkinds.go). Each kind
+// runs under its own tenants, so the kinds counted apart are seen to stay at zero.
+
+func inFlight(t *testing.T, s store.Store, kind store.InFlightKind, k store.Key) store.InFlight {
 	t.Helper()
 	var f store.InFlight
 	err := s.Transact(context.Background(), func(tx store.Tx) (err error) {
-		f, err = tx.TasksInFlight(context.Background(), k.ID, k.TenantID)
+		f, err = tx.InFlight(context.Background(), kind, k.ID, k.TenantID)
 		return err
 	})
 	if err != nil {
@@ -26,17 +28,10 @@ func tasksInFlight(t *testing.T, s store.Store, k store.Key) store.InFlight {
 	return f
 }
 
-func speechesInFlight(t *testing.T, s store.Store, k store.Key) store.InFlight {
+// tasksInFlight is inFlight of video tasks, for the suites that create tasks.
+func tasksInFlight(t *testing.T, s store.Store, k store.Key) store.InFlight {
 	t.Helper()
-	var f store.InFlight
-	err := s.Transact(context.Background(), func(tx store.Tx) (err error) {
-		f, err = tx.SpeechesInFlight(context.Background(), k.ID, k.TenantID)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return inFlight(t, s, store.InFlightTasks, k)
 }
 
 func wantInFlight(t *testing.T, what string, got store.InFlight, key, tenant int) {
@@ -46,102 +41,114 @@ func wantInFlight(t *testing.T, what string, got store.InFlight, key, tenant int
 	}
 }
 
-func testInFlightTasksFollowCreateAndFinish(t *testing.T, s store.Store) {
-	ctx := t.Context()
-	a1, a2, b := newKey(t, s, "acme", false), newKey(t, s, "acme", false), newKey(t, s, "bolt", false)
-	wantInFlight(t, "no tasks", tasksInFlight(t, s, a1), 0, 0)
-	now := time.Now()
-	mine := createTasks(t, s, a1, 2, now.Add(-time.Second))
-	createTasks(t, s, a2, 1, now.Add(time.Hour))
-	createTasks(t, s, b, 1, now.Add(time.Hour))
-	wantInFlight(t, "created", tasksInFlight(t, s, a1), 2, 3)
-	wantInFlight(t, "other key of the tenant", tasksInFlight(t, s, a2), 1, 3)
-	wantInFlight(t, "other tenant", tasksInFlight(t, s, b), 1, 1)
+func inFlightCaseOf(kind store.InFlightKind) inFlightCase {
+	for _, c := range inFlightCases {
+		if c.kind == kind {
+			return c
+		}
+	}
+	panic(fmt.Sprintf("storetest: no in-flight case for kind %q", kind))
+}
 
-	// A create that rolls back, and a duplicate client_request_id, count nothing.
+// testInFlightFollowsCreateAndEnd: for every kind, a create counts once for its key and its
+// tenant, nothing else does (a rollback, a twin, a write that keeps the record unfinished,
+// another kind), and every way a record ends uncounts it exactly once.
+func testInFlightFollowsCreateAndEnd(t *testing.T, s store.Store) {
+	for _, kind := range store.InFlightKinds {
+		t.Run(string(kind), func(t *testing.T) { inFlightFollowsCreateAndEnd(t, s, inFlightCaseOf(kind)) })
+	}
+}
+
+func inFlightFollowsCreateAndEnd(t *testing.T, s store.Store, c inFlightCase) {
+	ctx := t.Context()
+	acme, bolt := "acme-"+string(c.kind), "bolt-"+string(c.kind)
+	create := c.creator(t, s, acme, bolt)
+	a1, a2, b := newKey(t, s, acme, false), newKey(t, s, acme, false), newKey(t, s, bolt, false)
+	count := func(k store.Key) store.InFlight { t.Helper(); return inFlight(t, s, c.kind, k) }
+	write := func(w inFlightEnd, r inFlightRecord) error {
+		return s.Transact(ctx, func(tx store.Tx) error { return w.write(ctx, tx, r) })
+	}
+	wantInFlight(t, "nothing created", count(a1), 0, 0)
+
+	n := len(c.ends)
+	mine := make([]inFlightRecord, n)
+	for i := range mine {
+		mine[i] = mustCreate(t, s, create, a1)
+	}
+	mustCreate(t, s, create, a2)
+	mustCreate(t, s, create, b)
+	wantInFlight(t, "created", count(a1), n, n+1)
+	wantInFlight(t, "other key of the tenant", count(a2), 1, n+1)
+	wantInFlight(t, "other tenant", count(b), 1, 1)
+	for _, other := range store.InFlightKinds {
+		if other != c.kind {
+			wantInFlight(t, string(other)+" is counted apart", inFlight(t, s, other, a1), 0, 0)
+		}
+	}
+
+	// A create that rolls back counts nothing, though its own transaction sees it.
 	boom := errors.New("boom")
 	if err := s.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.CreateTask(ctx, newTask(a1, "")); err != nil {
+		if _, err := create(ctx, tx, a1); err != nil {
 			return err
 		}
-		if f, err := tx.TasksInFlight(ctx, a1.ID, a1.TenantID); err != nil || f.Key != 3 || f.Tenant != 4 {
-			t.Errorf("inside the creating transaction: %+v %v, want 3 and 4", f, err)
+		if f, err := tx.InFlight(ctx, c.kind, a1.ID, a1.TenantID); err != nil || f.Key != n+1 || f.Tenant != n+2 {
+			t.Errorf("inside the creating transaction: %+v %v, want %d and %d", f, err, n+1, n+2)
 		}
 		return boom
 	}); !errors.Is(err, boom) {
 		t.Fatal(err)
 	}
-	dup := newTask(a1, "same")
-	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, dup) }); err != nil {
-		t.Fatal(err)
-	}
-	dup.ID = "vid_dup_" + dup.ID
-	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateTask(ctx, dup) }); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("duplicate: %v", err)
-	}
-	wantInFlight(t, "after a rollback and a duplicate", tasksInFlight(t, s, a1), 3, 4)
+	wantInFlight(t, "after a rollback", count(a1), n, n+1)
 
-	// Progress keeps a task in flight; a terminal status ends it, once.
-	mine = append(mine, strings.TrimPrefix(dup.ID, "vid_dup_")) // the first of the pair, which was created
-	write := func(a store.Advance) error {
-		return s.Transact(ctx, func(tx store.Tx) error { return tx.AdvanceTask(ctx, a) })
+	if err := s.Transact(ctx, func(tx store.Tx) error { return mine[0].twin(ctx, tx) }); !errors.Is(err, c.twinErr) {
+		t.Fatalf("twin: %v, want %v", err, c.twinErr)
 	}
-	if err := write(store.Advance{ID: mine[0], Status: store.StatusInProgress}); err != nil {
-		t.Fatal(err)
-	}
-	wantInFlight(t, "in progress", tasksInFlight(t, s, a1), 3, 4)
-	for i, st := range []string{store.StatusCompleted, store.StatusFailed, store.StatusExpired} {
-		if err := write(store.Advance{ID: mine[i], Status: st, FinishedAt: now}); err != nil {
-			t.Fatal(err)
+	for _, w := range c.keep {
+		if err := write(w, mine[0]); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
 		}
-		wantInFlight(t, st, tasksInFlight(t, s, a1), 2-i, 3-i)
 	}
-	if err := write(store.Advance{ID: mine[2], Status: store.StatusFailed}); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("second terminal write: %v", err)
+	wantInFlight(t, "after a twin and writes that keep it unfinished", count(a1), n, n+1)
+
+	for i, e := range c.ends {
+		if err := write(e, mine[i]); err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		wantInFlight(t, e.name, count(a1), n-1-i, n-i)
 	}
-	wantInFlight(t, "a refused second terminal write", tasksInFlight(t, s, a1), 0, 1)
-	wantInFlight(t, "the other tenant", tasksInFlight(t, s, b), 1, 1)
+	for _, l := range c.late {
+		if err := write(c.ends[l.end], mine[l.rec]); !errors.Is(err, l.want) {
+			t.Errorf("%s of the record ended %s: %v, want %v", c.ends[l.end].name, c.ends[l.rec].name, err, l.want)
+		}
+	}
+	wantInFlight(t, "ends of ended records", count(a1), 0, 1)
+	wantInFlight(t, "the other tenant", count(b), 1, 1)
 }
 
-func testInFlightSpeechesFollowCreateAndFinish(t *testing.T, s store.Store) {
+func mustCreate(t *testing.T, s store.Store, create inFlightCreate, k store.Key) inFlightRecord {
+	t.Helper()
 	ctx := t.Context()
-	a1, a2 := newKey(t, s, "acme", false), newKey(t, s, "acme", false)
-	until := time.Now().Add(time.Minute)
-	sp1, sp2, sp3 := newSpeech(a1, "", until), newSpeech(a1, "x", until), newSpeech(a2, "", until)
-	for _, sp := range []store.Speech{sp1, sp2, sp3} {
-		createSpeech(t, s, sp)
+	var r inFlightRecord
+	if err := s.Transact(ctx, func(tx store.Tx) (err error) { r, err = create(ctx, tx, k); return err }); err != nil {
+		t.Fatalf("create: %v", err)
 	}
-	wantInFlight(t, "created", speechesInFlight(t, s, a1), 2, 3)
-	wantInFlight(t, "video tasks are counted apart", tasksInFlight(t, s, a1), 0, 0)
-	finish := func(sp store.Speech, token string) error {
-		return s.Transact(ctx, func(tx store.Tx) error {
-			return tx.FinishSpeech(ctx, store.SpeechFinish{ID: sp.ID, Token: token, Status: store.SpeechCompleted, FinishedAt: time.Now()})
-		})
-	}
-	if err := finish(sp1, sp1.AttemptToken); err != nil {
-		t.Fatal(err)
-	}
-	if err := finish(sp1, sp1.AttemptToken); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("second finish: %v", err)
-	}
-	wantInFlight(t, "finished once", speechesInFlight(t, s, a1), 1, 2)
-	if err := finish(sp3, sp3.AttemptToken); err != nil {
-		t.Fatal(err)
-	}
-	wantInFlight(t, "other key finished", speechesInFlight(t, s, a1), 1, 1)
+	return r
 }
 
 // errOverLimit is what the admitting transaction returns to roll its create back.
 var errOverLimit = errors.New("over the in-flight limit")
 
-// AdmitUnderLimit creates a task for key k in one transaction of s and keeps it only if the
-// key then has no more than limit tasks in flight: how the service admits a video task.
-func AdmitUnderLimit(ctx context.Context, s store.Store, k store.Key, limit int) error {
-	return s.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.CreateTask(ctx, newTask(k, "")); err != nil {
+// admitUnderLimit creates a record for key k in one transaction of s and keeps it only if
+// the key then has no more than limit of its kind in flight: how the service admits one
+// (limits.Admit).
+func admitUnderLimit(ctx context.Context, s store.Store, kind store.InFlightKind, create inFlightCreate, k store.Key, limit int) (inFlightRecord, error) {
+	var r inFlightRecord
+	err := s.Transact(ctx, func(tx store.Tx) (err error) {
+		if r, err = create(ctx, tx, k); err != nil {
 			return err
 		}
-		f, err := tx.TasksInFlight(ctx, k.ID, k.TenantID)
+		f, err := tx.InFlight(ctx, kind, k.ID, k.TenantID)
 		if err != nil {
 			return err
 		}
@@ -150,176 +157,84 @@ func AdmitUnderLimit(ctx context.Context, s store.Store, k store.Key, limit int)
 		}
 		return nil
 	})
+	return r, err
 }
 
-// InFlightLimitHolds admits tasks for one key from many goroutines at once, spread over the
-// given store handles (on PostgreSQL, two handles on one database are two replicas), and
-// fails unless exactly limit were admitted and every other attempt was refused by the limit.
-// The first handle must hold the key.
-func InFlightLimitHolds(t *testing.T, handles []store.Store, limit, attempts int) {
+// admitConcurrently admits records of kind for key k from attempts goroutines at once, spread
+// over the store handles, and fails unless exactly limit were admitted, every other attempt
+// was refused by the limit, and every handle counts the limit. It returns the admitted.
+func admitConcurrently(t *testing.T, handles []store.Store, c inFlightCase, create inFlightCreate, k store.Key, limit, attempts int) []inFlightRecord {
 	t.Helper()
-	k := newKey(t, handles[0], "acme", false)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	var admitted, refused atomic.Int64
-	errs := make(chan error, attempts)
+	var refused atomic.Int64
+	var mu sync.Mutex
+	var admitted []inFlightRecord
 	var wg sync.WaitGroup
-	for i := 0; i < attempts; i++ {
-		wg.Add(1)
-		go func(s store.Store) {
-			defer wg.Done()
-			switch err := AdmitUnderLimit(ctx, s, k, limit); {
+	for i := range attempts {
+		s := handles[i%len(handles)]
+		wg.Go(func() {
+			r, err := admitUnderLimit(ctx, s, c.kind, create, k, limit)
+			switch {
 			case err == nil:
-				admitted.Add(1)
+				mu.Lock()
+				admitted = append(admitted, r)
+				mu.Unlock()
 			case errors.Is(err, errOverLimit):
 				refused.Add(1)
 			default:
-				errs <- err
+				t.Errorf("admit: %v", err)
 			}
-		}(handles[i%len(handles)])
+		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("admit: %v", err)
-	}
-	if admitted.Load() != int64(limit) || refused.Load() != int64(attempts-limit) {
-		t.Fatalf("admitted %d and refused %d of %d concurrent creates, want %d admitted", admitted.Load(), refused.Load(), attempts, limit)
+	if len(admitted) != limit || refused.Load() != int64(attempts-limit) {
+		t.Fatalf("admitted %d and refused %d of %d concurrent creates, want %d admitted", len(admitted), refused.Load(), attempts, limit)
 	}
 	for i, s := range handles {
-		wantInFlight(t, fmt.Sprintf("handle %d", i), tasksInFlight(t, s, k), limit, limit)
+		wantInFlight(t, fmt.Sprintf("handle %d", i), inFlight(t, s, c.kind, k), limit, limit)
 	}
+	return admitted
 }
 
+// InFlightLimitHolds admits video tasks for one key from many goroutines at once, spread
+// over the given store handles (on PostgreSQL, two handles on one database are two
+// replicas), and fails unless exactly limit were admitted and every other attempt was refused
+// by the limit.
+func InFlightLimitHolds(t *testing.T, handles []store.Store, limit, attempts int) {
+	t.Helper()
+	c := inFlightCaseOf(store.InFlightTasks)
+	admitConcurrently(t, handles, c, c.creator(t, handles[0], "acme"), newKey(t, handles[0], "acme", false), limit, attempts)
+}
+
+// testInFlightLimitHoldsUnderConcurrentCreates: for every kind, concurrent creates of one key
+// against a limit admit exactly the limit, a refused create leaves no record, and once every
+// admitted record has ended (each a different way) the counts are back to 0 and a create is
+// admitted again.
 func testInFlightLimitHoldsUnderConcurrentCreates(t *testing.T, s store.Store) {
-	InFlightLimitHolds(t, []store.Store{s}, 5, 40)
+	for _, kind := range store.InFlightKinds {
+		t.Run(string(kind), func(t *testing.T) { inFlightLimitHolds(t, s, inFlightCaseOf(kind)) })
+	}
 }
 
-// takeSlot asks for a slot of account as task of tenant and key, at now.
-func takeSlot(t *testing.T, s store.Store, account, task, tenant, key string, limit int, now time.Time) bool {
-	t.Helper()
+func inFlightLimitHolds(t *testing.T, s store.Store, c inFlightCase) {
+	const limit, attempts = 5, 40
 	ctx := t.Context()
-	var ok bool
-	st := store.SlotTaker{SlotHolder: store.SlotHolder{Account: account, TaskID: task, TenantID: tenant, KeyID: key},
-		Limit: limit, Now: now, WaitFor: time.Minute}
-	if err := s.Transact(ctx, func(tx store.Tx) (err error) { ok, err = tx.TakeSlot(ctx, st); return err }); err != nil {
-		t.Error(err)
+	tenant := "acme-" + string(c.kind)
+	create := c.creator(t, s, tenant)
+	k := newKey(t, s, tenant, false)
+	admitted := admitConcurrently(t, []store.Store{s}, c, create, k, limit, attempts)
+	if n, err := c.stored(ctx, s, k); err != nil || n != limit {
+		t.Fatalf("%d records stored (%v), want only the %d admitted", n, err, limit)
 	}
-	return ok
-}
-
-func releaseSlot(t *testing.T, s store.Store, h store.SlotHolder) {
-	t.Helper()
-	ctx := t.Context()
-	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.ReleaseSlot(ctx, h) }); err != nil {
-		t.Fatal(err)
+	for i, r := range admitted {
+		e := c.ends[i%len(c.ends)]
+		if err := s.Transact(ctx, func(tx store.Tx) error { return e.write(ctx, tx, r) }); err != nil {
+			t.Fatalf("%s %s: %v", e.name, r.id, err)
+		}
 	}
-}
-
-// testUpstreamSlotsNeverExceedTheLimit: concurrent takers of one account's slots never take
-// more than the limit; a release frees one; accounts are counted apart.
-func testUpstreamSlotsNeverExceedTheLimit(t *testing.T, s store.Store) {
-	ctx := t.Context()
-	now := time.Now()
-	var mu sync.Mutex
-	took := 0
-	var wg sync.WaitGroup
-	for i := range 12 {
-		wg.Go(func() {
-			if takeSlot(t, s, "ark-main", fmt.Sprintf("video_%d", i), "acme", "key_a", 5, now) {
-				mu.Lock()
-				took++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if took != 5 {
-		t.Fatalf("12 concurrent takers of 5 slots took %d", took)
-	}
-	if takeSlot(t, s, "ark-main", "video_x", "acme", "key_a", 5, now) {
-		t.Error("a sixth slot was taken")
-	}
-	releaseSlot(t, s, store.SlotHolder{Account: "ark-main", TenantID: "acme", KeyID: "key_a"})
-	// Past the line's wait: the refused takers stopped asking, so a new one gets the slot.
-	later := now.Add(2 * time.Minute)
-	if !takeSlot(t, s, "ark-main", "video_y", "acme", "key_a", 5, later) || !takeSlot(t, s, "other", "video_z", "acme", "key_a", 1, later) {
-		t.Error("a released slot, or another account's, was not free")
-	}
-	got, err := s.UpstreamSlots(ctx)
-	if err != nil || got["ark-main"] != 5 || got["other"] != 1 {
-		t.Errorf("slots %v %v", got, err)
-	}
-}
-
-// testUpstreamSlotGoesToWhoHoldsLeast: a tenant holds both of an account's slots and has 8
-// more tasks in line; another tenant's task (or, within a tenant, another key's) asks after
-// them. The freed slot goes to it, not to the oldest in line, and the line keeps the slot
-// for it when the oldest asks first.
-func testUpstreamSlotGoesToWhoHoldsLeast(t *testing.T, s store.Store) {
-	for _, tc := range []struct {
-		name, tenant, key string
-	}{
-		{"another tenant", "bolt", "key_b"},
-		{"another key of the tenant", "acme", "key_b"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			account := "ark-" + tc.tenant + "-" + tc.key
-			now := time.Now()
-			for i := range 2 {
-				if !takeSlot(t, s, account, fmt.Sprintf("a%d", i), "acme", "key_a", 2, now) {
-					t.Fatalf("task a%d was refused a free slot", i)
-				}
-			}
-			for i := 2; i < 10; i++ {
-				if takeSlot(t, s, account, fmt.Sprintf("a%d", i), "acme", "key_a", 2, now.Add(time.Duration(i)*time.Millisecond)) {
-					t.Fatalf("task a%d took a third slot", i)
-				}
-			}
-			if takeSlot(t, s, account, "b0", tc.tenant, tc.key, 2, now.Add(time.Second)) {
-				t.Fatal("b0 took a third slot")
-			}
-			releaseSlot(t, s, store.SlotHolder{Account: account, TaskID: "a0", TenantID: "acme", KeyID: "key_a"})
-			at := now.Add(2 * time.Second)
-			if takeSlot(t, s, account, "a2", "acme", "key_a", 2, at) {
-				t.Fatal("the oldest task in line took the freed slot; want it kept for b0, whose side holds none")
-			}
-			if !takeSlot(t, s, account, "b0", tc.tenant, tc.key, 2, at) {
-				t.Fatal("b0 was refused the freed slot")
-			}
-			// Only acme's key_a waits now: the next freed slot goes to the oldest of its tasks.
-			releaseSlot(t, s, store.SlotHolder{Account: account, TaskID: "a1", TenantID: "acme", KeyID: "key_a"})
-			if takeSlot(t, s, account, "a3", "acme", "key_a", 2, at) {
-				t.Fatal("a3 took the slot before a2, older in line")
-			}
-			if !takeSlot(t, s, account, "a2", "acme", "key_a", 2, at) {
-				t.Fatal("a2, first in line, was refused the freed slot")
-			}
-		})
-	}
-}
-
-// testLeftSlotLineHoldsNothingBack: a task refused a slot waits in the account's line, and a
-// freed slot is kept for it; once it leaves the line (routed elsewhere) the slot goes to the
-// next task at once.
-func testLeftSlotLineHoldsNothingBack(t *testing.T, s store.Store) {
-	ctx := t.Context()
-	now := time.Now()
-	if !takeSlot(t, s, "ark-line", "l0", "acme", "key_a", 1, now) {
-		t.Fatal("the free slot was refused")
-	}
-	if takeSlot(t, s, "ark-line", "l1", "acme", "key_a", 1, now) {
-		t.Fatal("a second slot of one was taken")
-	}
-	releaseSlot(t, s, store.SlotHolder{Account: "ark-line", TaskID: "l0", TenantID: "acme", KeyID: "key_a"})
-	if takeSlot(t, s, "ark-line", "l2", "acme", "key_a", 1, now.Add(time.Second)) {
-		t.Fatal("l2 took the slot kept for l1, first in line")
-	}
-	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.LeaveSlotLine(ctx, "l1") }); err != nil {
-		t.Fatal(err)
-	}
-	// l2 asked after l1 and waits in line too; it is first now.
-	if !takeSlot(t, s, "ark-line", "l2", "acme", "key_a", 1, now.Add(2*time.Second)) {
-		t.Fatal("the slot stayed held for l1 after it left the line")
+	wantInFlight(t, "all ended", inFlight(t, s, c.kind, k), 0, 0)
+	if _, err := admitUnderLimit(ctx, s, c.kind, create, k, limit); err != nil {
+		t.Fatalf("a create after the admitted ended: %v", err)
 	}
 }

@@ -53,7 +53,7 @@ func countsInsideBatches(t *testing.T, handles []store.Store, perKey int) {
 					if err := tx.CreateTask(ctx, task); err != nil {
 						return err
 					}
-					n, err = tx.TasksInFlight(ctx, k.ID, k.TenantID)
+					n, err = tx.InFlight(ctx, store.InFlightTasks, k.ID, k.TenantID)
 					return err
 				})
 				if err != nil {
@@ -120,7 +120,7 @@ func createsOfOneKey(t *testing.T, handles []store.Store, tenant string, funded 
 						// An in-flight limit of funded tasks per key, checked as the API checks
 						// it: its counts are read inside the batch (PostgreSQL sends for them).
 						if limit {
-							if n, err := tx.TasksInFlight(ctx, k.ID, k.TenantID); err != nil {
+							if n, err := tx.InFlight(ctx, store.InFlightTasks, k.ID, k.TenantID); err != nil {
 								return err
 							} else if n.Key > funded {
 								return errOverLimit
