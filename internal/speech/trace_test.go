@@ -77,7 +77,7 @@ func TestTracingMakesEachSpeechEngineCallAnUpstreamSpanUnderItsJobRun(t *testing
 	for i, s := range calls {
 		a := map[string]string{}
 		for _, kv := range s.Attributes() {
-			a[string(kv.Key)] = kv.Value.Emit()
+			a[string(kv.Key)] = kv.Value.String()
 		}
 		w := want[i]
 		if s.Parent().SpanID() != run.SpanContext().SpanID() {
