@@ -37,7 +37,7 @@ func (e tracedEngine) Synthesize(ctx context.Context, r provider.SpeechRequest) 
 }
 
 // traced is the engine of account, traced when tracing is on (Service.Tracer); tries counts
-// the run's calls across its accounts. Off, it is e itself.
+// the run's calls across its accounts (nil when off). Off, it is e itself.
 func (s *Service) traced(e provider.Synthesizer, account string, tries *int) provider.Synthesizer {
 	if s.Tracer == nil || e == nil {
 		return e
