@@ -44,7 +44,8 @@ func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.
 		blobs, files = fs, fs
 	}
 	cfg := asset.Config{Store: m.db, Catalogs: m.cat, Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
-		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg), Notify: m.jobs.Notify}
+		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg), Notify: m.jobs.Notify,
+		Tracer: m.tracing.Tracer()}
 	if c.VerifyTTL > 0 {
 		cfg.VerifyTTL = c.VerifyTTL
 	}

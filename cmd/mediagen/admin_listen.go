@@ -14,6 +14,7 @@ import (
 	"mediagen/internal/console"
 	"mediagen/internal/httpapi"
 	"mediagen/internal/netlimit"
+	"mediagen/internal/tracing"
 	"mediagen/internal/video"
 )
 
@@ -51,13 +52,15 @@ func (m *Main) startAdmin() error {
 	// The admin listener serves the admin API under /admin/v1/ and the operator console under
 	// /console/; every other path is the admin API's 404 envelope.
 	apiHandler := srv.Handler()
-	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/") {
+	var mux http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isConsolePath(r.URL.Path) {
 			op.ServeHTTP(w, r)
 			return
 		}
 		apiHandler.ServeHTTP(w, r)
 	})
+	// A server span per request when tracing is on (docs/tracing.md); off, not in the chain.
+	mux = tracing.Middleware(m.tracing.Tracer(), adminSpanName(srv, op))(mux)
 	bounded := wrapOps(netlimit.ListenerAdmin, ln, m.connMetrics)
 	m.admin = &http.Server{
 		Handler:           mux,
@@ -73,6 +76,30 @@ func (m *Main) startAdmin() error {
 	go func() { _ = m.admin.Serve(bounded) }()
 	m.log.Info("admin API on its own listener", "addr", m.adminAddr)
 	return nil
+}
+
+func isConsolePath(p string) bool { return p == "/console" || strings.HasPrefix(p, "/console/") }
+
+// adminSpanName names the admin listener's request spans: the admin route's or console
+// page's pattern, else the method and the part of the listener ("GET /console/*",
+// "GET /admin/v1/*", or the bare method elsewhere), never the raw path.
+func adminSpanName(api, op interface{ Route(*http.Request) string }) tracing.RouteFunc {
+	return func(r *http.Request) (string, bool) {
+		method := tracing.MethodLabel(r.Method)
+		if isConsolePath(r.URL.Path) {
+			if p := op.Route(r); p != "" {
+				return p, true
+			}
+			return method + " /console/*", false
+		}
+		if p := api.Route(r); p != "" {
+			return p, true
+		}
+		if strings.HasPrefix(r.URL.Path, "/admin/v1/") {
+			return method + " /admin/v1/*", false
+		}
+		return method, false
+	}
 }
 
 // AdminURL is the base URL of the admin API ("" when --admin-listen is not set).

@@ -195,7 +195,8 @@ func (m *Main) consoleCommon() console.Common {
 func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safefetch.Client, reg prometheus.Registerer) (*speech.Service, error) {
 	c := &m.Config
 	svc := &speech.Service{Store: m.db, Engines: map[string]provider.Synthesizer{}, Fetch: fetch, Blobs: blob.Traced(m.blobs, m.tracing.Tracer()),
-		Probe: tools, Trim: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout, Metrics: speech.NewMetrics(reg)}
+		Probe: tools, Trim: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout, Metrics: speech.NewMetrics(reg),
+		Tracer: m.tracing.Tracer()}
 	if m.engine == nil && c.Role == "api" {
 		if err := tools.Check(ctx); err != nil {
 			m.log.Warn("speech is unavailable in this process: ffmpeg, ffprobe and espeak-ng are missing", "err", err)

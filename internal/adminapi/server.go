@@ -160,6 +160,13 @@ func (s *Server) register(pattern string) (string, string) {
 // Routes lists the registered patterns ("POST /admin/v1/keys"), in registration order.
 func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
 
+// Route is the pattern of the admin route r asks for ("GET /admin/v1/keys/{id}"), "" for
+// none: the name of the request's trace span (tracing on), never its raw path.
+func (s *Server) Route(r *http.Request) string {
+	_, pattern := s.mux.Handler(r)
+	return pattern
+}
+
 // Handler serves the admin API; anything outside its routes is the envelope's 404 (or 405).
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"
@@ -135,6 +136,9 @@ type Config struct {
 	CallbackTimeout  time.Duration
 	Probe            probe.Options
 	Now              func() time.Time
+	// Tracer, when set, makes each fetch of a source a span "media.fetch" (trace.go); nil: no
+	// spans.
+	Tracer trace.Tracer
 	// Notify wakes the job engine when a job of the kind was enqueued (may be nil: the
 	// engine finds it within PollInterval).
 	Notify func(kind string)

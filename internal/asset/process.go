@@ -67,7 +67,7 @@ func (s *Service) process(ctx context.Context, c store.Asset, token string) (sto
 	if c.Type == TypeImage {
 		limit = s.cfg.MaxImageBytes
 	}
-	resp, err := s.cfg.Fetch.Get(ctx, c.SourceURL, safefetch.RequestOptions{MaxBytes: limit})
+	resp, err := s.fetchSource(ctx, c, safefetch.RequestOptions{MaxBytes: limit})
 	if err != nil {
 		return fetchFailure(err), err
 	}

@@ -241,3 +241,10 @@ type errorPage struct {
 	Message string
 	Code    string
 }
+
+// Route is the pattern of the console page r asks for ("GET /console/tasks/{id}"), "" for
+// none: the name of the request's trace span (tracing on), never its raw path.
+func (k *core) Route(r *http.Request) string {
+	_, pattern := k.mux.Handler(r)
+	return pattern
+}

@@ -31,6 +31,7 @@ type reqInfo struct {
 	requestID string
 	principal *keys.Caller
 	route     string // the matched pattern; "" when nothing matched
+	spanRoute string // a finer pattern for the trace span only (a console page's); "": route
 	keyID     string
 	errCode   string
 	status    int // the answer's status, once observe has seen it

@@ -277,6 +277,7 @@ func (s *Server) serveConsole(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apiErrNotFound())
 		return
 	}
+	s.nameConsoleSpan(*h, r)
 	(*h).ServeHTTP(w, r)
 }
 

@@ -51,12 +51,16 @@ type routed struct {
 // went to (or the first account when none was called) with the error of that call.
 func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider.SpeechRequest) (provider.Speech, routed, error) {
 	accounts := st.accounts()
+	var tries *int // the run's calls, for their trace spans: counted only when tracing is on
+	if s.Tracer != nil {
+		tries = new(int)
+	}
 	if len(accounts) == 1 {
 		e := s.engine(accounts[0])
 		if e == nil {
 			return provider.Speech{}, routed{account: accounts[0]}, errNoEngine{accounts[0]}
 		}
-		out, err := synthesize(ctx, e, preq, transientRetries)
+		out, err := synthesize(ctx, s.traced(e, accounts[0], tries), preq, transientRetries)
 		return out, routed{account: accounts[0]}, err
 	}
 	r := s.router()
@@ -76,7 +80,7 @@ func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider
 		// One retry of a transient error on the account, then the next account; a 429 is
 		// not retried there: the next account at once (the account is avoided for its
 		// Retry-After).
-		out, err := synthesizeUnless(ctx, e, preq, 1, routing.RateLimited)
+		out, err := synthesizeUnless(ctx, s.traced(e, a, tries), preq, 1, routing.RateLimited)
 		if err == nil {
 			r.Success(a)
 			return out, got, nil

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"mediagen/internal/billing"
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
@@ -120,6 +122,9 @@ type Service struct {
 	Poll         time.Duration // waiting requests re-read this often; 0 → DefaultPoll
 	Lease        time.Duration // job lease of a generation; 0 → DefaultLease
 	Now          func() time.Time
+	// Tracer, when set, makes each engine call a span "upstream.synthesize" (trace.go);
+	// nil: no spans.
+	Tracer trace.Tracer
 }
 
 func (s *Service) now() time.Time {
