@@ -18,14 +18,25 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// WaitEvery is WaitFor looking every tick: for a condition that costs a request or a
+// query, where looking every Tick would load the machine the test shares.
+func WaitEvery(t testing.TB, tick, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !poll(tick, timeout, cond) {
+		t.Fatalf("after %v: %s", timeout, what)
+	}
+}
+
 // Poll is WaitFor without the test: it reports whether cond held within timeout.
-func Poll(timeout time.Duration, cond func() bool) bool {
+func Poll(timeout time.Duration, cond func() bool) bool { return poll(Tick, timeout, cond) }
+
+func poll(tick, timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(Tick)
+		time.Sleep(tick)
 	}
 	return true
 }
