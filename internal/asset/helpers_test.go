@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 // env is a Service on a fresh SQLite store and blob root, with a loopback HTTPS media server.
@@ -41,15 +41,10 @@ type env struct {
 	db    store.Store
 	blobs *blob.FS
 	media *httptest.Server
-	dir   string // files the media server serves
-	clock *clock
-	jobs  *jobs.Engine // runs the service's job kinds on the env's clock
+	dir   string         // files the media server serves
+	clock *testkit.Clock // runs with the wall clock; the test moves it ahead
+	jobs  *jobs.Engine   // runs the service's job kinds on the env's clock
 }
-
-type clock struct{ offset atomic.Int64 }
-
-func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 type envOpts struct {
 	fetch  *safefetch.Options // nil: loopback allowed, trusting the media server
@@ -82,15 +77,15 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.fetch != nil {
 		fo = *o.fetch
 	}
-	cl := &clock{}
+	cl := testkit.RunningClock()
 	cat, err := catalog.Parse("test", []byte(testCatalog))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{Store: db, Catalog: cat, Blobs: blobs, Fetch: safefetch.New(fo), PublicURL: "http://127.0.0.1:9",
 		PollInterval: 50 * time.Millisecond, MinCheck: 300 * time.Millisecond, Lease: time.Minute, RetryBackoff: 20 * time.Millisecond,
-		CallbackBackoff: []time.Duration{50 * time.Millisecond}, CallbackTimeout: 2 * time.Second, Now: cl.now}
-	eng := jobs.New(jobs.Config{Store: db, Now: cl.now})
+		CallbackBackoff: []time.Duration{50 * time.Millisecond}, CallbackTimeout: 2 * time.Second, Now: cl.Now}
+	eng := jobs.New(jobs.Config{Store: db, Now: cl.Now})
 	cfg.Notify = eng.Notify
 	if o.mutate != nil {
 		o.mutate(&cfg)
