@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"mediagen/internal/billing"
@@ -281,27 +282,38 @@ func (h *leaseSpanningStep) Expired(store.TaskRun) Final { return Final{Status: 
 
 // A step longer than the lease keeps its task through the heartbeat: a second engine on the
 // same store never takes it over while the first is alive.
+//
+// It runs on virtual time (synctest): the step's 2.5 s, the leases and the renewals cost no
+// wall time, and a loaded machine's scheduling cannot make a renewal late.
 func TestHeartbeatKeepsALiveStepsTask(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	// The step spans several leases; a renewal every third of a lease would have to be two
-	// thirds of a lease (0.67 s) late for the other engine to take over, which a loaded CI
-	// machine's scheduling and single SQLite writer do not reach (with 150 ms leases they did).
-	h := &leaseSpanningStep{d: 2500 * time.Millisecond}
-	k := jobs.Kind{Poll: 5 * time.Millisecond, Lease: time.Second}
-	a := e.runTasks(h, k)
-	defer a.Stop()
-	id := e.task(1_000, time.Now())
-	time.Sleep(50 * time.Millisecond) // a claims it first
-	b := e.runTasks(h, k)
-	defer b.Stop()
-	if got := e.waitTerminal(id); got.Status != store.StatusCompleted {
-		t.Fatalf("task = %+v", got)
-	}
-	n, _ := h.starts.Load(id)
-	if starts := n.(*atomic.Int64).Load(); starts != 1 {
-		t.Fatalf("the step started %d times; the heartbeat should have kept the lease", starts)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		// The step spans several leases, renewed every third of a lease.
+		h := &leaseSpanningStep{d: 2500 * time.Millisecond}
+		k := jobs.Kind{Poll: 5 * time.Millisecond, Lease: time.Second}
+		a := e.runTasks(h, k)
+		defer a.Stop()
+		id := e.task(1_000, time.Now())
+		for i := 0; ; i++ { // a claims it first
+			if _, ok := h.starts.Load(id); ok {
+				break
+			}
+			if i == 1000 {
+				t.Fatal("the first engine never started the step")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		b := e.runTasks(h, k)
+		defer b.Stop()
+		if got := e.waitTerminal(id); got.Status != store.StatusCompleted {
+			t.Fatalf("task = %+v", got)
+		}
+		n, _ := h.starts.Load(id)
+		if starts := n.(*atomic.Int64).Load(); starts != 1 {
+			t.Fatalf("the step started %d times; the heartbeat should have kept the lease", starts)
+		}
+	})
 }
 
 // refusedAfterCheckpoint takes its account's slot with a checkpoint, as a submit does, then
