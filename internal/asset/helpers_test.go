@@ -30,7 +30,6 @@ import (
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
 	"mediagen/internal/testkit"
 )
 
@@ -55,11 +54,7 @@ type envOpts struct {
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	root := t.TempDir()
-	db, err := sqlite.Open(context.Background(), filepath.Join(root, "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := testkit.SQLite(t)
 	blobs, err := blob.NewFS(filepath.Join(root, "assets"), bytes.Repeat([]byte("k"), 32), "http://127.0.0.1:9")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +68,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	// Names resolve to nothing and only loopback may be dialled: a test that names a host
 	// (media.example.com) never sends a DNS query or a packet off the machine.
 	fo := safefetch.Options{AllowLoopback: true, TLSConfig: &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs},
-		Resolver: fixedResolver{}, DialContext: loopbackOnly(t)}
+		Resolver: fixedResolver{}, DialContext: testkit.LoopbackDialer(t)}
 	if o.fetch != nil {
 		fo = *o.fetch
 	}
@@ -327,19 +322,6 @@ func (r *recordingDialer) calls() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.addrs...)
-}
-
-// loopbackOnly is a dialer that fails the test rather than leave the machine.
-func loopbackOnly(t *testing.T) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: 2 * time.Second}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		ap, err := netip.ParseAddrPort(addr)
-		if err != nil || !ap.Addr().IsLoopback() {
-			t.Errorf("dialled %s: tests never leave loopback", addr)
-			return nil, errors.New("refused by the test")
-		}
-		return d.DialContext(ctx, network, addr)
-	}
 }
 
 // fixedResolver answers every name with the given addresses (none: the name does not exist).
