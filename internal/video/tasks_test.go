@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +17,7 @@ import (
 	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 // scripted is a Handler whose steps follow a script per task: "ok" advances, "err" fails
@@ -68,23 +67,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	k := store.Key{ID: "key_w", TenantID: "acme", Prefix: "mg_x", Hash: []byte("h"), CreatedAt: time.Now()}
-	ctx := t.Context()
-	err = db.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.CreateKey(ctx, k, "USD"); err != nil {
-			return err
-		}
-		_, err := billing.Credit(ctx, tx, k, "USD", 10_000_000, "", time.Now())
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := testkit.SQLite(t)
+	_, k := testkit.Key(t, db, "acme", 10_000_000, false)
 	return &env{t: t, db: db, key: k}
 }
 
