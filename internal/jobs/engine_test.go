@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -147,22 +148,26 @@ func TestDoneJobCommitsItsApplyAndIsDeleted(t *testing.T) {
 	}
 }
 
+// On virtual time (synctest), as the other backoff, deadline and lease tests here: the
+// engine's timers cost no wall time and fire in order on a loaded machine.
 func TestFailingJobIsRetriedWithBackoffThenGivenUp(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
-	h := &handler{run: func(context.Context, jobs.Job, jobs.Checkpoint) (jobs.Outcome, error) {
-		return jobs.Outcome{}, errors.New("upstream 503")
-	}}
-	start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, MaxAttempts: 3,
-		Backoff: jobs.Exponential(time.Millisecond, 4*time.Millisecond)})
-	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
-	waitFor(t, "give-up", func() bool { _, ok := meta(t, db, "gave_up:k:1"); return ok })
-	if n := h.runs.Load(); n != 3 {
-		t.Errorf("runs %d, want 3", n)
-	}
-	if c := h.gaveUp(); len(c) != 1 || !strings.Contains(c[0].Error(), "upstream 503") {
-		t.Errorf("gave up with %v, want the last error", c)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		db := openDB(t)
+		h := &handler{run: func(context.Context, jobs.Job, jobs.Checkpoint) (jobs.Outcome, error) {
+			return jobs.Outcome{}, errors.New("upstream 503")
+		}}
+		start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, MaxAttempts: 3,
+			Backoff: jobs.Exponential(time.Millisecond, 4*time.Millisecond)})
+		enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
+		waitFor(t, "give-up", func() bool { _, ok := meta(t, db, "gave_up:k:1"); return ok })
+		if n := h.runs.Load(); n != 3 {
+			t.Errorf("runs %d, want 3", n)
+		}
+		if c := h.gaveUp(); len(c) != 1 || !strings.Contains(c[0].Error(), "upstream 503") {
+			t.Errorf("gave up with %v, want the last error", c)
+		}
+	})
 }
 
 func TestProgressResetsAttempts(t *testing.T) {
@@ -191,23 +196,25 @@ func TestProgressResetsAttempts(t *testing.T) {
 
 func TestDeadlineGivesUpWithoutRunning(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
-	h := &handler{run: func(context.Context, jobs.Job, jobs.Checkpoint) (jobs.Outcome, error) {
-		return jobs.Outcome{Done: true}, nil
-	}}
-	start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, Deadline: time.Hour})
-	old := time.Now().Add(-2 * time.Hour)
-	enqueue(t, db, store.Job{ID: "k:old", Kind: "k", Ref: "old", RunAt: old, CreatedAt: old})
-	enqueue(t, db, store.Job{ID: "k:due", Kind: "k", Ref: "due", Deadline: time.Now().Add(-time.Second)})
-	waitFor(t, "both given up", func() bool { return len(h.gaveUp()) == 2 })
-	for _, c := range h.gaveUp() {
-		if !errors.Is(c, jobs.ErrDeadline) {
-			t.Errorf("cause %v, want ErrDeadline", c)
+	synctest.Test(t, func(t *testing.T) {
+		db := openDB(t)
+		h := &handler{run: func(context.Context, jobs.Job, jobs.Checkpoint) (jobs.Outcome, error) {
+			return jobs.Outcome{Done: true}, nil
+		}}
+		start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, Deadline: time.Hour})
+		old := time.Now().Add(-2 * time.Hour)
+		enqueue(t, db, store.Job{ID: "k:old", Kind: "k", Ref: "old", RunAt: old, CreatedAt: old})
+		enqueue(t, db, store.Job{ID: "k:due", Kind: "k", Ref: "due", Deadline: time.Now().Add(-time.Second)})
+		waitFor(t, "both given up", func() bool { return len(h.gaveUp()) == 2 })
+		for _, c := range h.gaveUp() {
+			if !errors.Is(c, jobs.ErrDeadline) {
+				t.Errorf("cause %v, want ErrDeadline", c)
+			}
 		}
-	}
-	if n := h.runs.Load(); n != 0 {
-		t.Errorf("a job past its deadline ran %d times", n)
-	}
+		if n := h.runs.Load(); n != 0 {
+			t.Errorf("a job past its deadline ran %d times", n)
+		}
+	})
 }
 
 // A job whose runs keep dying (their process killed before recording anything) is given up
@@ -457,27 +464,30 @@ func findCounter(t *testing.T, reg *prometheus.Registry, name string, values ...
 }
 
 // A periodic pass of a process that died (its claim's lease runs out) is run again by
-// another process, and the job stays one row.
+// another process, and the job stays one row. On virtual time (synctest): the engine polls
+// exactly ten times while the dead process's lease holds.
 func TestPeriodicJobOfADeadProcessRunsAgain(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
-	clk := testkit.RunningClock()
-	if err := db.EnsureJob(t.Context(), store.Job{ID: "sweep", Kind: "sweep", RunAt: clk.Now(), CreatedAt: clk.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if c, err := db.ClaimJobs(t.Context(), "sweep", "", clk.Now(), time.Minute, 1, nil); err != nil || len(c) != 1 {
-		t.Fatalf("the dead process's claim: %v %v", c, err)
-	}
-	var runs atomic.Int64
-	start(t, db, clk.Now, nil, jobs.Kind{Name: "sweep", Handler: jobs.Periodic(func(context.Context) error { runs.Add(1); return nil }),
-		Every: time.Hour, Poll: 2 * time.Millisecond})
-	time.Sleep(20 * time.Millisecond)
-	if n := runs.Load(); n != 0 {
-		t.Fatalf("ran %d times while the dead process's lease held", n)
-	}
-	clk.Advance(2 * time.Minute)
-	waitFor(t, "the pass after the lease", func() bool { return runs.Load() == 1 })
-	if n := jobCount(t, db, "sweep"); n != 1 {
-		t.Errorf("%d periodic jobs, want 1", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		db := openDB(t)
+		clk := testkit.RunningClock()
+		if err := db.EnsureJob(t.Context(), store.Job{ID: "sweep", Kind: "sweep", RunAt: clk.Now(), CreatedAt: clk.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := db.ClaimJobs(t.Context(), "sweep", "", clk.Now(), time.Minute, 1, nil); err != nil || len(c) != 1 {
+			t.Fatalf("the dead process's claim: %v %v", c, err)
+		}
+		var runs atomic.Int64
+		start(t, db, clk.Now, nil, jobs.Kind{Name: "sweep", Handler: jobs.Periodic(func(context.Context) error { runs.Add(1); return nil }),
+			Every: time.Hour, Poll: 2 * time.Millisecond})
+		time.Sleep(20 * time.Millisecond)
+		if n := runs.Load(); n != 0 {
+			t.Fatalf("ran %d times while the dead process's lease held", n)
+		}
+		clk.Advance(2 * time.Minute)
+		waitFor(t, "the pass after the lease", func() bool { return runs.Load() == 1 })
+		if n := jobCount(t, db, "sweep"); n != 1 {
+			t.Errorf("%d periodic jobs, want 1", n)
+		}
+	})
 }
