@@ -4,6 +4,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"mediagen/internal/money"
 )
 
 func TestStillClockMovesOnlyWhenTold(t *testing.T) {
@@ -61,4 +63,29 @@ func TestPollReportsWhetherTheConditionHeldInTime(t *testing.T) {
 			t.Error("a condition that never holds was reported")
 		}
 	})
+}
+
+func TestKeyIsCreditedOnAFreshStore(t *testing.T) {
+	db := SQLite(t)
+	secret, k := Key(t, db, "acme", 5*money.Scale, false)
+	if secret == "" || k.TenantID != "acme" {
+		t.Fatalf("key %q %+v", secret, k)
+	}
+	b, err := db.Balance(t.Context(), k.ID)
+	if err != nil || b.Available != 5*money.Scale || b.Used != 0 {
+		t.Fatalf("balance %+v %v, want 5 available", b, err)
+	}
+	if _, k0 := Key(t, db, "acme", 0, true); !k0.Unlimited {
+		t.Errorf("unlimited key %+v", k0)
+	}
+}
+
+func TestNamesResolveOnlyWhatTheyHold(t *testing.T) {
+	n := Names{"media.example.com": "127.0.0.1"}
+	if a, err := n.LookupNetIP(t.Context(), "ip", "media.example.com"); err != nil || len(a) != 1 || !a[0].IsLoopback() {
+		t.Errorf("held name: %v %v", a, err)
+	}
+	if _, err := n.LookupNetIP(t.Context(), "ip", "example.org"); err == nil {
+		t.Error("a name it does not hold resolved")
+	}
 }
