@@ -89,3 +89,15 @@ func TestNamesResolveOnlyWhatTheyHold(t *testing.T) {
 		t.Error("a name it does not hold resolved")
 	}
 }
+
+// Stores copied from the one migrated template share nothing.
+func TestSQLiteStoresAreIndependent(t *testing.T) {
+	a, b := SQLite(t), SQLite(t)
+	_, k := Key(t, a, "acme", money.Scale, false)
+	if _, err := b.Balance(t.Context(), k.ID); err == nil {
+		t.Error("a key made in one store has a balance in another")
+	}
+	if _, err := a.Balance(t.Context(), k.ID); err != nil {
+		t.Errorf("the key's own store: %v", err)
+	}
+}
