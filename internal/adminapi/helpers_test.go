@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,7 +20,6 @@ import (
 	"mediagen/internal/store"
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/postgres/pgtest"
-	"mediagen/internal/store/sqlite"
 	"mediagen/internal/testkit"
 )
 
@@ -63,14 +61,14 @@ func newEnv(t *testing.T, driver string) *env {
 	)
 	switch driver {
 	case "sqlite":
-		st, err = sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+		st = testkit.SQLite(t)
 	case "postgres":
 		st, err = postgres.Open(context.Background(), pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
 	cat := catalog.Demo()
 	c := testkit.NewClock(time.Now().UTC())
 	reg := prometheus.NewRegistry()
