@@ -25,19 +25,29 @@ import (
 func SQLite(t testing.TB) store.Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "test.db")
-	tmpl, err := migrated()
-	if err != nil {
-		t.Fatalf("migrate the template store: %v", err)
-	}
-	if err := os.WriteFile(path, tmpl, 0o600); err != nil {
-		t.Fatalf("copy the template store: %v", err)
-	}
+	SQLiteFile(t, path)
 	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatalf("open the test store: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// SQLiteFile writes a migrated, empty SQLite database to path (its directory made if
+// missing), for code that opens the database itself, as serve does with its data directory.
+func SQLiteFile(t testing.TB, path string) {
+	t.Helper()
+	tmpl, err := migrated()
+	if err != nil {
+		t.Fatalf("migrate the template store: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		t.Fatalf("copy the template store: %v", err)
+	}
+	if err := os.WriteFile(path, tmpl, 0o600); err != nil {
+		t.Fatalf("copy the template store: %v", err)
+	}
 }
 
 // template is the bytes of a migrated, empty database, made once per test process.
