@@ -104,7 +104,10 @@ func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	base := "http://" + addr
-	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--sandbox-pace", "1500ms", "--workers", "3", "--log-level", "warn"}
+	// A short job lease: the killed process's claims are taken over within 2 s of the restart,
+	// not the default 30 s, whichever step each task was in when the process died.
+	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--sandbox-pace", "1500ms", "--workers", "3", "--log-level", "warn",
+		"--job-lease", "2s"}
 	first := startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, args...)
 	waitReady(t, base)
 	key := reKey.FindString(first.stdout.String())
