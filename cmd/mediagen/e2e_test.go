@@ -22,6 +22,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
+	"mediagen/internal/testkit"
 )
 
 // e2e is a running service (sandbox engine, SQLite) plus an HTTPS media server on loopback.
@@ -331,7 +332,7 @@ func TestEndToEndEveryRouteCompletesAndChargesMeasuredValues(t *testing.T) {
 	}
 	// Links are minted fresh on every read, to the same stored file.
 	_, b1 := e.call("GET", "/v1/videos/"+ids["native-mp4"], "")
-	time.Sleep(1100 * time.Millisecond)
+	testkit.NextSecond() // links carry their expiry in whole seconds
 	_, b2 := e.call("GET", "/v1/videos/"+ids["native-mp4"], "")
 	if bytes.Equal(b1, b2) {
 		t.Error("links were not minted fresh")

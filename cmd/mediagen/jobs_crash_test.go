@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/testkit"
 )
 
 // heldSource is a loopback HTTPS server for the sources and callbacks of a crash test: while
@@ -124,10 +125,13 @@ func TestSIGKILLMidJobLosesNoJobOfAnyKind(t *testing.T) {
 	s := postJSON(t, base, key, "/v1/vidgen/real-human/validate-session/create", `{"CallbackURL":"`+src.srv.URL+`/hook"}`)
 	token := s["VerifyToken"].(string)
 	postJSON(t, base, "", "/verify/"+token+"/start", `{}`)
-	time.Sleep(2100 * time.Millisecond) // the liveness check's shortest duration
-	postJSON(t, base, "", "/verify/"+token+"/confirm", `{}`)
-
 	src.waitHeld(t, "/cat.png")
+	// The confirm is refused (check_incomplete) until the liveness check's shortest
+	// duration (2 s) has passed since the start.
+	testkit.WaitEvery(t, 50*time.Millisecond, 30*time.Second, "the verification was never confirmed", func() bool {
+		status, _ := postAs(t, base, "", "/verify/"+token+"/confirm", `{}`)
+		return status/100 == 2
+	})
 	src.waitHeld(t, "/hook")
 	task := e.create(`{"model":"demo-video-mini","prompt":"kill me","metadata":{"duration":4,"resolution":"480p","ratio":"1:1"}}`)
 	killMidRender(t, first, dir)

@@ -270,7 +270,7 @@ func TestAdminKeyCreditAndBalanceAgree(t *testing.T) {
 	if !strings.Contains(list, id[1]) || !strings.Contains(list, "19.500001 USD") {
 		t.Errorf("key list:\n%s", list)
 	}
-	m, _ := startMain(t, dir)
+	m, _ := startMain(t, dir, "--key-cache-ttl", "200ms")
 	status, body := get(t, m.URL()+"/v1/billing/balance", secret)
 	if status != 200 || !strings.Contains(body, `"available":119.500001,`) && !strings.Contains(body, `"available":19.500001,`) {
 		t.Fatalf("balance %d %s", status, body)
@@ -279,8 +279,8 @@ func TestAdminKeyCreditAndBalanceAgree(t *testing.T) {
 		t.Fatalf("balance is not exactly 12.50 + 0.000001 + 7: %s", body)
 	}
 	admin(t, dir, "key", "revoke", id[1])
-	// The server remembers keys for --key-cache-ttl (2 s by default): the revocation, made by
-	// another process, takes effect within it.
+	// The server remembers keys for --key-cache-ttl (2 s by default, 200 ms here): the
+	// revocation, made by another process, takes effect within it.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		status, _ := get(t, m.URL()+"/v1/billing/balance", secret)
@@ -290,7 +290,7 @@ func TestAdminKeyCreditAndBalanceAgree(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("revoked key still answered %d after 5 s", status)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	tenants := admin(t, dir, "tenant", "list")
 	if !strings.Contains(tenants, "demo") || !strings.Contains(tenants, "USD") {

@@ -23,6 +23,7 @@ import (
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider"
 	"mediagen/internal/store/postgres/pgtest"
+	"mediagen/internal/testkit"
 	"mediagen/internal/video"
 )
 
@@ -115,7 +116,10 @@ func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	base := "http://" + addr
-	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--sandbox-pace", "1500ms", "--workers", "3", "--log-level", "warn"}
+	// A short job lease: the killed process's claims are taken over within 2 s of the restart,
+	// not the default 30 s, whichever step each task was in when the process died.
+	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--sandbox-pace", "1500ms", "--workers", "3", "--log-level", "warn",
+		"--job-lease", "2s"}
 	key := childKey(t, dir)
 	first := startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, args...)
 	waitReady(t, base)
@@ -124,8 +128,8 @@ func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-mini","prompt":"crash %d","metadata":{"duration":4,"resolution":"480p","ratio":"1:1","client_request_id":"crash-%d"}}`, i, i)))
 	}
-	// Kill while a render's ffmpeg runs (some tasks mid-render, some queued).
-	time.Sleep(1200 * time.Millisecond)
+	// Kill while a render's ffmpeg runs (some tasks mid-render, some queued): killMidRender
+	// waits for the first render's tool.
 	killMidRender(t, first, dir)
 
 	startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, args...)
@@ -322,7 +326,7 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		done <- fmt.Sprintf("%d %s", res.StatusCode, b)
 	}()
-	time.Sleep(700 * time.Millisecond) // the speech request is in flight
+	waitSpeechRecorded(t, dir) // the speech request is in flight
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -347,4 +351,19 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 	if err := m.db.CheckLedger(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitSpeechRecorded waits until serve on dir has recorded a speech request: the request
+// is then in flight (its generation takes the seconds its marker asks for).
+func waitSpeechRecorded(t *testing.T, dir string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "mediagen.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	testkit.WaitEvery(t, 20*time.Millisecond, 30*time.Second, "the speech request was never recorded", func() bool {
+		var n int
+		return db.QueryRow(`SELECT COUNT(*) FROM speeches`).Scan(&n) == nil && n > 0
+	})
 }

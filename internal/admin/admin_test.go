@@ -3,7 +3,6 @@ package admin_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,7 @@ import (
 	"mediagen/internal/apierr"
 	"mediagen/internal/catalog"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 // countingStore counts token lookups.
@@ -28,11 +27,7 @@ func (c *countingStore) AdminTokenByHash(ctx context.Context, hash []byte) (stor
 
 func newService(t *testing.T) (*admin.Service, *countingStore) {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := testkit.SQLite(t)
 	cs := &countingStore{Store: db}
 	cat := catalog.Demo()
 	return admin.New(admin.Config{Store: cs, Catalog: func() *catalog.Catalog { return cat }}), cs

@@ -116,7 +116,7 @@ func TestBadTokensAreUnauthenticated(t *testing.T) {
 		if r := e.do("GET", "/admin/v1/whoami", expiring.Secret, "", ""); r.status != 200 {
 			t.Fatalf("a token before its expiry: %d %s", r.status, r.body)
 		}
-		e.clock.Add(time.Hour)
+		e.clock.Advance(time.Hour)
 		unknown, _, _ := admin.GenerateToken()
 		for _, tc := range []struct {
 			name, header, code string
@@ -179,7 +179,7 @@ func TestReplayAnswersTheFirstAnswerByteForByte(t *testing.T) {
 			t.Errorf("another token's request with the same key: %d %s", mine.status, mine.body)
 		}
 		// After the stored answer expires the key may be used again.
-		e.clock.Add(DefaultIdempotencyTTL)
+		e.clock.Advance(DefaultIdempotencyTTL)
 		if r := e.do("POST", "/admin/v1/keys", e.oper, idem, `{"tenant":"demo","name":"later"}`); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
 			t.Errorf("after expiry: %d %s", r.status, r.body)
 		}

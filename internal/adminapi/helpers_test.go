@@ -6,9 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,7 +20,7 @@ import (
 	"mediagen/internal/store"
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/postgres/pgtest"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 var drivers = []string{"sqlite", "postgres"}
@@ -41,26 +39,13 @@ func forEachStore(t *testing.T, fn func(t *testing.T, e *env)) {
 // TestTrafficMatchesAdminOpenAPI.
 var recorded = &apidoc.Recorder{}
 
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type env struct {
 	t       *testing.T
 	st      store.Store
 	svc     *admin.Service
 	srv     *Server
 	ts      *httptest.Server
-	clock   *clock
+	clock   *testkit.Clock
 	reg     *prometheus.Registry
 	owner   string // secrets
 	oper    string
@@ -76,16 +61,16 @@ func newEnv(t *testing.T, driver string) *env {
 	)
 	switch driver {
 	case "sqlite":
-		st, err = sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+		st = testkit.SQLite(t)
 	case "postgres":
 		st, err = postgres.Open(context.Background(), pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
 	cat := catalog.Demo()
-	c := &clock{now: time.Now().UTC()}
+	c := testkit.NewClock(time.Now().UTC())
 	reg := prometheus.NewRegistry()
 	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now, Registerer: reg})
 	srv := New(Config{Service: svc, Registerer: reg})

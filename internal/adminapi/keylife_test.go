@@ -241,7 +241,7 @@ func TestExpiredKeysShowAndFilterAsExpired(t *testing.T) {
 		if !listed("active") || listed("expired") {
 			t.Fatal("a key before its expiry is not listed as active only")
 		}
-		e.clock.Add(time.Hour)
+		e.clock.Advance(time.Hour)
 		if got := e.do("GET", "/admin/v1/keys/"+id, e.viewer, "", "").json(t)["state"]; got != "expired" {
 			t.Errorf("state at the expiry %v, want expired", got)
 		}

@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +30,7 @@ import (
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 // env is a Service on a fresh SQLite store and blob root, with a loopback HTTPS media server.
@@ -41,15 +40,10 @@ type env struct {
 	db    store.Store
 	blobs *blob.FS
 	media *httptest.Server
-	dir   string // files the media server serves
-	clock *clock
-	jobs  *jobs.Engine // runs the service's job kinds on the env's clock
+	dir   string         // files the media server serves
+	clock *testkit.Clock // runs with the wall clock; the test moves it ahead
+	jobs  *jobs.Engine   // runs the service's job kinds on the env's clock
 }
-
-type clock struct{ offset atomic.Int64 }
-
-func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 type envOpts struct {
 	fetch  *safefetch.Options // nil: loopback allowed, trusting the media server
@@ -60,11 +54,7 @@ type envOpts struct {
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	root := t.TempDir()
-	db, err := sqlite.Open(context.Background(), filepath.Join(root, "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := testkit.SQLite(t)
 	blobs, err := blob.NewFS(filepath.Join(root, "assets"), bytes.Repeat([]byte("k"), 32), "http://127.0.0.1:9")
 	if err != nil {
 		t.Fatal(err)
@@ -78,19 +68,19 @@ func newEnv(t *testing.T, o envOpts) *env {
 	// Names resolve to nothing and only loopback may be dialled: a test that names a host
 	// (media.example.com) never sends a DNS query or a packet off the machine.
 	fo := safefetch.Options{AllowLoopback: true, TLSConfig: &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs},
-		Resolver: fixedResolver{}, DialContext: loopbackOnly(t)}
+		Resolver: fixedResolver{}, DialContext: testkit.LoopbackDialer(t)}
 	if o.fetch != nil {
 		fo = *o.fetch
 	}
-	cl := &clock{}
+	cl := testkit.RunningClock()
 	cat, err := catalog.Parse("test", []byte(testCatalog))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{Store: db, Catalog: cat, Blobs: blobs, Fetch: safefetch.New(fo), PublicURL: "http://127.0.0.1:9",
 		PollInterval: 50 * time.Millisecond, MinCheck: 300 * time.Millisecond, Lease: time.Minute, RetryBackoff: 20 * time.Millisecond,
-		CallbackBackoff: []time.Duration{50 * time.Millisecond}, CallbackTimeout: 2 * time.Second, Now: cl.now}
-	eng := jobs.New(jobs.Config{Store: db, Now: cl.now})
+		CallbackBackoff: []time.Duration{50 * time.Millisecond}, CallbackTimeout: 2 * time.Second, Now: cl.Now}
+	eng := jobs.New(jobs.Config{Store: db, Now: cl.Now})
 	cfg.Notify = eng.Notify
 	if o.mutate != nil {
 		o.mutate(&cfg)
@@ -332,19 +322,6 @@ func (r *recordingDialer) calls() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.addrs...)
-}
-
-// loopbackOnly is a dialer that fails the test rather than leave the machine.
-func loopbackOnly(t *testing.T) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: 2 * time.Second}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		ap, err := netip.ParseAddrPort(addr)
-		if err != nil || !ap.Addr().IsLoopback() {
-			t.Errorf("dialled %s: tests never leave loopback", addr)
-			return nil, errors.New("refused by the test")
-		}
-		return d.DialContext(ctx, network, addr)
-	}
 }
 
 // fixedResolver answers every name with the given addresses (none: the name does not exist).

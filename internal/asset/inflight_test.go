@@ -101,7 +101,7 @@ func TestIngestionEndFreesItsInFlightSlot(t *testing.T) {
 
 func (e *env) ingestJobs() int {
 	e.t.Helper()
-	counts, err := e.db.CountJobs(context.Background(), e.clock.now())
+	counts, err := e.db.CountJobs(context.Background(), e.clock.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}

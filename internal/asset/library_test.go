@@ -29,7 +29,7 @@ func (e *env) realHumanGroup(c keys.Caller) string {
 	if _, err := e.svc.Act(ctx, token, ActionStart); err != nil {
 		e.t.Fatalf("start: %v", err)
 	}
-	time.Sleep(e.svc.cfg.MinCheck)
+	e.clock.Advance(e.svc.cfg.MinCheck) // the liveness check's shortest duration
 	if st, err := e.svc.Act(ctx, token, ActionConfirm); err != nil || st.State != PagePassed {
 		e.t.Fatalf("confirm: %+v %v", st, err)
 	}
@@ -241,7 +241,7 @@ func TestRealHumanUpdateAndDeleteReturnTheRecord(t *testing.T) {
 	if a0["Status"] != "Active" {
 		t.Fatalf("asset %v", a0)
 	}
-	e.clock.advance(5 * time.Second)
+	e.clock.Advance(5 * time.Second)
 
 	g := e.must(acme, H+"/asset-groups/update", `{"Id":"`+gid+`","Name":"  Jane Doe ","Description":"Consent form 42"}`)
 	want := map[string]any{"Id": gid, "Name": "Jane Doe", "Description": "Consent form 42", "Origin": "Verification",
@@ -265,7 +265,7 @@ func TestRealHumanUpdateAndDeleteReturnTheRecord(t *testing.T) {
 	if !strings.HasPrefix(link, "http://127.0.0.1:9/v1/files/assets/"+aid+"/") || !strings.Contains(link, "sig=") {
 		t.Errorf("updated asset URL %q", link)
 	}
-	if exp, _ := a["URLExpiresAt"].(float64); int64(exp) <= e.clock.now().Unix() {
+	if exp, _ := a["URLExpiresAt"].(float64); int64(exp) <= e.clock.Now().Unix() {
 		t.Errorf("URLExpiresAt %v", a["URLExpiresAt"])
 	}
 	want = map[string]any{"Id": aid, "GroupId": gid, "AssetType": "Image", "Name": "portrait", "Status": "Active",
@@ -331,11 +331,11 @@ func TestGroupListPagesNewestFirstWithoutOverlap(t *testing.T) {
 			var newestFirst []string
 			for i := 0; i < c.n; i++ {
 				newestFirst = append([]string{c.mine(e, acme)}, newestFirst...)
-				e.clock.advance(time.Second)
+				e.clock.Advance(time.Second)
 				if i == c.n/2 { // others' groups in between must not show or count
 					c.mine(e, rival)
 					c.other(e, acme)
-					e.clock.advance(time.Second)
+					e.clock.Advance(time.Second)
 				}
 			}
 			pages := (c.n + c.size - 1) / c.size

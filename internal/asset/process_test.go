@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 )
 
 // The whole lifecycle over real HTTPS on loopback: create answers at once with Processing;
@@ -218,7 +219,7 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 			t.Fatalf("leased asset processed early: %v", m)
 		}
 	}
-	e.clock.advance(2 * time.Minute) // the dead leases expire
+	e.clock.Advance(2 * time.Minute) // the dead leases expire
 	e.jobs.Notify(IngestKind)
 	if m := e.wait(acme, recovered); m["Status"] != "Active" {
 		t.Fatalf("recovered: %v", m)
@@ -273,7 +274,10 @@ func TestDeleteDuringProcessing(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	g := e.virtualGroup(acme)
 	id := e.createAsset(acme, g, e.url("slow"), "Image")
-	time.Sleep(200 * time.Millisecond)
+	testkit.WaitFor(t, 10*time.Second, "the asset was never claimed", func() bool {
+		a, _ := e.db.Asset(t.Context(), id)
+		return a.Attempts == 1
+	})
 	e.must(acme, VirtualPrefix+"/assets/delete", `{"Id":"`+id+`"}`)
 	if _, err := e.op(acme, VirtualPrefix+"/assets/get", `{"Id":"`+id+`"}`); apiCode(err) != CodeAssetNotFound {
 		t.Fatalf("deleted asset: %v", err)

@@ -23,7 +23,7 @@ func TestTracingMakesAnIngestsFetchAMediaFetchSpanWithTheHostOnly(t *testing.T) 
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	tr := tp.Tracer("mediagen")
 	e := newEnv(t, envOpts{noRun: true, mutate: func(c *Config) { c.Tracer = tr; c.MaxAttempts = 1 }})
-	eng := jobs.New(jobs.Config{Store: e.db, Now: e.clock.now, Tracer: tr})
+	eng := jobs.New(jobs.Config{Store: e.db, Now: e.clock.Now, Tracer: tr})
 	for _, k := range e.svc.Kinds() {
 		if err := eng.Register(k); err != nil {
 			t.Fatal(err)

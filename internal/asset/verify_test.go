@@ -125,7 +125,7 @@ func TestVerificationPassRedeemOnceAndCallback(t *testing.T) {
 	if _, err := e.result(acme, token); apiCode(err) != CodeVerificationPending {
 		t.Fatalf("during the check: %v", err)
 	}
-	time.Sleep(350 * time.Millisecond)
+	e.clock.Advance(e.svc.cfg.MinCheck) // the liveness check's shortest duration
 	st, err = e.svc.Act(ctx, token, ActionConfirm)
 	if err != nil || st.State != PagePassed {
 		t.Fatalf("confirm: %+v %v", st, err)
@@ -192,7 +192,7 @@ func TestVerificationDeclineExpiryAndUnknown(t *testing.T) {
 	}
 
 	_, expired := e.session(acme, `{}`)
-	e.clock.advance(61 * time.Second)
+	e.clock.Advance(61 * time.Second)
 	if _, err := e.result(acme, expired); apiCode(err) != CodeVerifyTokenExpired {
 		t.Fatalf("expired: %v", err)
 	}
@@ -255,7 +255,7 @@ func TestCallbackGivesUp(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("callback state %s after %d attempts", v.CallbackState, v.CallbackAttempts)
 		}
-		e.clock.advance(time.Second)
+		e.clock.Advance(time.Second)
 		e.jobs.Notify(CallbackKind)
 		time.Sleep(20 * time.Millisecond)
 	}

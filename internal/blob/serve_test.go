@@ -17,28 +17,22 @@ import (
 	"time"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/testkit"
 )
-
-// clock is a settable time source safe to read from server goroutines.
-type clock struct{ unix atomic.Int64 }
-
-func (c *clock) now() time.Time          { return time.Unix(c.unix.Load(), 0) }
-func (c *clock) advance(d time.Duration) { c.unix.Add(int64(d / time.Second)) }
 
 // serveFixture is an FS with a controlled clock, an open counter and an HTTP server on
 // 127.0.0.1 that routes /v1/files/{key...} to ServeFile and writes errors as envelopes.
 type serveFixture struct {
 	fs    *FS
-	clock *clock
+	clock *testkit.Clock // still, on a whole second: links carry whole seconds
 	opens atomic.Int64
 	srv   *httptest.Server
 }
 
 func newServeFixture(t *testing.T) *serveFixture {
 	t.Helper()
-	f := &serveFixture{fs: newTestFS(t), clock: &clock{}}
-	f.clock.unix.Store(time.Now().Unix())
-	f.fs.now = f.clock.now
+	f := &serveFixture{fs: newTestFS(t), clock: testkit.NewClock(time.Now().Truncate(time.Second))}
+	f.fs.now = f.clock.Now
 	f.fs.openFile = func(name string) (*os.File, error) {
 		f.opens.Add(1)
 		return os.Open(name)
@@ -138,7 +132,7 @@ func TestServeFile_ValidLinkServesFileWithHeaders(t *testing.T) {
 	}
 
 	// max-age counts down with the link's remaining life.
-	f.clock.advance(7 * time.Minute)
+	f.clock.Advance(7 * time.Minute)
 	resp, _ = f.do(t, http.MethodGet, link, nil)
 	if got := resp.Header.Get("Cache-Control"); got != "private, max-age=180" {
 		t.Errorf("Cache-Control 7 minutes later = %q, want max-age=180", got)
@@ -289,7 +283,7 @@ func TestServeFile_RejectsBadLinksBeforeTouchingDisk(t *testing.T) {
 				l, _ := f.fs.SignedURL(key, time.Minute)
 				return l
 			},
-			before:   func(f *serveFixture) { f.clock.advance(2 * time.Minute) },
+			before:   func(f *serveFixture) { f.clock.Advance(2 * time.Minute) },
 			wantKind: apierr.KindPermission, wantCode: "link_expired",
 		},
 		{
@@ -298,7 +292,7 @@ func TestServeFile_RejectsBadLinksBeforeTouchingDisk(t *testing.T) {
 				l, _ := f.fs.SignedURL(key, time.Minute)
 				return l
 			},
-			before:   func(f *serveFixture) { f.clock.advance(time.Minute) },
+			before:   func(f *serveFixture) { f.clock.Advance(time.Minute) },
 			wantKind: apierr.KindPermission, wantCode: "link_expired",
 		},
 		{
@@ -324,7 +318,7 @@ func TestServeFile_RejectsBadLinksBeforeTouchingDisk(t *testing.T) {
 				l, exp := f.fs.SignedURL(key, time.Minute)
 				return alter(t, l, "expires", strconv.FormatInt(exp.Unix()+86400, 10))
 			},
-			before:   func(f *serveFixture) { f.clock.advance(time.Hour) },
+			before:   func(f *serveFixture) { f.clock.Advance(time.Hour) },
 			wantKind: apierr.KindPermission, wantCode: "invalid_signature",
 		},
 		{
@@ -375,7 +369,7 @@ func TestServeFile_RejectsBadLinksBeforeTouchingDisk(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				other.now = f.clock.now
+				other.now = f.clock.Now
 				l, _ := other.SignedURL(key, time.Minute)
 				return l
 			},
@@ -463,7 +457,7 @@ func TestServeFile_ErrorStatusesOverHTTP(t *testing.T) {
 			name: "expired link answers 403 link_expired",
 			link: func(t *testing.T, f *serveFixture) string {
 				l, _ := f.fs.SignedURL(key, time.Second)
-				f.clock.advance(time.Hour)
+				f.clock.Advance(time.Hour)
 				return l
 			},
 			wantStatus: http.StatusForbidden, wantCode: "link_expired",

@@ -7,10 +7,8 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,29 +16,16 @@ import (
 	"mediagen/internal/asset"
 	"mediagen/internal/catalog"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 	"mediagen/internal/video"
 )
-
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // opEnv is an operator console on a fresh SQLite store with an owner, an operator and a
 // viewer token.
 type opEnv struct {
 	st                  store.Store
 	svc                 *admin.Service
-	clock               *clock
+	clock               *testkit.Clock
 	ts                  *httptest.Server
 	owner, oper, viewer string // secrets
 	ownerID, operID     string
@@ -51,13 +36,9 @@ type opOption func(c *OperatorConfig)
 
 func newOpEnv(t *testing.T, opts ...opOption) *opEnv {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := testkit.SQLite(t)
 	cat := catalog.Demo()
-	c := &clock{now: time.Now().UTC()}
+	c := testkit.NewClock(time.Now().UTC())
 	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now})
 	cfg := OperatorConfig{Common: Common{Sessions: st, Now: c.Now}, Admin: svc}
 	for _, o := range opts {
@@ -174,7 +155,7 @@ type tenantEnv struct {
 	cat    *catalog.Catalog
 	videos *video.Service
 	con    *Tenant
-	clock  *clock
+	clock  *testkit.Clock
 	ts     *httptest.Server
 	key    string // the key's secret
 	keyID  string
@@ -186,13 +167,9 @@ type tenantOption func(t *testing.T, e *tenantEnv, c *TenantConfig)
 
 func newTenantEnv(t *testing.T, opts ...tenantOption) *tenantEnv {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := testkit.SQLite(t)
 	cat := catalog.Demo()
-	c := &clock{now: time.Now().UTC()}
+	c := testkit.NewClock(time.Now().UTC())
 	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now})
 	videos := &video.Service{Store: st, Now: c.Now}
 	e := &tenantEnv{st: st, svc: svc, cat: cat, videos: videos, clock: c}

@@ -57,9 +57,7 @@ func TestOverviewShowsTodaysSettledFiguresToAViewer(t *testing.T) {
 	e := newOpEnv(t)
 	// 15:30 UTC tomorrow: every seeded hour below is on the same day or the day before.
 	y, m, d := time.Now().UTC().AddDate(0, 0, 1).Date()
-	e.clock.mu.Lock()
-	e.clock.now = time.Date(y, m, d, 15, 30, 0, 0, time.UTC)
-	e.clock.mu.Unlock()
+	e.clock.Set(time.Date(y, m, d, 15, 30, 0, 0, time.UTC))
 	hour := e.clock.Now().Truncate(time.Hour)
 	addUsage(t, e.st,
 		delta(hour, store.OutcomeSucceeded, 3, 1_500_000),
@@ -155,9 +153,7 @@ func TestOverviewShowsTheProcesssUpstreamHealth(t *testing.T) {
 func TestOverviewShowsCostAndMarginByAlias(t *testing.T) {
 	e := newOpEnv(t)
 	y, m, d := time.Now().UTC().AddDate(0, 0, 1).Date()
-	e.clock.mu.Lock()
-	e.clock.now = time.Date(y, m, d, 15, 30, 0, 0, time.UTC)
-	e.clock.mu.Unlock()
+	e.clock.Set(time.Date(y, m, d, 15, 30, 0, 0, time.UTC))
 	hour := e.clock.Now().Truncate(time.Hour)
 	priced := func(alias string, n, charged, cost int64) store.UsageDelta {
 		dl := delta(hour, store.OutcomeSucceeded, n, charged)

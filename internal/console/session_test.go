@@ -122,7 +122,7 @@ func TestSessionsExpireAndEndWithTheirToken(t *testing.T) {
 	e := newOpEnv(t)
 	b := newBrowser(t, e.ts.URL)
 	b.signIn(e.oper)
-	e.clock.Add(DefaultSessionTTL + time.Second)
+	e.clock.Advance(DefaultSessionTTL + time.Second)
 	if p := b.get("/console/"); p.status != http.StatusSeeOther {
 		t.Errorf("after the session's lifetime: %d; want a redirect to sign in", p.status)
 	}
@@ -151,7 +151,7 @@ func TestSignInAttemptsAreRateLimitedPerAddress(t *testing.T) {
 	if p := b.post("/console/signin", url.Values{"secret": {e.owner}}); p.status != http.StatusTooManyRequests {
 		t.Errorf("a right token inside the limit's window: %d; want 429 too", p.status)
 	}
-	e.clock.Add(11 * time.Second)
+	e.clock.Advance(11 * time.Second)
 	b.signIn(e.owner)
 }
 

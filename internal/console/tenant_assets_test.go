@@ -255,7 +255,7 @@ func TestAssetsPagePagesThroughTheList(t *testing.T) {
 	seedGroup(t, e, "grp_brand", "demo", store.LibraryVirtual, store.GroupOriginTenant, "Brand")
 	for i := range PageSize + 1 {
 		seedAsset(t, e, fmt.Sprintf("asset_%03d", i), "demo", "grp_brand", store.LibraryVirtual, asset.TypeAudio, fmt.Sprintf("a%03d.mp3", i), false)
-		e.clock.Add(time.Second)
+		e.clock.Advance(time.Second)
 	}
 	b := newBrowser(t, e.ts.URL)
 	b.signIn(e.key)

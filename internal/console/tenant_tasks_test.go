@@ -60,7 +60,7 @@ func (e *tasksEnv) caller(t *testing.T, keyID string) keys.Caller {
 // create makes a task of the key through the video service, a second later than the last.
 func (e *tasksEnv) create(t *testing.T, keyID, body string) store.Task {
 	t.Helper()
-	e.clock.Add(time.Second)
+	e.clock.Advance(time.Second)
 	task, _, err := e.videos.Create(context.Background(), e.caller(t, keyID), []byte(body))
 	if err != nil {
 		t.Fatalf("create %s: %v", body, err)
@@ -203,7 +203,7 @@ func TestAnotherKeysTaskIsNotFound(t *testing.T) {
 func TestTaskPageShowsTimelineAndFailedTasksError(t *testing.T) {
 	e := newTasksEnv(t)
 	task := e.create(t, e.keyID, fastBody)
-	e.clock.Add(time.Second)
+	e.clock.Advance(time.Second)
 	e.advance(t, store.Advance{ID: task.ID, Status: store.StatusInProgress, Step: "generate_poll", Attempt: 1, Upstream: "sandbox", Progress: 40})
 	ctx := context.Background()
 	if err := e.st.Transact(ctx, func(tx store.Tx) error {
@@ -327,7 +327,7 @@ func TestSpeechTabAndPage(t *testing.T) {
 	ctx := context.Background()
 	mk := func(id, keyID, crid string, status string) {
 		t.Helper()
-		e.clock.Add(time.Second)
+		e.clock.Advance(time.Second)
 		now := e.clock.Now()
 		err := e.st.Transact(ctx, func(tx store.Tx) error {
 			if err := tx.CreateSpeech(ctx, store.Speech{ID: id, KeyID: keyID, TenantID: "demo", Model: "demo-speech", Status: store.SpeechPending,

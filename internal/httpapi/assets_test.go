@@ -22,6 +22,7 @@ import (
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
 	"mediagen/internal/jobs"
+	"mediagen/internal/testkit"
 )
 
 // assetEnv is the API with the asset library on a fresh SQLite store, keys of two tenants
@@ -33,6 +34,7 @@ type assetEnv struct {
 	limited string
 	media   *httptest.Server
 	dir     string
+	clock   *testkit.Clock // the asset service's and its job engine's; runs with the wall clock
 }
 
 const testPublicURL = "http://mediagen.test"
@@ -65,9 +67,10 @@ func newAssetEnvOn(t *testing.T, driver string) *assetEnv {
 	// cdn.example.com and hooks.example.com (used below) resolve to nothing: never to the network.
 	fetch := loopbackFetch(t, media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs, mapResolver{})
 	cat := testCatalog(t)
-	engine := jobs.New(jobs.Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	clock := testkit.RunningClock()
+	engine := jobs.New(jobs.Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now})
 	svc := asset.New(asset.Config{Store: db, Catalog: cat, Blobs: assetBlobs, Fetch: fetch, PublicURL: testPublicURL,
-		PollInterval: 50 * time.Millisecond, MinCheck: 200 * time.Millisecond, Notify: engine.Notify})
+		PollInterval: 50 * time.Millisecond, MinCheck: 200 * time.Millisecond, Notify: engine.Notify, Now: clock.Now})
 	for _, k := range svc.Kinds() {
 		if err := engine.Register(k); err != nil {
 			t.Fatal(err)
@@ -81,7 +84,7 @@ func newAssetEnvOn(t *testing.T, driver string) *assetEnv {
 		Assets: svc, Files: asset.Files{Assets: assetBlobs, Results: results}})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	e := &assetEnv{testEnv: &testEnv{t: t, srv: s, ts: ts, store: db}, svc: svc, media: media, dir: dir}
+	e := &assetEnv{testEnv: &testEnv{t: t, srv: s, ts: ts, store: db}, svc: svc, media: media, dir: dir, clock: clock}
 	e.acme, _ = e.newKey("acme", 0, false)
 	e.limited, _ = e.newKey("limited", 0, false)
 	return e
@@ -235,8 +238,8 @@ func TestVirtualLibraryOverHTTP(t *testing.T) {
 	tampered := e.do("GET", strings.TrimPrefix(strings.Replace(link, "sig=", "sig=0", 1), testPublicURL), nil, "")
 	checkEnvelope(t, tampered, 403, "permission_error", "invalid_signature")
 
-	// Links are minted fresh on every read.
-	time.Sleep(1100 * time.Millisecond)
+	// Links are minted fresh on every read: in a later second, the expiry differs.
+	testkit.NextSecond()
 	if b := e.ok(e.acme, vPrefix+"/assets/get", `{"Id":"`+id+`"}`, 200); b["URL"] == link {
 		t.Error("link not minted fresh")
 	}

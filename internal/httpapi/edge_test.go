@@ -22,7 +22,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/limits"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 // edgeEnv is the API on a real listener serving one large file through a signed link, with
@@ -41,11 +41,7 @@ const bigFile = 16 << 20 // far more than the socket buffers of both ends hold
 func newEdgeEnv(t *testing.T, cfg Config) *edgeEnv {
 	t.Helper()
 	root := t.TempDir()
-	db, err := sqlite.Open(context.Background(), filepath.Join(root, "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := testkit.SQLite(t)
 	fs, err := blob.NewFS(filepath.Join(root, "blobs"), bytes.Repeat([]byte("k"), 32), testPublicURL)
 	if err != nil {
 		t.Fatal(err)

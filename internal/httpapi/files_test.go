@@ -14,7 +14,7 @@ import (
 
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 // filesEnv is the API serving signed file links from a blob store, with one stored file.
@@ -27,11 +27,7 @@ type filesEnv struct {
 func newFilesEnv(t *testing.T) *filesEnv {
 	t.Helper()
 	root := t.TempDir()
-	db, err := sqlite.Open(context.Background(), filepath.Join(root, "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := testkit.SQLite(t)
 	fs, err := blob.NewFS(filepath.Join(root, "blobs"), bytes.Repeat([]byte("k"), 32), testPublicURL)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,20 +12,14 @@ import (
 
 	"mediagen/internal/catalog"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 func TestKeyCacheHonoursRevocationAfterTTL(t *testing.T) {
 	t.Parallel()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	s := New(Config{Store: db, Catalog: catalog.Demo(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: now, KeyCacheTTL: 2 * time.Second})
+	db := testkit.SQLite(t)
+	clock := testkit.NewClock(time.Now())
+	s := New(Config{Store: db, Catalog: catalog.Demo(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now, KeyCacheTTL: 2 * time.Second})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	e := &testEnv{t: t, srv: s, ts: ts, store: db}
@@ -42,7 +35,7 @@ func TestKeyCacheHonoursRevocationAfterTTL(t *testing.T) {
 	if r := e.do("GET", "/v1/billing/balance", auth, ""); r.status != 200 {
 		t.Fatalf("within the TTL the cached key still answers: %d", r.status)
 	}
-	clock.Add(int64(3 * time.Second))
+	clock.Advance(3 * time.Second)
 	checkEnvelope(t, e.do("GET", "/v1/billing/balance", auth, ""), 401, "authentication_error", "revoked_api_key")
 	// Unknown keys are never cached as valid.
 	checkEnvelope(t, e.do("GET", "/v1/billing/balance", map[string]string{"Authorization": "Bearer mg_nope"}, ""), 401, "authentication_error", "invalid_api_key")
@@ -63,11 +56,7 @@ func (c *countingStore) KeyByHash(ctx context.Context, hash []byte) (store.Key, 
 // one costs one.
 func TestMalformedKeysAreRefusedWithoutALookup(t *testing.T) {
 	t.Parallel()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := testkit.SQLite(t)
 	cs := &countingStore{Store: db}
 	s := New(Config{Store: cs, Catalog: catalog.Demo(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ts := httptest.NewServer(s.Handler())

@@ -14,6 +14,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/limits"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 	"mediagen/internal/video"
 )
 
@@ -52,27 +53,14 @@ func limitedCatalog(t testing.TB, key, tenant map[string]string) *catalog.Catalo
 	return c
 }
 
-// stillClock is a clock the test moves by hand.
-type stillClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *stillClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *stillClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // newLimitedVideoEnv is a video test server on a catalog with the given limits and a
 // limiter on a clock that stands still until the test moves it.
-func newLimitedVideoEnv(t *testing.T, cat *catalog.Catalog) (*videoEnv, *stillClock) {
+func newLimitedVideoEnv(t *testing.T, cat *catalog.Catalog) (*videoEnv, *testkit.Clock) {
 	t.Helper()
 	e := newVideoEnv(t, "acme")
 	e.srv.catalogs = catalog.Static(cat)
-	clk := &stillClock{t: time.Now()}
-	e.srv.limiter = limits.New(clk.now, 1)
+	clk := testkit.NewClock(time.Now()) // stands still until the test moves it
+	e.srv.limiter = limits.New(clk.Now, 1)
 	return e, clk
 }
 
@@ -136,7 +124,7 @@ func TestRateLimitAnswers429BeforeTheBodyAndWritesNothing(t *testing.T) {
 	if got := e.metric(t, `mediagen_rate_limited_total{limit="rate",scope="key"}`); got != "3" {
 		t.Errorf("key rate refusals counted %s, want 3", got)
 	}
-	clk.add(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	if r := e.post(e.key, createBody("r3")); r.status != 202 {
 		t.Errorf("refused after Retry-After: %d %s", r.status, r.body)
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,12 +12,10 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"mediagen/internal/billing"
 	"mediagen/internal/catalog"
-	"mediagen/internal/idgen"
-	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 	"mediagen/internal/video"
 )
 
@@ -68,23 +65,7 @@ func newTestEnvOn(t testing.TB, driver string, cat *catalog.Catalog, videos *vid
 // newKey creates a key for the tenant with a starting credit and returns its secret.
 func (e *testEnv) newKey(tenant string, credit money.Micros, unlimited bool) (string, store.Key) {
 	e.t.Helper()
-	secret, display, hash := keys.Generate()
-	k := store.Key{ID: idgen.New("key"), TenantID: tenant, Prefix: display, Hash: hash, Unlimited: unlimited, CreatedAt: time.Now()}
-	ctx := context.Background()
-	err := e.store.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.CreateKey(ctx, k, "USD"); err != nil { // every test tenant bills in USD
-			return err
-		}
-		if credit > 0 {
-			_, err := billing.Credit(ctx, tx, k, "USD", credit, "test", time.Now())
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return secret, k
+	return testkit.Key(e.t, e.store, tenant, credit, unlimited) // every test tenant bills in USD
 }
 
 type response struct {

@@ -10,6 +10,7 @@ import (
 	"mediagen/internal/speech"
 	"mediagen/internal/store"
 	"mediagen/internal/store/storetest"
+	"mediagen/internal/testkit"
 )
 
 // A text request is generated, stored, measured and charged once: the measured duration of the
@@ -59,7 +60,7 @@ func TestSpeechIdempotency(t *testing.T) {
 	after := se.balance()
 	// Same payload, different formatting and trimming: the same request.
 	same := `{ "metadata": {"client_request_id": "  idem-1 "}, "instructions": " Slowly. ", "input": "Replay me.\n", "model": "acme-speech" }`
-	time.Sleep(1100 * time.Millisecond) // a later second, so the link is minted fresh
+	testkit.NextSecond() // a later second, so the link is minted fresh
 	again := decodeSpeech(t, se.post(se.key, same))
 	if again.ID != first.ID || again.Duration != first.Duration || again.Created != first.Created {
 		t.Fatalf("replay %+v, original %+v", again, first)
@@ -104,12 +105,12 @@ func TestSpeechIdempotency(t *testing.T) {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range results {
+		if i == 1 { // the others arrive once the first is generating
+			testkit.WaitFor(t, 10*time.Second, "the original never reached the engine", func() bool { return se.engine.calls.Load() > calls })
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if i > 0 {
-				time.Sleep(time.Duration(300*i) * time.Millisecond) // the first is running by now
-			}
 			results[i] = decodeSpeech(t, se.post(se.key, slow))
 		}()
 	}

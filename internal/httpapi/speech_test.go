@@ -2,16 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -31,6 +28,7 @@ import (
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/speech"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 )
 
 // countingSynth counts the calls that reach the engine, so tests can show that a replay or a
@@ -48,14 +46,7 @@ func (c *countingSynth) Synthesize(ctx context.Context, r provider.SpeechRequest
 // mapResolver answers host names from a table; everything else does not exist.
 // mapResolver answers the names in it and no others, without any network: tests never look
 // a name up in the real DNS.
-type mapResolver map[string]string
-
-func (m mapResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := m[host]; ok {
-		return []netip.Addr{netip.MustParseAddr(a)}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
+type mapResolver = testkit.Names
 
 type speechEnv struct {
 	*testEnv
@@ -322,18 +313,5 @@ func (se *speechEnv) measuredCharge(t *testing.T, b speechBody) (money.Micros, i
 // roots, and a dial to anything but loopback fails the test instead of leaving the machine.
 func loopbackFetch(t *testing.T, roots *x509.CertPool, names mapResolver) *safefetch.Client {
 	t.Helper()
-	dialer := &net.Dialer{Timeout: 2 * time.Second}
-	return safefetch.New(safefetch.Options{
-		AllowLoopback: true,
-		TLSConfig:     &tls.Config{RootCAs: roots},
-		Resolver:      names,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			ap, err := netip.ParseAddrPort(addr)
-			if err != nil || !ap.Addr().IsLoopback() {
-				t.Errorf("dialled %s: tests never leave loopback", addr)
-				return nil, errors.New("refused by the test")
-			}
-			return dialer.DialContext(ctx, network, addr)
-		},
-	})
+	return testkit.LoopbackFetch(t, roots, names)
 }

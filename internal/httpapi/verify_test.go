@@ -77,7 +77,7 @@ func TestVerificationPageOverHTTP(t *testing.T) {
 	}
 	checkEnvelope(t, e.call(e.acme, hPrefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`), 400, "invalid_request_error", asset.CodeVerificationPending)
 	checkEnvelope(t, e.action(token, "confirm"), 400, "invalid_request_error", asset.CodeCheckIncomplete)
-	time.Sleep(250 * time.Millisecond)
+	e.clock.Advance(250 * time.Millisecond) // past the liveness check's shortest duration (MinCheck)
 	if r := e.action(token, "confirm"); r.status != 200 || !strings.Contains(string(r.body), `"passed"`) {
 		t.Fatalf("confirm %d %s", r.status, r.body)
 	}
@@ -136,7 +136,7 @@ func TestAssetOpenAPIMatchesRecordedTraffic(t *testing.T) {
 	token := s["VerifyToken"].(string)
 	e.call(e.acme, hPrefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`) // 400 pending
 	e.action(token, "start")
-	time.Sleep(250 * time.Millisecond)
+	e.clock.Advance(250 * time.Millisecond) // past the liveness check's shortest duration (MinCheck)
 	e.action(token, "confirm")
 	hg := e.ok(e.acme, hPrefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`, 200)["GroupId"].(string)
 	e.call(e.acme, hPrefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`) // 400 used

@@ -5,34 +5,21 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"mediagen/internal/jobs"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
-func openDB(t *testing.T) store.Store {
-	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "jobs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
-type clock struct{ offset atomic.Int64 }
-
-func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+func openDB(t *testing.T) store.Store { t.Helper(); return testkit.SQLite(t) }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -161,22 +148,26 @@ func TestDoneJobCommitsItsApplyAndIsDeleted(t *testing.T) {
 	}
 }
 
+// On virtual time (synctest), as the other backoff, deadline and lease tests here: the
+// engine's timers cost no wall time and fire in order on a loaded machine.
 func TestFailingJobIsRetriedWithBackoffThenGivenUp(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
-	h := &handler{run: func(context.Context, jobs.Job, jobs.Checkpoint) (jobs.Outcome, error) {
-		return jobs.Outcome{}, errors.New("upstream 503")
-	}}
-	start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, MaxAttempts: 3,
-		Backoff: jobs.Exponential(time.Millisecond, 4*time.Millisecond)})
-	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
-	waitFor(t, "give-up", func() bool { _, ok := meta(t, db, "gave_up:k:1"); return ok })
-	if n := h.runs.Load(); n != 3 {
-		t.Errorf("runs %d, want 3", n)
-	}
-	if c := h.gaveUp(); len(c) != 1 || !strings.Contains(c[0].Error(), "upstream 503") {
-		t.Errorf("gave up with %v, want the last error", c)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		db := openDB(t)
+		h := &handler{run: func(context.Context, jobs.Job, jobs.Checkpoint) (jobs.Outcome, error) {
+			return jobs.Outcome{}, errors.New("upstream 503")
+		}}
+		start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, MaxAttempts: 3,
+			Backoff: jobs.Exponential(time.Millisecond, 4*time.Millisecond)})
+		enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
+		waitFor(t, "give-up", func() bool { _, ok := meta(t, db, "gave_up:k:1"); return ok })
+		if n := h.runs.Load(); n != 3 {
+			t.Errorf("runs %d, want 3", n)
+		}
+		if c := h.gaveUp(); len(c) != 1 || !strings.Contains(c[0].Error(), "upstream 503") {
+			t.Errorf("gave up with %v, want the last error", c)
+		}
+	})
 }
 
 func TestProgressResetsAttempts(t *testing.T) {
@@ -205,23 +196,25 @@ func TestProgressResetsAttempts(t *testing.T) {
 
 func TestDeadlineGivesUpWithoutRunning(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
-	h := &handler{run: func(context.Context, jobs.Job, jobs.Checkpoint) (jobs.Outcome, error) {
-		return jobs.Outcome{Done: true}, nil
-	}}
-	start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, Deadline: time.Hour})
-	old := time.Now().Add(-2 * time.Hour)
-	enqueue(t, db, store.Job{ID: "k:old", Kind: "k", Ref: "old", RunAt: old, CreatedAt: old})
-	enqueue(t, db, store.Job{ID: "k:due", Kind: "k", Ref: "due", Deadline: time.Now().Add(-time.Second)})
-	waitFor(t, "both given up", func() bool { return len(h.gaveUp()) == 2 })
-	for _, c := range h.gaveUp() {
-		if !errors.Is(c, jobs.ErrDeadline) {
-			t.Errorf("cause %v, want ErrDeadline", c)
+	synctest.Test(t, func(t *testing.T) {
+		db := openDB(t)
+		h := &handler{run: func(context.Context, jobs.Job, jobs.Checkpoint) (jobs.Outcome, error) {
+			return jobs.Outcome{Done: true}, nil
+		}}
+		start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, Deadline: time.Hour})
+		old := time.Now().Add(-2 * time.Hour)
+		enqueue(t, db, store.Job{ID: "k:old", Kind: "k", Ref: "old", RunAt: old, CreatedAt: old})
+		enqueue(t, db, store.Job{ID: "k:due", Kind: "k", Ref: "due", Deadline: time.Now().Add(-time.Second)})
+		waitFor(t, "both given up", func() bool { return len(h.gaveUp()) == 2 })
+		for _, c := range h.gaveUp() {
+			if !errors.Is(c, jobs.ErrDeadline) {
+				t.Errorf("cause %v, want ErrDeadline", c)
+			}
 		}
-	}
-	if n := h.runs.Load(); n != 0 {
-		t.Errorf("a job past its deadline ran %d times", n)
-	}
+		if n := h.runs.Load(); n != 0 {
+			t.Errorf("a job past its deadline ran %d times", n)
+		}
+	})
 }
 
 // A job whose runs keep dying (their process killed before recording anything) is given up
@@ -229,18 +222,18 @@ func TestDeadlineGivesUpWithoutRunning(t *testing.T) {
 func TestJobWhoseRunsKeepDyingIsGivenUp(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
-	clk := &clock{}
+	clk := testkit.RunningClock()
 	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
 	for range 2 { // two dead processes: claims whose leases run out
-		if c, err := db.ClaimJobs(t.Context(), "k", "", clk.now(), time.Minute, 10, nil); err != nil || len(c) != 1 {
+		if c, err := db.ClaimJobs(t.Context(), "k", "", clk.Now(), time.Minute, 10, nil); err != nil || len(c) != 1 {
 			t.Fatalf("dead claim: %v %v", c, err)
 		}
-		clk.advance(2 * time.Minute)
+		clk.Advance(2 * time.Minute)
 	}
 	h := &handler{run: func(context.Context, jobs.Job, jobs.Checkpoint) (jobs.Outcome, error) {
 		return jobs.Outcome{Done: true}, nil
 	}}
-	start(t, db, clk.now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, MaxAttempts: 2})
+	start(t, db, clk.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, MaxAttempts: 2})
 	waitFor(t, "give-up", func() bool { return len(h.gaveUp()) == 1 })
 	if c := h.gaveUp(); !errors.Is(c[0], jobs.ErrInterrupted) {
 		t.Errorf("cause %v, want ErrInterrupted", c[0])
@@ -255,7 +248,7 @@ func TestJobWhoseRunsKeepDyingIsGivenUp(t *testing.T) {
 func TestLostLeaseCommitsNothingAndDiscards(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
-	clk := &clock{}
+	clk := testkit.RunningClock()
 	release := make(chan struct{})
 	started := make(chan struct{})
 	var discarded atomic.Bool
@@ -265,11 +258,11 @@ func TestLostLeaseCommitsNothingAndDiscards(t *testing.T) {
 		return jobs.Outcome{Done: true, Apply: setMeta("stale", "written"), Discard: func() { discarded.Store(true) }}, nil
 	}}
 	// A heartbeat far slower than the test, so the takeover below is not noticed early.
-	start(t, db, clk.now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, Lease: time.Hour})
+	start(t, db, clk.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, Lease: time.Hour})
 	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
 	<-started
-	clk.advance(2 * time.Hour)
-	taken, err := db.ClaimJobs(t.Context(), "k", "", clk.now(), time.Hour, 10, nil)
+	clk.Advance(2 * time.Hour)
+	taken, err := db.ClaimJobs(t.Context(), "k", "", clk.Now(), time.Hour, 10, nil)
 	if err != nil || len(taken) != 1 {
 		t.Fatalf("takeover: %v %v", taken, err)
 	}
@@ -287,7 +280,7 @@ func TestLostLeaseCommitsNothingAndDiscards(t *testing.T) {
 func TestCheckpointAfterTakeoverIsRefused(t *testing.T) {
 	t.Parallel()
 	db := openDB(t)
-	clk := &clock{}
+	clk := testkit.RunningClock()
 	taken := make(chan struct{})
 	cpErr := make(chan error, 1)
 	h := &handler{run: func(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.Outcome, error) {
@@ -299,11 +292,11 @@ func TestCheckpointAfterTakeoverIsRefused(t *testing.T) {
 		cpErr <- err
 		return jobs.Outcome{}, err
 	}}
-	start(t, db, clk.now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, Lease: time.Hour})
+	start(t, db, clk.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, Lease: time.Hour})
 	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
 	waitFor(t, "first checkpoint", func() bool { _, ok := meta(t, db, "first"); return ok })
-	clk.advance(2 * time.Hour)
-	if c, err := db.ClaimJobs(t.Context(), "k", "", clk.now(), time.Hour, 10, nil); err != nil || len(c) != 1 {
+	clk.Advance(2 * time.Hour)
+	if c, err := db.ClaimJobs(t.Context(), "k", "", clk.Now(), time.Hour, 10, nil); err != nil || len(c) != 1 {
 		t.Fatalf("takeover: %v %v", c, err)
 	}
 	close(taken)
@@ -471,27 +464,30 @@ func findCounter(t *testing.T, reg *prometheus.Registry, name string, values ...
 }
 
 // A periodic pass of a process that died (its claim's lease runs out) is run again by
-// another process, and the job stays one row.
+// another process, and the job stays one row. On virtual time (synctest): the engine keeps
+// polling through the 20 ms the test watches, however loaded the machine.
 func TestPeriodicJobOfADeadProcessRunsAgain(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
-	clk := &clock{}
-	if err := db.EnsureJob(t.Context(), store.Job{ID: "sweep", Kind: "sweep", RunAt: clk.now(), CreatedAt: clk.now()}); err != nil {
-		t.Fatal(err)
-	}
-	if c, err := db.ClaimJobs(t.Context(), "sweep", "", clk.now(), time.Minute, 1, nil); err != nil || len(c) != 1 {
-		t.Fatalf("the dead process's claim: %v %v", c, err)
-	}
-	var runs atomic.Int64
-	start(t, db, clk.now, nil, jobs.Kind{Name: "sweep", Handler: jobs.Periodic(func(context.Context) error { runs.Add(1); return nil }),
-		Every: time.Hour, Poll: 2 * time.Millisecond})
-	time.Sleep(20 * time.Millisecond)
-	if n := runs.Load(); n != 0 {
-		t.Fatalf("ran %d times while the dead process's lease held", n)
-	}
-	clk.advance(2 * time.Minute)
-	waitFor(t, "the pass after the lease", func() bool { return runs.Load() == 1 })
-	if n := jobCount(t, db, "sweep"); n != 1 {
-		t.Errorf("%d periodic jobs, want 1", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		db := openDB(t)
+		clk := testkit.RunningClock()
+		if err := db.EnsureJob(t.Context(), store.Job{ID: "sweep", Kind: "sweep", RunAt: clk.Now(), CreatedAt: clk.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := db.ClaimJobs(t.Context(), "sweep", "", clk.Now(), time.Minute, 1, nil); err != nil || len(c) != 1 {
+			t.Fatalf("the dead process's claim: %v %v", c, err)
+		}
+		var runs atomic.Int64
+		start(t, db, clk.Now, nil, jobs.Kind{Name: "sweep", Handler: jobs.Periodic(func(context.Context) error { runs.Add(1); return nil }),
+			Every: time.Hour, Poll: 2 * time.Millisecond})
+		time.Sleep(20 * time.Millisecond)
+		if n := runs.Load(); n != 0 {
+			t.Fatalf("ran %d times while the dead process's lease held", n)
+		}
+		clk.Advance(2 * time.Minute)
+		waitFor(t, "the pass after the lease", func() bool { return runs.Load() == 1 })
+		if n := jobCount(t, db, "sweep"); n != 1 {
+			t.Errorf("%d periodic jobs, want 1", n)
+		}
+	})
 }

@@ -3,7 +3,6 @@ package keys_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -101,11 +100,7 @@ func TestParseExpiryGraceAndCap(t *testing.T) {
 func TestRotateAndUpdate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "k.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := testkit.SQLite(t)
 	secret, k, err := keys.New(keys.Spec{TenantID: "acme", Name: "a", ExpiresAt: t0.Add(time.Hour), Caps: store.Caps{Daily: 1}}, t0)
 	if err != nil || !keys.WellFormed(secret) || k.Caps.Daily != 1 {
 		t.Fatalf("New = %q %+v %v", secret, k, err)

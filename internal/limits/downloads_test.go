@@ -13,7 +13,7 @@ func client(s string) netlimit.Client { return netlimit.ClientOf(netip.MustParse
 func TestDownloadsRefuseEachBoundWithItsScopeAndFreeOnEnd(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	d := NewDownloads(c.now, DownloadLimits{PerClient: 2, PerLink: 3, Total: 4, Rate: 1000, Burst: 1000})
+	d := NewDownloads(c.Now, DownloadLimits{PerClient: 2, PerLink: 3, Total: 4, Rate: 1000, Burst: 1000})
 	a, b, x := client("192.0.2.1"), client("192.0.2.2"), client("192.0.2.3")
 	var ends []func()
 	begin := func(cl netlimit.Client, link string) error {
@@ -63,7 +63,7 @@ func TestDownloadsRefuseEachBoundWithItsScopeAndFreeOnEnd(t *testing.T) {
 func TestClientRatesAdmitTheBurstThenTheRatePerClient(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	r := NewClientRates(c.now, 2, 3, "file requests")
+	r := NewClientRates(c.Now, 2, 3, "file requests")
 	a, b := client("192.0.2.1"), client("2001:db8::1")
 	for i := range 3 {
 		if err := r.Allow(a); err != nil {
@@ -77,7 +77,7 @@ func TestClientRatesAdmitTheBurstThenTheRatePerClient(t *testing.T) {
 	if err := r.Allow(b); err != nil {
 		t.Errorf("another client: %v", err)
 	}
-	c.add(500 * time.Millisecond)
+	c.Advance(500 * time.Millisecond)
 	if err := r.Allow(a); err != nil {
 		t.Errorf("after a token's time: %v", err)
 	}
@@ -88,7 +88,7 @@ func TestClientRatesAdmitTheBurstThenTheRatePerClient(t *testing.T) {
 func TestClientRatesStayBoundedUnderManyAddresses(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	r := NewClientRates(c.now, 1, 1, "file requests")
+	r := NewClientRates(c.Now, 1, 1, "file requests")
 	for i := range maxRateClients + 100 {
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 		_ = r.Allow(netlimit.ClientOf(a))
@@ -96,7 +96,7 @@ func TestClientRatesStayBoundedUnderManyAddresses(t *testing.T) {
 	if n := len(r.buckets); n > maxRateClients {
 		t.Errorf("%d buckets, more than %d", n, maxRateClients)
 	}
-	c.add(2 * time.Second) // every bucket has refilled: the next newcomer sweeps them
+	c.Advance(2 * time.Second) // every bucket has refilled: the next newcomer sweeps them
 	_ = r.Allow(client("192.0.2.9"))
 	if n := len(r.buckets); n != 1 {
 		t.Errorf("%d buckets after the sweep, want 1", n)

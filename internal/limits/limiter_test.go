@@ -8,22 +8,11 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/catalog"
+	"mediagen/internal/testkit"
 )
 
-// clock is a settable time for the buckets.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newClock() *clock { return &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)} }
+// newClock is a still clock for the buckets.
+func newClock() *testkit.Clock { return testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 func limitsOf(keyRate catalog.PerSecond, keyBurst catalog.Burst, tenantRate catalog.PerSecond, tenantBurst catalog.Burst) catalog.Limits {
 	l := catalog.DefaultLimits()
@@ -45,7 +34,7 @@ func refusal(t *testing.T, err error) *Refusal {
 func TestBucketAdmitsTheBurstThenTheRate(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	l := New(c.now, 1)
+	l := New(c.Now, 1)
 	lim := limitsOf(2, 3, catalog.Unlimited, 1)
 	for i := 0; i < 3; i++ {
 		if err := l.Allow("k", "t", lim); err != nil {
@@ -61,16 +50,16 @@ func TestBucketAdmitsTheBurstThenTheRate(t *testing.T) {
 	if e.Status() != 429 || e.Type() != "rate_limit_error" || e.CodeOrDefault() != CodeRate {
 		t.Errorf("envelope = %d %s %s", e.Status(), e.Type(), e.CodeOrDefault())
 	}
-	c.add(499 * time.Millisecond)
+	c.Advance(499 * time.Millisecond)
 	if err := l.Allow("k", "t", lim); err == nil {
 		t.Fatal("admitted before a token refilled")
 	}
-	c.add(time.Millisecond)
+	c.Advance(time.Millisecond)
 	if err := l.Allow("k", "t", lim); err != nil {
 		t.Fatalf("refused once a token refilled: %v", err)
 	}
 	// A long pause refills to the burst, never beyond it.
-	c.add(time.Hour)
+	c.Advance(time.Hour)
 	for i := 0; i < 3; i++ {
 		if err := l.Allow("k", "t", lim); err != nil {
 			t.Fatalf("request %d after a pause refused: %v", i+1, err)
@@ -94,7 +83,7 @@ func TestBucketRetryAfterIsTheWaitForOneToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := New(newClock().now, 1)
+			l := New(newClock().Now, 1)
 			lim := limitsOf(tt.rate, 1, catalog.Unlimited, 1)
 			if err := l.Allow("k", "t", lim); err != nil {
 				t.Fatal(err)
@@ -109,7 +98,7 @@ func TestBucketRetryAfterIsTheWaitForOneToken(t *testing.T) {
 func TestTenantBucketIsSharedByItsKeysAndARefusalTakesNothing(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	l := New(c.now, 1)
+	l := New(c.Now, 1)
 	lim := limitsOf(10, 2, 1, 3)
 	for _, k := range []string{"a", "b", "c"} {
 		if err := l.Allow(k, "t", lim); err != nil {
@@ -124,7 +113,7 @@ func TestTenantBucketIsSharedByItsKeysAndARefusalTakesNothing(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		_ = l.Allow("a", "t", lim)
 	}
-	c.add(time.Second) // one tenant token
+	c.Advance(time.Second) // one tenant token
 	if err := l.Allow("a", "t", lim); err != nil {
 		t.Fatalf("key a refused after the tenant refilled: %v", err)
 	}
@@ -136,7 +125,7 @@ func TestTenantBucketIsSharedByItsKeysAndARefusalTakesNothing(t *testing.T) {
 
 func TestUnlimitedRatesNeverRefuse(t *testing.T) {
 	t.Parallel()
-	l := New(newClock().now, 1)
+	l := New(newClock().Now, 1)
 	lim := limitsOf(catalog.Unlimited, 1, catalog.Unlimited, 1)
 	for i := 0; i < 10_000; i++ {
 		if err := l.Allow("k", "t", lim); err != nil {
@@ -151,7 +140,7 @@ func TestUnlimitedRatesNeverRefuse(t *testing.T) {
 func TestReplicasShareTheRateAndBurst(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	l := New(c.now, 4)
+	l := New(c.Now, 4)
 	lim := limitsOf(8, 8, catalog.Unlimited, 1) // each of 4 replicas: 2/s, burst 2
 	admitted := 0
 	for i := 0; i < 8; i++ {
@@ -162,7 +151,7 @@ func TestReplicasShareTheRateAndBurst(t *testing.T) {
 	if admitted != 2 {
 		t.Errorf("admitted %d at once, want this replica's burst share of 2", admitted)
 	}
-	c.add(500 * time.Millisecond)
+	c.Advance(500 * time.Millisecond)
 	if err := l.Allow("k", "t", lim); err != nil {
 		t.Errorf("refused after 0.5 s at this replica's 2/s: %v", err)
 	}
@@ -171,13 +160,13 @@ func TestReplicasShareTheRateAndBurst(t *testing.T) {
 func TestIdleBucketsAreDroppedPastTheBound(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	l := New(c.now, 1)
+	l := New(c.Now, 1)
 	l.maxEntries = 3
 	lim := limitsOf(1, 1, catalog.Unlimited, 1)
 	for _, k := range []string{"a", "b", "c"} {
 		_ = l.Allow(k, "t", lim)
 	}
-	c.add(2 * time.Second) // a, b, c are full again
+	c.Advance(2 * time.Second) // a, b, c are full again
 	_ = l.Allow("d", "t", lim)
 	if len(l.keys) != 1 {
 		t.Errorf("buckets kept = %d, want only d", len(l.keys))
@@ -192,7 +181,7 @@ func TestIdleBucketsAreDroppedPastTheBound(t *testing.T) {
 
 func TestConcurrentRequestsPerKey(t *testing.T) {
 	t.Parallel()
-	l := New(newClock().now, 1)
+	l := New(newClock().Now, 1)
 	lim := catalog.DefaultLimits()
 	lim.Key.ConcurrentRequests = 2
 	end1, err := l.Begin("k", lim)
@@ -226,7 +215,7 @@ func TestConcurrentRequestsPerKey(t *testing.T) {
 
 func TestConcurrentCallersGetExactlyTheBurst(t *testing.T) {
 	t.Parallel()
-	l := New(newClock().now, 1) // the clock stands still: no refill
+	l := New(newClock().Now, 1) // the clock stands still: no refill
 	lim := limitsOf(1, 50, catalog.Unlimited, 1)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -271,12 +260,12 @@ func TestBucketWithAnExtremeRateRefusesRatherThanAdmits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := newClock()
-			l := New(c.now, tt.replicas)
+			l := New(c.Now, tt.replicas)
 			lim := limitsOf(tt.rate, 1, catalog.Unlimited, 1)
 			if err := l.Allow("k", "t", lim); err != nil {
 				t.Fatalf("the burst's request refused: %v", err)
 			}
-			c.add(time.Hour)
+			c.Advance(time.Hour)
 			for i := range 3 {
 				r := refusal(t, l.Allow("k", "t", lim))
 				if r.Scope != ScopeKey || r.Limit != LimitRate || r.RetryAfter < 1 {
@@ -293,13 +282,13 @@ func TestBucketWithAnExtremeRateRefusesRatherThanAdmits(t *testing.T) {
 func TestABucketThatTakesForeverToFillIsKept(t *testing.T) {
 	t.Parallel()
 	c := newClock()
-	l := New(c.now, 1)
+	l := New(c.Now, 1)
 	l.maxEntries = 1
 	slow := limitsOf(1e-12, 1, catalog.Unlimited, 1)
 	if err := l.Allow("slow", "t", slow); err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Hour)
+	c.Advance(time.Hour)
 	_ = l.Allow("other", "t", limitsOf(1, 1, catalog.Unlimited, 1))
 	if _, ok := l.keys["slow"]; !ok {
 		t.Error("a bucket still refilling was dropped")

@@ -22,7 +22,7 @@ func TestSpeechDeadRunIsRecoveredWithinALease(t *testing.T) {
 	body := `{"model":"demo-speech","input":"Answered soon after a crash.","metadata":{"client_request_id":"lease-1"}}`
 	retried := e.crashAfterAccept(body)
 	e.start()
-	e.clock.advance(DefaultLease + time.Second)
+	e.clock.Advance(DefaultLease + time.Second)
 
 	done := make(chan error, 1)
 	var res *Response

@@ -9,9 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,7 +19,6 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/contract"
-	"mediagen/internal/idgen"
 	"mediagen/internal/jobs"
 	"mediagen/internal/keys"
 	"mediagen/internal/media/ffmpeg"
@@ -29,8 +26,8 @@ import (
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
 	"mediagen/internal/store/storetest"
+	"mediagen/internal/testkit"
 )
 
 func TestSpeechEstimateSecondsFollowsTheBound(t *testing.T) {
@@ -122,7 +119,7 @@ type env struct {
 	db     store.Store
 	caller keys.Caller
 	calls  *atomic.Int64
-	clock  *clock
+	clock  *testkit.Clock // still: the test moves it
 	// manual leaves the job engine to the test (start); otherwise newEnv starts it.
 	manual bool
 	engine *jobs.Engine
@@ -150,23 +147,6 @@ func (e *env) start() {
 	e.t.Cleanup(eng.Stop)
 }
 
-type clock struct {
-	mu sync.Mutex
-	at time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.at = c.at.Add(d)
-	c.mu.Unlock()
-}
-
 type counting struct {
 	next  provider.Synthesizer
 	calls *atomic.Int64
@@ -188,11 +168,7 @@ func newEnv(t *testing.T, opts ...func(*env)) *env {
 		}
 		t.Skip(err)
 	}
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testkit.SQLite(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng, err := sandbox.New(sandbox.Config{Dir: t.TempDir(), Tools: tools, Pace: -1, Logger: quiet})
 	if err != nil {
@@ -204,21 +180,11 @@ func newEnv(t *testing.T, opts ...func(*env)) *env {
 		t.Fatal(err)
 	}
 	calls := &atomic.Int64{}
-	clk := &clock{at: time.Now()}
+	clk := testkit.NewClock(time.Now())
 	svc := &Service{Store: db, Engines: map[string]provider.Synthesizer{"sandbox": counting{eng, calls}}, Blobs: blobs,
-		Probe: tools, Logger: quiet, Wait: 10 * time.Second, Grace: 5 * time.Second, Poll: 20 * time.Millisecond, Now: clk.now}
+		Probe: tools, Logger: quiet, Wait: 10 * time.Second, Grace: 5 * time.Second, Poll: 20 * time.Millisecond, Now: clk.Now}
 	tenant, _ := catalog.Demo().Tenant("demo")
-	key := store.Key{ID: idgen.New("key"), TenantID: "demo", Prefix: "mg_test", Hash: []byte(idgen.New("h")), CreatedAt: time.Now()}
-	err = db.Transact(context.Background(), func(tx store.Tx) error {
-		if err := tx.CreateKey(context.Background(), key, "USD"); err != nil {
-			return err
-		}
-		_, err := billing.Credit(context.Background(), tx, key, "USD", 10*money.Scale, "test", time.Now())
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, key := testkit.Key(t, db, "demo", 10*money.Scale, false)
 	e := &env{t: t, svc: svc, db: db, caller: keys.Caller{Key: key, Tenant: tenant}, calls: calls, clock: clk}
 	for _, o := range opts {
 		o(e)
@@ -257,7 +223,7 @@ func (e *env) acceptOnly(body string) store.Speech {
 func (e *env) crashAfterAccept(body string) store.Speech {
 	e.t.Helper()
 	rec := e.acceptOnly(body)
-	claimed, err := e.db.ClaimJobs(context.Background(), GenerateKind, "", e.clock.now(), e.svc.lease(), 1, nil)
+	claimed, err := e.db.ClaimJobs(context.Background(), GenerateKind, "", e.clock.Now(), e.svc.lease(), 1, nil)
 	if err != nil || len(claimed) != 1 || claimed[0].Ref != rec.ID {
 		e.t.Fatalf("the dead process's claim: %+v %v", claimed, err)
 	}
@@ -324,7 +290,7 @@ func TestSpeechRetryGetsTheRunTheEngineRecovered(t *testing.T) {
 	// A process runs the kind; the dead run's lease passes; the engine runs the job again.
 	e.svc.Wait = 10 * time.Second
 	e.start()
-	e.clock.advance(DefaultLease + time.Second)
+	e.clock.Advance(DefaultLease + time.Second)
 	res, err := e.svc.Create(context.Background(), e.caller, []byte(body))
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +342,7 @@ func TestSpeechRunNobodyCanCollectIsRefunded(t *testing.T) {
 	if b := e.balance(); b.Reserved != late.Reserved+dead.Reserved+stale.Reserved {
 		t.Fatalf("balance %+v", b)
 	}
-	e.clock.advance(time.Minute) // past the wait and grace, and the dead runs' leases
+	e.clock.Advance(time.Minute) // past the wait and grace, and the dead runs' leases
 	e.start()
 	for _, rec := range []store.Speech{late, dead, stale} {
 		got := e.waitStatus(rec.ID)
@@ -413,8 +379,8 @@ func TestSpeechClientHangUpDoesNotAbandonTheWork(t *testing.T) {
 		_, err := e.svc.Create(ctx, e.caller, []byte(body))
 		done <- err
 	}()
-	time.Sleep(150 * time.Millisecond)
-	cancel()
+	testkit.WaitFor(t, 10*time.Second, "the generation never started", func() bool { return e.calls.Load() > 0 })
+	cancel() // the client hangs up mid-generation
 	if err := <-done; err != nil {
 		t.Fatalf("the detached work failed: %v", err)
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"mediagen/internal/billing"
@@ -17,7 +17,7 @@ import (
 	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
-	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 )
 
 // scripted is a Handler whose steps follow a script per task: "ok" advances, "err" fails
@@ -67,30 +67,18 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	k := store.Key{ID: "key_w", TenantID: "acme", Prefix: "mg_x", Hash: []byte("h"), CreatedAt: time.Now()}
-	ctx := t.Context()
-	err = db.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.CreateKey(ctx, k, "USD"); err != nil {
-			return err
-		}
-		_, err := billing.Credit(ctx, tx, k, "USD", 10_000_000, "", time.Now())
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := testkit.SQLite(t)
+	_, k := testkit.Key(t, db, "acme", 10_000_000, false)
 	return &env{t: t, db: db, key: k}
 }
+
+var taskSeq atomic.Int64
 
 func (e *env) task(reserve money.Micros, created time.Time) string {
 	e.t.Helper()
 	ctx := context.Background()
-	id := fmt.Sprintf("video_%d", time.Now().UnixNano())
+	// Unique without the clock: on virtual time (synctest) the clock stands still between calls.
+	id := fmt.Sprintf("video_%d", taskSeq.Add(1))
 	task := store.Task{ID: id, KeyID: e.key.ID, TenantID: "acme", Route: "native", Model: "m", Status: store.StatusQueued,
 		PayloadHash: []byte{1}, Request: []byte(`{}`), Pricing: []byte(`{}`), Reserved: reserve, CreatedAt: created, UpdatedAt: created}
 	err := e.db.Transact(ctx, func(tx store.Tx) error {
@@ -143,91 +131,99 @@ func (e *env) runTasks(steps Stepper, k jobs.Kind) *jobs.Engine {
 
 func TestTasksCompletesAndSettlesOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	h := &scripted{script: []string{"ok", "err", "ok", "done"}, charge: 700_000, calls: map[string]int{}}
-	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Backoff: jobs.Exponential(2*time.Millisecond, 10*time.Millisecond)})
-	defer r.Stop()
-	id := e.task(1_000_000, time.Now())
-	got := e.waitTerminal(id)
-	if got.Status != store.StatusCompleted || got.Progress != 100 || got.Charged != 700_000 || string(got.Result) != `{"ok":true}` {
-		t.Fatalf("task = %+v", got)
-	}
-	b, _ := e.db.Balance(context.Background(), e.key.ID)
-	if b.Available != 9_300_000 || b.Used != 700_000 || b.Reserved != 0 {
-		t.Fatalf("balance %+v", b)
-	}
-	time.Sleep(30 * time.Millisecond) // a terminal task is never claimed again
-	if n := h.runs.Load(); n != 4 {
-		t.Errorf("steps run %d, want 4", n)
-	}
-	if err := e.db.CheckLedger(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		h := &scripted{script: []string{"ok", "err", "ok", "done"}, charge: 700_000, calls: map[string]int{}}
+		r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Backoff: jobs.Exponential(2*time.Millisecond, 10*time.Millisecond)})
+		defer r.Stop()
+		id := e.task(1_000_000, time.Now())
+		got := e.waitTerminal(id)
+		if got.Status != store.StatusCompleted || got.Progress != 100 || got.Charged != 700_000 || string(got.Result) != `{"ok":true}` {
+			t.Fatalf("task = %+v", got)
+		}
+		b, _ := e.db.Balance(context.Background(), e.key.ID)
+		if b.Available != 9_300_000 || b.Used != 700_000 || b.Reserved != 0 {
+			t.Fatalf("balance %+v", b)
+		}
+		time.Sleep(30 * time.Millisecond) // a terminal task is never claimed again
+		if n := h.runs.Load(); n != 4 {
+			t.Errorf("steps run %d, want 4", n)
+		}
+		if err := e.db.CheckLedger(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestTasksFailsAfterMaxAttemptsAndRefunds(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	h := &scripted{script: []string{"err", "err", "err", "err"}, calls: map[string]int{}}
-	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, MaxAttempts: 3, Backoff: jobs.Exponential(time.Millisecond, 4*time.Millisecond)})
-	defer r.Stop()
-	id := e.task(1_000_000, time.Now())
-	got := e.waitTerminal(id)
-	if got.Status != store.StatusFailed || got.ErrorCode != "video_generation_failed" || got.Charged != 0 {
-		t.Fatalf("task %+v", got)
-	}
-	if n := h.runs.Load(); n != 3 {
-		t.Errorf("attempts %d, want 3", n)
-	}
-	b, _ := e.db.Balance(context.Background(), e.key.ID)
-	if b.Available != 10_000_000 || b.Reserved != 0 || b.Used != 0 {
-		t.Fatalf("not fully refunded: %+v", b)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		h := &scripted{script: []string{"err", "err", "err", "err"}, calls: map[string]int{}}
+		r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, MaxAttempts: 3, Backoff: jobs.Exponential(time.Millisecond, 4*time.Millisecond)})
+		defer r.Stop()
+		id := e.task(1_000_000, time.Now())
+		got := e.waitTerminal(id)
+		if got.Status != store.StatusFailed || got.ErrorCode != "video_generation_failed" || got.Charged != 0 {
+			t.Fatalf("task %+v", got)
+		}
+		if n := h.runs.Load(); n != 3 {
+			t.Errorf("attempts %d, want 3", n)
+		}
+		b, _ := e.db.Balance(context.Background(), e.key.ID)
+		if b.Available != 10_000_000 || b.Reserved != 0 || b.Used != 0 {
+			t.Fatalf("not fully refunded: %+v", b)
+		}
+	})
 }
 
 func TestTasksPermanentFailureAndExpiryRefund(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	h := &scripted{script: []string{"fail"}, calls: map[string]int{}}
-	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Deadline: time.Hour})
-	defer r.Stop()
-	failed := e.task(500_000, time.Now())
-	old := e.task(300_000, time.Now().Add(-2*time.Hour))
-	if got := e.waitTerminal(failed); got.Status != store.StatusFailed || got.ErrorCode != "InvalidParameter.TaskTypeMismatch" {
-		t.Fatalf("failed task %+v", got)
-	}
-	if got := e.waitTerminal(old); got.Status != store.StatusExpired || got.ErrorCode != "task_expired" {
-		t.Fatalf("expired task %+v", got)
-	}
-	b, _ := e.db.Balance(context.Background(), e.key.ID)
-	if b.Available != 10_000_000 || b.Reserved != 0 {
-		t.Fatalf("balance %+v", b)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		h := &scripted{script: []string{"fail"}, calls: map[string]int{}}
+		r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Deadline: time.Hour})
+		defer r.Stop()
+		failed := e.task(500_000, time.Now())
+		old := e.task(300_000, time.Now().Add(-2*time.Hour))
+		if got := e.waitTerminal(failed); got.Status != store.StatusFailed || got.ErrorCode != "InvalidParameter.TaskTypeMismatch" {
+			t.Fatalf("failed task %+v", got)
+		}
+		if got := e.waitTerminal(old); got.Status != store.StatusExpired || got.ErrorCode != "task_expired" {
+			t.Fatalf("expired task %+v", got)
+		}
+		b, _ := e.db.Balance(context.Background(), e.key.ID)
+		if b.Available != 10_000_000 || b.Reserved != 0 {
+			t.Fatalf("balance %+v", b)
+		}
+	})
 }
 
 func TestTwoEnginesNeverRunATaskTwice(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	h := &scripted{script: []string{"ok", "done"}, charge: 1, calls: map[string]int{}}
-	var ids []string
-	for i := 0; i < 30; i++ {
-		ids = append(ids, e.task(10, time.Now()))
-	}
-	a := e.runTasks(h, jobs.Kind{Poll: 2 * time.Millisecond, Batch: 3})
-	b := e.runTasks(h, jobs.Kind{Poll: 2 * time.Millisecond, Batch: 3})
-	for _, id := range ids {
-		e.waitTerminal(id)
-	}
-	a.Stop()
-	b.Stop()
-	for id, n := range h.calls {
-		if n != 2 {
-			t.Errorf("task %s ran %d steps, want 2", id, n)
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		h := &scripted{script: []string{"ok", "done"}, charge: 1, calls: map[string]int{}}
+		var ids []string
+		for i := 0; i < 30; i++ {
+			ids = append(ids, e.task(10, time.Now()))
 		}
-	}
-	if err := e.db.CheckLedger(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+		a := e.runTasks(h, jobs.Kind{Poll: 2 * time.Millisecond, Batch: 3})
+		b := e.runTasks(h, jobs.Kind{Poll: 2 * time.Millisecond, Batch: 3})
+		for _, id := range ids {
+			e.waitTerminal(id)
+		}
+		a.Stop()
+		b.Stop()
+		for id, n := range h.calls {
+			if n != 2 {
+				t.Errorf("task %s ran %d steps, want 2", id, n)
+			}
+		}
+		if err := e.db.CheckLedger(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // slowStep blocks each step until released, then fails transiently once the runner stops.
@@ -245,19 +241,21 @@ func (h *slowStep) Expired(store.TaskRun) Final { return Final{Status: store.Sta
 
 func TestStopHandsLeasesBack(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	h := &slowStep{started: make(chan struct{})}
-	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Lease: time.Hour})
-	id := e.task(100, time.Now())
-	<-h.started
-	r.Stop() // the running step ends with an error while stopping: its lease goes back, no attempt counted
-	claimed, err := e.db.ClaimJobs(context.Background(), TaskKind, "", time.Now().Add(time.Second), time.Minute, 10, nil)
-	if err != nil || len(claimed) != 1 || claimed[0].Ref != id {
-		t.Fatalf("task not claimable right after Stop (lease not handed back): %+v %v", claimed, err)
-	}
-	if claimed[0].Attempt != 1 {
-		t.Errorf("shutdown counted as a failed attempt: this claim is attempt %d, want 1", claimed[0].Attempt)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		h := &slowStep{started: make(chan struct{})}
+		r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond, Lease: time.Hour})
+		id := e.task(100, time.Now())
+		<-h.started
+		r.Stop() // the running step ends with an error while stopping: its lease goes back, no attempt counted
+		claimed, err := e.db.ClaimJobs(context.Background(), TaskKind, "", time.Now().Add(time.Second), time.Minute, 10, nil)
+		if err != nil || len(claimed) != 1 || claimed[0].Ref != id {
+			t.Fatalf("task not claimable right after Stop (lease not handed back): %+v %v", claimed, err)
+		}
+		if claimed[0].Attempt != 1 {
+			t.Errorf("shutdown counted as a failed attempt: this claim is attempt %d, want 1", claimed[0].Attempt)
+		}
+	})
 }
 
 // leaseSpanningStep takes several leases to finish; it counts how often each task's step started.
@@ -281,27 +279,38 @@ func (h *leaseSpanningStep) Expired(store.TaskRun) Final { return Final{Status: 
 
 // A step longer than the lease keeps its task through the heartbeat: a second engine on the
 // same store never takes it over while the first is alive.
+//
+// It runs on virtual time (synctest): the step's 2.5 s, the leases and the renewals cost no
+// wall time, and a loaded machine's scheduling cannot make a renewal late.
 func TestHeartbeatKeepsALiveStepsTask(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	// The step spans several leases; a renewal every third of a lease would have to be two
-	// thirds of a lease (0.67 s) late for the other engine to take over, which a loaded CI
-	// machine's scheduling and single SQLite writer do not reach (with 150 ms leases they did).
-	h := &leaseSpanningStep{d: 2500 * time.Millisecond}
-	k := jobs.Kind{Poll: 5 * time.Millisecond, Lease: time.Second}
-	a := e.runTasks(h, k)
-	defer a.Stop()
-	id := e.task(1_000, time.Now())
-	time.Sleep(50 * time.Millisecond) // a claims it first
-	b := e.runTasks(h, k)
-	defer b.Stop()
-	if got := e.waitTerminal(id); got.Status != store.StatusCompleted {
-		t.Fatalf("task = %+v", got)
-	}
-	n, _ := h.starts.Load(id)
-	if starts := n.(*atomic.Int64).Load(); starts != 1 {
-		t.Fatalf("the step started %d times; the heartbeat should have kept the lease", starts)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		// The step spans several leases, renewed every third of a lease.
+		h := &leaseSpanningStep{d: 2500 * time.Millisecond}
+		k := jobs.Kind{Poll: 5 * time.Millisecond, Lease: time.Second}
+		a := e.runTasks(h, k)
+		defer a.Stop()
+		id := e.task(1_000, time.Now())
+		for i := 0; ; i++ { // a claims it first
+			if _, ok := h.starts.Load(id); ok {
+				break
+			}
+			if i == 1000 {
+				t.Fatal("the first engine never started the step")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		b := e.runTasks(h, k)
+		defer b.Stop()
+		if got := e.waitTerminal(id); got.Status != store.StatusCompleted {
+			t.Fatalf("task = %+v", got)
+		}
+		n, _ := h.starts.Load(id)
+		if starts := n.(*atomic.Int64).Load(); starts != 1 {
+			t.Fatalf("the step started %d times; the heartbeat should have kept the lease", starts)
+		}
+	})
 }
 
 // refusedAfterCheckpoint takes its account's slot with a checkpoint, as a submit does, then
@@ -322,27 +331,29 @@ func (refusedAfterCheckpoint) Expired(store.TaskRun) Final { return Final{Status
 // refund.
 func TestFinalAfterACheckpointReleasesTheSlotItTook(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	h := refusedAfterCheckpoint{state: []byte(`{"submitting":true,"submit_at":1,"slot_held":true}`)}
-	r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond})
-	defer r.Stop()
-	ctx := context.Background()
-	task := nativeTask("p", 1)
-	id := e.storedTask(task.req, task.quote, 1_000_000)
-	if got := e.waitTerminal(id); got.Status != store.StatusFailed || got.Charged != 0 {
-		t.Fatalf("task %+v", got)
-	}
-	run, err := e.db.TaskRun(ctx, id)
-	if err != nil || string(run.State) != string(h.state) {
-		t.Errorf("final state %s %v; want the checkpoint's %s", run.State, err, h.state)
-	}
-	if slots, err := e.db.UpstreamSlots(ctx); err != nil || slots[slotAccount] != 0 {
-		t.Errorf("slots %v %v; want %s's released", slots, err, slotAccount)
-	}
-	if b, err := e.db.Balance(ctx, e.key.ID); err != nil || b.Available != 10_000_000 || b.Reserved != 0 || b.Used != 0 {
-		t.Errorf("balance %+v %v; want the reservation refunded", b, err)
-	}
-	if err := e.db.CheckLedger(ctx); err != nil {
-		t.Fatal(err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		h := refusedAfterCheckpoint{state: []byte(`{"submitting":true,"submit_at":1,"slot_held":true}`)}
+		r := e.runTasks(h, jobs.Kind{Poll: 5 * time.Millisecond})
+		defer r.Stop()
+		ctx := context.Background()
+		task := nativeTask("p", 1)
+		id := e.storedTask(task.req, task.quote, 1_000_000)
+		if got := e.waitTerminal(id); got.Status != store.StatusFailed || got.Charged != 0 {
+			t.Fatalf("task %+v", got)
+		}
+		run, err := e.db.TaskRun(ctx, id)
+		if err != nil || string(run.State) != string(h.state) {
+			t.Errorf("final state %s %v; want the checkpoint's %s", run.State, err, h.state)
+		}
+		if slots, err := e.db.UpstreamSlots(ctx); err != nil || slots[slotAccount] != 0 {
+			t.Errorf("slots %v %v; want %s's released", slots, err, slotAccount)
+		}
+		if b, err := e.db.Balance(ctx, e.key.ID); err != nil || b.Available != 10_000_000 || b.Reserved != 0 || b.Used != 0 {
+			t.Errorf("balance %+v %v; want the reservation refunded", b, err)
+		}
+		if err := e.db.CheckLedger(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"mediagen/internal/provider"
+	"mediagen/internal/testkit"
 )
 
 func TestGenerationRendersRequestedStreams(t *testing.T) {
@@ -336,29 +337,17 @@ func TestRestartWithSpecOnly(t *testing.T) {
 
 func TestProgressRisesWithTimeAndNeverDecreases(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	set := func(d time.Duration) {
-		mu.Lock()
-		now = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(d)
-		mu.Unlock()
-	}
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := testkit.NewClock(start)
 	const pace = 10 * time.Second
-	e := newEngine(t, "", withPace(pace), withClock(clock))
+	e := newEngine(t, "", withPace(pace), withClock(clock.Now))
 	id, err := e.SubmitGeneration(context.Background(), provider.GenerateRequest{
 		IdempotencyKey: "progress", Width: 160, Height: 90, Duration: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The render finishes in real time; the job still waits for the pace.
-	deadline := time.Now().Add(30 * time.Second)
-	for !fileExists(e.jobFile(id, resultFile)) {
-		if time.Now().After(deadline) {
-			t.Fatal("render did not finish")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 30*time.Second, "the render did not finish", func() bool { return fileExists(e.jobFile(id, resultFile)) })
 	poll := func() provider.Job {
 		t.Helper()
 		j, err := e.PollGeneration(context.Background(), id)
@@ -379,7 +368,7 @@ func TestProgressRisesWithTimeAndNeverDecreases(t *testing.T) {
 		{9990 * time.Millisecond, provider.StatusRunning, 99},
 		{pace, provider.StatusSucceeded, 100},
 	} {
-		set(step.at)
+		clock.Set(start.Add(step.at))
 		if j := poll(); j.Status != step.status || j.Progress != step.pct {
 			t.Fatalf("at %v: %s %d%%, want %s %d%%", step.at, j.Status, j.Progress, step.status, step.pct)
 		}

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"image"
 	"image/color"
@@ -21,6 +20,7 @@ import (
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
+	"mediagen/internal/testkit"
 )
 
 // requireTools skips when ffmpeg, ffprobe or espeak-ng is missing, except under
@@ -83,15 +83,12 @@ func newEngine(t *testing.T, dir string, opts ...engineOpt) *Engine {
 // certificate when srv is a TLS server.
 func loopbackClient(t *testing.T, srv *httptest.Server) *safefetch.Client {
 	t.Helper()
-	o := safefetch.Options{AllowLoopback: true}
+	var roots *x509.CertPool
 	if srv != nil && srv.TLS != nil {
-		pool := x509.NewCertPool()
-		pool.AddCert(srv.Certificate())
-		o.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		roots = x509.NewCertPool()
+		roots.AddCert(srv.Certificate())
 	}
-	c := safefetch.New(o)
-	t.Cleanup(c.CloseIdleConnections)
-	return c
+	return testkit.LoopbackFetch(t, roots, nil)
 }
 
 // mediaServer serves fixed bodies by path and records every request.

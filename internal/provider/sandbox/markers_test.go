@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mediagen/internal/provider"
+	"mediagen/internal/testkit"
 )
 
 func TestParseTextMarkers(t *testing.T) {
@@ -164,20 +165,22 @@ func mustPoll(t *testing.T, e *Engine, id string) provider.Job {
 
 func TestGenerationSlowMarker(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t, "", withPace(50*time.Millisecond))
-	start := time.Now()
+	clock := testkit.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newEngine(t, "", withPace(50*time.Millisecond), withClock(clock.Now))
 	id := submitMarked(t, e, "slow", "slowly [sandbox:slow=1500ms]", "")
-	time.Sleep(700 * time.Millisecond)
-	j := mustPoll(t, e, id)
-	if j.Status != provider.StatusRunning || j.Progress < 20 || j.Progress > 95 {
+	// The render finishes in real time; the job waits for the marker's 1.5 s on the clock.
+	testkit.WaitFor(t, 30*time.Second, "the render did not finish", func() bool { return fileExists(e.jobFile(id, resultFile)) })
+	clock.Advance(700 * time.Millisecond)
+	if j := mustPoll(t, e, id); j.Status != provider.StatusRunning || j.Progress < 20 || j.Progress > 95 {
 		t.Errorf("at 0.7 s of 1.5 s: %+v, want running about 47%%", j)
 	}
-	j = wait(t, e.PollGeneration, id, 10*time.Second)
-	if j.Status != provider.StatusSucceeded {
-		t.Fatalf("job = %+v", j)
+	clock.Advance(799 * time.Millisecond)
+	if j := mustPoll(t, e, id); j.Status != provider.StatusRunning {
+		t.Errorf("at 1.499 s of 1.5 s: %+v, want running", j)
 	}
-	if d := time.Since(start); d < 1500*time.Millisecond {
-		t.Errorf("succeeded after %v, want at least 1.5 s", d)
+	clock.Advance(time.Millisecond)
+	if j := wait(t, e.PollGeneration, id, 10*time.Second); j.Status != provider.StatusSucceeded {
+		t.Fatalf("at 1.5 s: %+v, want succeeded", j)
 	}
 }
 
