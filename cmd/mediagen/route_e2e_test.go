@@ -97,23 +97,7 @@ func TestRouteAcrossFourAccountsMakesOnePaidJobPerTask(t *testing.T) {
 	m.FetchTLS = &tls.Config{RootCAs: roots}
 	e := startRemote(t, m, dir, tools, 1000*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--workers", "8", "--catalog", path)
 	start := time.Now()
-	ids := make([]string, tasks)
-	for i := range ids {
-		ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"routed %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i))
-	}
-	var wg sync.WaitGroup
-	ended := make([]apiTask, tasks)
-	sem := make(chan struct{}, 8)
-	for i, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ended[i] = e.wait(id)
-		}()
-	}
-	wg.Wait()
+	ids, ended := createAndWaitAll(e, tasks, "routed")
 	elapsed := time.Since(start)
 	completed := 0
 	for i, task := range ended {
@@ -303,23 +287,7 @@ func TestRouteWithLostAnswersOnEveryAccountMakesOnePaidJobPerTask(t *testing.T) 
 	m.FetchTLS = &tls.Config{RootCAs: roots}
 	e := startRemote(t, m, dir, tools, 1000*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--workers", "8", "--catalog", path)
 	start := time.Now()
-	ids := make([]string, tasks)
-	for i := range ids {
-		ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"lossy %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i))
-	}
-	var wg sync.WaitGroup
-	ended := make([]apiTask, tasks)
-	sem := make(chan struct{}, 8) // the demo key's request rate bounds the polls
-	for i, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ended[i] = e.wait(id)
-		}()
-	}
-	wg.Wait()
+	ids, ended := createAndWaitAll(e, tasks, "lossy")
 	completed := 0
 	for i, task := range ended {
 		if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != tokens {
@@ -428,4 +396,28 @@ func checkCostPerAccount(t *testing.T, m *Main, cat *catalog.Catalog, start time
 			}
 		}
 	}
+}
+
+// createAndWaitAll creates tasks native tasks on demo-video-fast (prompts "<prompt> 0", …),
+// all at once, then waits for every one to end, 8 at a time: the demo key's request rate
+// bounds the polls.
+func createAndWaitAll(e *e2e, tasks int, prompt string) (ids []string, ended []apiTask) {
+	ids = make([]string, tasks)
+	for i := range ids {
+		ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"%s %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, prompt, i))
+	}
+	var wg sync.WaitGroup
+	ended = make([]apiTask, tasks)
+	sem := make(chan struct{}, 8)
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ended[i] = e.wait(id)
+		}()
+	}
+	wg.Wait()
+	return ids, ended
 }
