@@ -8,11 +8,15 @@ GOBIN       := $(shell $(GO) env GOPATH)/bin
 STATICCHECK := $(GOBIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 FUZZTIME    ?= 3s
+# Tests of one package that run at once (go test -parallel). Most of the end-to-end tests wait
+# on child processes, timers and upstream fakes rather than compute: 4 keeps 2 cores busy
+# (cmd/mediagen: 183 s at 2, 126 s at 4; bench/README.md "make test").
+TEST_PARALLEL ?= 4
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X main.version=$(VERSION)
 ARGS        ?=
 
-.PHONY: help build run test test-go fuzz lint bench chaos tools postgres clean console-shots cluster
+.PHONY: help build run test test-go fuzz lint bench chaos soak tools postgres clean console-shots cluster
 
 help:
 	@echo "make run    build and start the service (sandbox engine, SQLite, demo tenant; prints a key)"
@@ -20,6 +24,7 @@ help:
 	@echo "make lint   gofmt, go vet, staticcheck"
 	@echo "make bench  benchmarks under bench/ (print figures, never fail on a number)"
 	@echo "make chaos  the chaos harness: 3 replicas on PostgreSQL + MinIO, then one SQLite process, 100 SIGKILLs each (about 15 minutes)"
+	@echo "make soak   the billing property and the fault tests at soak size (500 requests per store, 200 tasks)"
 	@echo "make build  build bin/mediagen"
 	@echo "make cluster [N=3]  a local cluster: PostgreSQL, MinIO and N replicas (default 2) on ports 8081…; Ctrl-C stops it"
 	@echo "make console-shots  the console's browser tests, writing screenshots of both consoles to docs/console"
@@ -63,31 +68,15 @@ test: tools lint
 	@set -e; url=$$(scripts/ensure-postgres.sh); minio=$$(scripts/ensure-minio.sh); \
 	  nodesdk=$$(scripts/ensure-node-sdk.sh); \
 	  echo "PostgreSQL for tests: $$url"; echo "MinIO for tests: $${minio:-none}"; echo "OpenAI Node SDK for tests: $$nodesdk"; \
-	  MEDIAGEN_TEST_POSTGRES_URL="$$url" MEDIAGEN_TEST_MINIO="$$minio" MEDIAGEN_TEST_NODE_SDK="$$nodesdk" $(GO) test -count=1 -timeout 15m ./...; \
-	  echo "store conformance suite, per driver:"; \
-	  MEDIAGEN_TEST_POSTGRES_URL="$$url" $(GO) test -count=1 -run 'Conformance' -v ./internal/store/... \
-	    | grep -E '^(=== RUN|--- |    --- |ok|FAIL)' | grep -v '=== RUN'
+	  MEDIAGEN_TEST_POSTGRES_URL="$$url" MEDIAGEN_TEST_MINIO="$$minio" MEDIAGEN_TEST_NODE_SDK="$$nodesdk" \
+	  $(GO) run ./scripts/testreport -count=1 -timeout 15m -parallel $(TEST_PARALLEL) ./...
 	@set -e; p=$$(scripts/ensure-promtool.sh); if [ -n "$$p" ]; then $$p check rules deploy/prometheus/*.yml && $$p test rules deploy/prometheus/tests/*.yml; fi
 	@$(MAKE) --no-print-directory fuzz
 
-# Runs every fuzz target briefly (FUZZTIME each) on top of the seed corpora go test already ran.
-# Go 1.26's fuzz coordinator can report a bare "context deadline exceeded" when -fuzztime ends
-# while a worker is mid-call on a busy machine (golang/go#75804, fixed in Go 1.27). Such a run
-# wrote no failing input, so it is run once more; a real finding ("Failing input written")
-# or any other failure fails at once.
+# Runs every fuzz target briefly (FUZZTIME each, two at a time) on top of the seed corpora go
+# test already ran (scripts/fuzz.sh).
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
-	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
-	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    for try in 1 2; do \
-	      if $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) -parallel=2 $$pkg >/tmp/mediagen-fuzz.log 2>&1; then break; fi; \
-	      if [ $$try = 1 ] && grep -q 'context deadline exceeded' /tmp/mediagen-fuzz.log && ! grep -q 'Failing input written' /tmp/mediagen-fuzz.log; then \
-	        echo "fuzz $$pkg $$f: the fuzz coordinator's deadline race (golang/go#75804), no failing input; running it again"; continue; fi; \
-	      cat /tmp/mediagen-fuzz.log; exit 1; \
-	    done; \
-	  done; \
-	done; echo "fuzz: all targets passed"
+	@FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 # The console's browser tests in headless Chromium; they write PNGs of the main pages of both
 # consoles at 390x844 and 1440x900 to docs/console (<console>-<page>-<phone|desktop>.png).
@@ -109,6 +98,15 @@ CHAOS_ARGS ?=
 chaos: tools
 	@scripts/ensure-postgres.sh >/dev/null; minio=$$(scripts/ensure-minio.sh); mkdir -p bench/results; \
 	  $(GO) run ./bench/chaos -minio "$$minio" -json bench/results/chaos.json $(CHAOS_ARGS)
+
+# The randomized and fault-injecting end-to-end tests at soak size: make test runs them at a
+# size that exercises every route and fault within its time budget (60 property requests per
+# store, 80 and 60 fault tasks); this runs 500 requests per store and 200 tasks per fault test,
+# to find rarer interleavings (about 5 minutes on 2 cores).
+soak: tools
+	@set -e; url=$$(scripts/ensure-postgres.sh); \
+	  MEDIAGEN_TEST_POSTGRES_URL="$$url" MEDIAGEN_PROPERTY_REQUESTS=500 MEDIAGEN_FAULT_TASKS=200 \
+	  $(GO) test -count=1 -timeout 30m -run '^(TestPropertyEveryCharge.*|TestArkFaults.*|TestOpenAIFaults.*)$$' ./cmd/mediagen
 
 clean:
 	rm -rf bin

@@ -66,6 +66,12 @@ func twoTenantCatalog(t *testing.T, dir string) string {
 // environment.
 func startAssetE2E(t *testing.T, envVars map[string]string, extra ...string) *assetE2E {
 	t.Helper()
+	return startAssetE2EOn(t, NewMain(env(envVars), io.Discard, io.Discard), envVars, extra...)
+}
+
+// startAssetE2EOn is startAssetE2E with a Main the caller made (to set its clock).
+func startAssetE2EOn(t *testing.T, m *Main, envVars map[string]string, extra ...string) *assetE2E {
+	t.Helper()
 	tools := requireTools(t)
 	dir := t.TempDir()
 	clip := filepath.Join(dir, "input.mp4")
@@ -75,7 +81,6 @@ func startAssetE2E(t *testing.T, envVars map[string]string, extra ...string) *as
 	media := httptest.NewTLSServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(media.Close)
 	catPath := twoTenantCatalog(t, t.TempDir())
-	m := NewMain(env(envVars), io.Discard, io.Discard)
 	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "200ms",
 		"--fetch-allow", "loopback", "--log-level", "warn", "--catalog", catPath}, extra...)

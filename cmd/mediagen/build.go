@@ -42,7 +42,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	fetchOpts, _ := c.fetchOptions()
 	fetchOpts.TLSConfig = m.FetchTLS
-	tools := ffmpeg.Tools{}
+	tools := ffmpeg.Tools{Preset: c.EncodePreset}
 	// A process killed mid-run (SIGKILL, power loss) ran no deferred cleanup: its tools'
 	// scratch directories stay in the temporary directory until someone removes them.
 	if n, err := tools.RemoveStaleTemp(os.TempDir(), time.Now()); err != nil {

@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/console"
 	"mediagen/internal/limits"
 	"mediagen/internal/logctx"
+	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/media/samples"
 	"mediagen/internal/netlimit"
@@ -61,11 +62,14 @@ type Config struct {
 	TrustedProxies string
 	proxies        netlimit.Proxies
 
-	Role         string        // all, api or worker
-	SigningKey   string        // hex HMAC key for file links; default: <data-dir>/signing.key
-	LinkTTL      time.Duration // lifetime of result links
-	Retention    time.Duration // stored results older than this are deleted
-	SandboxPace  time.Duration // minimum duration of a sandbox job
+	Role        string        // all, api or worker
+	SigningKey  string        // hex HMAC key for file links; default: <data-dir>/signing.key
+	LinkTTL     time.Duration // lifetime of result links
+	Retention   time.Duration // stored results older than this are deleted
+	SandboxPace time.Duration // minimum duration of a sandbox job
+	// EncodePreset is the x264/x265 speed preset of what this process encodes itself: the
+	// sandbox engine, the local ffmpeg accounts and the sandbox samples.
+	EncodePreset string
 	Workers      int           // task steps running at once in this process
 	TaskDeadline time.Duration // unfinished tasks older than this expire
 	// JobLease is how long a claimed background job is held without a heartbeat: the jobs of
@@ -156,6 +160,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.LinkTTL, "link-ttl", 24*time.Hour, "lifetime of signed result links")
 		dur(&c.Retention, "retention", 7*24*time.Hour, "stored results older than this are deleted")
 		dur(&c.SandboxPace, "sandbox-pace", 2*time.Second, "minimum wall time of a sandbox job (progress rises over it)")
+		str(&c.EncodePreset, "encode-preset", ffmpeg.DefaultPreset, "x264/x265 speed preset of the videos this process encodes itself (the sandbox engine, local ffmpeg accounts, sandbox samples): ultrafast, superfast, veryfast, faster, fast, medium, slow, slower or veryslow. Faster presets cost less CPU and make larger files (ultrafast: about a third of veryfast's CPU, 2-3 times the size)")
 		dur(&c.TaskDeadline, "task-deadline", 6*time.Hour, "tasks not finished this long after acceptance expire")
 		num(&c.Workers, "workers", 4, "task steps this process runs at once")
 		dur(&c.JobLease, "job-lease", 30*time.Second, "how long a background job's claim holds without a heartbeat (renewed every third of it): the jobs of a killed process are taken over within it")
@@ -239,6 +244,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	c.proxies = ps
+	if c.serving && !ffmpeg.KnownPreset(c.EncodePreset) {
+		return fmt.Errorf("--encode-preset %q: want one of %s", c.EncodePreset, strings.Join(ffmpeg.Presets, ", "))
+	}
 	switch c.SandboxSamples {
 	case "", "auto", "on", "off":
 	default:

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,39 +184,41 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 	for _, ex := range examples {
 		t.Logf("%s: %s %s%s", ex.where, ex.method, ex.path, strings.Join(ex.cli, " "))
 	}
-	ids := map[string]string{}
+	// The CLI commands run beside the HTTP examples: each block's commands in order (a block is
+	// one reader's session), the blocks at once. They wait on the server's workers far more
+	// than they compute; run one after another they were most of this test's time.
+	var blocks [][]docExample
 	ran := map[string]bool{}
+	for _, ex := range examples {
+		if ex.cli == nil {
+			continue
+		}
+		// A command shown on several pages (mediagen tour) runs once.
+		key := strings.Join(ex.cli, "\x00")
+		if ran[key] {
+			continue
+		}
+		ran[key] = true
+		if n := len(blocks); n > 0 && blocks[n-1][0].where == ex.where {
+			blocks[n-1] = append(blocks[n-1], ex)
+		} else {
+			blocks = append(blocks, []docExample{ex})
+		}
+	}
+	var cli sync.WaitGroup
+	for _, block := range blocks {
+		cli.Go(func() {
+			for _, ex := range block {
+				runDocCommand(t, m, scratch, ex)
+			}
+		})
+	}
+	defer cli.Wait() // also when an HTTP example ends the test early
+	ids := map[string]string{}
 	type pendingTask struct{ where, id, expect string }
 	var pending []pendingTask
 	for _, ex := range examples {
 		if ex.cli != nil {
-			// A command shown on several pages (mediagen tour) runs once.
-			key := strings.Join(ex.cli, "\x00")
-			if ran[key] {
-				continue
-			}
-			ran[key] = true
-			vars := map[string]string{"MEDIAGEN_API_KEY": m.DemoKey, "MEDIAGEN_BASE_URL": m.URL(), "MEDIAGEN_POLL_INTERVAL": "100ms"}
-			var stdout, stderr bytes.Buffer
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			// Files the command makes go to a scratch directory, also those the tour saves to
-			// its default directory (relative: it would land in this package's source tree).
-			args := append([]string(nil), ex.cli...)
-			hasOutDir := false
-			for i := range args {
-				if i > 0 && (args[i-1] == "--out" || args[i-1] == "--out-dir") {
-					args[i] = filepath.Join(scratch, args[i])
-					hasOutDir = hasOutDir || args[i-1] == "--out-dir"
-				}
-			}
-			if args[0] == "tour" && !hasOutDir {
-				args = append(args, "--out-dir", filepath.Join(scratch, "mediagen-tour"))
-			}
-			err := run(ctx, args, env(vars), &stdout, &stderr)
-			cancel()
-			if err != nil {
-				t.Errorf("%s: mediagen %s: %v\n%s%s", ex.where, strings.Join(ex.cli, " "), err, stdout.String(), stderr.String())
-			}
 			continue
 		}
 		body := strings.NewReplacer("$GROUP_ID", ids["group"], "$ASSET_ID", ids["asset"]).Replace(ex.body)
@@ -247,10 +250,35 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 			waitAssetActive(t, e, ex.path, answer.AssetID)
 		}
 	}
+	cli.Wait()
 	for _, p := range pending {
 		if task := e.wait(p.id); task.Status != p.expect {
 			t.Errorf("%s: task %s ended %s (%+v), want %s", p.where, p.id, task.Status, task.Error, p.expect)
 		}
+	}
+}
+
+// runDocCommand runs one `mediagen …` line of the docs against m; files it makes go to scratch.
+func runDocCommand(t *testing.T, m *Main, scratch string, ex docExample) {
+	vars := map[string]string{"MEDIAGEN_API_KEY": m.DemoKey, "MEDIAGEN_BASE_URL": m.URL(), "MEDIAGEN_POLL_INTERVAL": "100ms"}
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// Files the command makes go to a scratch directory, also those the tour saves to its
+	// default directory (relative: it would land in this package's source tree).
+	args := append([]string(nil), ex.cli...)
+	hasOutDir := false
+	for i := range args {
+		if i > 0 && (args[i-1] == "--out" || args[i-1] == "--out-dir") {
+			args[i] = filepath.Join(scratch, args[i])
+			hasOutDir = hasOutDir || args[i-1] == "--out-dir"
+		}
+	}
+	if args[0] == "tour" && !hasOutDir {
+		args = append(args, "--out-dir", filepath.Join(scratch, "mediagen-tour"))
+	}
+	if err := run(ctx, args, env(vars), &stdout, &stderr); err != nil {
+		t.Errorf("%s: mediagen %s: %v\n%s%s", ex.where, strings.Join(ex.cli, " "), err, stdout.String(), stderr.String())
 	}
 }
 

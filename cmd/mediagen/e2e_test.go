@@ -39,8 +39,8 @@ type e2e struct {
 
 func requireTools(t *testing.T) ffmpeg.Tools {
 	t.Helper()
-	tools := ffmpeg.Tools{}
-	if err := tools.Check(context.Background()); err != nil {
+	tools := ffmpeg.Tools{Preset: testDefaults["MEDIAGEN_ENCODE_PRESET"]}
+	if err := checkToolsOnce(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("media tools required under CI=true: %v", err)
 		}
@@ -48,6 +48,10 @@ func requireTools(t *testing.T) ffmpeg.Tools {
 	}
 	return tools
 }
+
+// checkToolsOnce checks the media tools once for the whole package: they do not come and go
+// while it runs, and each check starts three processes.
+var checkToolsOnce = sync.OnceValue(func() error { return ffmpeg.Tools{}.Check(context.Background()) })
 
 func startE2E(t *testing.T, extra ...string) *e2e {
 	t.Helper()

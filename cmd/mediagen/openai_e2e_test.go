@@ -246,11 +246,12 @@ func TestAdminUpstreamCheckCallsRemoteAccounts(t *testing.T) {
 
 // Under 30% faults on a server that honours Idempotency-Key (5xx and 429 on every call,
 // malformed polls, failed downloads, creates whose answer is lost after the job was made),
-// every task ends with exactly one upstream job and the right money.
+// every task ends with exactly one upstream job and the right money. 60 tasks
+// (MEDIAGEN_FAULT_TASKS sets another number; `make soak` runs 200).
 func TestOpenAIFaultsEndEveryTaskWithOneJob(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("60 tasks through a faulty fake upstream")
+		t.Skip("tasks through a faulty fake upstream")
 	}
 	tools := requireTools(t)
 	dir := t.TempDir()
@@ -263,7 +264,7 @@ func TestOpenAIFaultsEndEveryTaskWithOneJob(t *testing.T) {
 	m := NewMain(env(map[string]string{"OPENAI_TEST_KEY": openaiTestKey}), io.Discard, io.Discard)
 	m.FetchTLS = fake.TLS()
 	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "error", "--workers", "8", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base()))
-	const tasks = 60
+	tasks := sizeFromEnv(t, "MEDIAGEN_FAULT_TASKS", 60)
 	var ids []string
 	for i := range tasks {
 		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-standard","prompt":"task %d","metadata":{"ratio":"16:9","duration":4}}`, i)))

@@ -82,6 +82,9 @@ type Main struct {
 	// Upstreams, when set before Run, replaces the engines aliases bind to (tests use a
 	// counting fake); nil runs the embedded sandbox.
 	Upstreams map[string]video.Upstream
+	// Now, when set before Run, is the asset service's clock: verification tokens expire by
+	// it (tests move it past a token's lifetime instead of waiting it out). nil: time.Now.
+	Now func() time.Time
 
 	served   chan error
 	closed   sync.Once

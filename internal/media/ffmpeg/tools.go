@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -15,6 +17,13 @@ const (
 	DefaultFontFile = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 	DefaultPreset   = "veryfast"
 )
+
+// Presets are the x264/x265 speed presets, fastest first ("placebo" is left out: it is
+// for experiments, many times slower than veryslow for no visible gain).
+var Presets = []string{"ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"}
+
+// KnownPreset reports whether p is one of Presets.
+func KnownPreset(p string) bool { return slices.Contains(Presets, p) }
 
 // Tools locates the binaries and holds the limits for every run. The zero
 // value is ready to use: binaries are looked up on PATH.
@@ -80,7 +89,26 @@ func ffmpegArgs() []string {
 // Check reports whether ffmpeg, ffprobe and espeak-ng run, ffmpeg has the
 // encoders and filters this package uses, and the font file exists. The error
 // lists everything that is missing, not only the first problem.
+//
+// A check that passed is remembered for the rest of the process (per binaries and font): tools
+// found runnable stay so while it runs, and a check starts three processes, which every
+// service start and every reload of local engines would pay again.
 func (t Tools) Check(ctx context.Context) error {
+	key := [4]string{t.ffmpegBin(), t.ffprobeBin(), t.espeakBin(), t.fontFile()}
+	if _, ok := checksPassed.Load(key); ok {
+		return nil
+	}
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	checksPassed.Store(key, true)
+	return nil
+}
+
+// checksPassed holds the keys of the checks that passed in this process.
+var checksPassed sync.Map
+
+func (t Tools) check(ctx context.Context) error {
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
 

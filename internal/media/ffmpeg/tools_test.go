@@ -3,7 +3,9 @@ package ffmpeg
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +128,30 @@ func TestCappedBufferFlagsOverflow(t *testing.T) {
 	ok.Write([]byte("abcd"))
 	if got, err := ok.Bytes("tool"); string(got) != "abcd" || err != nil {
 		t.Errorf("got %q, %v; want abcd", got, err)
+	}
+}
+
+// A failed check is not remembered (the operator installs the tool, and the next start or
+// reload passes); a passed one is, for the process.
+func TestCheckRemembersOnlyWhatPassed(t *testing.T) {
+	t.Parallel()
+	requireBins(t, "ffmpeg", "ffprobe", "espeak-ng")
+	real, _ := exec.LookPath("ffprobe")
+	probe := filepath.Join(t.TempDir(), "ffprobe")
+	tools := Tools{FFprobe: probe}
+	if err := tools.Check(context.Background()); err == nil {
+		t.Fatal("the check passed with no ffprobe")
+	}
+	if err := os.Symlink(real, probe); err != nil {
+		t.Fatal(err)
+	}
+	if err := tools.Check(context.Background()); err != nil {
+		t.Fatalf("the check failed once ffprobe was there: %v", err)
+	}
+	if err := os.Remove(probe); err != nil {
+		t.Fatal(err)
+	}
+	if err := tools.Check(context.Background()); err != nil {
+		t.Fatalf("a passed check ran again: %v", err)
 	}
 }

@@ -101,9 +101,11 @@ func (dialect) Name() string                 { return "postgres" }
 func (dialect) Placeholders(q string) string { return sqldb.RebindDollar(q) }
 
 // LockMigrations takes a transaction-scoped advisory lock, so replicas starting together apply
-// each migration once.
+// each migration once. The lock is the schema's (advisory locks are per database): replicas of
+// one deployment share their schema and so the lock, while deployments in other schemas of
+// the same database (and tests, a schema each) migrate without waiting for each other.
 func (dialect) LockMigrations(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7346218)`)
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7346218, hashtext(current_schema()))`)
 	return err
 }
 
