@@ -44,8 +44,8 @@ import (
 // (60 requests per store; `make soak` runs 500).
 func TestPropertyEveryChargeIsBoundedByItsRequestAndItsResult(t *testing.T) {
 	t.Parallel()
-	t.Run("sqlite", func(t *testing.T) { propertyRun(t, "") })
-	t.Run("postgres", func(t *testing.T) { propertyRun(t, pgtest.URL(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); propertyRun(t, "") })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); propertyRun(t, pgtest.URL(t)) })
 }
 
 // sizeFromEnv is the size of a randomized or fault-injecting run: the environment variable

@@ -131,8 +131,9 @@ func jsString(s string) string {
 func TestConsoleFlowsInChromium(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
-	// A sandbox job takes 5 s, so the task page is seen running before it completes.
-	e := startConsoleMain(t, "--sandbox-pace", "5s")
+	// A sandbox job takes 3 s, so the task page (refreshed every second) is seen running before
+	// it completes.
+	e := startConsoleMain(t, "--sandbox-pace", "3s")
 	c := newChrome(t)
 	f := &consoleFlow{e: e, c: c}
 	steps := []struct {

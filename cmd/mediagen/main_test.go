@@ -13,7 +13,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"mediagen/internal/store/postgres"
+	"mediagen/internal/store/postgres/pgtest"
 )
+
+// The tests' PostgreSQL databases are clones of one the migrations made once (pgtest).
+func init() { pgtest.UseTemplate(postgres.MigrationsDigest(), postgres.Migrate) }
 
 // TestMain lets a test run this binary's main() in a child process (to check exit codes)
 // by re-executing the test binary with MEDIAGEN_TEST_MAIN=1.

@@ -23,6 +23,9 @@ import (
 	"mediagen/internal/testkit"
 )
 
+// The tests' PostgreSQL databases are clones of one the migrations made once (pgtest).
+func init() { pgtest.UseTemplate(postgres.MigrationsDigest(), postgres.Migrate) }
+
 var drivers = []string{"sqlite", "postgres"}
 
 // forEachStore runs fn on a fresh environment of each store driver.

@@ -10,6 +10,9 @@ import (
 	"mediagen/internal/testkit"
 )
 
+// The tests' PostgreSQL databases are clones of one the migrations made once (pgtest).
+func init() { pgtest.UseTemplate(postgres.MigrationsDigest(), postgres.Migrate) }
+
 // testDrivers are the store drivers a test runs the API on when the answer may depend on the
 // database: PostgreSQL refuses text that SQLite stores (NUL, invalid UTF-8), for one.
 var testDrivers = []string{"sqlite", "postgres"}

@@ -152,7 +152,7 @@ func (r *report) endPackage(k testKey, e event, w io.Writer) {
 	fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
 }
 
-// summary prints the conformance suite per driver and the slowest tests.
+// summary prints the conformance suites per driver and the slowest tests.
 func (r *report) summary(w io.Writer) {
 	type suite struct{ pass, fail, skip int }
 	suites := map[string]*suite{}
@@ -176,7 +176,7 @@ func (r *report) summary(w io.Writer) {
 		}
 	}
 	if len(suites) > 0 {
-		fmt.Fprintln(w, "store conformance suite, per driver (internal/store/storetest):")
+		fmt.Fprintln(w, "conformance suites, per driver (internal/store/storetest, internal/blob):")
 		names := make([]string, 0, len(suites))
 		for n := range suites {
 			names = append(names, n)

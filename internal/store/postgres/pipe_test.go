@@ -31,7 +31,7 @@ func pipeOn(t *testing.T, fn func(ctx context.Context, db *sql.DB, p sqldb.Pipe)
 func pipeOnConn(t *testing.T, batches *atomic.Int64, fn func(ctx context.Context, db *sql.DB, p sqldb.Pipe)) error {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := pgconnConfig(pgtest.URL(t))
+	cfg, err := pgconnConfig(pgtest.EmptyURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,10 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -88,6 +90,28 @@ func Open(ctx context.Context, url string) (*sqldb.DB, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return db, nil
+}
+
+// MigrationsDigest names the embedded migrations by their contents (hex SHA-256 of every
+// file's name and body, in order): tests key their migrated template database by it.
+func MigrationsDigest() string {
+	h := sha256.New()
+	files, _ := fs.Glob(Migrations(), "*.sql")
+	for _, f := range files {
+		b, _ := fs.ReadFile(Migrations(), f)
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Migrate brings the database at url up to date and closes it (pgtest's template database).
+func Migrate(ctx context.Context, url string) error {
+	db, err := Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	return db.Close()
 }
 
 // sharedCommitLanes is how many batches of creates (store.ShareCommit) one replica commits at

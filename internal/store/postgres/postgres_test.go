@@ -19,6 +19,9 @@ import (
 	"mediagen/internal/store/storetest"
 )
 
+// The tests' databases are clones of one migrated by this package's migrations.
+func init() { pgtest.UseTemplate(postgres.MigrationsDigest(), postgres.Migrate) }
+
 func TestConformancePostgres(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		db, err := postgres.Open(context.Background(), pgtest.URL(t))
@@ -188,7 +191,7 @@ func TestSharedCommitRerunsAloneAfterADeadlock(t *testing.T) {
 }
 
 func TestConcurrentMigratorsApplyOnce(t *testing.T) {
-	url := pgtest.URL(t)
+	url := pgtest.EmptyURL(t)
 	errs := make(chan error, 3)
 	for i := 0; i < 3; i++ {
 		go func() {

@@ -42,6 +42,7 @@ func testBalanceFollowsOwnPosts(t *testing.T, s store.Store) {
 					return
 				}
 				last = b.Available
+				readPause()
 			}
 		})
 	}
