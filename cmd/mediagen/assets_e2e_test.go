@@ -84,6 +84,7 @@ func startAssetE2EOn(t *testing.T, m *Main, envVars map[string]string, extra ...
 	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "200ms",
 		"--fetch-allow", "loopback", "--log-level", "warn", "--catalog", catPath}, extra...)
+	seedSQLite(t, filepath.Join(dir, "data"), args)
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,9 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 	if len(examples) < 15 {
 		t.Fatalf("found %d examples in the docs; the parser lost them", len(examples))
 	}
-	m, _ := startMain(t, t.TempDir(), "--sandbox-pace", "200ms", "--log-level", "warn")
+	// Eight workers: the examples' tasks (about 30, a few of them 1080p encodes) run side by
+	// side rather than queue behind four, so this test, the longest of the package, ends sooner.
+	m, _ := startMain(t, t.TempDir(), "--sandbox-pace", "200ms", "--log-level", "warn", "--workers", "8")
 	e := &e2e{t: t, m: m, key: m.DemoKey}
 	scratch := t.TempDir()
 	for _, ex := range examples {

@@ -68,6 +68,7 @@ func startE2E(t *testing.T, extra ...string) *e2e {
 	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "200ms",
 		"--fetch-allow", "loopback", "--log-level", "warn"}, extra...)
+	seedSQLite(t, filepath.Join(dir, "data"), args)
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}

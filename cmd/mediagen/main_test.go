@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/postgres/pgtest"
+	"mediagen/internal/testkit"
 )
 
 // The tests' PostgreSQL databases are clones of one the migrations made once (pgtest).
@@ -56,12 +58,28 @@ func env(vars map[string]string) func(string) string {
 // around ffmpeg); what is measured and billed is the same at every preset.
 var testDefaults = map[string]string{"MEDIAGEN_ENCODE_PRESET": "ultrafast"}
 
+// seedSQLite gives a service about to start on a fresh data directory the migrated, empty
+// SQLite database of testkit instead of migrating its own (about 60 ms each, for a hundred
+// services a run). Nothing is written when args name another database or the file exists.
+func seedSQLite(t *testing.T, dataDir string, args []string) {
+	t.Helper()
+	if slices.Contains(args, "--db") {
+		return
+	}
+	path := filepath.Join(dataDir, "mediagen.db")
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	testkit.SQLiteFile(t, path)
+}
+
 // startMain runs serve on 127.0.0.1:0 with a fresh data directory unless args say otherwise.
 func startMain(t *testing.T, dataDir string, extra ...string) (*Main, *bytes.Buffer) {
 	t.Helper()
 	var out bytes.Buffer
 	m := NewMain(env(nil), &out, io.Discard)
 	args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir}, extra...)
+	seedSQLite(t, dataDir, args)
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}

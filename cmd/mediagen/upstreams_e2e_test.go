@@ -100,6 +100,7 @@ func TestLocalUpstreamsServeTheirAliasesWithoutMarkers(t *testing.T) {
 func startRemote(t *testing.T, m *Main, dir string, tools ffmpeg.Tools, credit money.Micros, args ...string) *e2e {
 	t.Helper()
 	addr := freeAddr(t)
+	seedSQLite(t, filepath.Join(dir, "data"), args)
 	if err := m.ParseFlags(append([]string{"--listen", addr, "--public-url", "http://" + addr, "--data-dir", filepath.Join(dir, "data")}, args...)); err != nil {
 		t.Fatal(err)
 	}
