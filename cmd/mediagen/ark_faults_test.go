@@ -61,7 +61,7 @@ func TestArkFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 	var logs syncBuffer
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey}), io.Discard, &logs)
 	m.FetchTLS = fake.TLS()
-	e := startRemote(t, m, dir, tools, 1000*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--workers", "8", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), fmt.Sprintf("    max_in_flight: %d\n    timeout_seconds: 1\n", maxInFlight)))
+	e := startRemote(t, m, dir, tools, 1000*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--workers", "8", "--task-retry-max", "2s", "--catalog", arkCatalog(t, t.TempDir(), fake.Base(), fmt.Sprintf("    max_in_flight: %d\n    timeout_seconds: 1\n", maxInFlight)))
 	var ids []string
 	for i := 0; i < tasks; i++ {
 		ids = append(ids, e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"task %d","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, i)))

@@ -137,7 +137,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			},
 		}
 		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages, Excess: excess,
-			Accounts: m.catalogs.Upstream, Workers: c.Workers, Deadline: c.TaskDeadline, Tracer: tr}
+			Accounts: m.catalogs.Upstream, Workers: c.Workers, Deadline: c.TaskDeadline, RetryMax: c.TaskRetryMax, Tracer: tr}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }
 	}
 	speechSvc, err := m.buildSpeech(ctx, tools, fetch, reg)

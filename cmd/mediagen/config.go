@@ -72,6 +72,8 @@ type Config struct {
 	EncodePreset string
 	Workers      int           // task steps running at once in this process
 	TaskDeadline time.Duration // unfinished tasks older than this expire
+	// TaskRetryMax caps the wait between two attempts of a task step that failed transiently.
+	TaskRetryMax time.Duration
 	// JobLease is how long a claimed background job is held without a heartbeat: the jobs of
 	// a killed process are taken over within it (docs/architecture.md#the-job-engine).
 	JobLease    time.Duration
@@ -162,6 +164,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.SandboxPace, "sandbox-pace", 2*time.Second, "minimum wall time of a sandbox job (progress rises over it)")
 		str(&c.EncodePreset, "encode-preset", ffmpeg.DefaultPreset, "x264/x265 speed preset of the videos this process encodes itself (the sandbox engine, local ffmpeg accounts, sandbox samples): ultrafast, superfast, veryfast, faster, fast, medium, slow, slower or veryslow. Faster presets cost less CPU and make larger files (ultrafast: about a third of veryfast's CPU, 2-3 times the size)")
 		dur(&c.TaskDeadline, "task-deadline", 6*time.Hour, "tasks not finished this long after acceptance expire")
+		dur(&c.TaskRetryMax, "task-retry-max", 2*time.Minute, "longest wait between two attempts of a video task step that failed transiently (an upstream 5xx, a lost answer): the wait doubles from 1s up to it, for at most 8 attempts (1s to 1h)")
 		num(&c.Workers, "workers", 4, "task steps this process runs at once")
 		dur(&c.JobLease, "job-lease", 30*time.Second, "how long a background job's claim holds without a heartbeat (renewed every third of it): the jobs of a killed process are taken over within it")
 		dur(&c.SpeechTimeout, "speech-timeout", 60*time.Second, "bounded wait of a speech request: no audio within it fails the request with speech_timeout and refunds it")
@@ -229,6 +232,9 @@ func (c *Config) validate() error {
 	}
 	if c.serving && (c.CatalogPoll < 10*time.Millisecond || c.CatalogPoll > time.Minute) {
 		return errors.New("--catalog-poll must be from 10ms to 1m")
+	}
+	if c.serving && (c.TaskRetryMax < time.Second || c.TaskRetryMax > time.Hour) {
+		return errors.New("--task-retry-max must be from 1s to 1h")
 	}
 	if c.Workers < 0 || c.LinkTTL < 0 || c.Retention < 0 || c.TaskDeadline < 0 || c.JobLease < 0 {
 		return errors.New("--workers, --link-ttl, --retention, --task-deadline and --job-lease must not be negative")

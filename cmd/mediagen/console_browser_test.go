@@ -541,7 +541,9 @@ func (f *consoleFlow) forgedPost(t *testing.T) {
 	}))
 	defer attacker.Close()
 	c.run("open the other origin's page", chromedp.Navigate(attacker.URL+"/prize"))
-	c.waitFor(`location.href.startsWith(` + jsString(e.OperatorURL) + `) && document.readyState === "complete"`)
+	// The page submits itself: the tab goes through two documents, and a condition evaluated
+	// in the first can lose its context mid-way (Chromium's "Cannot find context").
+	c.waitAcrossReloads(`location.href.startsWith(`+jsString(e.OperatorURL)+`) && document.readyState === "complete"`, 30*time.Second)
 	t.Logf("the forged post landed on %s: %q", c.location(), c.textOf("main"))
 	// Refused: by the CSRF check (the session cookie is sent, 127.0.0.1 on another port being
 	// the same site), or, were the cookie withheld, by sending the browser to sign in.

@@ -263,7 +263,7 @@ func TestOpenAIFaultsEndEveryTaskWithOneJob(t *testing.T) {
 	t.Cleanup(fake.Close)
 	m := NewMain(env(map[string]string{"OPENAI_TEST_KEY": openaiTestKey}), io.Discard, io.Discard)
 	m.FetchTLS = fake.TLS()
-	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "error", "--workers", "8", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base()))
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "error", "--workers", "8", "--task-retry-max", "2s", "--catalog", openaiCatalog(t, t.TempDir(), fake.Base()))
 	tasks := sizeFromEnv(t, "MEDIAGEN_FAULT_TASKS", 60)
 	var ids []string
 	for i := range tasks {

@@ -105,6 +105,9 @@ type Tasks struct {
 	// Deadline gives up a task this long after it was created (0: never).
 	Workers  int
 	Deadline time.Duration
+	// RetryMax is the longest wait between two attempts of a step that failed transiently:
+	// the wait doubles from 1 s up to it (with jitter). 0: the engine's default, 2 minutes.
+	RetryMax time.Duration
 	// Tracer, when set, makes the terminal update and settlement a span "task.settle"
 	// inside the job's final transaction (trace.go); nil: none.
 	Tracer trace.Tracer
@@ -115,7 +118,11 @@ type Tasks struct {
 func (h *Tasks) Kinds() []jobs.Kind {
 	// A step is never cut short by shutdown before its own timeout: steps checkpoint before
 	// upstream calls, but a finished upstream call is cheaper to record than to repeat.
-	return []jobs.Kind{{Name: TaskKind, Handler: h, Workers: h.Workers, Deadline: h.Deadline, Grace: time.Minute}}
+	k := jobs.Kind{Name: TaskKind, Handler: h, Workers: h.Workers, Deadline: h.Deadline, Grace: time.Minute}
+	if h.RetryMax > 0 {
+		k.Backoff = jobs.Exponential(time.Second, h.RetryMax)
+	}
+	return []jobs.Kind{k}
 }
 
 // gaveUpMessage is the failure of a task whose step kept failing.
