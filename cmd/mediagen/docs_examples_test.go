@@ -186,10 +186,10 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 	for _, ex := range examples {
 		t.Logf("%s: %s %s%s", ex.where, ex.method, ex.path, strings.Join(ex.cli, " "))
 	}
-	// The CLI commands run beside the HTTP examples: each block's commands in order (a block is
-	// one reader's session), the blocks at once. They wait on the server's workers far more
-	// than they compute; run one after another they were most of this test's time.
-	var blocks [][]docExample
+	// The CLI commands run beside the HTTP examples, all at once: each is a command a reader
+	// can paste alone (none needs what another made), and they wait on the server's workers far
+	// more than they compute. One after another they were most of this test's time.
+	var cli sync.WaitGroup
 	ran := map[string]bool{}
 	for _, ex := range examples {
 		if ex.cli == nil {
@@ -201,19 +201,7 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 			continue
 		}
 		ran[key] = true
-		if n := len(blocks); n > 0 && blocks[n-1][0].where == ex.where {
-			blocks[n-1] = append(blocks[n-1], ex)
-		} else {
-			blocks = append(blocks, []docExample{ex})
-		}
-	}
-	var cli sync.WaitGroup
-	for _, block := range blocks {
-		cli.Go(func() {
-			for _, ex := range block {
-				runDocCommand(t, m, scratch, ex)
-			}
-		})
+		cli.Go(func() { runDocCommand(t, m, scratch, ex) })
 	}
 	defer cli.Wait() // also when an HTTP example ends the test early
 	ids := map[string]string{}
