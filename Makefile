@@ -102,7 +102,7 @@ chaos: tools
 # The randomized and fault-injecting end-to-end tests at soak size: make test runs them at a
 # size that exercises every route and fault within its time budget (60 property requests per
 # store, 80 and 60 fault tasks); this runs 500 requests per store and 200 tasks per fault test,
-# to find rarer interleavings (about 5 minutes on 2 cores).
+# to find rarer interleavings (about 2 minutes on 2 cores).
 soak: tools
 	@set -e; url=$$(scripts/ensure-postgres.sh); \
 	  MEDIAGEN_TEST_POSTGRES_URL="$$url" MEDIAGEN_PROPERTY_REQUESTS=500 MEDIAGEN_FAULT_TASKS=200 \
