@@ -52,34 +52,15 @@ func URL(t testing.TB) string {
 // at it: for tests of the migrations themselves.
 func EmptyURL(t testing.TB) string {
 	t.Helper()
-	base := BaseURL()
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := db.PingContext(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("pgtest: PostgreSQL at %s is required under CI=true: %v", base, err)
-		}
-		t.Skipf("pgtest: PostgreSQL at %s unreachable (run `make test` to start one): %v", base, err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
+	base, db := server(ctx, t)
+	defer db.Close()
+	schema := uniqueName()
 	if _, err := db.ExecContext(ctx, `CREATE SCHEMA `+schema); err != nil {
 		t.Fatalf("pgtest: create schema: %v", err)
 	}
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer db.Close()
-		_, _ = db.Exec(`DROP SCHEMA ` + schema + ` CASCADE`)
-	})
+	dropAtEnd(t, base, `DROP SCHEMA `+schema+` CASCADE`)
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
@@ -88,6 +69,44 @@ func EmptyURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// server opens the test server (BaseURL) and checks that it answers: when it does not, the
+// test is skipped, except under CI=true, where it fails.
+func server(ctx context.Context, t testing.TB) (string, *sql.DB) {
+	t.Helper()
+	base := BaseURL()
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("pgtest: PostgreSQL at %s is required under CI=true: %v", base, err)
+		}
+		t.Skipf("pgtest: PostgreSQL at %s unreachable (run `make test` to start one): %v", base, err)
+	}
+	return base, db
+}
+
+// uniqueName is a fresh name for a test's schema or database.
+func uniqueName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "t_" + hex.EncodeToString(b[:])
+}
+
+// dropAtEnd runs drop on the server at base when t ends, best effort.
+func dropAtEnd(t testing.TB, base, drop string) {
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		_, _ = db.Exec(drop)
+	})
 }
 
 // tpl is the template of this process's tests (UseTemplate).
@@ -159,39 +178,20 @@ func makeTemplate(ctx context.Context, base string) error {
 // cloneURL creates a database from the template for t and drops it when t ends.
 func cloneURL(t testing.TB) string {
 	t.Helper()
-	base := BaseURL()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
+	base, db := server(ctx, t)
 	defer db.Close()
-	if err := db.PingContext(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("pgtest: PostgreSQL at %s is required under CI=true: %v", base, err)
-		}
-		t.Skipf("pgtest: PostgreSQL at %s unreachable (run `make test` to start one): %v", base, err)
-	}
 	tpl.once.Do(func() { tpl.err = makeTemplate(ctx, base) })
 	if tpl.err != nil {
 		t.Fatalf("pgtest: template database %s: %v", tpl.name, tpl.err)
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "t_" + hex.EncodeToString(b[:])
+	name := uniqueName()
 	if _, err := db.ExecContext(ctx, `CREATE DATABASE `+name+` TEMPLATE `+tpl.name); err != nil {
 		t.Fatalf("pgtest: clone the template: %v", err)
 	}
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer db.Close()
-		// FORCE ends connections a stopped test left open (a pool's idle ones).
-		_, _ = db.Exec(`DROP DATABASE ` + name + ` WITH (FORCE)`)
-	})
+	// FORCE ends connections a stopped test left open (a pool's idle ones).
+	dropAtEnd(t, base, `DROP DATABASE `+name+` WITH (FORCE)`)
 	return withDatabase(base, name)
 }
 
