@@ -178,8 +178,17 @@ func TestSpeechFailuresRefundInFull(t *testing.T) {
 			}
 		})
 	}
-	// Transient engine errors are retried within the wait; the speech then completes once.
+}
+
+// Transient engine errors are retried within the wait; the speech then completes once. (Not
+// under the 2 s wait above: two backoffs and a synthesis can take longer on a loaded machine.)
+func TestSpeechTransientErrorsAreRetriedAndChargedOnce(t *testing.T) {
+	t.Parallel()
+	se := newSpeechEnv(t)
 	b := decodeSpeech(t, se.post(se.key, spBody(`"input":"Flaky [sandbox:transient=2]"`, "")))
+	if n := se.engine.calls.Load(); n != 3 {
+		t.Errorf("engine calls %d, want 3 (two transient errors, then the speech)", n)
+	}
 	charge, _ := se.measuredCharge(t, b)
 	if bal := se.balance(); bal.Used != charge {
 		t.Errorf("used %s, want %s", bal.Used, charge)

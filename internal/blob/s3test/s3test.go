@@ -85,7 +85,31 @@ func StartInRegion(t testing.TB, region string) *Server {
 		t.Fatal(err)
 	}
 	s.client = c
+	if region != "us-east-1" { // MinIO's default region accepts requests signed for any other
+		s.awaitRegion(t, deadline)
+	}
 	return s
+}
+
+// awaitRegion waits until the server refuses a request signed for another region. MinIO
+// answers /minio/health/ready before it has read its site configuration, and until then it
+// accepts any region (a loaded CI machine once saw a wrong-region request succeed).
+func (s *Server) awaitRegion(t testing.TB, deadline time.Time) {
+	t.Helper()
+	other, err := minio.New(s.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""), Region: "mediagen-not-" + s.Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := other.ListBuckets(context.Background())
+		if err != nil && strings.Contains(err.Error(), s.Region) {
+			return // refused, naming the region it expects
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("MinIO on %s did not come to check region %s: %v", s.Endpoint, s.Region, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Bucket makes a new bucket and returns its name.
