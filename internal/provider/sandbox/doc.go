@@ -36,8 +36,9 @@
 // false). The prompt (markers removed) is drawn on the frames; first/last-frame images
 // are shown full-frame during the first/last second, up to four reference images as
 // thumbnails; reference videos and audio are reachability-checked and named in the
-// caption ("ref video 1"). CompletionTokens = round(w × h × fps × seconds / 1024) from
-// ffprobe of the output.
+// caption ("ref video 1"). CompletionTokens = round(w × h × fps × seconds / 1024) of the
+// output as the in-Go MP4/MOV reader measures it (what ffprobe reports, without a process
+// start; ffprobe when the reader refuses the file).
 //
 // # Enhancement
 //

@@ -124,7 +124,7 @@ func (e *Engine) renderEnhancement(ctx context.Context, spec *jobSpec) (result, 
 			return result{}, enhanceError(err)
 		}
 	}
-	info, err := e.cfg.Tools.Probe(ctx, out)
+	info, err := e.describe(ctx, out)
 	if err != nil {
 		return result{}, failJob("The video could not be enhanced.", err)
 	}

@@ -152,7 +152,7 @@ func (e *Engine) renderGeneration(ctx context.Context, spec *jobSpec) (result, e
 			return result{}, failJob("The video could not be generated.", err)
 		}
 	}
-	info, err := e.cfg.Tools.Probe(ctx, out)
+	info, err := e.describe(ctx, out)
 	if err != nil {
 		return result{}, failJob("The video could not be generated.", err)
 	}
