@@ -281,7 +281,7 @@ func floorOf(t *testing.T, base string, secrets []string, run store.TaskRun) mon
 		t.Fatal(err)
 	}
 	f.Close()
-	info, err := (ffmpeg.Tools{}).Probe(context.Background(), path)
+	info, err := probeBytes(context.Background(), ffmpeg.Tools{}, path)
 	if err != nil {
 		t.Fatalf("task %s: the stored result: %v", run.ID, err)
 	}

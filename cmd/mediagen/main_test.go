@@ -40,7 +40,9 @@ func TestMain(m *testing.M) {
 			_ = os.Setenv(k, v)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeSharedClips()
+	os.Exit(code)
 }
 
 func env(vars map[string]string) func(string) string {

@@ -21,7 +21,8 @@ import (
 // The random engine and the media fixtures of the billing property test
 // (billing_property_test.go).
 
-// fixtures renders small clips of a given length and frame rate once each.
+// fixtures holds small clips of a given length and frame rate, each rendered once per test
+// binary (sharedClip) and copied into the test's own directory.
 type fixtures struct {
 	t     *testing.T
 	tools ffmpeg.Tools
@@ -40,9 +41,12 @@ func (f *fixtures) clip(d float64, fps int) string {
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	err := f.tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 32, Height: 18, FPS: fps, Duration: d, Container: "mp4"}, p)
+	src, err := sharedClip(f.tools, f.name(d, fps), ffmpeg.RenderSpec{Width: 32, Height: 18, FPS: fps, Duration: d, Container: "mp4"})
+	if err == nil {
+		err = copyFile(src, p)
+	}
 	if err != nil {
-		f.t.Errorf("render %s: %v", p, err)
+		f.t.Errorf("clip %s: %v", p, err)
 	}
 	return p
 }
@@ -134,7 +138,7 @@ func terminal(kind int) (provider.Job, bool) {
 // tokensOf is what an honest upstream reports for a clip: its tokens as the service
 // measures them.
 func (u *randomUpstream) tokensOf(ctx context.Context, path string) int64 {
-	info, err := u.fx.tools.Probe(ctx, path)
+	info, err := probeBytes(ctx, u.fx.tools, path)
 	if err != nil {
 		u.t.Errorf("probe %s: %v", path, err)
 		return 0
@@ -224,7 +228,7 @@ func (u *randomUpstream) SubmitEnhancement(ctx context.Context, r provider.Enhan
 	// measured length of a production's generation output.
 	d, ok := u.sources[r.Source.URL]
 	if !ok {
-		info, err := u.fx.tools.Probe(ctx, r.Source.Path)
+		info, err := probeBytes(ctx, u.fx.tools, r.Source.Path)
 		if err != nil {
 			return "", fmt.Errorf("probe source: %w", err)
 		}
