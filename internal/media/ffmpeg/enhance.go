@@ -38,6 +38,9 @@ type EnhanceSpec struct {
 	// past -t), and an output that still measures longer is refused with ErrOverLength, so
 	// whatever a source's headers claim, the output never measures past MaxSeconds.
 	MaxSeconds float64
+	// Source, when set, is the source as the caller measured it with Probe just before (the
+	// file unchanged since): Enhance does not start ffprobe on it again. nil: Enhance probes.
+	Source *Info
 }
 
 func (s EnhanceSpec) validate() error {
@@ -78,8 +81,10 @@ func (t Tools) Enhance(ctx context.Context, in, out string, spec EnhanceSpec) er
 	if err != nil {
 		return fmt.Errorf("enhance: %w", err)
 	}
-	info, err := t.probe(ctx, in)
-	if err != nil {
+	var info Info
+	if spec.Source != nil {
+		info = *spec.Source
+	} else if info, err = t.probe(ctx, in); err != nil {
 		return fmt.Errorf("enhance: %w", err)
 	}
 	if !info.HasVideo {

@@ -266,3 +266,28 @@ func TestEnhanceOutputNeverMeasuresPastMaxSeconds(t *testing.T) {
 		})
 	}
 }
+
+// A source the caller measured is not probed again: with no ffprobe to run, Enhance still
+// scales it (and still refuses one the measurement says has no video).
+func TestEnhanceUsesTheSourceAsMeasured(t *testing.T) {
+	t.Parallel()
+	tools := testTools(t)
+	in := source(t, tools, 160, 90, true)
+	measured := probe(t, tools, in)
+	noProbe := tools
+	noProbe.FFprobe = filepath.Join(t.TempDir(), "no-ffprobe")
+	out := filepath.Join(t.TempDir(), "out.mp4")
+	if err := noProbe.Enhance(context.Background(), in, out, EnhanceSpec{ShortSide: 180, Source: &measured}); err != nil {
+		t.Fatalf("Enhance with the measured source: %v", err)
+	}
+	if info := probe(t, tools, out); info.Width != 320 || info.Height != 180 {
+		t.Errorf("size = %dx%d, want 320x180", info.Width, info.Height)
+	}
+	if err := noProbe.Enhance(context.Background(), in, out, EnhanceSpec{ShortSide: 180}); err == nil {
+		t.Error("Enhance without a measured source ran without ffprobe")
+	}
+	audioOnly := Info{HasAudio: true, Duration: 2}
+	if err := noProbe.Enhance(context.Background(), in, out, EnhanceSpec{Source: &audioOnly}); !errors.Is(err, ErrNoVideo) {
+		t.Errorf("a source measured without video: %v, want ErrNoVideo", err)
+	}
+}

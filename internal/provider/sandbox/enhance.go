@@ -116,11 +116,14 @@ func (e *Engine) renderEnhancement(ctx context.Context, spec *jobSpec) (result, 
 		if err != nil {
 			return result{}, err
 		}
-		if err := e.checkSourceLength(ctx, src, spec.Enhance.MaxSourceSeconds); err != nil {
+		srcInfo, err := e.measureSource(ctx, src, spec.Enhance.MaxSourceSeconds)
+		if err != nil {
 			return result{}, err
 		}
 		e.renders.Add(1)
-		if err := e.cfg.Tools.Enhance(ctx, src, out, enhanceSpec(*spec.Enhance, spec.ShortSide)); err != nil {
+		es := enhanceSpec(*spec.Enhance, spec.ShortSide)
+		es.Source = &srcInfo // measured just now: Enhance does not start ffprobe on it again
+		if err := e.cfg.Tools.Enhance(ctx, src, out, es); err != nil {
 			return result{}, enhanceError(err)
 		}
 	}
@@ -138,15 +141,16 @@ func (e *Engine) renderEnhancement(ctx context.Context, spec *jobSpec) (result, 
 	}, nil
 }
 
-// checkSourceLength refuses a source longer than the task was priced for: the URL served
-// something else after submission (or was made to).
-func (e *Engine) checkSourceLength(ctx context.Context, src string, maxSeconds float64) error {
-	if maxSeconds <= 0 {
-		return nil
-	}
+// measureSource measures the source with ffprobe and refuses one longer than the task was
+// priced for (maxSeconds > 0): the URL served something else after submission (or was made
+// to).
+func (e *Engine) measureSource(ctx context.Context, src string, maxSeconds float64) (ffmpeg.Info, error) {
 	info, err := e.cfg.Tools.Probe(ctx, src)
 	if err != nil {
-		return failJob("The source is not a readable video.", err)
+		return ffmpeg.Info{}, failJob("The source is not a readable video.", err)
+	}
+	if maxSeconds <= 0 {
+		return info, nil
 	}
 	// The longest stream counts too, and so do the samples as the submission's probe reads
 	// them: rewritten mvhd, tkhd and mdhd headers make ffprobe report less than the streams
@@ -158,9 +162,9 @@ func (e *Engine) checkSourceLength(ctx context.Context, src string, maxSeconds f
 		length = max(length, samples)
 	}
 	if length > maxSeconds {
-		return sourceChanged(length, maxSeconds)
+		return ffmpeg.Info{}, sourceChanged(length, maxSeconds)
 	}
-	return nil
+	return info, nil
 }
 
 func sourceChanged(length, maxSeconds float64) error {
