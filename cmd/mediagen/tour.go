@@ -196,6 +196,13 @@ func runTour(ctx context.Context, args []string, getenv func(string) string, std
 	if e.json {
 		return e.printJSON(sum)
 	}
+	printTourSummary(stdout, sum)
+	return nil
+}
+
+// printTourSummary ends the tour's output for people: a table of every step, the files made
+// and the balance spent.
+func printTourSummary(stdout io.Writer, sum tourSummary) {
 	fmt.Fprintln(stdout)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROUTE\tMODEL\tID\tSTATUS\tFILE")
@@ -213,7 +220,6 @@ func runTour(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	fmt.Fprintf(stdout, "balance: %s → %s %s available; the tour spent %s %s (the failed task was refunded)\n",
 		fmtAmount(sum.Before), fmtAmount(sum.After), sum.Currency, fmtAmount(sum.Spent), sum.Currency)
-	return nil
 }
 
 // roundMicro rounds to the currency's micro-units, the precision of the ledger.

@@ -49,20 +49,13 @@ func TestTourRunsEveryRouteOfflineWithoutOpeningTheFetchPolicy(t *testing.T) {
 	if sum.Spent <= 0 || sum.Currency != "USD" || sum.After >= sum.Before {
 		t.Errorf("balance %+v: want a positive spend", sum)
 	}
-}
-
-func TestTourPrintsFilesAndSpendForPeople(t *testing.T) {
-	t.Parallel()
-	requireTools(t)
-	m, _ := startMain(t, t.TempDir(), "--sandbox-pace", "200ms", "--log-level", "warn")
-	vars := map[string]string{"MEDIAGEN_API_KEY": m.DemoKey, "MEDIAGEN_BASE_URL": m.URL()}
-	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"tour", "--poll", "100ms", "--out-dir", t.TempDir()}, env(vars), &stdout, &stderr); err != nil {
-		t.Fatalf("tour: %v\n%s\n%s", err, stdout.String(), stderr.String())
-	}
+	// What people read at the end of the same tour without --json. (The human run itself,
+	// progress lines included, is the docs' `mediagen tour`, run by TestDocsExamplesRunOffline.)
+	var human bytes.Buffer
+	printTourSummary(&human, sum)
 	for _, s := range []string{"files made (7):", "the tour spent", "error.code video_generation_failed", "production.mp4"} {
-		if !strings.Contains(stdout.String(), s) {
-			t.Errorf("output lacks %q:\n%s", s, stdout.String())
+		if !strings.Contains(human.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, human.String())
 		}
 	}
 }
