@@ -86,14 +86,16 @@ func StartInRegion(t testing.TB, region string) *Server {
 	}
 	s.client = c
 	if region != "us-east-1" { // MinIO's default region accepts requests signed for any other
-		s.awaitRegion(t, deadline)
+		s.awaitRegion(t, time.Now().Add(2*time.Minute))
 	}
 	return s
 }
 
 // awaitRegion waits until the server refuses a request signed for another region. MinIO
-// answers /minio/health/ready before it has read its site configuration, and until then it
-// accepts any region (a loaded CI machine once saw a wrong-region request succeed).
+// answers /minio/health/ready before it has read its site configuration (its config
+// subsystem starts after the object layer, retrying with pauses of up to 5 s), and until
+// then it accepts any region: on a loaded 2-core machine a wrong-region request was still
+// accepted 30 s after the server was ready.
 func (s *Server) awaitRegion(t testing.TB, deadline time.Time) {
 	t.Helper()
 	other, err := minio.New(s.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""), Region: "mediagen-not-" + s.Region})
