@@ -319,7 +319,7 @@ func TestSpeechRetryGetsTheRunTheEngineRecovered(t *testing.T) {
 	if got := counterValue(t, m.recovered); got != 1 {
 		t.Errorf("recovered %v, want 1", got)
 	}
-	if got := counterValue(t, m.finished.WithLabelValues("completed", "")); got != 1 {
+	if got := waitCounter(t, m.finished.WithLabelValues("completed", ""), 1); got != 1 {
 		t.Errorf("completed %v, want 1 (the fenced-out late failure must not count)", got)
 	}
 	if got := counterValue(t, m.audioSeconds); got != res.Duration {
@@ -361,7 +361,9 @@ func TestSpeechRunNobodyCanCollectIsRefunded(t *testing.T) {
 	if e.calls.Load() != 0 {
 		t.Errorf("engine calls %d", e.calls.Load())
 	}
-	if got := counterValue(t, e.svc.Metrics.finished.WithLabelValues("failed", CodeTimeout)); got != 3 {
+	// A run counts its outcome after its transaction commits, so the record can be seen
+	// failed a moment before the counter moves.
+	if got := waitCounter(t, e.svc.Metrics.finished.WithLabelValues("failed", CodeTimeout), 3); got != 3 {
 		t.Errorf("failed with %s: %v, want 3", CodeTimeout, got)
 	}
 	storetest.CheckLedger(t, e.db)
@@ -395,6 +397,20 @@ func TestSpeechClientHangUpDoesNotAbandonTheWork(t *testing.T) {
 }
 
 // counterValue reads a counter's current value.
+// waitCounter waits (bounded) until c reaches want and returns its last value: runs count
+// their outcome after the commit that a test's waitStatus sees.
+func waitCounter(t *testing.T, c prometheus.Counter, want float64) float64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := counterValue(t, c)
+		if got >= want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	t.Helper()
 	var m dto.Metric
