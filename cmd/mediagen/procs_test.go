@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -33,9 +34,15 @@ type child struct {
 	stdout *bytes.Buffer
 }
 
+// freeAddr returns a loopback address nothing listens on, for a child process to listen on
+// later. The port is free only when asked, so it is taken on an address of its own in
+// 127.0.0.0/8 rather than 127.0.0.1: the servers other tests start on 127.0.0.1:0 in the
+// meantime can be handed the same port (one did, and a child's test talked to another test's
+// server), but not on this address.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	host := fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

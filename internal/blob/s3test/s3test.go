@@ -1,5 +1,5 @@
 // Package s3test starts a real MinIO server for tests: the binary scripts/ensure-minio.sh
-// builds and caches (its path in MEDIAGEN_TEST_MINIO), on a free loopback port, with a data
+// builds and caches (its path in MEDIAGEN_TEST_MINIO), on a free loopback address, with a data
 // directory of the test's own. Without the binary the test is skipped — under CI=true it
 // fails instead: the S3 tests never skip there.
 package s3test
@@ -25,7 +25,7 @@ import (
 
 // Server is a running MinIO.
 type Server struct {
-	Endpoint             string // 127.0.0.1:port
+	Endpoint             string // host:port, the host a loopback address of its own
 	AccessKey, SecretKey string
 	Region               string // the region the server checks requests against
 	client               *minio.Client
@@ -139,9 +139,15 @@ func (s *Server) URL(t testing.TB, prefix string) (string, map[string]string) {
 	return u, map[string]string{"AWS_ACCESS_KEY_ID": s.AccessKey, "AWS_SECRET_ACCESS_KEY": s.SecretKey}
 }
 
+// freePort returns a loopback address nothing listens on. The port is free only when asked, so
+// it is taken on a loopback address of its own rather than 127.0.0.1, where the servers other
+// tests start on port 0 meanwhile could be handed it.
 func freePort(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	host := fmt.Sprintf("127.%d.%d.%d", 1+b[0]%254, b[1], 1+b[2]%254)
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
