@@ -5,11 +5,14 @@
 # end-to-end tests was split between the media tools and the rest (bench/README.md "make test").
 #
 #   bench/toolcpu/toolcpu.sh go test -count=1 ./cmd/mediagen
+#
+# With TOOLCPU_LOG=FILE, every call (tool, user and system seconds, arguments) is also kept in
+# FILE, for splitting the figures another way.
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: $0 COMMAND [ARGS...]" >&2; exit 2; }
 shims=$(mktemp -d)
 log="$shims/calls.log"
-trap 'rm -rf "$shims"' EXIT
+trap '[ -z "${TOOLCPU_LOG:-}" ] || cp "$log" "$TOOLCPU_LOG"; rm -rf "$shims"' EXIT
 for tool in ffmpeg ffprobe espeak-ng; do
 	real=$(command -v "$tool") || continue
 	cat >"$shims/$tool" <<SHIM

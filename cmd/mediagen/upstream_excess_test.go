@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -23,15 +24,34 @@ import (
 // the request is the operator's, recorded as upstream excess.
 
 // colorClip writes a plain-colour H.264 clip with ffmpeg: cheap to encode at any size and
-// length, so a test can afford a 60 s 720p or a 15 s 1080p60 result.
+// length, so a test can afford a 60 s 720p or a 15 s 1080p60 result. A clip of whole seconds
+// is one encoded second repeated by stream copy (-stream_loop): ffprobe measures it exactly as
+// the same clip encoded whole (size, rate, frames, length), for a tenth of the CPU.
 func colorClip(t *testing.T, dir, name string, w, h, fps int, secs float64) string {
 	t.Helper()
 	out := filepath.Join(dir, name)
-	cmd := exec.Command("ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
-		"-f", "lavfi", "-i", "color=c=teal:s="+strconv.Itoa(w)+"x"+strconv.Itoa(h)+":r="+strconv.Itoa(fps)+":d="+strconv.FormatFloat(secs, 'f', -1, 64),
-		"-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "+faststart", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v: %s", err, b)
+	ffmpeg := func(args ...string) {
+		t.Helper()
+		args = append([]string{"-hide_banner", "-nostdin", "-loglevel", "error", "-y"}, args...)
+		if b, err := exec.Command("ffmpeg", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ffmpeg: %v: %s", err, b)
+		}
+	}
+	encode := func(secs float64, out string) {
+		t.Helper()
+		ffmpeg("-f", "lavfi", "-i", "color=c=teal:s="+strconv.Itoa(w)+"x"+strconv.Itoa(h)+":r="+strconv.Itoa(fps)+":d="+strconv.FormatFloat(secs, 'f', -1, 64),
+			"-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "+faststart", out)
+	}
+	whole := int(secs)
+	if secs < 2 || float64(whole) != secs {
+		encode(secs, out)
+		return out
+	}
+	second := filepath.Join(dir, "second-"+name)
+	encode(1, second)
+	ffmpeg("-stream_loop", strconv.Itoa(whole-1), "-i", second, "-c", "copy", "-movflags", "+faststart", out)
+	if err := os.Remove(second); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
