@@ -169,8 +169,19 @@ func TestSIGKILLMidJobLosesNoJobOfAnyKind(t *testing.T) {
 	if err := db.QueryRow(`SELECT attempts FROM assets WHERE id = ?`, asset).Scan(&attempts); err != nil || attempts != 2 {
 		t.Errorf("asset attempts %d (%v), want 2: the killed fetch and the one that finished", attempts, err)
 	}
+	// The hook answered before the server recorded the delivery and finished its job: wait
+	// (bounded) for that record before reading it and the jobs left.
 	var cbState string
 	var cbAttempts int
+	for {
+		err := db.QueryRow(`SELECT callback_state, callback_attempts FROM verify_sessions WHERE callback_url <> ''`).Scan(&cbState, &cbAttempts)
+		var callbackJobs int
+		_ = db.QueryRow(`SELECT COUNT(*) FROM jobs WHERE kind = 'verify.callback'`).Scan(&callbackJobs)
+		if err == nil && cbState != "pending" && callbackJobs == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := db.QueryRow(`SELECT callback_state, callback_attempts FROM verify_sessions WHERE callback_url <> ''`).Scan(&cbState, &cbAttempts); err != nil ||
 		cbState != "delivered" || cbAttempts != 1 {
 		t.Errorf("callback %s after %d recorded attempts (%v), want delivered after 1: the killed delivery recorded nothing", cbState, cbAttempts, err)
