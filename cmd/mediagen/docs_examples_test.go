@@ -171,39 +171,28 @@ func shellSplit(s string) []string {
 	return args
 }
 
-func TestDocsExamplesRunOffline(t *testing.T) {
-	t.Parallel()
+// startDocsServer starts the service the docs' examples run against, as `make run` starts it,
+// and returns it with the examples. Eight workers: the examples' tasks (a few of them 1080p
+// encodes) run side by side rather than queue behind four.
+func startDocsServer(t *testing.T) (*Main, []docExample) {
+	t.Helper()
 	requireTools(t)
 	examples := collectDocExamples(t)
 	if len(examples) < 15 {
 		t.Fatalf("found %d examples in the docs; the parser lost them", len(examples))
 	}
-	// Eight workers: the examples' tasks (about 30, a few of them 1080p encodes) run side by
-	// side rather than queue behind four, so this test, the longest of the package, ends sooner.
 	m, _ := startMain(t, t.TempDir(), "--sandbox-pace", "200ms", "--log-level", "warn", "--workers", "8")
+	return m, examples
+}
+
+// The docs' HTTP examples and their command lines are two tests, each with its own service:
+// every example can be pasted alone (none needs what the other kind made), and as one test
+// they were the package's longest, ending alone after every other test under make test.
+
+func TestDocsExamplesRunOffline(t *testing.T) {
+	t.Parallel()
+	m, examples := startDocsServer(t)
 	e := &e2e{t: t, m: m, key: m.DemoKey}
-	scratch := t.TempDir()
-	for _, ex := range examples {
-		t.Logf("%s: %s %s%s", ex.where, ex.method, ex.path, strings.Join(ex.cli, " "))
-	}
-	// The CLI commands run beside the HTTP examples, all at once: each is a command a reader
-	// can paste alone (none needs what another made), and they wait on the server's workers far
-	// more than they compute. One after another they were most of this test's time.
-	var cli sync.WaitGroup
-	ran := map[string]bool{}
-	for _, ex := range examples {
-		if ex.cli == nil {
-			continue
-		}
-		// A command shown on several pages (mediagen tour) runs once.
-		key := strings.Join(ex.cli, "\x00")
-		if ran[key] {
-			continue
-		}
-		ran[key] = true
-		cli.Go(func() { runDocCommand(t, m, scratch, ex) })
-	}
-	defer cli.Wait() // also when an HTTP example ends the test early
 	ids := map[string]string{}
 	type pendingTask struct{ where, id, expect string }
 	var pending []pendingTask
@@ -211,6 +200,7 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 		if ex.cli != nil {
 			continue
 		}
+		t.Logf("%s: %s %s", ex.where, ex.method, ex.path)
 		body := strings.NewReplacer("$GROUP_ID", ids["group"], "$ASSET_ID", ids["asset"]).Replace(ex.body)
 		status, b := e.call(ex.method, ex.path, body)
 		if ex.path == "/v1/audio/speech" && ex.expect == "failed" {
@@ -240,11 +230,37 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 			waitAssetActive(t, e, ex.path, answer.AssetID)
 		}
 	}
-	cli.Wait()
 	for _, p := range pending {
 		if task := e.wait(p.id); task.Status != p.expect {
 			t.Errorf("%s: task %s ended %s (%+v), want %s", p.where, p.id, task.Status, task.Error, p.expect)
 		}
+	}
+}
+
+func TestDocsCommandLinesRunOffline(t *testing.T) {
+	t.Parallel()
+	m, examples := startDocsServer(t)
+	scratch := t.TempDir()
+	// The commands run all at once: each is a command a reader can paste alone, and they wait
+	// on the server's workers far more than they compute.
+	var cli sync.WaitGroup
+	defer cli.Wait()
+	ran := map[string]bool{}
+	for _, ex := range examples {
+		if ex.cli == nil {
+			continue
+		}
+		// A command shown on several pages (mediagen tour) runs once.
+		key := strings.Join(ex.cli, "\x00")
+		if ran[key] {
+			continue
+		}
+		ran[key] = true
+		t.Logf("%s: mediagen %s", ex.where, strings.Join(ex.cli, " "))
+		cli.Go(func() { runDocCommand(t, m, scratch, ex) })
+	}
+	if len(ran) < 5 {
+		t.Fatalf("found %d command lines in the docs; the parser lost them", len(ran))
 	}
 }
 

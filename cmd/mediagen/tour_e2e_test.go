@@ -50,7 +50,7 @@ func TestTourRunsEveryRouteOfflineWithoutOpeningTheFetchPolicy(t *testing.T) {
 		t.Errorf("balance %+v: want a positive spend", sum)
 	}
 	// What people read at the end of the same tour without --json. (The human run itself,
-	// progress lines included, is the docs' `mediagen tour`, run by TestDocsExamplesRunOffline.)
+	// progress lines included, is the docs' `mediagen tour`, run by TestDocsCommandLinesRunOffline.)
 	var human bytes.Buffer
 	printTourSummary(&human, sum)
 	for _, s := range []string{"files made (7):", "the tour spent", "error.code video_generation_failed", "production.mp4"} {
