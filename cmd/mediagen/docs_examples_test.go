@@ -189,11 +189,8 @@ func startDocsServer(t *testing.T) (*Main, []docExample) {
 // every example can be pasted alone (none needs what the other kind made), and as one test
 // they were the package's longest, ending alone after every other test under make test.
 
-// TestDocsExamplesRunOffline runs before the package's parallel tests, not among them: its
-// last task is a chain of two heavy encodes (the 10-bit production of docs/video.md, one
-// ffmpeg process after another) that ends 24 s in alone, but 130–160 s in under make test,
-// where it got a quarter of two shared cores and ended the package alone.
 func TestDocsExamplesRunOffline(t *testing.T) {
+	t.Parallel()
 	m, examples := startDocsServer(t)
 	e := &e2e{t: t, m: m, key: m.DemoKey}
 	ids := map[string]string{}
