@@ -119,10 +119,13 @@ var tpl struct {
 
 // UseTemplate makes URL hand out clones of a database that migrate brought up to date. digest
 // names what migrate applies (the migrations' contents): a database made by other migrations
-// is another template (mediagen_tpl_<digest>).
+// is another template (mediagen_tpl_<digest>). It is called before the tests that use URL
+// run; calling it again starts over with the new template (pgtest's own test does, once per
+// run under -count).
 func UseTemplate(digest string, migrate func(ctx context.Context, url string) error) {
 	tpl.migrate = migrate
 	tpl.name = "mediagen_tpl_" + digest[:min(len(digest), 16)]
+	tpl.once, tpl.err = sync.Once{}, nil
 }
 
 // templateLock serialises the making of templates between test processes (packages run at
