@@ -5,12 +5,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"mediagen/internal/testkit"
 )
 
 // A client command against a stopped service fails at once and says what to do.
 func TestClientCommandOnAClosedPortSaysHowToStartTheService(t *testing.T) {
 	t.Parallel()
-	base := "http://" + freeAddr(t) // listened on and closed: nothing there
+	base := "http://" + testkit.FreeAddr(t) // listened on and closed: nothing there
 	for _, args := range [][]string{{"balance"}, {"video", "get", "video_x"}, {"speech", "hello"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -81,7 +81,7 @@ func TestServeWaitsForPostgreSQLThatComesUpLate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	late := freeAddr(t)
+	late := testkit.FreeAddr(t)
 	delayed := *real
 	delayed.Host = late
 	var logs syncBuffer

@@ -185,10 +185,9 @@ func startDocsServer(t *testing.T) (*Main, []docExample) {
 	return m, examples
 }
 
-// The docs' HTTP examples and their command lines are two tests, each with its own service:
-// every example can be pasted alone (none needs what the other kind made), and as one test
-// they were the package's longest, ending alone after every other test under make test.
-
+// TestDocsExamplesRunOffline runs the docs' HTTP examples; TestDocsCommandLinesRunOffline
+// runs their command lines, each test with its own service: every example can be pasted alone
+// (none needs what the other kind made), and a failure says which kind broke.
 func TestDocsExamplesRunOffline(t *testing.T) {
 	t.Parallel()
 	m, examples := startDocsServer(t)

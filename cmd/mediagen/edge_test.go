@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mediagen/internal/httpapi"
+	"mediagen/internal/testkit"
 )
 
 // hugeHeaderHead is a request whose one header line runs on for 1,040,000 bytes and never
@@ -43,7 +44,7 @@ func sendHugeHeader(t *testing.T, addr string) (*http.Response, error) {
 // megabyte per connection until the header timeout.
 func TestEveryListenerAnswers431ToHeadersPastTheBound(t *testing.T) {
 	t.Parallel()
-	debugAddr := freeAddr(t)
+	debugAddr := testkit.FreeAddr(t)
 	m, _ := startMain(t, t.TempDir(), "--role", "api", "--log-level", "error", "--debug-listen", debugAddr, "--metrics-listen", "127.0.0.1:0")
 	for _, l := range []struct{ name, addr string }{
 		{"api", strings.TrimPrefix(m.URL(), "http://")},

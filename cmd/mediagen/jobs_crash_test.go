@@ -108,7 +108,7 @@ func TestSIGKILLMidJobLosesNoJobOfAnyKind(t *testing.T) {
 	requireTools(t)
 	src := newHeldSource(t, pngOf(t, 20, 10))
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	base := "http://" + addr
 	// A short job lease: the killed process's jobs are taken over within 2 s of the restart.
 	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--sandbox-pace", "1500ms", "--workers", "2",
@@ -173,15 +173,12 @@ func TestSIGKILLMidJobLosesNoJobOfAnyKind(t *testing.T) {
 	// (bounded) for that record before reading it and the jobs left.
 	var cbState string
 	var cbAttempts int
-	for {
+	testkit.Poll(time.Until(deadline), func() bool {
 		err := db.QueryRow(`SELECT callback_state, callback_attempts FROM verify_sessions WHERE callback_url <> ''`).Scan(&cbState, &cbAttempts)
 		var callbackJobs int
 		_ = db.QueryRow(`SELECT COUNT(*) FROM jobs WHERE kind = 'verify.callback'`).Scan(&callbackJobs)
-		if err == nil && cbState != "pending" && callbackJobs == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && cbState != "pending" && callbackJobs == 0
+	})
 	if err := db.QueryRow(`SELECT callback_state, callback_attempts FROM verify_sessions WHERE callback_url <> ''`).Scan(&cbState, &cbAttempts); err != nil ||
 		cbState != "delivered" || cbAttempts != 1 {
 		t.Errorf("callback %s after %d recorded attempts (%v), want delivered after 1: the killed delivery recorded nothing", cbState, cbAttempts, err)

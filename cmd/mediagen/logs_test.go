@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/testkit"
 )
 
 // TestJSONLogsAreJSONEveryLineAndNeverHoldASecret runs serve as its own process with
@@ -26,7 +27,7 @@ func TestJSONLogsAreJSONEveryLineAndNeverHoldASecret(t *testing.T) {
 	t.Parallel()
 	requireTools(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	base := "http://" + addr
 	key := childKey(t, dir)
 	var stdout, stderr syncBuffer

@@ -7,8 +7,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,22 +30,6 @@ import (
 type child struct {
 	cmd    *exec.Cmd
 	stdout *bytes.Buffer
-}
-
-// freeAddr returns a loopback address nothing listens on, for a child process to listen on
-// later. The port is free only when asked, so it is taken on an address of its own in
-// 127.0.0.0/8 rather than 127.0.0.1: the servers other tests start on 127.0.0.1:0 in the
-// meantime can be handed the same port (one did, and a child's test talked to another test's
-// server), but not on this address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	host := fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func startChild(t *testing.T, extraEnv []string, args ...string) *child {
@@ -121,7 +103,7 @@ func TestCrashMidRunLosesNothingAndChargesOnce(t *testing.T) {
 	t.Parallel()
 	requireTools(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	base := "http://" + addr
 	// A short job lease: the killed process's claims are taken over within 2 s of the restart,
 	// not the default 30 s, whichever step each task was in when the process died.
@@ -266,7 +248,7 @@ func TestTwoWorkerProcessesShareTasksOnPostgres(t *testing.T) {
 		t.Fatal("no demo key")
 	}
 	for i := 0; i < 2; i++ {
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		startChild(t, []string{"MEDIAGEN_TEST_COUNT_FILE=" + counts, "MEDIAGEN_TEST_FIXTURE=" + fixture},
 			"serve", "--role", "worker", "--db", url, "--listen", addr, "--workers", "2",
 			"--data-dir", filepath.Join(dir, "api"), "--signing-key", strings.Repeat("ab", 32), "--log-level", "warn")
@@ -314,7 +296,7 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 	t.Parallel()
 	requireTools(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	base := "http://" + addr
 	key := childKey(t, dir)
 	c := startChild(t, []string{"MEDIAGEN_TEST_MAIN=1"}, "serve", "--listen", addr, "--data-dir", dir, "--log-level", "warn")

@@ -13,6 +13,7 @@ import (
 
 	"mediagen/internal/billing"
 	"mediagen/internal/catalog"
+	"mediagen/internal/testkit"
 )
 
 // retryBound is how long the first retry after a crash may take to answer: the dead attempt's
@@ -33,7 +34,7 @@ func TestCrashDuringSpeechIsTakenOverOnce(t *testing.T) {
 	t.Parallel()
 	requireTools(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	base := "http://" + addr
 	args := []string{"serve", "--listen", addr, "--data-dir", dir, "--speech-timeout", "60s", "--log-level", "warn"}
 	key := childKey(t, dir)

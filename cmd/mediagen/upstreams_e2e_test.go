@@ -14,6 +14,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
+	"mediagen/internal/testkit"
 )
 
 // demoCatalogWith writes the demo catalog with an upstreams section (accounts, as YAML list
@@ -99,7 +100,7 @@ func TestLocalUpstreamsServeTheirAliasesWithoutMarkers(t *testing.T) {
 // new key of the demo tenant holding credit.
 func startRemote(t *testing.T, m *Main, dir string, tools ffmpeg.Tools, credit money.Micros, args ...string) *e2e {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	seedSQLite(t, filepath.Join(dir, "data"), args)
 	if err := m.ParseFlags(append([]string{"--listen", addr, "--public-url", "http://" + addr, "--data-dir", filepath.Join(dir, "data")}, args...)); err != nil {
 		t.Fatal(err)

@@ -401,14 +401,8 @@ func TestSpeechClientHangUpDoesNotAbandonTheWork(t *testing.T) {
 // their outcome after the commit that a test's waitStatus sees.
 func waitCounter(t *testing.T, c prometheus.Counter, want float64) float64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := counterValue(t, c)
-		if got >= want || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Poll(10*time.Second, func() bool { return counterValue(t, c) >= want })
+	return counterValue(t, c)
 }
 
 func counterValue(t *testing.T, c prometheus.Counter) float64 {

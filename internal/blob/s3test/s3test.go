@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"mediagen/internal/blob"
+	"mediagen/internal/testkit"
 )
 
 // Server is a running MinIO.
@@ -52,7 +52,7 @@ func StartInRegion(t testing.TB, region string) *Server {
 		t.Fatalf("MEDIAGEN_TEST_MINIO: %v", err)
 	}
 	s := &Server{AccessKey: "mediagen-" + randHex(4), SecretKey: randHex(16), Region: region}
-	api, console := freePort(t), freePort(t)
+	api, console := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	s.Endpoint = api
 	cmd := exec.Command(bin, "server", "--quiet", "--address", api, "--console-address", console, t.TempDir())
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
@@ -137,22 +137,6 @@ func (s *Server) URL(t testing.TB, prefix string) (string, map[string]string) {
 	t.Helper()
 	u := fmt.Sprintf("s3://%s/%s?endpoint=%s&secure=false", s.Bucket(t), prefix, s.Endpoint)
 	return u, map[string]string{"AWS_ACCESS_KEY_ID": s.AccessKey, "AWS_SECRET_ACCESS_KEY": s.SecretKey}
-}
-
-// freePort returns a loopback address nothing listens on. The port is free only when asked, so
-// it is taken on a loopback address of its own rather than 127.0.0.1, where the servers other
-// tests start on port 0 meanwhile could be handed it.
-func freePort(t testing.TB) string {
-	t.Helper()
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	host := fmt.Sprintf("127.%d.%d.%d", 1+b[0]%254, b[1], 1+b[2]%254)
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func randHex(n int) string {
