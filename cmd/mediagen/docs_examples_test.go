@@ -188,8 +188,14 @@ func startDocsServer(t *testing.T) (*Main, []docExample) {
 // TestDocsExamplesRunOffline runs the docs' HTTP examples; TestDocsCommandLinesRunOffline
 // runs their command lines, each test with its own service: every example can be pasted alone
 // (none needs what the other kind made), and a failure says which kind broke.
+//
+// It submits its examples before it calls t.Parallel, while the package's other tests wait
+// for the sequential ones to end, and waits for their tasks in the parallel phase. Its
+// longest task chain (the 10-bit production of video.md: a 1080p generation, then a 10-bit
+// HEVC encode, one after the other) then starts in the first seconds of the run. As a
+// parallel test from the start it got its slot after about 50 s and, sharing two cores with
+// a dozen others, ended the whole package's run alone (bench/README.md#make-test).
 func TestDocsExamplesRunOffline(t *testing.T) {
-	t.Parallel()
 	m, examples := startDocsServer(t)
 	e := &e2e{t: t, m: m, key: m.DemoKey}
 	ids := map[string]string{}
@@ -229,6 +235,7 @@ func TestDocsExamplesRunOffline(t *testing.T) {
 			waitAssetActive(t, e, ex.path, answer.AssetID)
 		}
 	}
+	t.Parallel()
 	for _, p := range pending {
 		if task := e.wait(p.id); task.Status != p.expect {
 			t.Errorf("%s: task %s ended %s (%+v), want %s", p.where, p.id, task.Status, task.Error, p.expect)
