@@ -43,7 +43,7 @@ command -v apt-get >/dev/null 2>&1 || { log "no apt-get; using ffmpeg from PATH"
 build() {
   local work; work=$(mktemp -d "${TMPDIR:-/tmp}/mediagen-ffmpeg.XXXXXX")
   trap 'rm -rf "$work"' RETURN
-  log "building ffmpeg $ver without the libraries the service does not use (once, about 3 minutes on 2 cores)"
+  log "building ffmpeg $ver without the libraries the service does not use (once, about 4 minutes on 2 cores)"
 
   export DEBIAN_FRONTEND=noninteractive
   # The external libraries are Debian's own: the same x264, x265, LAME, FreeType and libwebp as
@@ -71,18 +71,18 @@ build() {
   [ $found = 1 ] || { log "no apt sources found"; return 1; }
   local apt=(apt-get -qq -o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$work/apt/sources.d"
     -o "Dir::State::Lists=$work/apt/lists" -o APT::Sandbox::User=root)
-  "${apt[@]}" update >/dev/null
-  (cd "$work/src" && "${apt[@]}" source --download-only "ffmpeg=$ver" >/dev/null)
+  "${apt[@]}" update >/dev/null || return 1
+  (cd "$work/src" && "${apt[@]}" source --download-only "ffmpeg=$ver" >/dev/null) || return 1
 
   local up="${ver#*:}"; up="${up%-*}"
-  tar -C "$work/src" -xf "$work/src/ffmpeg_$up.orig.tar.xz"
-  tar -C "$work/src/ffmpeg-$up" -xf "$work/src"/ffmpeg_*.debian.tar.xz
+  tar -C "$work/src" -xf "$work/src/ffmpeg_$up.orig.tar.xz" || return 1
+  tar -C "$work/src/ffmpeg-$up" -xf "$work/src"/ffmpeg_*.debian.tar.xz || return 1
   local s="$work/src/ffmpeg-$up"
   if [ -f "$s/debian/patches/series" ]; then
     local p
     while read -r p; do
       case "$p" in ''|'#'*) continue ;; esac
-      patch -s -d "$s" -p1 <"$s/debian/patches/$p"
+      patch -s -d "$s" -p1 <"$s/debian/patches/$p" || return 1
     done <"$s/debian/patches/series"
   fi
 
@@ -128,11 +128,11 @@ build() {
       >"$work/configure.log" 2>&1) || { tail -20 "$work/configure.log" >&2; return 1; }
 
   (cd "$s" && make -j"$(nproc)" >"$work/make.log" 2>&1) || { tail -30 "$work/make.log" >&2; return 1; }
-  (cd "$s" && make install >/dev/null 2>&1)
+  (cd "$s" && make install >/dev/null 2>&1) || return 1
 
   mkdir -p "$cache"
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/bin"
-  cp "$work/out/bin/ffmpeg" "$work/out/bin/ffprobe" "$dir.tmp/bin/"
+  cp "$work/out/bin/ffmpeg" "$work/out/bin/ffprobe" "$dir.tmp/bin/" || return 1
   # The same version string as Debian's, so a failure report names the FFmpeg it ran.
   "$dir.tmp/bin/ffmpeg" -hide_banner -version | head -1 >"$dir.tmp/VERSION"
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
@@ -141,7 +141,9 @@ build() {
   for old in "$cache"/ffmpeg-lean-*; do [ "$old" = "$dir" ] || rm -rf "$old"; done
 }
 
-if ! (build); then
+# build runs in an `if`, where bash ignores `set -e`: its steps that matter return on failure
+# themselves, and what it left is checked here before anyone is told to use it.
+if ! (build) || ! "$dir/bin/ffmpeg" -version >/dev/null 2>&1 || ! "$dir/bin/ffprobe" -version >/dev/null 2>&1; then
   log "building failed; using Debian's ffmpeg (set MEDIAGEN_LEAN_FFMPEG=0 to skip the attempt)"
   exit 0
 fi
