@@ -4,16 +4,16 @@
 # them, and the caller goes on with Debian's binaries.
 #
 # Why: Debian's ffmpeg links 215 shared objects and is built with BIND_NOW, so every process
-# start resolves every symbol of all of them first: about 0.11 CPU-s per ffprobe call on a
-# 2-core machine, before any media is read. The tests start ffmpeg and ffprobe about 3,000
-# times. This build links FFmpeg's own libraries statically and only the external libraries
+# start resolves every symbol of all of them first: 0.13 CPU-s per ffprobe call on the 2-core
+# development machine, before any media is read. The tests start ffmpeg and ffprobe thousands
+# of times (about 1,300 in cmd/mediagen alone). This build links FFmpeg's own libraries statically and only the external libraries
 # the service uses (x264, x265, LAME, FreeType, libwebp, zlib) dynamically, and starts in about 0.01 s.
 # The codecs, filters and formats in it are the ones the service and its tests use; everything
 # it decodes and encodes, it does with the same FFmpeg and library code as Debian's binary
-# (bench/README.md#lean-ffmpeg has the comparison and the measurement).
+# (bench/README.md#the-lean-ffmpeg has the comparison and the measurement).
 #
 # The source comes through apt (`apt-get source`), which checks it against Debian's signed
-# index. The result lives in ${MEDIAGEN_CACHE:-~/.cache/mediagen}/ffmpeg-lean-<version>/bin.
+# index. The result lives in ${MEDIAGEN_CACHE:-~/.cache/mediagen}/ffmpeg-lean-<version>-r<recipe>/bin.
 # Set MEDIAGEN_LEAN_FFMPEG=0 to skip it.
 set -euo pipefail
 
@@ -53,7 +53,7 @@ build() {
   for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p"); done
   if [ ${#need[@]} -gt 0 ]; then
     if ! $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null 2>&1; then
-      $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+      $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null || return 1
     fi
   fi
 
