@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"mediagen/internal/testkit"
 )
 
 // scripts/cluster.sh (`make cluster`) brings up PostgreSQL's database, MinIO and its bucket and
@@ -105,10 +108,7 @@ func TestClusterScriptStartsServesAndStopsOnSIGINT(t *testing.T) {
 	if !strings.Contains(stderr.String(), "cluster: stopped") {
 		t.Errorf("no 'stopped' line:\n%s", stderr.String())
 	}
-	for i := 0; i < 50 && !groupGone(pgid); i++ {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !groupGone(pgid) {
+	if !testkit.Poll(5*time.Second, func() bool { return groupGone(pgid) }) {
 		out, _ := exec.Command("ps", "-o", "pid,args", "-g", strconv.Itoa(pgid)).CombinedOutput()
 		t.Errorf("processes left after SIGINT:\n%s", out)
 	}
@@ -151,14 +151,14 @@ func taskCompletes(t *testing.T, base, key string) {
 		t.Fatalf("no task id in %s", body)
 	}
 	status := ""
-	for i := 0; i < 240 && status != "completed" && status != "failed"; i++ {
+	testkit.WaitEvery(t, 250*time.Millisecond, time.Minute, fmt.Sprintf("task %s neither completed nor failed", id[1]), func() bool {
 		_, b := get(t, base+"/v1/videos/"+string(id[1]), key)
 		if m := regexp.MustCompile(`"status":"([a-z_]+)"`).FindStringSubmatch(b); m != nil {
 			status = m[1]
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return status == "completed" || status == "failed"
+	})
 	if status != "completed" {
-		t.Errorf("task %s: status %q after a minute, want completed", id[1], status)
+		t.Errorf("task %s: status %q, want completed", id[1], status)
 	}
 }

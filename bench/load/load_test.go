@@ -89,7 +89,7 @@ func TestRunKeepsRate(t *testing.T) {
 func TestRunMeasuresFromDueTime(t *testing.T) {
 	const service = 50 * time.Millisecond
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(service)
+		time.Sleep(service) // fixed: the fake server's service time
 		ok(w, r)
 	})
 	res, err := Run(context.Background(), Config{
@@ -134,7 +134,7 @@ func TestRunMeasuresFromDueTime(t *testing.T) {
 func TestRunMaxLatenessDrops(t *testing.T) {
 	const service = 30 * time.Millisecond
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(service)
+		time.Sleep(service) // fixed: the fake server's service time
 		ok(w, r)
 	})
 	res, err := Run(context.Background(), Config{
@@ -267,7 +267,7 @@ func TestSaturateBoundByConcurrency(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(service)
+		time.Sleep(service) // fixed: the fake server's service time
 		ok(w, r)
 	})
 	res, err := Saturate(context.Background(), Config{Concurrency: 2, Duration: 200 * time.Millisecond, NewRequest: getter(t, srv.URL)})

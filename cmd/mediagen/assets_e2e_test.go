@@ -26,6 +26,7 @@ import (
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 )
 
 // assetE2E is the running service with a two-tenant catalog (the demo tenant, with an
@@ -146,16 +147,12 @@ func (e *assetE2E) register(key, group, url, typ string) string {
 
 func (e *assetE2E) poll(key, id string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		a := e.post(key, "/v1/vidgen/virtual/assets/get", `{"Id":"`+id+`"}`, 200)
-		if a["Status"] != "Processing" {
-			return a
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	e.t.Fatalf("asset %s still Processing", id)
-	return nil
+	var a map[string]any
+	testkit.WaitEvery(e.t, 100*time.Millisecond, 60*time.Second, fmt.Sprintf("asset %s still Processing", id), func() bool {
+		a = e.post(key, "/v1/vidgen/virtual/assets/get", `{"Id":"`+id+`"}`, 200)
+		return a["Status"] != "Processing"
+	})
+	return a
 }
 
 func (e *assetE2E) writeMedia(name string, b []byte) string {

@@ -27,6 +27,7 @@ import (
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/postgres/pgtest"
 	"mediagen/internal/store/sqlite"
+	"mediagen/internal/testkit"
 	"mediagen/internal/video"
 )
 
@@ -358,8 +359,8 @@ func postAs(t *testing.T, base, secret, path, body string) (int, []byte) {
 // waitTerminal polls a task (with whichever key owns it) until it is terminal.
 func waitTerminal(t *testing.T, base string, secrets []string, id string) string {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	terminal := ""
+	testkit.WaitEvery(t, 50*time.Millisecond, 2*time.Minute, fmt.Sprintf("task %s not terminal in time", id), func() bool {
 		for _, s := range secrets {
 			status, body := get(t, base+"/v1/videos/"+id, s)
 			if status == 404 {
@@ -371,14 +372,14 @@ func waitTerminal(t *testing.T, base string, secrets []string, id string) string
 			_ = json.Unmarshal([]byte(body), &task)
 			switch task.Status {
 			case "completed", "failed", "expired":
-				return task.Status
+				terminal = task.Status
+				return true
 			}
-			break
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("task %s not terminal in time", id)
-	return ""
+		return false
+	})
+	return terminal
 }
 
 // openForCheck opens the run's store for the final checks and lists the refs of its overage

@@ -16,6 +16,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"mediagen/internal/testkit"
 )
 
 // Browser tests drive Debian's `chromium` (scripts/ensure-tools.sh chromium installs it)
@@ -72,10 +74,7 @@ func launchChrome(t *testing.T) *chrome {
 	}
 	t.Cleanup(func() {
 		// Chromium's helper processes can still write for a moment after it exits.
-		deadline := time.Now().Add(5 * time.Second)
-		for os.RemoveAll(profile) != nil && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
+		testkit.Poll(5*time.Second, func() bool { return os.RemoveAll(profile) == nil })
 	})
 	if err := os.WriteFile(filepath.Join(profile, "Local State"), []byte(`{"dns_over_https":{"mode":"off","templates":""}}`), 0o600); err != nil {
 		t.Fatal(err)

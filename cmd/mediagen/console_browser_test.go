@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	opadmin "mediagen/internal/admin"
+	"mediagen/internal/testkit"
 	"strings"
 	"testing"
 )
@@ -579,19 +580,16 @@ func tryEval[T any](c *chrome, expr string) (T, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 }
 
-// waitAcrossReloads samples a JavaScript condition every 100 ms until it holds, for at most
+// waitAcrossReloads evaluates a JavaScript condition every 100 ms until it holds, for at most
 // limit, on whatever document the tab shows (the page may reload meanwhile).
 func (c *chrome) waitAcrossReloads(cond string, limit time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, err := tryEval[bool](c, cond)
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("waiting %s for %s (last error %v)\npage: %s", limit, cond, err, c.pageText())
-		}
-		time.Sleep(100 * time.Millisecond) // sampling the page, not waiting for an outcome
+	var err error
+	if !testkit.PollEvery(100*time.Millisecond, limit, func() bool {
+		var ok bool
+		ok, err = tryEval[bool](c, cond)
+		return err == nil && ok
+	}) {
+		c.t.Fatalf("waiting %s for %s (last error %v)\npage: %s", limit, cond, err, c.pageText())
 	}
 }

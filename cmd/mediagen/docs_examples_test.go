@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+
+	"mediagen/internal/testkit"
 )
 
 // The documentation's examples are run against a service started as `make run` starts it
@@ -297,16 +300,11 @@ func runDocCommand(t *testing.T, m *Main, scratch string, ex docExample) {
 func waitAssetActive(t *testing.T, e *e2e, createPath, id string) {
 	t.Helper()
 	get := strings.TrimSuffix(createPath, "create") + "get"
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	testkit.WaitEvery(t, 100*time.Millisecond, time.Minute, fmt.Sprintf("asset %s not Active in time", id), func() bool {
 		_, b := e.call("POST", get, `{"Id":"`+id+`"}`)
-		switch {
-		case bytes.Contains(b, []byte(`"Status":"Active"`)):
-			return
-		case bytes.Contains(b, []byte(`"Status":"Failed"`)):
+		if bytes.Contains(b, []byte(`"Status":"Failed"`)) {
 			t.Fatalf("asset %s failed: %s", id, b)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("asset %s not Active in time", id)
+		return bytes.Contains(b, []byte(`"Status":"Active"`))
+	})
 }

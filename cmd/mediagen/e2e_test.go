@@ -165,9 +165,9 @@ func (e *e2e) create(body string) string {
 // wait polls the task until it is terminal, checking that progress never goes back.
 func (e *e2e) wait(id string) apiTask {
 	e.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
 	last := -1
-	for time.Now().Before(deadline) {
+	var task apiTask
+	testkit.WaitEvery(e.t, 100*time.Millisecond, 3*time.Minute, fmt.Sprintf("task %s not terminal in time", id), func() bool {
 		status, b := e.call("GET", "/v1/videos/"+id, "")
 		if status != 200 {
 			e.t.Fatalf("poll: %d %s", status, b)
@@ -175,7 +175,7 @@ func (e *e2e) wait(id string) apiTask {
 		if bytes.Contains(b, []byte(":null")) { // a JSON null value (an id may contain the letters)
 			e.t.Fatalf("null in task: %s", b)
 		}
-		var task apiTask
+		task = apiTask{}
 		if err := json.Unmarshal(b, &task); err != nil {
 			e.t.Fatal(err)
 		}
@@ -185,12 +185,11 @@ func (e *e2e) wait(id string) apiTask {
 		last = task.Progress
 		switch task.Status {
 		case "completed", "failed", "expired":
-			return task
+			return true
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	e.t.Fatalf("task %s not terminal in time", id)
-	return apiTask{}
+		return false
+	})
+	return task
 }
 
 // download fetches a result link into a file and measures it.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/testkit"
 )
 
 // toolsUsing lists the processes other than except whose command line names dir: the media
@@ -42,16 +43,12 @@ func toolsUsing(dir string, except int) []int {
 // waitToolsGone fails the test when tools on dir still run after a bounded wait.
 func waitToolsGone(t *testing.T, dir string, except int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := toolsUsing(dir, except)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools of the killed server still run: pids %v", left)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var left []int
+	if !testkit.PollEvery(20*time.Millisecond, 5*time.Second, func() bool {
+		left = toolsUsing(dir, except)
+		return len(left) == 0
+	}) {
+		t.Fatalf("tools of the killed server still run: pids %v", left)
 	}
 }
 

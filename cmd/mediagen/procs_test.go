@@ -63,18 +63,14 @@ func childKey(t *testing.T, dir string) string {
 
 func waitReady(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.WaitEvery(t, 50*time.Millisecond, 30*time.Second, base+" not ready", func() bool {
 		res, err := http.Get(base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s not ready", base)
+		res.Body.Close()
+		return res.StatusCode == 200
+	})
 }
 
 // killMidRender waits until the child runs a media tool on dir, kills it with SIGKILL, and
@@ -82,12 +78,7 @@ func waitReady(t *testing.T, base string) {
 func killMidRender(t *testing.T, c *child, dir string) {
 	t.Helper()
 	serve := c.cmd.Process.Pid
-	for deadline := time.Now().Add(20 * time.Second); len(toolsUsing(dir, serve)) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no render started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 20*time.Second, "no render started", func() bool { return len(toolsUsing(dir, serve)) > 0 })
 	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

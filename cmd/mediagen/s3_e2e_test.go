@@ -14,6 +14,7 @@ import (
 
 	"mediagen/internal/blob/s3test"
 	"mediagen/internal/catalog"
+	"mediagen/internal/testkit"
 )
 
 // With --blob on an S3 bucket (a real MinIO), results, last frames, production
@@ -150,20 +151,17 @@ func TestAssetsOnS3LiveInTheBucketAndFeedTasks(t *testing.T) {
 	}
 
 	e.post(e.key, "/v1/vidgen/virtual/assets/delete", `{"Id":"`+img+`"}`, 200)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var deleted int
+	if !testkit.PollEvery(100*time.Millisecond, 30*time.Second, func() bool {
 		res, err := http.Get(link)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		if res.StatusCode == 404 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deleted asset's object is still in the bucket: %d", res.StatusCode)
-		}
-		time.Sleep(100 * time.Millisecond)
+		deleted = res.StatusCode
+		return deleted == 404
+	}) {
+		t.Fatalf("the deleted asset's object is still in the bucket: %d", deleted)
 	}
 	_ = filepath.Walk(e.m.Config.DataDir, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() && strings.Contains(p, string(filepath.Separator)+"assets"+string(filepath.Separator)) {

@@ -63,17 +63,11 @@ func TestCrashDuringSpeechIsTakenOverOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitEvery(t, 20*time.Millisecond, 10*time.Second, "the speech request was never recorded", func() bool {
 		var n int
-		if err := db.QueryRow(`SELECT COUNT(*) FROM speeches WHERE status = 'pending'`).Scan(&n); err == nil && n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the speech request was never recorded")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		err := db.QueryRow(`SELECT COUNT(*) FROM speeches WHERE status = 'pending'`).Scan(&n)
+		return err == nil && n == 1
+	})
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func TestEndToEndSpeech(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(i) * 400 * time.Millisecond)
+			time.Sleep(time.Duration(i) * 400 * time.Millisecond) // a staggered start: each retry arrives while the first still runs
 			results[i] = e.speech(slow)
 		}()
 	}

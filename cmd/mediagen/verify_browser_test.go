@@ -163,16 +163,14 @@ func newCallbackSink(t *testing.T) *callbackSink {
 
 func (c *callbackSink) wait(t *testing.T, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var got []map[string]any
+	if !testkit.Poll(20*time.Second, func() bool {
 		c.mu.Lock()
-		got := append([]map[string]any(nil), c.got...)
+		got = append([]map[string]any(nil), c.got...)
 		c.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(got) >= n
+	}) {
+		t.Fatalf("%d callbacks, want %d", len(got), n)
 	}
-	t.Fatalf("%d callbacks, want %d", len(c.got), n)
-	return nil
+	return got
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 )
 
 // The probe, on the asset ingestion workers: key A creates ten assets from a slow
@@ -56,11 +57,7 @@ func TestWaitingSideIngestsAtTheNextFreeWorker(t *testing.T) {
 			for i := range 10 {
 				ids = append(ids, e.createAsset(a, ga, fmt.Sprintf("%s/slow/%d.png", src.URL, i), "Image"))
 			}
-			for deadline := time.Now().Add(20 * time.Second); len(order()) == 0; time.Sleep(5 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the worker never started A's first ingestion")
-				}
-			}
+			testkit.WaitFor(t, 20*time.Second, "the worker never started A's first ingestion", func() bool { return len(order()) > 0 })
 			fast := e.createAsset(other, e.virtualGroup(other), src.URL+"/fast.png", "Image")
 			release <- struct{}{} // A's first source answers: the worker frees
 			if m := e.wait(other, fast); m["Status"] != store.AssetActive {

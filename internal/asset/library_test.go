@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/keys"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 )
 
 // quickCheck lets a verification be confirmed as soon as it starts.
@@ -53,16 +54,12 @@ func (e *env) createIn(c keys.Caller, prefix, group, url, typ string) string {
 // waitIn polls assets/get of the library at prefix until the asset leaves Processing.
 func (e *env) waitIn(c keys.Caller, prefix, id string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		m := e.must(c, prefix+"/assets/get", fmt.Sprintf(`{"Id":%q}`, id))
-		if m["Status"] != "Processing" {
-			return m
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	e.t.Fatalf("asset %s still Processing", id)
-	return nil
+	var m map[string]any
+	testkit.WaitEvery(e.t, 20*time.Millisecond, 30*time.Second, fmt.Sprintf("asset %s still Processing", id), func() bool {
+		m = e.must(c, prefix+"/assets/get", fmt.Sprintf(`{"Id":%q}`, id))
+		return m["Status"] != "Processing"
+	})
+	return m
 }
 
 // records is every group and asset in the store, of every tenant and library: equal records

@@ -218,7 +218,7 @@ func TestGroupAndAssetOperations(t *testing.T) {
 			typ = "Video"
 		}
 		ids = append(ids, e.createAsset(acme, gid, fmt.Sprintf("https://media.example.com/%d.bin", i), typ))
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // fixed: a spacing so the creation times differ
 	}
 	if g := e.must(acme, V+"/asset-groups/get", `{"Id":"`+gid+`"}`); g["AssetCount"] != 5.0 {
 		t.Errorf("count %v", g)

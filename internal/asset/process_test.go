@@ -200,7 +200,7 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 		if c, err := e.db.ClaimJobs(ctx, IngestKind, "", time.Now(), time.Millisecond, 10, nil); err != nil || len(c) != 1 {
 			t.Fatalf("dead claim %d: %v %v", i, c, err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // fixed: past the dead claim's 1 ms lease
 	}
 	// ... and one more, holding both assets for a minute. It dies after storing its copy of
 	// the recovered asset and before recording it: the copy must not outlive the takeover.
@@ -213,7 +213,7 @@ func TestStaleProcessingIsTakenOverOrFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // fixed: a negative check, nothing is processed while the leases hold
 	for _, id := range []string{doomed, recovered} {
 		if m := e.must(acme, VirtualPrefix+"/assets/get", `{"Id":"`+id+`"}`); m["Status"] != "Processing" {
 			t.Fatalf("leased asset processed early: %v", m)
@@ -246,18 +246,11 @@ func TestStopReleasesAssetInFlight(t *testing.T) {
 	ctx := t.Context()
 	g := e.virtualGroup(acme)
 	id := e.createAsset(acme, g, e.url("slow"), "Image")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitFor(t, 10*time.Second, "never claimed", func() bool {
 		a, _ := e.db.Asset(ctx, id)
-		if a.Attempts == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("never claimed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
+		return a.Attempts == 1
+	})
+	time.Sleep(100 * time.Millisecond) // fixed: the fetch stays in flight a while before Stop
 	e.jobs.Stop()
 	a, _ := e.db.Asset(ctx, id)
 	if a.Status != store.AssetProcessing || a.Attempts != 0 {

@@ -15,6 +15,7 @@ import (
 	"mediagen/internal/contract"
 	"mediagen/internal/keys"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 )
 
 // hooks is a loopback HTTPS callback receiver that fails the first `fail` requests.
@@ -52,37 +53,32 @@ func newHooks(t *testing.T, fail int) *hooks {
 
 func (h *hooks) wait(t *testing.T, n int) []contract.VerifyCallback {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var got []contract.VerifyCallback
+	if !testkit.PollEvery(20*time.Millisecond, 10*time.Second, func() bool {
 		h.mu.Lock()
-		got := append([]contract.VerifyCallback(nil), h.got...)
+		got = append([]contract.VerifyCallback(nil), h.got...)
 		h.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(got) >= n
+	}) {
+		t.Fatalf("%d callbacks, want %d", len(got), n)
 	}
-	t.Fatalf("%d callbacks, want %d", len(h.got), n)
-	return nil
+	return got
 }
 
 // waitCallbackState polls the session until its callback reaches want.
 func (e *env) waitCallbackState(t *testing.T, token, want string) store.VerifySession {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v, err := e.db.VerifySessionByToken(context.Background(), tokenHash(token))
-		if err != nil {
+	var v store.VerifySession
+	if !testkit.Poll(10*time.Second, func() bool {
+		var err error
+		if v, err = e.db.VerifySessionByToken(context.Background(), tokenHash(token)); err != nil {
 			t.Fatal(err)
 		}
-		if v.CallbackState == want {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("callback state %q after %d attempts, want %q", v.CallbackState, v.CallbackAttempts, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return v.CallbackState == want
+	}) {
+		t.Fatalf("callback state %q after %d attempts, want %q", v.CallbackState, v.CallbackAttempts, want)
 	}
+	return v
 }
 
 func (e *env) session(c keys.Caller, body string) (link, token string) {
@@ -243,21 +239,20 @@ func TestCallbackGivesUp(t *testing.T) {
 	if st, err := e.svc.Act(ctx, token, ActionConfirm); err != nil || st.State != PagePassed {
 		t.Fatalf("confirm: %+v %v", st, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v, _ := e.db.VerifySessionByToken(ctx, tokenHash(token))
+	var v store.VerifySession
+	if !testkit.PollEvery(20*time.Millisecond, 10*time.Second, func() bool {
+		v, _ = e.db.VerifySessionByToken(ctx, tokenHash(token))
 		if v.CallbackState == store.CallbackFailed {
-			if v.CallbackAttempts != 3 {
-				t.Errorf("gave up after %d attempts", v.CallbackAttempts)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("callback state %s after %d attempts", v.CallbackState, v.CallbackAttempts)
+			return true
 		}
 		e.clock.Advance(time.Second)
 		e.jobs.Notify(CallbackKind)
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("callback state %s after %d attempts", v.CallbackState, v.CallbackAttempts)
+	}
+	if v.CallbackAttempts != 3 {
+		t.Errorf("gave up after %d attempts", v.CallbackAttempts)
 	}
 	if _, err := e.result(acme, token); err != nil {
 		t.Errorf("result despite failed callback: %v", err)

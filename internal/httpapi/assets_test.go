@@ -125,16 +125,12 @@ func (e *assetEnv) write(name string, b []byte) string {
 
 func (e *assetEnv) waitAsset(key, prefix, id string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		m := e.ok(key, prefix+"/assets/get", `{"Id":"`+id+`"}`, 200)
-		if m["Status"] != "Processing" {
-			return m
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	e.t.Fatalf("asset %s still Processing", id)
-	return nil
+	var m map[string]any
+	testkit.WaitEvery(e.t, 20*time.Millisecond, 20*time.Second, fmt.Sprintf("asset %s still Processing", id), func() bool {
+		m = e.ok(key, prefix+"/assets/get", `{"Id":"`+id+`"}`, 200)
+		return m["Status"] != "Processing"
+	})
+	return m
 }
 
 func testPNG(t testing.TB, w, h int) []byte {

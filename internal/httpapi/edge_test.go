@@ -175,7 +175,7 @@ func TestStalledDownloadIsCutOffWhileAMovingOneCompletes(t *testing.T) {
 		if err != nil {
 			break
 		}
-		time.Sleep(75 * time.Millisecond)
+		time.Sleep(75 * time.Millisecond) // fixed: the slow reader's pace
 	}
 	if n != int64(e.size) {
 		t.Fatalf("the moving client got %d of %d bytes", n, e.size)
@@ -209,11 +209,9 @@ func (e *edgeEnv) metricValue(t *testing.T, series string) string {
 // waitDownloads waits until the server serves n downloads (bounded).
 func (e *edgeEnv) waitDownloads(t *testing.T, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); e.srv.downloads.InFlight() != n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("downloads in flight %d, want %d", e.srv.downloads.InFlight(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var inFlight int
+	if !testkit.Poll(10*time.Second, func() bool { inFlight = e.srv.downloads.InFlight(); return inFlight == n }) {
+		t.Fatalf("downloads in flight %d, want %d", inFlight, n)
 	}
 }
 

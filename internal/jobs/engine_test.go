@@ -52,17 +52,6 @@ func enqueue(t *testing.T, db store.Store, j store.Job) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // handler is a scripted Handler: run decides each run; gaveUp records GiveUp's causes.
 type handler struct {
 	run    func(ctx context.Context, j jobs.Job, cp jobs.Checkpoint) (jobs.Outcome, error)
@@ -133,13 +122,13 @@ func TestDoneJobCommitsItsApplyAndIsDeleted(t *testing.T) {
 	enqueue(t, db, store.Job{ID: jobs.ID("k", "r1"), Kind: "k", Ref: "r1", Payload: []byte("p2")})
 	reg := prometheus.NewRegistry()
 	start(t, db, time.Now, reg, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond})
-	waitFor(t, "the job's write", func() bool { v, _ := meta(t, db, "done:r1"); return v == "p1" })
-	waitFor(t, "the job's deletion", func() bool { return jobCount(t, db, "k") == 0 })
+	testkit.WaitFor(t, 10*time.Second, "still waiting for the job's write", func() bool { v, _ := meta(t, db, "done:r1"); return v == "p1" })
+	testkit.WaitFor(t, 10*time.Second, "still waiting for the job's deletion", func() bool { return jobCount(t, db, "k") == 0 })
 	if n := h.runs.Load(); n != 1 {
 		t.Errorf("runs %d, want 1", n)
 	}
 	// The run is counted after its commit, so the deletion can be seen a moment before it.
-	waitFor(t, "the done run's metric", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "still waiting for the done run's metric", func() bool {
 		_, ok := findCounter(t, reg, "mediagen_job_runs_total", "k", "done")
 		return ok
 	})
@@ -160,7 +149,7 @@ func TestFailingJobIsRetriedWithBackoffThenGivenUp(t *testing.T) {
 		start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, MaxAttempts: 3,
 			Backoff: jobs.Exponential(time.Millisecond, 4*time.Millisecond)})
 		enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
-		waitFor(t, "give-up", func() bool { _, ok := meta(t, db, "gave_up:k:1"); return ok })
+		testkit.WaitFor(t, 10*time.Second, "still waiting for give-up", func() bool { _, ok := meta(t, db, "gave_up:k:1"); return ok })
 		if n := h.runs.Load(); n != 3 {
 			t.Errorf("runs %d, want 3", n)
 		}
@@ -188,7 +177,7 @@ func TestProgressResetsAttempts(t *testing.T) {
 	start(t, db, time.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, MaxAttempts: 3,
 		Backoff: jobs.Exponential(time.Millisecond, 2*time.Millisecond)})
 	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
-	waitFor(t, "done", func() bool { _, ok := meta(t, db, "done"); return ok })
+	testkit.WaitFor(t, 10*time.Second, "still waiting for done", func() bool { _, ok := meta(t, db, "done"); return ok })
 	if c := h.gaveUp(); len(c) != 0 {
 		t.Errorf("given up: %v", c)
 	}
@@ -205,7 +194,7 @@ func TestDeadlineGivesUpWithoutRunning(t *testing.T) {
 		old := time.Now().Add(-2 * time.Hour)
 		enqueue(t, db, store.Job{ID: "k:old", Kind: "k", Ref: "old", RunAt: old, CreatedAt: old})
 		enqueue(t, db, store.Job{ID: "k:due", Kind: "k", Ref: "due", Deadline: time.Now().Add(-time.Second)})
-		waitFor(t, "both given up", func() bool { return len(h.gaveUp()) == 2 })
+		testkit.WaitFor(t, 10*time.Second, "still waiting for both given up", func() bool { return len(h.gaveUp()) == 2 })
 		for _, c := range h.gaveUp() {
 			if !errors.Is(c, jobs.ErrDeadline) {
 				t.Errorf("cause %v, want ErrDeadline", c)
@@ -234,7 +223,7 @@ func TestJobWhoseRunsKeepDyingIsGivenUp(t *testing.T) {
 		return jobs.Outcome{Done: true}, nil
 	}}
 	start(t, db, clk.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, MaxAttempts: 2})
-	waitFor(t, "give-up", func() bool { return len(h.gaveUp()) == 1 })
+	testkit.WaitFor(t, 10*time.Second, "still waiting for give-up", func() bool { return len(h.gaveUp()) == 1 })
 	if c := h.gaveUp(); !errors.Is(c[0], jobs.ErrInterrupted) {
 		t.Errorf("cause %v, want ErrInterrupted", c[0])
 	}
@@ -267,7 +256,7 @@ func TestLostLeaseCommitsNothingAndDiscards(t *testing.T) {
 		t.Fatalf("takeover: %v %v", taken, err)
 	}
 	close(release)
-	waitFor(t, "discard", discarded.Load)
+	testkit.WaitFor(t, 10*time.Second, "still waiting for discard", discarded.Load)
 	if _, ok := meta(t, db, "stale"); ok {
 		t.Error("a run that lost its lease committed its write")
 	}
@@ -294,7 +283,7 @@ func TestCheckpointAfterTakeoverIsRefused(t *testing.T) {
 	}}
 	start(t, db, clk.Now, nil, jobs.Kind{Name: "k", Handler: h, Poll: 5 * time.Millisecond, Lease: time.Hour})
 	enqueue(t, db, store.Job{ID: "k:1", Kind: "k", Ref: "1"})
-	waitFor(t, "first checkpoint", func() bool { _, ok := meta(t, db, "first"); return ok })
+	testkit.WaitFor(t, 10*time.Second, "still waiting for first checkpoint", func() bool { _, ok := meta(t, db, "first"); return ok })
 	clk.Advance(2 * time.Hour)
 	if c, err := db.ClaimJobs(t.Context(), "k", "", clk.Now(), time.Hour, 10, nil); err != nil || len(c) != 1 {
 		t.Fatalf("takeover: %v %v", c, err)
@@ -349,7 +338,7 @@ func TestPeriodicJobRunsOnceAtATimeAcrossEngines(t *testing.T) {
 		if running.Add(1) > 1 {
 			overlap.Add(1)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // fixed: simulated work, so two passes would overlap
 		running.Add(-1)
 		runs.Add(1)
 		return nil
@@ -357,7 +346,7 @@ func TestPeriodicJobRunsOnceAtATimeAcrossEngines(t *testing.T) {
 	k := jobs.Kind{Name: "sweep", Queue: "disk-a", Handler: pass, Every: 10 * time.Millisecond, Poll: 2 * time.Millisecond}
 	start(t, db, time.Now, nil, k)
 	start(t, db, time.Now, nil, k)
-	waitFor(t, "several passes", func() bool { return runs.Load() >= 5 })
+	testkit.WaitFor(t, 10*time.Second, "still waiting for several passes", func() bool { return runs.Load() >= 5 })
 	if n := overlap.Load(); n != 0 {
 		t.Errorf("%d passes overlapped", n)
 	}
@@ -379,7 +368,7 @@ func TestPeriodicFailureIsRetriedNotGivenUp(t *testing.T) {
 	})
 	start(t, db, time.Now, nil, jobs.Kind{Name: "sweep", Handler: pass, Every: 5 * time.Millisecond, Poll: 2 * time.Millisecond,
 		MaxAttempts: 1, Backoff: jobs.Exponential(time.Millisecond, 2*time.Millisecond)})
-	waitFor(t, "passes after failures", func() bool { return runs.Load() >= 5 })
+	testkit.WaitFor(t, 10*time.Second, "still waiting for passes after failures", func() bool { return runs.Load() >= 5 })
 	if n := jobCount(t, db, "sweep"); n != 1 {
 		t.Errorf("%d periodic jobs, want 1", n)
 	}
@@ -480,12 +469,12 @@ func TestPeriodicJobOfADeadProcessRunsAgain(t *testing.T) {
 		var runs atomic.Int64
 		start(t, db, clk.Now, nil, jobs.Kind{Name: "sweep", Handler: jobs.Periodic(func(context.Context) error { runs.Add(1); return nil }),
 			Every: time.Hour, Poll: 2 * time.Millisecond})
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // fixed: a negative check, no pass while the lease holds
 		if n := runs.Load(); n != 0 {
 			t.Fatalf("ran %d times while the dead process's lease held", n)
 		}
 		clk.Advance(2 * time.Minute)
-		waitFor(t, "the pass after the lease", func() bool { return runs.Load() == 1 })
+		testkit.WaitFor(t, 10*time.Second, "still waiting for the pass after the lease", func() bool { return runs.Load() == 1 })
 		if n := jobCount(t, db, "sweep"); n != 1 {
 			t.Errorf("%d periodic jobs, want 1", n)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"mediagen/internal/jobs"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 )
 
 // The engine passes the catalog's weights to every claim: with one worker, a tenant of weight
@@ -52,7 +53,7 @@ func TestEngineSharesTheWorkersByTenantWeight(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(e.Stop)
-			waitFor(t, "40 runs", func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) >= first })
+			testkit.WaitFor(t, 10*time.Second, "still waiting for 40 runs", func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) >= first })
 			mu.Lock()
 			acme := 0
 			for _, tenant := range ran[:first] {

@@ -14,6 +14,7 @@ import (
 	"mediagen/internal/jobs"
 	"mediagen/internal/logctx"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 )
 
 // lockedLog is a log destination safe for the engine's concurrent runs.
@@ -65,7 +66,7 @@ func TestRunsCarryTheRequestIDOfTheirJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Stop)
-	waitFor(t, "both jobs done", func() bool { return jobCount(t, db, "k") == 0 })
+	testkit.WaitFor(t, 10*time.Second, "still waiting for both jobs done", func() bool { return jobCount(t, db, "k") == 0 })
 
 	mu.Lock()
 	defer mu.Unlock()

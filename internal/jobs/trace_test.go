@@ -11,6 +11,7 @@ import (
 
 	"mediagen/internal/jobs"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 	"mediagen/internal/tracing"
 )
 
@@ -50,7 +51,7 @@ func TestJobRunsContinueTheTraceTheyWereEnqueuedUnder(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Stop)
-	waitFor(t, "the job to finish", func() bool { return jobCount(t, db, "traced") == 0 })
+	testkit.WaitFor(t, 10*time.Second, "still waiting for the job to finish", func() bool { return jobCount(t, db, "traced") == 0 })
 	e.Stop()
 
 	var runs []tracetest.SpanStub

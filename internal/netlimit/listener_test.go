@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"mediagen/internal/testkit"
 )
 
 // value is the value of the series of family whose labels are exactly labels.
@@ -218,11 +220,9 @@ func TestListenerClosesIdleConnectionsFirstWhenFull(t *testing.T) {
 	busy := dial(t, "127.0.0.3", addr) // sends nothing: not idle, just new
 	_ = busy
 	// Wait until both are counted and the first is idle (bounded).
-	for deadline := time.Now().Add(5 * time.Second); !(l.Open() == 2 && l.idleCount() == 1); {
-		if time.Now().After(deadline) {
-			t.Fatalf("open %d, idle %d; want 2 and 1", l.Open(), l.idleCount())
-		}
-		time.Sleep(5 * time.Millisecond)
+	var open, idleN int
+	if !testkit.Poll(5*time.Second, func() bool { open, idleN = l.Open(), l.idleCount(); return open == 2 && idleN == 1 }) {
+		t.Fatalf("open %d, idle %d; want 2 and 1", open, idleN)
 	}
 	third := dial(t, "127.0.0.4", addr)
 	if _, err := io.WriteString(third, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {

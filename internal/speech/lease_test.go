@@ -11,6 +11,7 @@ import (
 	"mediagen/internal/jobs"
 	"mediagen/internal/store"
 	"mediagen/internal/store/storetest"
+	"mediagen/internal/testkit"
 )
 
 // A process killed mid-generation stops renewing its job's lease: one lease later the
@@ -74,16 +75,10 @@ func TestSpeechLiveRunKeepsItsJob(t *testing.T) {
 		_, err := e.svc.Create(context.Background(), e.caller, []byte(body))
 		first <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := e.db.SpeechByRequestID(context.Background(), e.caller.Key.ID, "alive-1"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the request was never recorded")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the request was never recorded", func() bool {
+		_, err := e.db.SpeechByRequestID(context.Background(), e.caller.Key.ID, "alive-1")
+		return err == nil
+	})
 	time.Sleep(4 * e.svc.Lease) // several leases pass while the engine works
 	res, err := e.svc.Create(context.Background(), e.caller, []byte(body))
 	if err != nil {
@@ -115,13 +110,7 @@ func TestSpeechSupersededRunStopsAndDoesNotSettle(t *testing.T) {
 		first <- err
 	}()
 	ctx := t.Context()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.calls.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the generation never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, "the generation never started", func() bool { return e.calls.Load() != 0 })
 	// Another process takes the job over (as if this one had stalled past its lease) and
 	// fails the record, refunding the reservation, with the job's end.
 	taken, err := e.db.ClaimJobs(ctx, GenerateKind, "", time.Now().Add(time.Hour), time.Hour, 1, nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"io"
@@ -233,20 +234,15 @@ func (e *env) crashAfterAccept(body string) store.Speech {
 // waitStatus waits (bounded) until the record is no longer pending and returns it.
 func (e *env) waitStatus(id string) store.Speech {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		rec, err := e.db.Speech(context.Background(), id)
-		if err != nil {
+	var rec store.Speech
+	testkit.WaitFor(e.t, 20*time.Second, fmt.Sprintf("record %s still pending", id), func() bool {
+		var err error
+		if rec, err = e.db.Speech(context.Background(), id); err != nil {
 			e.t.Fatal(err)
 		}
-		if rec.Status != store.SpeechPending {
-			return rec
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("record %s still pending", id)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return rec.Status != store.SpeechPending
+	})
+	return rec
 }
 
 func (e *env) balance() store.Balance {

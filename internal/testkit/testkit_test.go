@@ -29,13 +29,13 @@ func TestRunningClockLeadsTheWallClockByWhatWasAdded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := RunningClock()
 		c.Advance(time.Hour)
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // virtual time: the bubble's clock moves exactly a minute
 		if got := time.Until(c.Now()); got != time.Hour {
 			t.Fatalf("lead %v, want 1h", got)
 		}
 		at := time.Now().Add(-time.Minute)
 		c.Set(at)
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // virtual time
 		if got := c.Now(); !got.Equal(at.Add(time.Second)) {
 			t.Fatalf("after Set %v, want %v", got, at.Add(time.Second))
 		}
@@ -44,7 +44,7 @@ func TestRunningClockLeadsTheWallClockByWhatWasAdded(t *testing.T) {
 
 func TestNextSecondEndsInALaterWholeSecond(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // virtual time: start off a whole second
 		before := time.Now()
 		NextSecond()
 		if after := time.Now(); after.Unix() != before.Unix()+1 || after.Sub(before) > time.Second {

@@ -30,6 +30,12 @@ func WaitEvery(t testing.TB, tick, timeout time.Duration, what string, cond func
 // Poll is WaitFor without the test: it reports whether cond held within timeout.
 func Poll(timeout time.Duration, cond func() bool) bool { return poll(Tick, timeout, cond) }
 
+// PollEvery is Poll looking every tick, for a costly condition whose failure message needs
+// what the last look saw.
+func PollEvery(tick, timeout time.Duration, cond func() bool) bool {
+	return poll(tick, timeout, cond)
+}
+
 func poll(tick, timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {

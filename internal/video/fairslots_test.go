@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/money"
 	"mediagen/internal/provider"
 	"mediagen/internal/store"
+	"mediagen/internal/testkit"
 )
 
 // gatedGenerator records the order of submits (by task) and keeps every job running until the
@@ -127,17 +128,6 @@ func counted(c *prometheus.CounterVec) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// eventually waits (bounded) until cond holds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
-
 // A key of one tenant fills its upstream account's two slots and has 18 more tasks waiting
 // for them; then another tenant (or another key of the same tenant) creates one task. The
 // next slot that frees goes to that task, not to the oldest waiting: the probe saw
@@ -166,15 +156,15 @@ func TestFreedUpstreamSlotGoesToTheTaskWhoseSideHoldsNone(t *testing.T) {
 			for i := range 20 {
 				as = append(as, e.taskOf(a, i))
 			}
-			eventually(t, "key A's tasks to fill both slots and wait for more", func() bool {
+			testkit.WaitFor(t, 20*time.Second, "still waiting for key A's tasks to fill both slots and wait for more", func() bool {
 				return len(gen.submitted()) == 2 && e.inLine() == 18
 			})
 			bt := e.taskOf(b, 0)
 			// The line itself, not a count of refusals: A's 18 asking again can add up to any
 			// count before B's task has asked once on a loaded machine.
-			eventually(t, "the other side's task to ask for a slot", func() bool { return e.inLine() == 19 })
+			testkit.WaitFor(t, 20*time.Second, "still waiting for the other side's task to ask for a slot", func() bool { return e.inLine() == 19 })
 			gen.end(gen.submitted()[0])
-			eventually(t, "a third submit", func() bool { return len(gen.submitted()) >= 3 })
+			testkit.WaitFor(t, 20*time.Second, "still waiting for a third submit", func() bool { return len(gen.submitted()) >= 3 })
 			if got := gen.submitted()[2]; got != bt {
 				t.Fatalf("the freed slot went to %s; want %s (its side holds no slot; key A holds the other one and has 18 waiting)", got, bt)
 			}

@@ -98,19 +98,15 @@ func (e *env) task(reserve money.Micros, created time.Time) string {
 
 func (e *env) waitTerminal(id string) store.Task {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		t, err := e.db.Task(context.Background(), id)
-		if err != nil {
+	var task store.Task
+	testkit.WaitFor(e.t, 10*time.Second, fmt.Sprintf("task %s not terminal in time", id), func() bool {
+		var err error
+		if task, err = e.db.Task(context.Background(), id); err != nil {
 			e.t.Fatal(err)
 		}
-		if store.Terminal(t.Status) {
-			return t
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	e.t.Fatalf("task %s not terminal in time", id)
-	return store.Task{}
+		return store.Terminal(task.Status)
+	})
+	return task
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -233,7 +229,7 @@ type slowStep struct {
 
 func (h *slowStep) Step(ctx context.Context, c store.TaskRun, save func(Outcome) error) (Outcome, error) {
 	close(h.started)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // fixed: simulated work, still running when the engine stops
 	return Outcome{}, errors.New("interrupted by shutdown")
 }
 
@@ -292,15 +288,11 @@ func TestHeartbeatKeepsALiveStepsTask(t *testing.T) {
 		a := e.runTasks(h, k)
 		defer a.Stop()
 		id := e.task(1_000, time.Now())
-		for i := 0; ; i++ { // a claims it first
-			if _, ok := h.starts.Load(id); ok {
-				break
-			}
-			if i == 1000 {
-				t.Fatal("the first engine never started the step")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		// a claims it first
+		testkit.WaitFor(t, 5*time.Second, "the first engine never started the step", func() bool {
+			_, ok := h.starts.Load(id)
+			return ok
+		})
 		b := e.runTasks(h, k)
 		defer b.Stop()
 		if got := e.waitTerminal(id); got.Status != store.StatusCompleted {

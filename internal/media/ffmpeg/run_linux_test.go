@@ -5,6 +5,7 @@ package ffmpeg
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"mediagen/internal/testkit"
 )
 
 // helperEnv turns the re-executed test binary into a stand-in for `mediagen serve`: it
@@ -47,9 +50,8 @@ func TestChildDiesWithItsKilledParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
-	if !waitGone(child, "sleep") {
-		t.Fatalf("child %d still runs %v after its parent was killed", child, childGone)
-	}
+	testkit.WaitEvery(t, 20*time.Millisecond, childGone, fmt.Sprintf("child %d still runs after its parent was killed", child),
+		func() bool { return gone(child, "sleep") })
 }
 
 // TestCancelKillsTheWholeProcessGroup ends a run whose tool started a process of its own:
@@ -75,16 +77,15 @@ func TestCancelKillsTheWholeProcessGroup(t *testing.T) {
 		t.Fatalf("no pid of the grandchild: %v %v", rerr, perr)
 	}
 	t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
-	if !waitGone(grandchild, "sleep") {
-		t.Fatalf("grandchild %d still runs %v after the deadline", grandchild, childGone)
-	}
+	testkit.WaitEvery(t, 20*time.Millisecond, childGone, fmt.Sprintf("grandchild %d still runs after the deadline", grandchild),
+		func() bool { return gone(grandchild, "sleep") })
 }
 
 // waitForChild returns the pid of parent's child running comm, polling /proc.
 func waitForChild(t *testing.T, parent int, comm string) int {
 	t.Helper()
-	deadline := time.Now().Add(childGone)
-	for {
+	var child int
+	testkit.WaitEvery(t, 20*time.Millisecond, childGone, fmt.Sprintf("process %d started no %s", parent, comm), func() bool {
 		entries, err := os.ReadDir("/proc")
 		if err != nil {
 			t.Fatal(err)
@@ -95,30 +96,20 @@ func waitForChild(t *testing.T, parent int, comm string) int {
 				continue
 			}
 			if c, ppid, _, ok := procStat(pid); ok && ppid == parent && c == comm {
-				return pid
+				child = pid
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d started no %s within %v", parent, comm, childGone)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return child
 }
 
-// waitGone reports whether pid (running comm) ends within childGone. A zombie counts as
-// gone: it no longer runs, and in a container nobody may reap it.
-func waitGone(pid int, comm string) bool {
-	deadline := time.Now().Add(childGone)
-	for {
-		c, _, state, ok := procStat(pid)
-		if !ok || c != comm || state == "Z" {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+// gone reports whether pid (running comm) has ended. A zombie counts as gone: it no
+// longer runs, and in a container nobody may reap it.
+func gone(pid int, comm string) bool {
+	c, _, state, ok := procStat(pid)
+	return !ok || c != comm || state == "Z"
 }
 
 // procStat reads the command name, parent pid and state of pid from /proc/<pid>/stat.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mediagen/internal/provider"
+	"mediagen/internal/testkit"
 )
 
 // One tenant's job renders in the engine's only slot and five more of its jobs wait; another
@@ -48,14 +49,6 @@ func TestFreedRenderSlotGoesToTheSideWithNoneRunning(t *testing.T) {
 				defer e.slots.mu.Unlock()
 				return len(e.slots.waiting)
 			}
-			until := func(what string, cond func() bool) {
-				t.Helper()
-				for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatalf("timed out waiting for %s", what)
-					}
-				}
-			}
 			submit := func(tenant, key, idem string) string {
 				t.Helper()
 				id, err := e.SubmitGeneration(ctx, provider.GenerateRequest{IdempotencyKey: idem, Tenant: tenant, Key: key,
@@ -66,14 +59,14 @@ func TestFreedRenderSlotGoesToTheSideWithNoneRunning(t *testing.T) {
 				return id
 			}
 			submit("acme", "key_a", "a0")
-			until("the first render", func() bool { return len(rendered()) == 1 })
+			testkit.WaitFor(t, 20*time.Second, "still waiting for the first render", func() bool { return len(rendered()) == 1 })
 			var ids []string
 			for i := 1; i <= 5; i++ {
 				ids = append(ids, submit("acme", "key_a", fmt.Sprintf("a%d", i)))
 			}
-			until("five waiting renders", func() bool { return waiting() == 5 })
+			testkit.WaitFor(t, 20*time.Second, "still waiting for five waiting renders", func() bool { return waiting() == 5 })
 			other := submit(tc.tenant, tc.key, "other")
-			until("six waiting renders", func() bool { return waiting() == 6 })
+			testkit.WaitFor(t, 20*time.Second, "still waiting for six waiting renders", func() bool { return waiting() == 6 })
 			close(gate)
 			for _, id := range append(ids, other) {
 				if j := wait(t, e.PollGeneration, id, 60*time.Second); j.Status != provider.StatusSucceeded {

@@ -157,14 +157,14 @@ func wait(t *testing.T, poll pollFunc, id string, timeout time.Duration) provide
 	t.Helper()
 	rank := map[provider.Status]int{provider.StatusQueued: 0, provider.StatusRunning: 1,
 		provider.StatusSucceeded: 2, provider.StatusFailed: 2, provider.StatusExpired: 2}
-	deadline := time.Now().Add(timeout)
 	var last provider.Job
-	for i := 0; ; i++ {
+	looked := false
+	if !testkit.PollEvery(20*time.Millisecond, timeout, func() bool {
 		j, err := poll(context.Background(), id)
 		if err != nil {
 			t.Fatalf("poll %s: %v", id, err)
 		}
-		if i > 0 {
+		if looked {
 			if rank[j.Status] < rank[last.Status] {
 				t.Fatalf("status went back from %s to %s", last.Status, j.Status)
 			}
@@ -172,6 +172,7 @@ func wait(t *testing.T, poll pollFunc, id string, timeout time.Duration) provide
 				t.Fatalf("progress went back from %d to %d", last.Progress, j.Progress)
 			}
 		}
+		looked = true
 		switch j.Status {
 		case provider.StatusQueued:
 			if j.Progress != 0 {
@@ -191,14 +192,15 @@ func wait(t *testing.T, poll pollFunc, id string, timeout time.Duration) provide
 			if j.Status != provider.StatusSucceeded && (j.ErrorCode == "" || j.ErrorMessage == "") {
 				t.Fatalf("%s without error code or message: %+v", j.Status, j)
 			}
-			return j
+			last = j
+			return true
 		}
 		last = j
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s still %s (%d%%) after %v", id, j.Status, j.Progress, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("job %s still %s (%d%%) after %v", id, last.Status, last.Progress, timeout)
 	}
+	return last
 }
 
 func probe(t *testing.T, path string) ffmpeg.Info {

@@ -11,6 +11,7 @@ import (
 
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider"
+	"mediagen/internal/testkit"
 )
 
 // crashMidRender submits a generation on a first engine, lets its render begin, and stops
@@ -123,11 +124,14 @@ func TestLiveRenderElsewhereIsLeftAlone(t *testing.T) {
 	e2 := newEngine(t, dir)
 	left := plantLeftovers(t, e2, id)
 	// The dead render's lock can stay held for an instant (see above): try again meanwhile.
-	other, err := lockFile(e2.jobFile(id, renderLockFile))
-	for end := time.Now().Add(5 * time.Second); errors.Is(err, errLocked) && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
+	var (
+		other *os.File
+		err   error
+	)
+	testkit.PollEvery(20*time.Millisecond, 5*time.Second, func() bool {
 		other, err = lockFile(e2.jobFile(id, renderLockFile))
-	}
+		return !errors.Is(err, errLocked)
+	})
 	if err != nil {
 		t.Skipf("no file locks here: %v", err)
 	}
@@ -135,7 +139,7 @@ func TestLiveRenderElsewhereIsLeftAlone(t *testing.T) {
 		if j, err := e2.PollGeneration(context.Background(), id); err != nil || j.Status != provider.StatusRunning {
 			t.Fatalf("poll while rendered elsewhere: %+v, %v", j, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // fixed: a negative check, spread over time, that no render starts
 	}
 	e2.wg.Wait() // the attempts that found the lock taken have returned
 	if n := e2.renders.Load(); n != 0 {

@@ -17,6 +17,7 @@ import (
 	"mediagen/internal/store/postgres/pgtest"
 	"mediagen/internal/store/sqldb"
 	"mediagen/internal/store/storetest"
+	"mediagen/internal/testkit"
 )
 
 // The tests' databases are clones of one migrated by this package's migrations.
@@ -102,9 +103,7 @@ func TestTaskCacheOffWhileNotificationsAreLost(t *testing.T) {
 	}
 	// Dropped: the cache empties at once; it listens again within about a second.
 	deadline := time.Now().Add(10 * time.Second)
-	for reader.CachedTasks() != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Poll(10*time.Second, func() bool { return reader.CachedTasks() == 0 })
 	if n := reader.CachedTasks(); n != 0 {
 		t.Fatalf("%d tasks still cached after the notification connection dropped", n)
 	}
@@ -156,9 +155,9 @@ func TestSharedCommitRerunsAloneAfterADeadlock(t *testing.T) {
 	// The first member holds the lane, so the next ones queue and form one batch.
 	blocker := make(chan error, 1)
 	go func() {
-		blocker <- db.Transact(ctx, func(store.Tx) error { time.Sleep(300 * time.Millisecond); return nil })
+		blocker <- db.Transact(ctx, func(store.Tx) error { time.Sleep(300 * time.Millisecond); return nil }) // fixed: holds the lane a while
 	}()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // fixed: a head start, so the blocker holds the lane before the others queue
 	var runs [10]atomic.Int32
 	errs := make(chan error, len(runs))
 	for i := range runs {

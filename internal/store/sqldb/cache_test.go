@@ -98,11 +98,11 @@ func TestCacheEntriesExpireAfterTheirTTL(t *testing.T) {
 		if _, _, ok := c.get("a"); !ok {
 			t.Fatal("fresh entry missed")
 		}
-		time.Sleep(50*time.Millisecond - time.Nanosecond)
+		time.Sleep(50*time.Millisecond - time.Nanosecond) // fixed: to a nanosecond before the ttl runs out
 		if _, _, ok := c.get("a"); !ok {
 			t.Fatal("entry missed a nanosecond before its ttl ran out")
 		}
-		time.Sleep(time.Nanosecond)
+		time.Sleep(time.Nanosecond) // fixed: to the ttl's exact end
 		if _, _, ok := c.get("a"); ok {
 			t.Error("entry served after its ttl")
 		}
