@@ -53,6 +53,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		info.errCode = e.CodeOrDefault()
 	}
 	s.noteRefusal(w, err)
+	if e.Kind == apierr.KindRateLimit && w.Header().Get("Retry-After") == "" {
+		// Every 429 says when to come back, even one no limit of internal/limits made: a
+		// well-behaved client waits for it instead of guessing.
+		w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(w, e.Status(), errorBody{Error: errorObject{
 		Message: e.Message, Type: e.Type(), Code: e.CodeOrDefault(), Param: e.Param,
 	}})
