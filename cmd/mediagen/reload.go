@@ -363,7 +363,7 @@ func (c *Config) serveNeeds(cat *catalog.Catalog, getenv func(string) string, pu
 		if !acc.Kind.Remote() {
 			continue
 		}
-		if _, err := acc.APIKey(getenv, os.ReadFile); err != nil {
+		if _, err := acc.APIKey(getenv, catalog.ReadKeyFile); err != nil {
 			out = append(out, err.Error())
 		}
 	}

@@ -186,3 +186,37 @@ func FuzzStructureBound(f *testing.F) {
 		}
 	})
 }
+
+// An api_key_file is read up to MaxKeyFileBytes: a path naming the wrong file (a large one, or
+// /dev/zero, which never ends) fails at once with the bound named, never with its content.
+func TestAPIKeyFilesLargerThanTheBoundAreRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("key", []byte("sk-test-key\n"))
+	atBound := write("at", append([]byte("sk-"), bytes.Repeat([]byte("k"), MaxKeyFileBytes-3)...))
+	big := write("big", bytes.Repeat([]byte("k"), MaxKeyFileBytes+1))
+	for _, c := range []struct {
+		path, want, wantErr string
+	}{
+		{ok, "sk-test-key", ""},
+		{atBound, "sk-" + strings.Repeat("k", MaxKeyFileBytes-3), ""},
+		{big, "", "larger than the limit of 64 KiB"},
+		{"/dev/zero", "", "larger than the limit of 64 KiB"},
+	} {
+		u := UpstreamAccount{Name: "oa", APIKeyFile: c.path}
+		key, err := u.APIKey(func(string) string { return "" }, ReadKeyFile)
+		switch {
+		case c.wantErr == "" && (err != nil || key != c.want):
+			t.Errorf("%s: %d bytes, %v; want the key", c.path, len(key), err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr) || strings.Contains(err.Error(), "kkkk")):
+			t.Errorf("%s: %v; want a refusal saying %q, without the content", c.path, err, c.wantErr)
+		}
+	}
+}
