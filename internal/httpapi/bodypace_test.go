@@ -122,12 +122,12 @@ func noisePNG(t *testing.T, n int) []byte {
 
 // bodyKind is one kind of request body of the public API, on a server ready for it.
 type bodyKind struct {
-	name    string
-	addr    string
-	path    string
-	header  map[string]string
-	body    []byte
-	ok      int // the status of the request sent whole
+	name   string
+	addr   string
+	path   string
+	header map[string]string
+	body   []byte
+	ok     int // the status of the request sent whole
 	// checkOK and checkStalled, when set, check what the server kept.
 	checkOK, checkStalled func(t *testing.T, r response)
 }

@@ -60,4 +60,3 @@ func apiErrURITooLong() *apierr.Error {
 	return apierr.New(apierr.KindURITooLong, "The request target (path and query) is longer than the limit of "+
 		humanBytes(MaxRequestTarget)+". Use the paths and links exactly as the API reference and the API give them.")
 }
-
