@@ -124,21 +124,22 @@ func TestPlanEdgeFitsTheConnectionBoundsInTheOpenFileLimit(t *testing.T) {
 		name               string
 		openFiles          uint64
 		maxConns, perAddr  int
-		ops                int
+		opsConns           int
 		wantConns, wantDLs int
 		wantErr            string
 	}{
 		{"the development box's limit: the default", 19_999, 0, 0, 0, 4096, 1024, ""},
 		{"unknown limit: the default", 0, 0, 0, 0, 4096, 1024, ""},
 		{"a common 1024: what fits", 1024, 0, 0, 0, 409, 102, ""},
-		{"operator listeners take their share", 1024, 0, 0, 2, 358, 89, ""},
+		{"operator listeners take their share", 1024, 0, 0, opsListenerConns(true, true, false), 358, 89, ""},
+		{"the admin listener takes its share", 1024, 0, 0, opsListenerConns(false, false, true), 358, 89, ""},
 		{"explicit and fitting", 100_000, 20_000, 0, 0, 20_000, 5000, ""},
 		{"explicit and too large", 4096, 4096, 0, 0, 0, 0, "needs about 5632 open files"},
 		{"a limit too low to serve", 256, 0, 0, 0, 0, 0, "fewer than 64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := planEdge(tt.openFiles, tt.maxConns, tt.perAddr, tt.ops)
+			b, err := planEdge(tt.openFiles, tt.maxConns, tt.perAddr, tt.opsConns)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -151,7 +152,7 @@ func TestPlanEdgeFitsTheConnectionBoundsInTheOpenFileLimit(t *testing.T) {
 			if b.MaxConns != tt.wantConns || b.Downloads != tt.wantDLs {
 				t.Errorf("conns %d, downloads %d; want %d and %d", b.MaxConns, b.Downloads, tt.wantConns, tt.wantDLs)
 			}
-			if tt.openFiles > 0 && uint64(b.MaxConns+b.Downloads+tt.ops*opsMaxConns+fdReserve) > tt.openFiles {
+			if tt.openFiles > 0 && uint64(b.MaxConns+b.Downloads+tt.opsConns+fdReserve) > tt.openFiles {
 				t.Errorf("the bounds need more files than the limit %d", tt.openFiles)
 			}
 			if b.HighWater >= b.MaxConns || b.ConnsPerClient > b.MaxConns {
