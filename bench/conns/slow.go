@@ -81,7 +81,7 @@ func (a *attacker) slowUploadAttack(ctx context.Context, st *attackStats) {
 			if stalled {
 				kind, send = "stalled upload", body[:min(len(body), 64<<10)]
 			}
-			answer, took := a.upload(ctx, from, head, send)
+			answer, took := a.upload(ctx, st, kind, from, head, send)
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			if st.Uploads == nil {
@@ -101,7 +101,7 @@ func (a *attacker) slowUploadAttack(ctx context.Context, st *attackStats) {
 // upload sends head and then send at UploadRate, and returns the answer's status and code
 // ("400 invalid_request_error", "408 request_timeout", "no answer: …") and how long after
 // the headers it came.
-func (a *attacker) upload(ctx context.Context, from *net.TCPAddr, head string, send []byte) (string, time.Duration) {
+func (a *attacker) upload(ctx context.Context, st *attackStats, kind string, from *net.TCPAddr, head string, send []byte) (string, time.Duration) {
 	c, err := dial(ctx, from, a.Addr, 0)
 	if err != nil {
 		return "connect failed", 0
@@ -113,6 +113,7 @@ func (a *attacker) upload(ctx context.Context, from *net.TCPAddr, head string, s
 	if _, err := io.WriteString(c, head); err != nil {
 		return "refused", time.Since(start)
 	}
+	st.open(kind)
 	go func() {
 		step := max(1, int(float64(a.UploadRate)*uploadChunkEvery.Seconds()))
 		tick := time.NewTicker(uploadChunkEvery)
@@ -154,7 +155,7 @@ func (a *attacker) adminSlowlorisAttack(ctx context.Context, st *attackStats) {
 			defer wg.Done()
 			from := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i%max(1, min(a.AdminAttackers, a.Attackers))))}
 			for ctx.Err() == nil {
-				answer := a.holdPartialHeader(ctx, from)
+				answer := a.holdPartialHeader(ctx, st, from)
 				st.mu.Lock()
 				if st.AdminAnswers == nil {
 					st.AdminAnswers = map[string]int{}
@@ -177,7 +178,7 @@ func (a *attacker) adminSlowlorisAttack(ctx context.Context, st *attackStats) {
 
 // holdPartialHeader opens one connection, sends the start of a request, and waits for the
 // server to answer or drop it.
-func (a *attacker) holdPartialHeader(ctx context.Context, from *net.TCPAddr) string {
+func (a *attacker) holdPartialHeader(ctx context.Context, st *attackStats, from *net.TCPAddr) string {
 	c, err := dial(ctx, from, a.AdminAddr, 0)
 	if err != nil {
 		return "connect failed"
@@ -188,6 +189,7 @@ func (a *attacker) holdPartialHeader(ctx context.Context, from *net.TCPAddr) str
 	if _, err := io.WriteString(c, "GET /admin/v1/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "); err != nil {
 		return "closed"
 	}
+	st.open("admin partial header")
 	buf := make([]byte, 12)
 	m, _ := io.ReadFull(c, buf)
 	switch {
