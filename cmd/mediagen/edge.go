@@ -156,6 +156,7 @@ func opsListenerConns(debug, metrics, admin bool) int {
 // edgeTimeouts are the logged figures of the listeners' timeouts.
 func edgeTimeouts() []any {
 	return []any{"max_header_bytes", httpapi.MaxHeaderBytes, "read_header_timeout", httpapi.ReadHeaderTimeout,
-		"idle_timeout", httpapi.IdleTimeout, "body_read_timeout", httpapi.DefaultBodyReadTimeout,
-		"write_stall", httpapi.DefaultWriteStall}
+		"idle_timeout", httpapi.IdleTimeout, "body_read_stall", httpapi.DefaultBodyReadStall,
+		"body_read_timeout", httpapi.DefaultBodyReadTimeout, "write_stall", httpapi.DefaultWriteStall,
+		"admin_max_conns", adminMaxConns, "admin_max_conns_per_client", adminConnsPerClient}
 }
