@@ -40,6 +40,14 @@ const (
 	// opsMaxConns bounds each operator listener (--debug-listen, --metrics-listen): a
 	// Prometheus server and an operator with a profiler hold a few connections.
 	opsMaxConns = 32
+	// opsConnsPerClient bounds one client address's connections on those listeners: a
+	// Prometheus server (or two, for high availability, each from its own address) holds one
+	// or two, a profiler one per profile. Without it one address with connections that
+	// never finish their headers filled the listener and the scrapes failed (issue 41's
+	// admin-listener case, found on these listeners too). Past the high-water mark
+	// (highWaterPercent, 24) only an address holding fewer than opsFewConns gets one.
+	opsConnsPerClient = 8
+	opsFewConns       = 4
 	// adminMaxConns bounds the admin listener (--admin-listen): the admin API's clients (the
 	// CLI, an operator's scripts) hold one or two connections each, an operator console in
 	// a browser up to 6; a team of operators needs a few dozen.
@@ -125,10 +133,12 @@ func (b edgeBounds) wrapAPI(ln net.Listener, proxies netlimit.Proxies, met *netl
 		HighWater: b.HighWater, Few: b.Few, Proxies: proxies, Metrics: met, NotSentLowat: notSentLowat})
 }
 
-// wrapOps bounds an operator listener: opsMaxConns in all, no per-client rule (an operator's
-// tools connect from one address).
-func wrapOps(name string, ln net.Listener, met *netlimit.Metrics) *netlimit.Listener {
-	return netlimit.Wrap(ln, netlimit.Config{Name: name, Max: opsMaxConns, Metrics: met})
+// wrapOps bounds an operator listener (--debug-listen, --metrics-listen): opsMaxConns in all,
+// opsConnsPerClient per client address, and headroom above the high-water mark for addresses
+// holding few. Trusted proxies are exempt from the per-address rules.
+func wrapOps(name string, ln net.Listener, proxies netlimit.Proxies, met *netlimit.Metrics) *netlimit.Listener {
+	return netlimit.Wrap(ln, netlimit.Config{Name: name, Max: opsMaxConns, PerClient: opsConnsPerClient,
+		HighWater: opsMaxConns * highWaterPercent / 100, Few: opsFewConns, Proxies: proxies, Metrics: met})
 }
 
 // wrapAdmin bounds the admin listener as the API's is bounded, at its own scale: a bound per
