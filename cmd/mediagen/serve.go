@@ -234,12 +234,7 @@ func (m *Main) planEdge() error {
 	if err != nil {
 		m.log.Warn("open-file limit unknown; connection bounds from the flags alone", "err", err)
 	}
-	ops := 0
-	for _, a := range []string{m.Config.DebugListen, m.Config.MetricsListen, m.Config.AdminListen} {
-		if a != "" {
-			ops++
-		}
-	}
+	ops := opsListenerConns(m.Config.DebugListen != "", m.Config.MetricsListen != "", m.Config.AdminListen != "")
 	m.edge, err = planEdge(soft, m.Config.MaxConns, m.Config.MaxConnsPerClient, ops)
 	if err != nil {
 		return err
