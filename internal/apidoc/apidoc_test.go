@@ -206,7 +206,7 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 	}
 	// The status lists of the brief.
 	wantStatus := map[string][]string{
-		"POST /v1/videos":                                    {"202", "400", "401", "402", "403", "409", "413", "415", "429", "500"},
+		"POST /v1/videos":                                    {"202", "400", "401", "402", "403", "409", "413", "415", "429", "500", "503"},
 		"GET /v1/videos/{task_id}":                           {"200", "401", "403", "404", "429", "500"},
 		"GET /v1/videos/{task_id}/content":                   {"200", "206", "302", "400", "401", "403", "404", "429", "500", "503"},
 		"DELETE /v1/videos/{task_id}":                        {"200", "400", "401", "403", "404", "429", "500"},
