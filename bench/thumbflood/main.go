@@ -22,10 +22,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -153,7 +153,10 @@ func (b *bench) build(ctx context.Context) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(b.tmp, "mediagen")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
 	if _, err := proc.Run(ctx, 5*time.Minute, root, gobin, "build", "-o", out, "./cmd/mediagen"); err != nil {
 		return "", err
 	}
