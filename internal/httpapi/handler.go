@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/go-json-experiment/json"
 
@@ -65,6 +66,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		info.errCode = e.CodeOrDefault()
 	}
 	s.noteRefusal(w, err)
+	if e.RetryAfter > 0 && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	writeJSON(w, e.Status(), errorBody{Error: errorObject{
 		Message: e.Message, Type: e.Type(), Code: e.CodeOrDefault(), Param: e.Param,
 	}})

@@ -64,6 +64,11 @@ type proc struct {
 // "signal: killed" exit status, so that callers can tell a timeout from a tool
 // failure. On Linux the process also dies when ours does (see dieWithParent).
 func run(ctx context.Context, p proc) error {
+	release, waitErr := admit(ctx, p.tool) // the media budget (gate.go)
+	if waitErr != nil {
+		return &ToolError{Tool: p.tool, Err: waitErr}
+	}
+	defer release()
 	cmd := exec.CommandContext(ctx, p.bin, p.args...)
 	cmd.Stdin = p.stdin
 	cmd.Stdout = p.stdout

@@ -41,6 +41,9 @@ type Tools struct {
 	// Threads caps encoder and filter threads; 0 lets ffmpeg decide. Useful
 	// on a shared machine, where ffmpeg would otherwise take every core.
 	Threads int
+	// Budget, when set, admits every process the methods start (gate.go); the wait for it
+	// counts against Timeout. nil starts them at once.
+	Budget Gate
 }
 
 func (t Tools) ffmpegBin() string  { return orDefault(t.FFmpeg, "ffmpeg") }
@@ -59,7 +62,7 @@ func (t Tools) timeout() time.Duration {
 // bound applies the per-call timeout; every public method that runs a
 // process starts with it.
 func (t Tools) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, t.timeout())
+	return context.WithTimeout(withGate(ctx, t.Budget), t.timeout())
 }
 
 func orDefault(s, def string) string {

@@ -310,7 +310,7 @@ func TestRestartWithSpecOnly(t *testing.T) {
 	// A process that died right after writing the spec: no started mark, no output.
 	dir := t.TempDir()
 	e1 := newEngine(t, dir)
-	hold, err := e1.slots.acquire(context.Background(), "", "") // the only slot: the job stays queued
+	hold, err := e1.slots.Acquire(context.Background(), "", "") // the only slot: the job stays queued
 	if err != nil {
 		t.Fatal(err)
 	}
