@@ -313,7 +313,8 @@ func TestUpdateSetsExpiryAndCapsAfterConfirmation(t *testing.T) {
 		t.Fatalf("update: %d\n%s", p.status, p.body)
 	}
 	got, _ := e.svc.Key(context.Background(), admin.CLIActor("t"), k.ID)
-	if !got.ExpiresAt.Equal(exp) || got.Caps == nil || got.Caps.Daily != 2_000_000 || got.Caps.Monthly != 30_000_000 {
+	if !got.ExpiresAt.Equal(exp) || got.Caps == nil || got.Caps.Daily == nil || *got.Caps.Daily != 2_000_000 ||
+		got.Caps.Monthly == nil || *got.Caps.Monthly != 30_000_000 {
 		t.Errorf("key after update: expires %v, caps %+v", got.ExpiresAt, got.Caps)
 	}
 	// The form opens with the key's values.

@@ -66,7 +66,7 @@ func Mul(m Micros, n int64) (Micros, bool) {
 		return 0, false
 	}
 	if neg {
-		return Micros(-int64(lo - 1) - 1), true // lo may be 2^63: negate without overflowing
+		return Micros(-int64(lo-1) - 1), true // lo may be 2^63: negate without overflowing
 	}
 	return Micros(lo), true
 }
