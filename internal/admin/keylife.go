@@ -140,7 +140,7 @@ type Debit struct {
 	Currency      string       `json:"currency"`
 	Note          string       `json:"note"`
 	// Forced: the key was revoked and the operator forced the debit.
-	Forced    bool      `json:"forced,omitempty"`
+	Forced    bool      `json:"forced,omitzero"`
 	CreatedAt time.Time `json:"created_at"`
 }
 

@@ -151,7 +151,7 @@ type Credit struct {
 	Currency      string       `json:"currency"`
 	Note          string       `json:"note,omitempty"`
 	// Forced: the key was revoked and the operator forced the credit (with a note).
-	Forced    bool      `json:"forced,omitempty"`
+	Forced    bool      `json:"forced,omitzero"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
