@@ -44,13 +44,13 @@ type OverBudgetError struct {
 }
 
 func (e *OverBudgetError) Error() string {
-	px := int64(e.Width) * int64(e.Height)
+	px := max(int64(e.Width)*int64(e.Height), 0)
 	example := "4096×4096"
 	if e.Budget == MaxVideoFramePixels {
 		example = "8192×4320"
 	}
-	return fmt.Sprintf("the %s is %d×%d pixels (%s megapixels), over the limit of %s pixels (%s megapixels, for example %s)",
-		e.What, e.Width, e.Height, megapixels(px), thousands(e.Budget), megapixels(e.Budget), example)
+	return fmt.Sprintf("the %s is %d×%d pixels (%s), over the limit of %s pixels (%s megapixels, for example %s)",
+		e.What, e.Width, e.Height, thousands(px), thousands(e.Budget), megapixels(e.Budget), example)
 }
 
 func (e *OverBudgetError) Is(target error) bool { return target == ErrOverBudget }

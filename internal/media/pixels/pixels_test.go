@@ -142,7 +142,7 @@ func TestCheckImageRefusesOverTheBudgetAndSaysBoth(t *testing.T) {
 	if !errors.Is(err, ErrOverBudget) {
 		t.Fatalf("16000x16000: %v", err)
 	}
-	want := "the image is 16000×16000 pixels (256.0 megapixels), over the limit of 16,777,216 pixels (16.8 megapixels, for example 4096×4096)"
+	want := "the image is 16000×16000 pixels (256,000,000), over the limit of 16,777,216 pixels (16.8 megapixels, for example 4096×4096)"
 	if err.Error() != want {
 		t.Fatalf("message %q\nwant    %q", err, want)
 	}
