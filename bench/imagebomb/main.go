@@ -5,8 +5,9 @@
 // first frame (input_reference.image_url, fetched by the sandbox when it renders). For each
 // it prints the answer and the peak resident memory of the service's process tree above
 // idle (the service and every process it started, sampled every 5 ms from /proc), and the
-// highest VmHWM of any child. Then a flood: -n bombs at once, both ways. A legitimate image
-// at the budget (4096×4096, 16-bit RGBA, fitted into a real render) is the control.
+// highest VmHWM of any child. Then a flood: -n bombs at once, both ways. Legitimate images
+// at the budget (4096×4096 8-bit RGBA, 2896×2896 16-bit RGBA: the costliest PNGs the budget
+// admits, rendered into a real sandbox video) are the control.
 //
 //	go run ./bench/imagebomb [-bin /tmp/mediagen] [-n 100]
 //
@@ -81,7 +82,8 @@ func run(bin string, n int) error {
 	images := []image{
 		{"black 16000x16000 RGB 8-bit", png(16000, 16000, 8, pixelstest.RGB)},
 		{"black 16000x16000 RGBA 16-bit", png(16000, 16000, 16, pixelstest.RGBA)},
-		{"control: 4096x4096 RGBA 16-bit (at the budget)", png(4096, 4096, 16, pixelstest.RGBA)},
+		{"control: 4096x4096 RGBA 8-bit (at the budget)", png(4096, 4096, 8, pixelstest.RGBA)},
+		{"control: 2896x2896 RGBA 16-bit (at the budget)", png(2896, 2896, 16, pixelstest.RGBA)},
 	}
 	// The images by URL: an HTTPS server on 127.0.0.1 whose certificate the service trusts
 	// through SSL_CERT_FILE, reached with --fetch-allow loopback.

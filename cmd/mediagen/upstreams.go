@@ -174,7 +174,7 @@ func checkFramePixels(path string) error {
 	defer fh.Close()
 	size, err := pixels.ReadSize(fh)
 	if err == nil {
-		err = pixels.CheckImage(size.Width, size.Height)
+		err = size.Check()
 	}
 	switch {
 	case errors.Is(err, pixels.ErrNoSize):

@@ -147,7 +147,7 @@ func (s *Service) measure(ctx context.Context, c store.Asset, m media, key strin
 		if err != nil {
 			return failed(FailUnreadable, fmt.Sprintf("The %s image could not be read.", m.format))
 		}
-		if err := pixels.CheckImage(size.Width, size.Height); err != nil {
+		if err := size.Check(); err != nil {
 			return failed(FailTooManyPixels, upperFirst(err.Error())+".")
 		}
 		out.Width, out.Height = size.Width, size.Height

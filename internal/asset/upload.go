@@ -36,7 +36,7 @@ func CheckImage(r io.Reader) (ImageInfo, error) {
 	if err != nil {
 		return ImageInfo{}, fmt.Errorf("the %s image could not be read", m.format)
 	}
-	if err := pixels.CheckImage(size.Width, size.Height); err != nil {
+	if err := size.Check(); err != nil {
 		return ImageInfo{}, err
 	}
 	return ImageInfo{Format: m.format, Ext: m.ext, Width: size.Width, Height: size.Height}, nil

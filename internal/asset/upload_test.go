@@ -37,10 +37,15 @@ func TestCheckImageAcceptsFirstFrameFormatsOnly(t *testing.T) {
 func TestCheckImageRefusesOverThePixelBudget(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		w, h uint32
-		ok   bool
-	}{{4096, 4096, true}, {16000, 16000, false}, {4097, 4096, false}, {65535, 1, true}} {
-		_, err := CheckImage(bytes.NewReader(pixelstest.PNGHeader(c.w, c.h, 16, pixelstest.RGBA)))
+		w, h  uint32
+		depth byte
+		ok    bool
+	}{
+		{4096, 4096, 8, true}, {16000, 16000, 16, false}, {4097, 4096, 8, false}, {65535, 1, 16, true},
+		// 16-bit samples count twice: a 4K frame's worth passes, 4096×4096 does not.
+		{2896, 2896, 16, true}, {4096, 4096, 16, false},
+	} {
+		_, err := CheckImage(bytes.NewReader(pixelstest.PNGHeader(c.w, c.h, c.depth, pixelstest.RGBA)))
 		if c.ok != (err == nil) {
 			t.Errorf("%dx%d: %v", c.w, c.h, err)
 		}

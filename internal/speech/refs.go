@@ -103,7 +103,7 @@ func checkImagePixels(ctx context.Context, param string, r io.Reader) error {
 		return apierr.Invalid(param, fmt.Sprintf("%s could not be used: the image's pixel size could not be read from its header; use a PNG, JPEG, WebP, GIF or BMP image.", param))
 	}
 	if err == nil {
-		err = pixels.CheckImage(size.Width, size.Height)
+		err = size.Check()
 	}
 	if err != nil {
 		return apierr.Invalid(param, fmt.Sprintf("%s could not be used: %v.", param, err))

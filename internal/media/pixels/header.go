@@ -23,10 +23,31 @@ var ErrNoSize = errors.New("pixels: image size not found in its header")
 type Size struct {
 	Format        string // PNG, JPEG, WebP, GIF or BMP
 	Width, Height int
+	// BitDepth is the bits per sample the file stores: 16 for a 16-bit PNG, 12 for a
+	// 12-bit JPEG, 8 (or fewer) otherwise. A decoder holds a sample of more than 8 bits in
+	// 16, so such an image costs twice its pixels.
+	BitDepth int
 }
 
 // Pixels is Width × Height.
 func (s Size) Pixels() int64 { return int64(s.Width) * int64(s.Height) }
+
+// Deep reports samples of more than 8 bits, which a decoder holds in 16.
+func (s Size) Deep() bool { return s.BitDepth > 8 }
+
+// Check refuses an image over the image budget: its pixels, counted twice when Deep. The
+// budget is what decoding costs, and a 16-bit sample costs what two 8-bit ones do: a
+// 4096×4096 16-bit RGBA PNG decodes into 128 MiB, twice its 8-bit twin.
+func (s Size) Check() error {
+	cost := s.Pixels()
+	if s.Deep() {
+		cost *= 2
+	}
+	if cost > MaxImagePixels {
+		return &OverBudgetError{What: "image", Width: s.Width, Height: s.Height, Budget: MaxImagePixels, Deep: s.Deep()}
+	}
+	return nil
+}
 
 // ReadSize reads an image's format and size from its header, reading at most HeaderReadMax
 // bytes of r and never any pixel data.
@@ -39,7 +60,11 @@ func ReadSize(r io.Reader) (Size, error) {
 		if len(head) < 24 || string(head[12:16]) != "IHDR" {
 			return Size{}, fmt.Errorf("%w: PNG without IHDR", ErrNoSize)
 		}
-		return sized("PNG", int64(binary.BigEndian.Uint32(head[16:])), int64(binary.BigEndian.Uint32(head[20:])))
+		s, err := sized("PNG", int64(binary.BigEndian.Uint32(head[16:])), int64(binary.BigEndian.Uint32(head[20:])))
+		if len(head) > 24 {
+			s.BitDepth = int(head[24])
+		}
+		return s, err
 	case bytes.HasPrefix(head, []byte("\xff\xd8")):
 		return jpegSize(br)
 	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP":
@@ -78,7 +103,7 @@ func sized(format string, w, h int64) (Size, error) {
 	if w <= 0 || h <= 0 || w > 1<<31-1 || h > 1<<31-1 {
 		return Size{}, fmt.Errorf("%w: %s size %d×%d", ErrNoSize, format, w, h)
 	}
-	return Size{Format: format, Width: int(w), Height: int(h)}, nil
+	return Size{Format: format, Width: int(w), Height: int(h), BitDepth: 8}, nil
 }
 
 // jpegSize walks a JPEG's marker segments to its frame header (SOFn), whose height and width
@@ -126,7 +151,9 @@ func jpegSize(br *bufio.Reader) (Size, error) {
 			if _, err := io.ReadFull(br, f[:]); err != nil {
 				return Size{}, fmt.Errorf("%w: JPEG: truncated frame header", ErrNoSize)
 			}
-			return sized("JPEG", int64(binary.BigEndian.Uint16(f[3:])), int64(binary.BigEndian.Uint16(f[1:])))
+			s, err := sized("JPEG", int64(binary.BigEndian.Uint16(f[3:])), int64(binary.BigEndian.Uint16(f[1:])))
+			s.BitDepth = int(f[0])
+			return s, err
 		}
 		if _, err := br.Discard(n - 2); err != nil {
 			return Size{}, fmt.Errorf("%w: JPEG: no frame header within %d bytes", ErrNoSize, HeaderReadMax)

@@ -41,6 +41,8 @@ type OverBudgetError struct {
 	What          string // "image" or "video frame"
 	Width, Height int
 	Budget        int64 // pixels
+	// Deep: samples of more than 8 bits, which count twice (Size.Check).
+	Deep bool
 }
 
 func (e *OverBudgetError) Error() string {
@@ -49,13 +51,18 @@ func (e *OverBudgetError) Error() string {
 	if e.Budget == MaxVideoFramePixels {
 		example = "8192×4320"
 	}
+	if e.Deep {
+		return fmt.Sprintf("the %s is %d×%d pixels of more than 8 bits per channel, which count twice (%s), over the limit of %s pixels (%s megapixels, for example %s at 8 bits or 2896×2896 at 16 bits)",
+			e.What, e.Width, e.Height, thousands(2*px), thousands(e.Budget), megapixels(e.Budget), example)
+	}
 	return fmt.Sprintf("the %s is %d×%d pixels (%s), over the limit of %s pixels (%s megapixels, for example %s)",
 		e.What, e.Width, e.Height, thousands(px), thousands(e.Budget), megapixels(e.Budget), example)
 }
 
 func (e *OverBudgetError) Is(target error) bool { return target == ErrOverBudget }
 
-// CheckImage refuses an image of w × h over MaxImagePixels.
+// CheckImage refuses an image of w × h over MaxImagePixels, its samples of 8 bits at most
+// (Size.Check weighs deeper ones).
 func CheckImage(w, h int) error { return check("image", w, h, MaxImagePixels) }
 
 // CheckVideoFrame refuses a video frame of w × h over MaxVideoFramePixels.

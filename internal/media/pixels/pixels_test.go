@@ -76,7 +76,7 @@ func TestReadSizeFindsTheHeaderSize(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := ReadSize(bytes.NewReader(c.data))
-			if err != nil || s.Format != c.format || s.Width != c.w || s.Height != c.h {
+			if err != nil || s.Format != c.format || s.Width != c.w || s.Height != c.h || (c.format == "PNG") != s.Deep() {
 				t.Fatalf("ReadSize = %+v, %v; want %s %dx%d", s, err, c.format, c.w, c.h)
 			}
 		})
@@ -148,6 +148,16 @@ func TestCheckImageRefusesOverTheBudgetAndSaysBoth(t *testing.T) {
 	}
 	if err := CheckImage(4097, 4096); !errors.Is(err, ErrOverBudget) {
 		t.Fatalf("one column over: %v", err)
+	}
+	deep := Size{Format: "PNG", Width: 4096, Height: 4096, BitDepth: 16}
+	if err := deep.Check(); !errors.Is(err, ErrOverBudget) || !strings.Contains(err.Error(), "count twice (33,554,432)") {
+		t.Fatalf("16-bit 4096x4096: %v", err)
+	}
+	if err := (Size{Width: 2896, Height: 2896, BitDepth: 16}).Check(); err != nil {
+		t.Fatalf("16-bit 2896x2896: %v", err)
+	}
+	if err := (Size{Width: 4096, Height: 4096, BitDepth: 8}).Check(); err != nil {
+		t.Fatalf("8-bit 4096x4096: %v", err)
 	}
 	if err := CheckVideoFrame(8192, 4320); err != nil {
 		t.Fatalf("DCI 8K frame: %v", err)

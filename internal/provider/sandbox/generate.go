@@ -231,7 +231,7 @@ func (e *Engine) obtainImage(ctx context.Context, id, name string, src provider.
 		return "", &jobError{code: CodeInvalidParameter, cause: err,
 			message: fmt.Sprintf("The %s could not be read: its size is not in a PNG, JPEG, WebP, GIF or BMP header.", o.what)}
 	}
-	if err := pixels.CheckImage(size.Width, size.Height); err != nil {
+	if err := size.Check(); err != nil {
 		return "", &jobError{code: CodeInvalidParameter, cause: err, message: fmt.Sprintf("The %s cannot be used: %v.", o.what, err)}
 	}
 	return path, nil
