@@ -42,7 +42,7 @@ var reKey = regexp.MustCompile(`mg_[a-z2-7]{40}`)
 
 func main() {
 	bin := flag.String("bin", "", "the mediagen binary (default: build ./cmd/mediagen)")
-	n := flag.Int("n", 100, "bombs sent at once in the flood")
+	n := flag.Int("n", 100, "bombs sent at once in the flood (0: no flood)")
 	flag.Parse()
 	if err := run(*bin, *n); err != nil {
 		fmt.Fprintln(os.Stderr, "imagebomb:", err)
@@ -147,6 +147,9 @@ func run(bin string, n int) error {
 			fmt.Printf("%-48s %-10s %-34s %14.1f %14.1f %10v\n", img.name, how, answer, float64(peak.aboveKiB)/1024, float64(peak.childHWMKiB)/1024,
 				time.Since(start).Round(time.Millisecond))
 		}
+	}
+	if n <= 0 {
+		return nil
 	}
 	fmt.Printf("\nflood: %d bombs at once (the 16-bit RGBA one)\n", n)
 	for _, how := range []string{"upload", "url"} {
