@@ -3,6 +3,7 @@ package asset
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -43,6 +44,16 @@ func TestProcessingLifecycle(t *testing.T) {
 	}
 	bombURL := e.write("black.png", bomb.Bytes())
 	bomb16URL := e.write("black16.png", pixelstest.PNGHeader(5000, 4000, 16, pixelstest.RGBA))
+	// The clip with its track header rewritten to 16000×16000 (tkhd version 0: width and
+	// height, 16.16 fixed point, end its 84-byte payload).
+	big := append([]byte{}, mp4...)
+	if at := bytes.Index(big, []byte("tkhd")); at < 0 || big[at+4] != 0 {
+		t.Fatal("no version 0 tkhd in the clip")
+	} else {
+		binary.BigEndian.PutUint32(big[at+80:], 16000<<16)
+		binary.BigEndian.PutUint32(big[at+84:], 16000<<16)
+	}
+	bigURL := e.write("big.mp4", big)
 
 	cases := []struct {
 		name, url, typ  string
@@ -65,6 +76,8 @@ func TestProcessingLifecycle(t *testing.T) {
 			reasonFragments: []string{"16000×16000 pixels", "16,777,216 pixels"}},
 		{name: "16-bit png header over the pixel budget", url: bomb16URL, typ: "Image", status: "Failed", code: FailTooManyPixels,
 			reasonFragments: []string{"5000×4000 pixels", "16,777,216 pixels"}},
+		{name: "video frame over the pixel budget", url: bigURL, typ: "Video", status: "Failed", code: FailTooManyPixels,
+			reasonFragments: []string{"16000×16000 pixels", "35,389,440 pixels"}},
 		{name: "corrupt png", url: badPNG, typ: "Image", status: "Failed", code: FailUnreadable},
 		{name: "missing file", url: e.url("nope.png"), typ: "Image", status: "Failed", code: FailSourceUnreachable, reasonFragments: []string{"error status"}},
 		{name: "server error", url: e.url("status/503"), typ: "Image", status: "Failed", code: FailSourceUnreachable},
