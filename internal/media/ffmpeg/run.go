@@ -57,6 +57,7 @@ type proc struct {
 	args   []string
 	stdin  io.Reader // nil: /dev/null
 	stdout io.Writer // nil: discarded
+	mem    int64     // memory limit of the child in bytes (rlimit.go); 0: none
 }
 
 // run starts p and waits for it. The process, and any process it started, is
@@ -77,7 +78,7 @@ func run(ctx context.Context, p proc) error {
 	cmd.WaitDelay = waitDelay
 	dieWithParent(cmd)
 
-	err := runChild(cmd)
+	err := runChild(cmd, p.mem)
 	if err == nil {
 		return nil
 	}
