@@ -187,7 +187,7 @@ func run(kind string, n, submitters int) error {
 	if err != nil {
 		return err
 	}
-	capped, err := newKey(ctx, db, store.Caps{Daily: 1 << 50, Monthly: 1 << 50})
+	capped, err := newKey(ctx, db, store.Caps{Daily: money.CapOf(1 << 50), Monthly: money.CapOf(1 << 50)})
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func run(kind string, n, submitters int) error {
 	}
 
 	// A cap of exactly 100 reservations against 4 × as many concurrent creates.
-	binding, err := newKey(ctx, db, store.Caps{Daily: 100 * amount})
+	binding, err := newKey(ctx, db, store.Caps{Daily: money.CapOf(100 * amount)})
 	if err != nil {
 		return err
 	}
@@ -256,10 +256,9 @@ func seedFigures(ctx context.Context, db *sqldb.DB, n, submitters int) error {
 	if _, _, _, err := create(ctx, db, keys.Caller{Key: k}, n, submitters); err != nil {
 		return err
 	}
-	k.Caps = store.Caps{Daily: 1 << 50, Monthly: 1 << 50}
+	k.Caps = store.Caps{Daily: money.CapOf(1 << 50), Monthly: money.CapOf(1 << 50)}
 	tenant := &catalog.Tenant{ID: k.TenantID, Currency: "USD"}
-	huge := catalog.Rate(1 << 50)
-	tenant.SpendCaps.Daily = &huge
+	tenant.SpendCaps.Daily = catalog.Cap{Cap: money.CapOf(1 << 50)}
 	c := keys.Caller{Key: k, Tenant: tenant}
 	start := time.Now()
 	if _, _, _, err := create(ctx, db, c, 1, 1); err != nil {

@@ -27,6 +27,13 @@ type attackStats struct {
 	// the header line the kernel took before the server stopped it.
 	HeaderAnswers  map[string]int `json:"header_answers,omitempty"`
 	HeaderBodySent []int          `json:"header_bytes_sent,omitempty"`
+	// Paced and stalled uploads (slow.go): the answers by kind ("paced upload", "stalled
+	// upload") and status, and how long after its headers each one was answered.
+	Uploads    map[string]map[string]int  `json:"uploads,omitempty"`
+	UploadTook map[string][]time.Duration `json:"upload_took,omitempty"`
+	// Admin slowloris: how each held connection ended ("429", "503", "dropped (header
+	// timeout)", "held to the end").
+	AdminAnswers map[string]int `json:"admin_answers,omitempty"`
 }
 
 func (st *attackStats) fail(err error) {

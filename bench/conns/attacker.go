@@ -19,7 +19,7 @@ import (
 // kernel's work for a socket's writes is done in the writer's system calls, so it is
 // charged to the niced process too.
 type attacker struct {
-	Mode      string   `json:"mode"`  // "downloads" or "headers"
+	Mode      string   `json:"mode"`  // "downloads", "headers", "slow-uploads" or "admin"
 	Addr      string   `json:"addr"`  // the server, 127.0.0.1:PORT
 	Links     []string `json:"links"` // paths and queries of the stored results' links
 	Key       string   `json:"key"`
@@ -31,6 +31,15 @@ type attacker struct {
 	UploadAttackers int           `json:"upload_attackers"`
 	Hold            time.Duration `json:"hold"`
 	Ramp            float64       `json:"ramp"` // sockets opened per second
+	// Slow uploads (mode "slow-uploads", slow.go).
+	PacedUploads   int `json:"paced_uploads"`
+	StalledUploads int `json:"stalled_uploads"`
+	UploadBytes    int `json:"upload_bytes"`
+	UploadRate     int `json:"upload_rate"` // bytes a second
+	// Admin slowloris (mode "admin", slow.go).
+	AdminAddr      string `json:"admin_addr"`
+	AdminSlowloris int    `json:"admin_slowloris"`
+	AdminAttackers int    `json:"admin_attackers"`
 }
 
 // runAttacker is the attacker process: it runs the attack for Hold, closes everything and
@@ -49,6 +58,10 @@ func runAttacker(spec string, stdout, stderr io.Writer) int {
 		a.downloadAttack(ctx, st)
 	case "headers":
 		a.headerAttack(ctx, st)
+	case "slow-uploads":
+		a.slowUploadAttack(ctx, st)
+	case "admin":
+		a.adminSlowlorisAttack(ctx, st)
 	default:
 		fmt.Fprintf(stderr, "bench/conns attacker: unknown mode %q\n", a.Mode)
 		return 2
@@ -66,7 +79,9 @@ const attackGrace = 30 * time.Second
 // attack runs the attacker process for one phase and fills st from its report.
 func (b *bench) attack(phase context.Context, mode string, st *attackStats) {
 	spec, _ := json.Marshal(attacker{Mode: mode, Addr: b.addr, Links: b.links, Key: b.key, Stalled: b.o.stalled,
-		Uploads: b.o.uploads, Headers: b.o.headers, Attackers: b.o.attackers, UploadAttackers: b.o.uploadAttackers, Hold: b.o.hold, Ramp: b.o.ramp})
+		Uploads: b.o.uploads, Headers: b.o.headers, Attackers: b.o.attackers, UploadAttackers: b.o.uploadAttackers, Hold: b.o.hold, Ramp: b.o.ramp,
+		PacedUploads: b.o.pacedUploads, StalledUploads: b.o.stalledUploads, UploadBytes: b.o.uploadBytes, UploadRate: b.o.uploadRate,
+		AdminAddr: b.adminAddr, AdminSlowloris: b.o.adminSlowloris, AdminAttackers: b.o.adminAttackers})
 	self, err := os.Executable()
 	if err != nil {
 		st.fail(err)

@@ -11,7 +11,15 @@
 //     the uploads from the first -upload-attackers of them only, so that the per-address
 //     bounds (of connections, of downloads) and the total ones are met;
 //   - headers: -headers sockets each send GET /healthz with one header line of 1,040,000
-//     bytes that never ends.
+//     bytes that never ends;
+//   - slow uploads (issue 41): -paced-uploads input_reference uploads of -upload-bytes each
+//     at -upload-rate (7 MB at 200 KB/s: 35 s, past the old 30 s body deadline), and
+//     -stalled-uploads that stop after 64 KiB;
+//   - admin slowloris (issue 41): -admin-slowloris connections to the admin listener with
+//     unfinished headers from -admin-attackers addresses, reopened when dropped.
+//
+// In every phase an operator also calls GET /admin/v1/whoami on the admin listener at
+// -admin-rate, a new connection each, as the CLI does.
 //
 // It prints, per phase, the well-behaved client's latency (p50, p99, max) and anything it
 // was refused, the server's resident memory (VmRSS sampled, VmHWM) and open descriptors, and
@@ -36,6 +44,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -59,7 +68,17 @@ type options struct {
 	serveArgs       []string
 	quick           bool
 	attacker        string // set in the attacker process (attacker.go)
+	// Issue 41's phases (slow.go).
+	pacedUploads, stalledUploads int
+	uploadBytes, uploadRate      int
+	adminSlowloris               int
+	adminAttackers               int
+	adminRate                    float64
+	phases                       map[string]bool
 }
+
+// allPhases are the phases in the order they run; -phases picks some.
+var allPhases = []string{"baseline", "downloads", "headers", "slow-uploads", "admin-slowloris"}
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
@@ -79,6 +98,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	serveArgs := fs.String("serve-args", "", "extra arguments for mediagen serve, space separated")
 	fs.StringVar(&o.attacker, "attacker", "", "internal: run as the attacker process with this JSON spec")
 	fs.BoolVar(&o.quick, "quick", false, "smoke test: 500 stalled, 50 uploads, 500 header sockets, 5 s phases (explicit flags win)")
+	fs.IntVar(&o.pacedUploads, "paced-uploads", 50, "slow-uploads phase: input_reference uploads sent at -upload-rate (from the first -upload-attackers addresses)")
+	fs.IntVar(&o.stalledUploads, "stalled-uploads", 50, "slow-uploads phase: uploads that send their first 64 KiB at -upload-rate and then nothing")
+	fs.IntVar(&o.uploadBytes, "upload-bytes", 7_000_000, "slow-uploads phase: the size of each upload's image (the issue's was 7.7 MB)")
+	fs.IntVar(&o.uploadRate, "upload-rate", 200_000, "slow-uploads phase: each upload's rate in bytes a second (the issue's 200 KB/s)")
+	fs.IntVar(&o.adminSlowloris, "admin-slowloris", 40, "admin-slowloris phase: connections to the admin listener with unfinished headers, reopened when dropped")
+	fs.IntVar(&o.adminAttackers, "admin-attackers", 1, "admin-slowloris phase: how many addresses (127.0.0.2 on) they come from")
+	fs.Float64Var(&o.adminRate, "admin-rate", 10, "operator calls (GET /admin/v1/whoami, a new connection each) per second in every phase")
+	phases := fs.String("phases", strings.Join(allPhases, ","), "the phases to run, comma separated: "+strings.Join(allPhases, ", "))
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -93,6 +120,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 				*p = map[string]int{"stalled": 500, "uploads": 50, "headers": 500}[name]
 			}
 		}
+		for name, p := range map[string]*int{"paced-uploads": &o.pacedUploads, "stalled-uploads": &o.stalledUploads, "upload-bytes": &o.uploadBytes} {
+			if !set[name] {
+				*p = map[string]int{"paced-uploads": 10, "stalled-uploads": 10, "upload-bytes": 600_000}[name]
+			}
+		}
 		if !set["hold"] {
 			o.hold = 5 * time.Second
 		}
@@ -101,6 +133,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	o.serveArgs = strings.Fields(*serveArgs)
+	o.phases = map[string]bool{}
+	for _, p := range strings.Split(*phases, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			if !slices.Contains(allPhases, p) {
+				return o, fmt.Errorf("-phases: unknown phase %q (%s)", p, strings.Join(allPhases, ", "))
+			}
+			o.phases[p] = true
+		}
+	}
 	switch {
 	case o.stalled < 0 || o.uploads < 0 || o.headers < 0:
 		return o, errors.New("-stalled, -uploads and -headers must not be negative")
@@ -108,6 +149,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-attackers must be from 1 to 250 (127.0.0.2 to 127.0.0.251)")
 	case o.uploadAttackers < 1 || o.uploadAttackers > o.attackers:
 		return o, errors.New("-upload-attackers must be from 1 to -attackers")
+	case o.pacedUploads < 0 || o.stalledUploads < 0 || o.adminSlowloris < 0 || o.uploadBytes < 1 || o.uploadRate < 10 || o.adminRate <= 0:
+		return o, errors.New("-paced-uploads, -stalled-uploads, -admin-slowloris must not be negative, -upload-bytes, -upload-rate (≥ 10) and -admin-rate must be positive")
+	case o.adminAttackers < 1 || o.adminAttackers > o.attackers:
+		return o, errors.New("-admin-attackers must be from 1 to -attackers")
 	case o.links < 1:
 		return o, errors.New("-links must be at least 1")
 	case o.hold <= 0 || o.baseline <= 0 || o.rate <= 0 || o.ramp <= 0:
@@ -152,15 +197,20 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	for _, ph := range []struct {
-		name string
-		run  func(context.Context) *phaseResult
+		flag, name string
+		run        func(context.Context) *phaseResult
 	}{
-		{"baseline", b.baselinePhase},
-		{"downloads + uploads", b.downloadPhase},
-		{"headers", b.headerPhase},
+		{"baseline", "baseline", b.baselinePhase},
+		{"downloads", "downloads + uploads", b.downloadPhase},
+		{"headers", "headers", b.headerPhase},
+		{"slow-uploads", "slow uploads", b.slowUploadPhase},
+		{"admin-slowloris", "admin slowloris", b.adminPhase},
 	} {
 		if ctx.Err() != nil {
 			break
+		}
+		if !o.phases[ph.flag] {
+			continue
 		}
 		b.logf("phase %s", ph.name)
 		r := ph.run(ctx)

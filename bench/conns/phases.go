@@ -18,8 +18,9 @@ import (
 type phaseResult struct {
 	name            string
 	healthz, video  load.Result
-	rssPeak, rssEnd float64 // MiB, sampled every samplePeriod
-	hwm             float64 // MiB: the server's VmHWM at the end of the phase (its peak so far)
+	admin           load.Result // the operator's calls on the admin listener
+	rssPeak, rssEnd float64     // MiB, sampled every samplePeriod
+	hwm             float64     // MiB: the server's VmHWM at the end of the phase (its peak so far)
 	fdsPeak, fdsEnd int
 	attack          *attackStats
 	counters        []counter // the server's own figures over the phase (nil: it has none)
@@ -60,9 +61,10 @@ func (b *bench) measure(ctx context.Context, d time.Duration, attack func(contex
 			attack(phase)
 		}()
 	}
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); r.healthz = b.poll(ctx, d, "/healthz", "") }()
 	go func() { defer wg.Done(); r.video = b.poll(ctx, d, "/v1/videos/"+b.taskID, b.key) }()
+	go func() { defer wg.Done(); r.admin = b.pollAdmin(ctx, d) }()
 	wg.Wait()
 	r.hwm = statusMiB(b.srv.PID(), "VmHWM:")
 	if after := b.scrape(ctx); before != nil && after != nil {
@@ -91,6 +93,42 @@ func (b *bench) poll(ctx context.Context, d time.Duration, path, key string) loa
 		b.logf("poll %s: %v", path, err)
 	}
 	return res
+}
+
+// pollAdmin is the operator: GET /admin/v1/whoami on the admin listener at -admin-rate for
+// d, from 127.0.0.1, a new connection each, as the CLI makes its calls.
+func (b *bench) pollAdmin(ctx context.Context, d time.Duration) load.Result {
+	client := load.NewClient(2)
+	client.Transport.(*http.Transport).DisableKeepAlives = true
+	res, err := load.Run(ctx, load.Config{
+		Rate: b.o.adminRate, Duration: d, MaxInFlight: 64, Timeout: 5 * time.Second, Client: client,
+		NewRequest: func(int) (*http.Request, error) {
+			req, err := http.NewRequest(http.MethodGet, b.adminBase+"/admin/v1/whoami", nil)
+			if err == nil {
+				req.Header.Set("Authorization", "Bearer "+b.adminToken)
+			}
+			return req, err
+		},
+		Expect: func(s int) bool { return s == http.StatusOK },
+	})
+	if err != nil {
+		b.logf("poll the admin listener: %v", err)
+	}
+	return res
+}
+
+func (b *bench) slowUploadPhase(ctx context.Context) *phaseResult {
+	st := &attackStats{}
+	r := b.measure(ctx, b.o.hold, func(phase context.Context) { b.attack(phase, "slow-uploads", st) })
+	r.attack = st
+	return r
+}
+
+func (b *bench) adminPhase(ctx context.Context) *phaseResult {
+	st := &attackStats{}
+	r := b.measure(ctx, b.o.hold, func(phase context.Context) { b.attack(phase, "admin", st) })
+	r.attack = st
+	return r
 }
 
 func (b *bench) baselinePhase(ctx context.Context) *phaseResult {
@@ -165,6 +203,9 @@ var watched = []struct {
 	{"mediagen_rate_limited_total", `scope="server"`, false},
 	{"mediagen_http_responses_stalled_total", "", false},
 	{"mediagen_http_requests_total", `status="408"`, false},
+	{"mediagen_http_connections_refused_total", `listener="admin",reason="per_client"`, false},
+	{"mediagen_http_connections_refused_total", `listener="admin",reason="high_water"`, false},
+	{"mediagen_http_connections_refused_total", `listener="admin",reason="full"`, false},
 	{"mediagen_http_connections", `listener="api"`, true},
 }
 

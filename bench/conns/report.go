@@ -57,14 +57,15 @@ func (b *bench) report() {
 		fmt.Fprintf(w, "server: mediagen serve %s(SQLite, sandbox), %d stored results of %d bytes; attackers from 127.0.0.2–127.0.0.%d (uploads from the first %d) at %.0f sockets/s (nice 19); well-behaved client from 127.0.0.1 at %.0f requests/s to each target\n",
 			strings.Join(append(b.o.serveArgs, ""), " "), len(b.links), b.linkSize, 1+b.o.attackers, b.o.uploadAttackers, b.o.ramp, b.o.rate)
 	}
-	fmt.Fprintf(w, "sizes: %d stalled downloads + %d slow uploads, then %d header sockets; %v per attack phase\n\n",
-		b.o.stalled, b.o.uploads, b.o.headers, b.o.hold)
-	fmt.Fprintf(w, "| phase | /healthz p50 · p99 · max (ms) | GET /v1/videos/{id} p50 · p99 · max (ms) | p99 from the send · the client's start lag p99 (ms) | well-behaved requests not answered 200 | server VmRSS peak · end (MiB) | VmHWM (MiB) | server fds peak · end |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "sizes: %d stalled downloads + %d slow uploads, then %d header sockets; then %d input_reference uploads of %d bytes at %d B/s + %d stalled after 64 KiB; then %d admin connections with unfinished headers from %d address(es), reopened; %v per attack phase; operator calls at %.0f/s; phases: %s\n\n",
+		b.o.stalled, b.o.uploads, b.o.headers, b.o.pacedUploads, b.o.uploadBytes, b.o.uploadRate, b.o.stalledUploads,
+		b.o.adminSlowloris, b.o.adminAttackers, b.o.hold, b.o.adminRate, strings.Join(slices.DeleteFunc(slices.Clone(allPhases), func(p string) bool { return !b.o.phases[p] }), ", "))
+	fmt.Fprintf(w, "| phase | /healthz p50 · p99 · max (ms) | GET /v1/videos/{id} p50 · p99 · max (ms) | operator GET /admin/v1/whoami, new connection, p50 · p99 · max (ms) | p99 from the send · the client's start lag p99 (ms) | well-behaved requests not answered 200 (healthz / video / operator) | server VmRSS peak · end (MiB) | VmHWM (MiB) | server fds peak · end |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range b.results {
-		fmt.Fprintf(w, "| %s | %s | %s | %s · %s, %s · %s | %s / %s | %.0f · %.0f | %.0f | %d · %d |\n", r.name, lat(r.healthz), lat(r.video),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s · %s, %s · %s | %s / %s / %s | %.0f · %.0f | %.0f | %d · %d |\n", r.name, lat(r.healthz), lat(r.video), lat(r.admin),
 			ms(r.healthz.Service.P99), ms(r.healthz.StartLag.P99), ms(r.video.Service.P99), ms(r.video.StartLag.P99),
-			refused(r.healthz), refused(r.video), r.rssPeak, r.rssEnd, r.hwm, r.fdsPeak, r.fdsEnd)
+			refused(r.healthz), refused(r.video), refused(r.admin), r.rssPeak, r.rssEnd, r.hwm, r.fdsPeak, r.fdsEnd)
 	}
 	fmt.Fprintln(w)
 	for _, r := range b.results {
@@ -83,6 +84,23 @@ func (b *bench) report() {
 		if st.Opened["slow upload"] > 0 {
 			fmt.Fprintf(w, "; slow uploads cut by the server: %d (median %v after the phase began), still open at the end: %d",
 				len(st.UploadCut), median(st.UploadCut).Round(100*time.Millisecond), st.UploadsAtEnd)
+		}
+		for _, kind := range slices.Sorted(maps.Keys(st.Uploads)) {
+			var as []string
+			for _, k := range slices.Sorted(maps.Keys(st.Uploads[kind])) {
+				as = append(as, fmt.Sprintf("%s: %d", k, st.Uploads[kind][k]))
+			}
+			took := slices.Clone(st.UploadTook[kind])
+			slices.Sort(took)
+			fmt.Fprintf(w, "; %ss answered %s, after (median · max) %v · %v", kind, strings.Join(as, ", "),
+				median(took).Round(100*time.Millisecond), took[len(took)-1].Round(100*time.Millisecond))
+		}
+		if len(st.AdminAnswers) > 0 {
+			var as []string
+			for _, k := range slices.Sorted(maps.Keys(st.AdminAnswers)) {
+				as = append(as, fmt.Sprintf("%s: %d", k, st.AdminAnswers[k]))
+			}
+			fmt.Fprintf(w, "; how the admin connections ended: %s", strings.Join(as, ", "))
 		}
 		if len(st.HeaderAnswers) > 0 {
 			var as []string
@@ -131,7 +149,7 @@ func (b *bench) verdict() {
 	var bad int64
 	var hwm float64
 	for _, r := range b.results {
-		for _, x := range []load.Result{r.healthz, r.video} {
+		for _, x := range []load.Result{r.healthz, r.video, r.admin} {
 			worst = max(worst, x.Latency.P99)
 			bad += x.Errors + x.Dropped
 		}

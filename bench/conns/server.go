@@ -28,12 +28,14 @@ type bench struct {
 	srv      *proc.Proc
 	base     string // http://127.0.0.1:PORT
 	addr     string // 127.0.0.1:PORT
-	key      string
-	taskID   string
-	links    []string // paths and queries of the stored results' links
-	linkSize int64
-	client   *http.Client
-	results  []*phaseResult
+	// The admin listener (--admin-listen) and an operator token for its well-behaved calls.
+	adminAddr, adminBase, adminToken string
+	key                              string
+	taskID                           string
+	links                            []string // paths and queries of the stored results' links
+	linkSize                         int64
+	client                           *http.Client
+	results                          []*phaseResult
 
 	cleanMu  sync.Mutex
 	cleanups []func()
@@ -109,7 +111,10 @@ func (b *bench) writeCatalog() (string, error) {
 	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
-var secretLine = regexp.MustCompile(`(?m)^secret:\s+(mg_[a-z2-7]{40})\s*$`)
+var (
+	secretLine   = regexp.MustCompile(`(?m)^secret:\s+(mg_[a-z2-7]{40})\s*$`)
+	adminTokenRe = regexp.MustCompile(`mga_[a-z2-7]{52}`)
+)
 
 // start builds and starts the server, makes a key and stores one result.
 func (b *bench) start(ctx context.Context) error {
@@ -130,14 +135,19 @@ func (b *bench) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		args := append([]string{"serve", "--listen", addr, "--data-dir", data, "--catalog", cat, "--log-level", "warn",
-			"--sandbox-pace", "0s"}, b.o.serveArgs...)
+		adminAddr, err := proc.FreeAddr()
+		if err != nil {
+			return err
+		}
+		args := append([]string{"serve", "--listen", addr, "--admin-listen", adminAddr, "--data-dir", data, "--catalog", cat,
+			"--log-level", "warn", "--sandbox-pace", "0s"}, b.o.serveArgs...)
 		p, err := proc.Start("mediagen", bin, filepath.Join(b.tmp, fmt.Sprintf("serve-%d.log", attempt)), proc.ChildEnv(), args...)
 		if err != nil {
 			return err
 		}
 		b.onCleanup(func() { p.Stop(10 * time.Second) })
 		b.base, b.addr = "http://"+addr, addr
+		b.adminAddr, b.adminBase = adminAddr, "http://"+adminAddr
 		if err = proc.WaitReady(ctx, p, b.base, "/readyz", 60*time.Second); err == nil {
 			b.srv = p
 			break
@@ -158,6 +168,14 @@ func (b *bench) start(ctx context.Context) error {
 		return fmt.Errorf("create key: no secret in the output:\n%s", out)
 	}
 	b.key = m[1]
+	out, err = proc.Run(ctx, time.Minute, data, bin, "admin", "token", "create", "--name", "bench-conns", "--role", "operator",
+		"--data-dir", data)
+	if err != nil {
+		return fmt.Errorf("create admin token: %w", err)
+	}
+	if b.adminToken = adminTokenRe.FindString(out); b.adminToken == "" {
+		return fmt.Errorf("create admin token: no secret in the output:\n%s", out)
+	}
 	b.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	b.onCleanup(b.client.CloseIdleConnections)
 	return b.storeResults(ctx)

@@ -122,9 +122,10 @@ func adminCommands() []adminCmd {
 		{path: "credit", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
 			key := fs.String("key", "", "key id (required)")
 			amount := fs.String("amount", "", "amount in currency units, e.g. 12.50 (required)")
-			note := fs.String("note", "", "a note stored with the ledger transaction")
+			note := fs.String("note", "", "a note stored with the ledger transaction (required with --force)")
+			force := fs.Bool("force", false, "credit a revoked key anyway (needs --note; audited)")
 			return func(e *adminEnv, _ []string) error {
-				return e.credit(context.Background(), *key, *amount, *note)
+				return e.credit(context.Background(), *key, *amount, *note, *force)
 			}
 		}},
 		{path: "ledger check", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
@@ -282,15 +283,18 @@ func (e *adminEnv) keyRevoke(ctx context.Context, id string) error {
 	return nil
 }
 
-func (e *adminEnv) credit(ctx context.Context, keyID, amountText, note string) error {
+func (e *adminEnv) credit(ctx context.Context, keyID, amountText, note string, force bool) error {
 	if keyID == "" || amountText == "" {
 		return usageError{"credit: --key and --amount are required"}
+	}
+	if force && note == "" {
+		return usageError{"credit: --force needs --note saying why (it is kept in the audit log)"}
 	}
 	amount, err := money.Parse(amountText)
 	if err != nil || amount <= 0 {
 		return usageError{fmt.Sprintf("credit: --amount %q must be a positive decimal with at most 6 decimal places", amountText)}
 	}
-	c, err := e.svc.Credit(ctx, e.actor, keyID, opadmin.CreditInput{Amount: amount, Note: note})
+	c, err := e.svc.Credit(ctx, e.actor, keyID, opadmin.CreditInput{Amount: amount, Note: note, Force: force})
 	if err != nil {
 		return cliError("credit", err)
 	}

@@ -31,8 +31,8 @@ func adminKeyCommands() []adminCmd {
 			name := fs.String("name", "", "a new label")
 			expires := fs.String("expires", "", "a new expiry: a duration from now (720h, 30d) or a time (2027-01-01T00:00:00Z)")
 			noExpiry := fs.Bool("no-expiry", false, "remove the expiry")
-			daily := fs.String("daily-cap", "", "spend cap per UTC day, e.g. 5.00 (0 or none: no cap)")
-			monthly := fs.String("monthly-cap", "", "spend cap per UTC month, e.g. 100 (0 or none: no cap)")
+			daily := fs.String("daily-cap", "", "spend cap per UTC day, e.g. 5.00 (0: nothing may be spent; none: no cap)")
+			monthly := fs.String("monthly-cap", "", "spend cap per UTC month, e.g. 100 (0: nothing may be spent; none: no cap)")
 			return func(e *adminEnv, args []string) error {
 				if len(args) != 1 {
 					return usageError{"key update: give exactly one key id"}
@@ -58,7 +58,7 @@ func adminKeyCommands() []adminCmd {
 				for _, f := range []struct {
 					name string
 					v    *string
-					to   **money.Micros
+					to   **money.Cap
 				}{{"daily-cap", daily, &in.Daily}, {"monthly-cap", monthly, &in.Monthly}} {
 					if !set[f.name] {
 						continue
@@ -79,8 +79,9 @@ func adminKeyCommands() []adminCmd {
 			key := fs.String("key", "", "key id (required)")
 			amount := fs.String("amount", "", "amount in currency units, e.g. 2.50 (required)")
 			note := fs.String("note", "", "why: stored with the ledger transaction (required)")
+			force := fs.Bool("force", false, "debit a revoked key anyway (audited)")
 			return func(e *adminEnv, _ []string) error {
-				return e.debit(context.Background(), *key, *amount, *note)
+				return e.debit(context.Background(), *key, *amount, *note, *force)
 			}
 		}},
 	}
@@ -94,8 +95,8 @@ type keyCreateOpts struct {
 func keyCreateFlags(fs *flag.FlagSet) *keyCreateOpts {
 	return &keyCreateOpts{
 		expires: fs.String("expires", "", "expiry: a duration from now (720h, 30d) or a time (2027-01-01T00:00:00Z); default never"),
-		daily:   fs.String("daily-cap", "", "spend cap per UTC day, e.g. 5.00"),
-		monthly: fs.String("monthly-cap", "", "spend cap per UTC month, e.g. 100"),
+		daily:   fs.String("daily-cap", "", "spend cap per UTC day, e.g. 5.00 (0: nothing may be spent; none or absent: no cap)"),
+		monthly: fs.String("monthly-cap", "", "spend cap per UTC month, e.g. 100 (0: nothing may be spent; none or absent: no cap)"),
 		credit:  fs.String("credit", "", "initial credit, e.g. 10, in the same transaction as the key"),
 	}
 }
@@ -113,7 +114,7 @@ func (o *keyCreateOpts) input(now time.Time) (opadmin.KeyInput, error) {
 	for _, f := range []struct {
 		name string
 		v    *string
-		to   *money.Micros
+		to   *money.Cap
 	}{{"daily-cap", o.daily, &in.Caps.Daily}, {"monthly-cap", o.monthly, &in.Caps.Monthly}} {
 		if *f.v == "" {
 			continue
@@ -139,11 +140,11 @@ func printKeyTerms(w io.Writer, k opadmin.Key, currency string) {
 	if !k.ExpiresAt.IsZero() {
 		fmt.Fprintf(w, "expires: %s\n", k.ExpiresAt.Format(time.RFC3339))
 	}
-	if c := k.Caps; c != nil && c.Daily > 0 {
-		fmt.Fprintf(w, "daily cap:   %s %s per UTC day\n", c.Daily, currency)
+	if c := k.Caps; c != nil && c.Daily != nil {
+		fmt.Fprintf(w, "daily cap:   %s %s per UTC day\n", *c.Daily, currency)
 	}
-	if c := k.Caps; c != nil && c.Monthly > 0 {
-		fmt.Fprintf(w, "monthly cap: %s %s per UTC month\n", c.Monthly, currency)
+	if c := k.Caps; c != nil && c.Monthly != nil {
+		fmt.Fprintf(w, "monthly cap: %s %s per UTC month\n", *c.Monthly, currency)
 	}
 }
 
@@ -192,11 +193,11 @@ func capColumns(k opadmin.Key) (daily, monthly string) {
 		}
 		return *v
 	}
-	if c.Daily > 0 {
-		daily = fmt.Sprintf("%s (%s spent)", c.Daily, spent(c.SpentToday))
+	if c.Daily != nil {
+		daily = fmt.Sprintf("%s (%s spent)", *c.Daily, spent(c.SpentToday))
 	}
-	if c.Monthly > 0 {
-		monthly = fmt.Sprintf("%s (%s spent)", c.Monthly, spent(c.SpentInMonth))
+	if c.Monthly != nil {
+		monthly = fmt.Sprintf("%s (%s spent)", *c.Monthly, spent(c.SpentInMonth))
 	}
 	return daily, monthly
 }
@@ -233,7 +234,7 @@ func (e *adminEnv) keyUpdate(ctx context.Context, id string, in opadmin.KeyUpdat
 	return nil
 }
 
-func (e *adminEnv) debit(ctx context.Context, keyID, amountText, note string) error {
+func (e *adminEnv) debit(ctx context.Context, keyID, amountText, note string, force bool) error {
 	if keyID == "" || amountText == "" || note == "" {
 		return usageError{"debit: --key, --amount and --note are required (a correction says why)"}
 	}
@@ -241,7 +242,7 @@ func (e *adminEnv) debit(ctx context.Context, keyID, amountText, note string) er
 	if err != nil || amount <= 0 {
 		return usageError{fmt.Sprintf("debit: --amount %q must be a positive decimal with at most 6 decimal places", amountText)}
 	}
-	d, err := e.svc.Debit(ctx, e.actor, keyID, opadmin.DebitInput{Amount: amount, Note: note})
+	d, err := e.svc.Debit(ctx, e.actor, keyID, opadmin.DebitInput{Amount: amount, Note: note, Force: force})
 	if err != nil {
 		return cliError("debit", err)
 	}

@@ -93,3 +93,38 @@ func TestAdminKeyLifecycleCommands(t *testing.T) {
 		t.Errorf("refused creates made keys:\n%s", list)
 	}
 }
+
+// The CLI's money rules: a cap of 0 is a cap and none removes it; amounts above their ceiling
+// are refused naming it; a revoked key is credited or debited only with --force and a note,
+// and the forced write is audited.
+func TestAdminMoneyCommandsKeepCeilingsCapsAndRevokedKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := admin(t, dir, "key", "create", "--tenant", "demo", "--name", "z", "--daily-cap", "0", "--credit", "3")
+	id := regexp.MustCompile(`key id:\s+(key_\S+)`).FindStringSubmatch(out)
+	if id == nil || !strings.Contains(out, "daily cap:   0 USD per UTC day") {
+		t.Fatalf("key create with --daily-cap 0:\n%s", out)
+	}
+	fail := func(want string, args ...string) {
+		t.Helper()
+		err := run(context.Background(), append(append([]string{"admin"}, args...), "--data-dir", dir), env(nil), io.Discard, io.Discard)
+		if err == nil || exitCode(err) == 0 || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: err = %v, want one saying %q", args, err, want)
+		}
+	}
+	fail("1000000000000", "credit", "--key", id[1], "--amount", "9223372036774.775807")
+	fail("1000000000000", "key", "update", id[1], "--monthly-cap", "1000000000000.5")
+	admin(t, dir, "key", "revoke", id[1])
+	fail("revoked", "credit", "--key", id[1], "--amount", "1")
+	fail("revoked", "debit", "--key", id[1], "--amount", "1", "--note", "x")
+	fail("--note", "credit", "--key", id[1], "--amount", "1", "--force")
+	if out := admin(t, dir, "credit", "--key", id[1], "--amount", "1", "--force", "--note", "refund owed"); !strings.Contains(out, "available now 4 USD") {
+		t.Errorf("forced credit:\n%s", out)
+	}
+	if out := admin(t, dir, "debit", "--key", id[1], "--amount", "2", "--force", "--note", "correction"); !strings.Contains(out, "available now 2 USD") {
+		t.Errorf("forced debit:\n%s", out)
+	}
+	if out := admin(t, dir, "ledger", "check"); !strings.Contains(out, "ledger: OK") {
+		t.Errorf("ledger check:\n%s", out)
+	}
+}

@@ -18,15 +18,14 @@ import (
 	"mediagen/internal/video"
 )
 
-// Timeouts of the admin listener. Its bodies are a few hundred bytes and its answers small
-// pages, so a request that takes longer than these is stuck, not slow.
-const (
-	adminReadTimeout  = 30 * time.Second
-	adminWriteTimeout = 60 * time.Second
-)
+// adminWriteTimeout bounds an answer of the admin listener: its answers are small pages, so
+// one that takes longer is stuck, not slow. Its request bodies are read as the API's are
+// (httpapi.BodyPace): a deadline that moves while bytes arrive, 408 when they stop. A
+// whole-request ReadTimeout would also cancel a request's context once it passed.
+const adminWriteTimeout = 60 * time.Second
 
-// startAdmin serves the admin API on its own listener (--admin-listen), bounded like the other
-// operator listeners. The public API's handler has no /admin/ route, so the admin API cannot
+// startAdmin serves the admin API on its own listener (--admin-listen), bounded like the API's
+// listener at its own scale (wrapAdmin). The public API's handler has no /admin/ route, so the admin API cannot
 // be reached through the public address.
 func (m *Main) startAdmin() error {
 	ln, err := net.Listen("tcp", m.Config.AdminListen)
@@ -61,11 +60,11 @@ func (m *Main) startAdmin() error {
 	})
 	// A server span per request when tracing is on (docs/tracing.md); off, not in the chain.
 	mux = tracing.Middleware(m.tracing.Tracer(), adminSpanName(srv, op))(mux)
-	bounded := wrapOps(netlimit.ListenerAdmin, ln, m.connMetrics)
+	mux = netlimit.PaceBodies(mux, httpapi.BodyPace(0, 0))
+	bounded := wrapAdmin(ln, m.Config.proxies, m.connMetrics)
 	m.admin = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: httpapi.ReadHeaderTimeout,
-		ReadTimeout:       adminReadTimeout,
 		WriteTimeout:      adminWriteTimeout,
 		IdleTimeout:       httpapi.IdleTimeout,
 		MaxHeaderBytes:    httpapi.MaxHeaderBytes,

@@ -19,6 +19,7 @@ import (
 	"mediagen/internal/httpapi"
 	"mediagen/internal/jobs"
 	"mediagen/internal/limits"
+	"mediagen/internal/media/budget"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/media/samples"
@@ -42,7 +43,12 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	fetchOpts, _ := c.fetchOptions()
 	fetchOpts.TLSConfig = m.FetchTLS
-	tools := ffmpeg.Tools{Preset: c.EncodePreset}
+	reg := prometheus.NewRegistry()
+	m.reg = reg
+	// One budget of media processes for the whole process: every ffmpeg, ffprobe and
+	// espeak-ng child of every part below waits in it, fairly across tenants (docs/limits.md).
+	m.media = budget.New(budget.Config{Size: c.MediaSlots, Registry: reg})
+	tools := ffmpeg.Tools{Preset: c.EncodePreset, Budget: m.media}
 	// A process killed mid-run (SIGKILL, power loss) ran no deferred cleanup: its tools'
 	// scratch directories stay in the temporary directory until someone removes them.
 	if n, err := tools.RemoveStaleTemp(os.TempDir(), time.Now()); err != nil {
@@ -56,8 +62,6 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	}
 	fetch := safefetch.New(fetchOpts)
 	m.reload.tools, m.reload.fetch = tools, fetch // a reload makes new local engines with them
-	reg := prometheus.NewRegistry()
-	m.reg = reg
 	registerStoreMetrics(reg, m.db)
 	registerHealthMetrics(reg, m.db, m.blobs)
 	m.setWeights(m.cat())
@@ -76,6 +80,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	videos.Assets = videoAssets{assets}
 	videos.Blobs = m.blobs
 	videos.FirstFrame = tools.FirstFrameJPG
+	videos.Media = m.media
 	var tasks *video.Tasks
 	engines := &engineSet{}
 	// One health per account for the process: routed video tasks and routed speech requests
@@ -201,7 +206,7 @@ func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safef
 	c := &m.Config
 	svc := &speech.Service{Store: m.db, Engines: map[string]provider.Synthesizer{}, Fetch: fetch, Blobs: blob.Traced(m.blobs, m.tracing.Tracer()),
 		Probe: tools, Trim: tools, Logger: m.log, LinkTTL: c.LinkTTL, Wait: c.SpeechTimeout, Metrics: speech.NewMetrics(reg),
-		Tracer: m.tracing.Tracer()}
+		Tracer: m.tracing.Tracer(), Media: m.media}
 	if m.engine == nil && c.Role == "api" {
 		if err := tools.Check(ctx); err != nil {
 			m.log.Warn("speech is unavailable in this process: ffmpeg, ffprobe and espeak-ng are missing", "err", err)

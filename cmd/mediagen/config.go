@@ -17,6 +17,7 @@ import (
 	"mediagen/internal/console"
 	"mediagen/internal/limits"
 	"mediagen/internal/logctx"
+	"mediagen/internal/media/budget"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/media/samples"
@@ -95,6 +96,9 @@ type Config struct {
 	VerifyTTL       time.Duration // lifetime of a real-human verification token
 	AssetMaxMB      int           // largest accepted asset source, in MiB
 	MaxProbes       int           // remote videos this process measures at once (submission)
+	// MediaSlots is the media budget: media processes (ffmpeg, ffprobe, espeak-ng) this
+	// process runs at once, whatever starts them; 0 derives it from the cores and memory.
+	MediaSlots int
 	// SpeechTimeout is the bounded wait of POST /v1/audio/speech: the engine must deliver the
 	// audio within it, and a retry waits at most this long for a running original.
 	SpeechTimeout time.Duration
@@ -170,6 +174,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		dur(&c.VerifyTTL, "verify-ttl", 15*time.Minute, "lifetime of a real-human verification token")
 		num(&c.AssetMaxMB, "asset-max-mb", 1024, "largest accepted asset source, in MiB (images are capped at 32 MiB)")
 		num(&c.MaxProbes, "max-probes", 32, "remote videos this process measures at once for submissions (each holds at most 8 MiB, from a server without range support); a request that finds none free within its 20 s measuring window gets a 503")
+		num(&c.MediaSlots, "media-slots", 0, fmt.Sprintf("media processes (ffmpeg, ffprobe, espeak-ng) this process runs at once, whatever starts them (renders, results, speech, thumbnails, sweeps); waiting work is served fairly across tenants. 0 derives it: two per core, at most one per GiB of memory, at least 2 (%d here; at most %d). A thumbnail request that finds no slot within %s gets a 503 (a 429 when its tenant holds its share) with Retry-After (docs/limits.md)", budget.DefaultSize(), budget.MaxSize, budget.RequestWait))
 		num(&c.TaskCache, "task-cache", 20000, "tasks kept in memory for polling; 0 disables. SQLite: exact (every task write goes through this process). PostgreSQL: other replicas' writes arrive by LISTEN/NOTIFY, bounded by --task-cache-ttl")
 		dur(&c.TaskCacheTTL, "task-cache-ttl", time.Second, "PostgreSQL: longest a cached task is served after the read that filled it, the bound on staleness if another replica's notification is late or lost (at most 1s)")
 		dur(&c.BalanceCacheTTL, "balance-cache-ttl", time.Second, "longest a cached balance is served; this process's own charges and credits invalidate at once, other replicas' and `admin credit` show within it (at most 1s; 0 disables)")
@@ -220,6 +225,9 @@ func (c *Config) validate() error {
 	}
 	if c.serving && c.MaxProbes < 1 {
 		return errors.New("--max-probes must be at least 1")
+	}
+	if c.MediaSlots < 0 || c.MediaSlots > budget.MaxSize {
+		return fmt.Errorf("--media-slots must be from 0 (derived from the cores and memory) to %d, not %d", budget.MaxSize, c.MediaSlots)
 	}
 	if c.TaskCache < 0 {
 		return errors.New("--task-cache must not be negative")

@@ -25,7 +25,7 @@ func (m *Main) startDebug() error {
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	bounded := wrapOps(netlimit.ListenerDebug, ln, m.connMetrics)
+	bounded := wrapOps(netlimit.ListenerDebug, ln, m.Config.proxies, m.connMetrics)
 	m.debug = httpapi.NewOpsServer(mux, httpapi.DebugWriteTimeout, slog.NewLogLogger(m.log.Handler(), slog.LevelWarn))
 	m.debug.ConnState = bounded.ConnState
 	m.debugAddr = ln.Addr().String()
@@ -43,7 +43,7 @@ func (m *Main) startMetrics(h http.Handler) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
-	bounded := wrapOps(netlimit.ListenerMetrics, ln, m.connMetrics)
+	bounded := wrapOps(netlimit.ListenerMetrics, ln, m.Config.proxies, m.connMetrics)
 	m.metrics = httpapi.NewOpsServer(mux, httpapi.MetricsWriteTimeout, slog.NewLogLogger(m.log.Handler(), slog.LevelWarn))
 	m.metrics.ConnState = bounded.ConnState
 	m.metricsAddr = ln.Addr().String()

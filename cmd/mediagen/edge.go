@@ -40,6 +40,26 @@ const (
 	// opsMaxConns bounds each operator listener (--debug-listen, --metrics-listen): a
 	// Prometheus server and an operator with a profiler hold a few connections.
 	opsMaxConns = 32
+	// opsConnsPerClient bounds one client address's connections on those listeners: a
+	// Prometheus server (or two, for high availability, each from its own address) holds one
+	// or two, a profiler one per profile. Without it one address with connections that
+	// never finish their headers filled the listener and the scrapes failed (issue 41's
+	// admin-listener case, found on these listeners too). Past the high-water mark
+	// (highWaterPercent, 24) only an address holding fewer than opsFewConns gets one.
+	opsConnsPerClient = 8
+	opsFewConns       = 4
+	// adminMaxConns bounds the admin listener (--admin-listen): the admin API's clients (the
+	// CLI, an operator's scripts) hold one or two connections each, an operator console in
+	// a browser up to 6; a team of operators needs a few dozen.
+	adminMaxConns = 64
+	// adminConnsPerClient bounds one client address's connections on the admin listener, the
+	// public listener's rule at the admin listener's scale: two operators' browsers and a few
+	// scripts behind one address fit, and 40 connections with unfinished headers from one
+	// address (issue 41) no longer fill the listener — they get 16 and the rest are refused,
+	// leaving 48 for everyone else. Past the high-water mark (highWaterPercent, 48) only an
+	// address holding fewer than fewConns gets a new one, so the last 16 are kept for
+	// operators whatever a few addresses hold.
+	adminConnsPerClient = 16
 	// notSentLowat bounds, per connection, the answer bytes queued in the kernel that the
 	// client's window has not yet taken (TCP_NOTSENT_LOWAT, Linux). Without it a client that
 	// stops reading lets the send buffer autotune to 4 MiB and the server copy a whole small
@@ -60,20 +80,20 @@ type edgeBounds struct {
 	ConnsPerClient  int
 	HighWater, Few  int
 	Downloads       int
-	OpsListeners    int
+	OpsConns        int // the operator listeners' connections together
 	explicitMaxConn bool
 }
 
 // planEdge fits the bounds in the open-file limit: API connections, the files downloads
-// hold, the operator listeners' connections and fdReserve. maxConns 0 derives the bound
+// hold, the operator listeners' connections (opsConns, opsListenerConns) and fdReserve. maxConns 0 derives the bound
 // (defaultMaxConns, or less when the limit is lower); an explicit one that does not fit is
 // an error, as is a limit too low for minConns.
-func planEdge(openFiles uint64, maxConns, perClient, opsListeners int) (edgeBounds, error) {
-	b := edgeBounds{OpenFiles: openFiles, MaxConns: maxConns, OpsListeners: opsListeners, explicitMaxConn: maxConns > 0}
+func planEdge(openFiles uint64, maxConns, perClient, opsConns int) (edgeBounds, error) {
+	b := edgeBounds{OpenFiles: openFiles, MaxConns: maxConns, OpsConns: opsConns, explicitMaxConn: maxConns > 0}
 	if maxConns < 0 || perClient < 0 {
 		return b, errors.New("--max-conns and --max-conns-per-client must not be negative")
 	}
-	fixed := uint64(fdReserve + opsListeners*opsMaxConns)
+	fixed := uint64(fdReserve + opsConns)
 	if b.MaxConns == 0 {
 		b.MaxConns = defaultMaxConns
 		if openFiles > 0 {
@@ -90,7 +110,7 @@ func planEdge(openFiles uint64, maxConns, perClient, opsListeners int) (edgeBoun
 		need := uint64(b.MaxConns+b.Downloads) + fixed
 		if b.explicitMaxConn && need > openFiles {
 			return b, fmt.Errorf("--max-conns %d needs about %d open files (with %d downloads, %d for the operator listeners and %d in reserve), but the limit is %d: raise it (ulimit -n, systemd LimitNOFILE=) or lower --max-conns",
-				b.MaxConns, need, b.Downloads, opsListeners*opsMaxConns, fdReserve, openFiles)
+				b.MaxConns, need, b.Downloads, opsConns, fdReserve, openFiles)
 		}
 		if b.MaxConns < minConns {
 			return b, fmt.Errorf("the open-file limit %d leaves room for %d connections, fewer than %d: raise it (ulimit -n, systemd LimitNOFILE=)",
@@ -113,15 +133,40 @@ func (b edgeBounds) wrapAPI(ln net.Listener, proxies netlimit.Proxies, met *netl
 		HighWater: b.HighWater, Few: b.Few, Proxies: proxies, Metrics: met, NotSentLowat: notSentLowat})
 }
 
-// wrapOps bounds an operator listener: opsMaxConns in all, no per-client rule (an operator's
-// tools connect from one address).
-func wrapOps(name string, ln net.Listener, met *netlimit.Metrics) *netlimit.Listener {
-	return netlimit.Wrap(ln, netlimit.Config{Name: name, Max: opsMaxConns, Metrics: met})
+// wrapOps bounds an operator listener (--debug-listen, --metrics-listen): opsMaxConns in all,
+// opsConnsPerClient per client address, and headroom above the high-water mark for addresses
+// holding few. Trusted proxies are exempt from the per-address rules.
+func wrapOps(name string, ln net.Listener, proxies netlimit.Proxies, met *netlimit.Metrics) *netlimit.Listener {
+	return netlimit.Wrap(ln, netlimit.Config{Name: name, Max: opsMaxConns, PerClient: opsConnsPerClient,
+		HighWater: opsMaxConns * highWaterPercent / 100, Few: opsFewConns, Proxies: proxies, Metrics: met})
+}
+
+// wrapAdmin bounds the admin listener as the API's is bounded, at its own scale: a bound per
+// client address and headroom above a high-water mark for addresses that hold few. Trusted
+// proxies (--trusted-proxies) are exempt from both, as on the API listener.
+func wrapAdmin(ln net.Listener, proxies netlimit.Proxies, met *netlimit.Metrics) *netlimit.Listener {
+	return netlimit.Wrap(ln, netlimit.Config{Name: netlimit.ListenerAdmin, Max: adminMaxConns, PerClient: adminConnsPerClient,
+		HighWater: adminMaxConns * highWaterPercent / 100, Few: fewConns, Proxies: proxies, Metrics: met})
+}
+
+// opsListenerConns is what the operator listeners asked for hold in connections together.
+func opsListenerConns(debug, metrics, admin bool) int {
+	n := 0
+	for _, on := range []bool{debug, metrics} {
+		if on {
+			n += opsMaxConns
+		}
+	}
+	if admin {
+		n += adminMaxConns
+	}
+	return n
 }
 
 // edgeTimeouts are the logged figures of the listeners' timeouts.
 func edgeTimeouts() []any {
 	return []any{"max_header_bytes", httpapi.MaxHeaderBytes, "read_header_timeout", httpapi.ReadHeaderTimeout,
-		"idle_timeout", httpapi.IdleTimeout, "body_read_timeout", httpapi.DefaultBodyReadTimeout,
-		"write_stall", httpapi.DefaultWriteStall}
+		"idle_timeout", httpapi.IdleTimeout, "body_read_stall", httpapi.DefaultBodyReadStall,
+		"body_read_timeout", httpapi.DefaultBodyReadTimeout, "write_stall", httpapi.DefaultWriteStall,
+		"admin_max_conns", adminMaxConns, "admin_max_conns_per_client", adminConnsPerClient}
 }

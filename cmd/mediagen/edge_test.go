@@ -124,21 +124,22 @@ func TestPlanEdgeFitsTheConnectionBoundsInTheOpenFileLimit(t *testing.T) {
 		name               string
 		openFiles          uint64
 		maxConns, perAddr  int
-		ops                int
+		opsConns           int
 		wantConns, wantDLs int
 		wantErr            string
 	}{
 		{"the development box's limit: the default", 19_999, 0, 0, 0, 4096, 1024, ""},
 		{"unknown limit: the default", 0, 0, 0, 0, 4096, 1024, ""},
 		{"a common 1024: what fits", 1024, 0, 0, 0, 409, 102, ""},
-		{"operator listeners take their share", 1024, 0, 0, 2, 358, 89, ""},
+		{"operator listeners take their share", 1024, 0, 0, opsListenerConns(true, true, false), 358, 89, ""},
+		{"the admin listener takes its share", 1024, 0, 0, opsListenerConns(false, false, true), 358, 89, ""},
 		{"explicit and fitting", 100_000, 20_000, 0, 0, 20_000, 5000, ""},
 		{"explicit and too large", 4096, 4096, 0, 0, 0, 0, "needs about 5632 open files"},
 		{"a limit too low to serve", 256, 0, 0, 0, 0, 0, "fewer than 64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := planEdge(tt.openFiles, tt.maxConns, tt.perAddr, tt.ops)
+			b, err := planEdge(tt.openFiles, tt.maxConns, tt.perAddr, tt.opsConns)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -151,7 +152,7 @@ func TestPlanEdgeFitsTheConnectionBoundsInTheOpenFileLimit(t *testing.T) {
 			if b.MaxConns != tt.wantConns || b.Downloads != tt.wantDLs {
 				t.Errorf("conns %d, downloads %d; want %d and %d", b.MaxConns, b.Downloads, tt.wantConns, tt.wantDLs)
 			}
-			if tt.openFiles > 0 && uint64(b.MaxConns+b.Downloads+tt.ops*opsMaxConns+fdReserve) > tt.openFiles {
+			if tt.openFiles > 0 && uint64(b.MaxConns+b.Downloads+tt.opsConns+fdReserve) > tt.openFiles {
 				t.Errorf("the bounds need more files than the limit %d", tt.openFiles)
 			}
 			if b.HighWater >= b.MaxConns || b.ConnsPerClient > b.MaxConns {
@@ -207,4 +208,72 @@ func (s *syncWriter) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return fmt.Sprint(s.w)
+}
+
+// One client address holding connections with unfinished headers cannot shut operators out
+// of an operator listener (issue 41: 40 such connections to the admin listener made 9 of 13
+// operator calls 503; the metrics and debug listeners had no per-address rule either): past
+// the per-client bound its connections are refused with 429, and another address's calls,
+// each on a new connection, all succeed meanwhile.
+func TestOperatorListenersBoundEachClientAddress(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	token := reAdminToken.FindString(adminAs(t, dir, "root", "token", "create", "--name", "op", "--role", "operator"))
+	if token == "" {
+		t.Fatal("token create printed no secret")
+	}
+	m, _ := startMain(t, dir, "--role", "api", "--log-level", "error", "--admin-listen", "127.0.0.1:0",
+		"--metrics-listen", "127.0.0.1:0", "--debug-listen", "127.0.0.1:0")
+	for _, l := range []struct {
+		name, base, path, token string
+		perClient               int
+	}{
+		{"admin", m.AdminURL(), "/admin/v1/whoami", token, adminConnsPerClient},
+		{"metrics", "http://" + m.metricsAddr, "/metrics", "", opsConnsPerClient},
+		{"debug", "http://" + m.debugAddr, "/debug/pprof/cmdline", "", opsConnsPerClient},
+	} {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			addr := strings.TrimPrefix(l.base, "http://")
+			const attack = 40 // as in the issue: more than the admin listener held in all (32)
+			var conns []net.Conn
+			t.Cleanup(func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			})
+			for range attack {
+				c := dialFrom(t, "127.0.0.2", addr)
+				conns = append(conns, c)
+				_, _ = io.WriteString(c, "GET "+l.path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ") // never finished
+			}
+			// The operator's calls: 13, each on a new connection, while the attack's
+			// connections are held (their header timeout, 5 s, has not passed).
+			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+			for i := range 13 {
+				req, _ := http.NewRequest("GET", l.base+l.path, nil)
+				if l.token != "" {
+					req.Header.Set("Authorization", "Bearer "+l.token)
+				}
+				res, err := client.Do(req)
+				if err != nil {
+					t.Fatalf("operator call %d: %v", i+1, err)
+				}
+				b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK {
+					t.Errorf("operator call %d: %d %s, want 200", i+1, res.StatusCode, b)
+				}
+			}
+			refused := 0
+			for _, c := range conns[l.perClient:] {
+				if answer := refusal(t, c); strings.HasPrefix(answer, "HTTP/1.1 429 ") && strings.Contains(answer, `"code":"too_many_connections"`) {
+					refused++
+				}
+			}
+			if refused != attack-l.perClient {
+				t.Errorf("%d of the %d connections past the per-client bound refused with 429 too_many_connections", refused, attack-l.perClient)
+			}
+		})
+	}
 }

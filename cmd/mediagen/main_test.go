@@ -186,6 +186,8 @@ func TestBrokenConfigurationStopsServe(t *testing.T) {
 		{"rate below one request a day", []string{"--catalog", tinyRate}, "line 8: requests_per_second must be from 0.00001 (about one request a day) to 1000000000, or unlimited, not 1e-11"},
 		{"negative --limit-replicas", []string{"--limit-replicas", "-1"}, "--limit-replicas must be from 0 to 1000"},
 		{"huge --limit-replicas", []string{"--limit-replicas", "1001"}, "--limit-replicas must be from 0 to 1000 (0 and 1 both enforce the full rates), not 1001"},
+		{"negative --media-slots", []string{"--media-slots", "-1"}, "--media-slots must be from 0 (derived from the cores and memory) to 1024, not -1"},
+		{"huge --media-slots", []string{"--media-slots", "1025"}, "--media-slots must be from 0 (derived from the cores and memory) to 1024, not 1025"},
 		{"--task-retry-max under a second", []string{"--task-retry-max", "500ms"}, "--task-retry-max must be from 1s to 1h"},
 		{"unknown --encode-preset", []string{"--encode-preset", "placebo"}, `--encode-preset "placebo": want one of ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow`},
 		{"bad log format", []string{"--log-format", "xml"}, "--log-format"},

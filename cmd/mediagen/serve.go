@@ -22,6 +22,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/httpapi"
 	"mediagen/internal/jobs"
+	"mediagen/internal/media/budget"
 	"mediagen/internal/netlimit"
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/sandbox"
@@ -71,6 +72,7 @@ type Main struct {
 	frames       openai.Frames              // first-frame fitting of openai accounts (worker role)
 	jobs         *jobs.Engine
 	reg          *prometheus.Registry
+	media        *budget.Budget // the media budget (--media-slots): every media process waits in it
 	bgStop       context.CancelFunc
 	// tracing is the tracer provider (tracing.go): the noop one unless OTEL_* asks for OTLP.
 	tracing *tracing.Provider
@@ -234,12 +236,7 @@ func (m *Main) planEdge() error {
 	if err != nil {
 		m.log.Warn("open-file limit unknown; connection bounds from the flags alone", "err", err)
 	}
-	ops := 0
-	for _, a := range []string{m.Config.DebugListen, m.Config.MetricsListen, m.Config.AdminListen} {
-		if a != "" {
-			ops++
-		}
-	}
+	ops := opsListenerConns(m.Config.DebugListen != "", m.Config.MetricsListen != "", m.Config.AdminListen != "")
 	m.edge, err = planEdge(soft, m.Config.MaxConns, m.Config.MaxConnsPerClient, ops)
 	if err != nil {
 		return err

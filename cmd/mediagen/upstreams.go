@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/media/pixels"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/ark"
@@ -142,6 +144,9 @@ func (f frameFitter) Fit(ctx context.Context, src provider.Source) ([]byte, int,
 			return nil, 0, 0, err
 		}
 	}
+	if err := checkFramePixels(in); err != nil {
+		return nil, 0, 0, err
+	}
 	info, err := f.tools.Probe(ctx, in)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("measure the first frame: %w", err)
@@ -156,6 +161,29 @@ func (f frameFitter) Fit(ctx context.Context, src provider.Source) ([]byte, int,
 	}
 	b, err := os.ReadFile(out)
 	return b, w, h, err
+}
+
+// checkFramePixels reads the first frame's header and refuses, for good (retrying cannot
+// help), an image whose size cannot be read or is over the pixel budget: ffprobe and the fit
+// would decode every pixel of it.
+func checkFramePixels(path string) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read the first frame: %w", err)
+	}
+	defer fh.Close()
+	size, err := pixels.ReadSize(fh)
+	if err == nil {
+		err = size.Check()
+	}
+	switch {
+	case errors.Is(err, pixels.ErrNoSize):
+		return &provider.Error{Code: "InvalidParameter", Kind: provider.ErrPermanent,
+			Message: "The first frame image could not be read: its size is not in a PNG, JPEG, WebP, GIF or BMP header."}
+	case err != nil:
+		return &provider.Error{Code: "InvalidParameter", Kind: provider.ErrPermanent, Message: "The first frame image cannot be used: " + err.Error() + "."}
+	}
+	return nil
 }
 
 func (f frameFitter) download(ctx context.Context, url, path string) error {

@@ -16,15 +16,22 @@ import (
 // rotation, updates of name, expiry and caps, and debits. The rules are internal/keys' and
 // internal/billing's; these methods check the role and the input, and audit.
 
-// checkCaps refuses a negative cap (0 is no cap).
-func checkCaps(daily, monthly money.Micros) error {
-	if daily < 0 {
-		return invalidf("daily_cap", "daily_cap must be a positive amount, or 0 for no cap.")
-	}
-	if monthly < 0 {
-		return invalidf("monthly_cap", "monthly_cap must be a positive amount, or 0 for no cap.")
+// checkCaps refuses a cap outside [0, money.MaxAmount]; none is no cap and 0 a cap that lets
+// nothing be spent (docs/billing.md, "Spend caps").
+func checkCaps(daily, monthly money.Cap) error {
+	for _, c := range []struct {
+		param string
+		v     money.Cap
+	}{{"daily_cap", daily}, {"monthly_cap", monthly}} {
+		if m, ok := c.v.Get(); ok && (m < 0 || m > money.MaxAmount) {
+			return capInvalid(c.param)
+		}
 	}
 	return nil
+}
+
+func capInvalid(param string) error {
+	return invalidf(param, "%s must be an amount from 0 to %s (0: nothing may be spent), or \"none\" for no cap.", param, money.MaxAmount)
 }
 
 // KeyRotated is the answer to a rotation: the key and its new secret, shown once.
@@ -57,12 +64,12 @@ func (s *Service) RotateKey(ctx context.Context, a Actor, id string, grace time.
 }
 
 // KeyUpdate is an update of a key; nil leaves a field as it is. A zero ExpiresAt removes the
-// expiry; a zero cap removes the cap.
+// expiry; money.NoCap removes a cap, and a cap of 0 lets nothing be spent.
 type KeyUpdate struct {
 	Name      *string
 	ExpiresAt *time.Time
-	Daily     *money.Micros
-	Monthly   *money.Micros
+	Daily     *money.Cap
+	Monthly   *money.Cap
 }
 
 // UpdateKey changes a key's name, expiry and caps.
@@ -78,7 +85,7 @@ func (s *Service) UpdateKey(ctx context.Context, a Actor, id string, in KeyUpdat
 			return Key{}, err
 		}
 	}
-	var daily, monthly money.Micros
+	var daily, monthly money.Cap
 	if in.Daily != nil {
 		daily = *in.Daily
 	}
@@ -111,7 +118,7 @@ func keyErr(id string, err error) error {
 	case errors.Is(err, keys.ErrNoSuchField):
 		return invalidf("", "Give at least one of name, expires_at, daily_cap, monthly_cap.")
 	case errors.Is(err, keys.ErrBadCap):
-		return invalidf("daily_cap", "A cap must be a positive amount, or 0 for no cap.")
+		return capInvalid("daily_cap")
 	}
 	return err
 }
@@ -120,6 +127,8 @@ func keyErr(id string, err error) error {
 type DebitInput struct {
 	Amount money.Micros
 	Note   string // required: a correction says why
+	// Force debits a revoked key (audited; the note is required anyway).
+	Force bool
 }
 
 // Debit is one debit: a ledger transaction from the key to the currency's funding account.
@@ -130,7 +139,9 @@ type Debit struct {
 	Amount        money.Micros `json:"amount"`
 	Currency      string       `json:"currency"`
 	Note          string       `json:"note"`
-	CreatedAt     time.Time    `json:"created_at"`
+	// Forced: the key was revoked and the operator forced the debit.
+	Forced    bool      `json:"forced,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Debit takes money back from a key's available balance (a correction). It never takes a
@@ -155,13 +166,19 @@ func (s *Service) Debit(ctx context.Context, a Actor, keyID string, in DebitInpu
 	if err != nil {
 		return Debit{}, fmt.Errorf("debit %s: %w", keyID, err)
 	}
+	if in.Amount > money.MaxAmount {
+		return Debit{}, amountAboveCeiling("amount", in.Amount, b.Currency)
+	}
 	now := s.Now()
 	return Write(ctx, s, a, func(tx store.Tx) (Debit, Change, error) {
-		k, err := tx.Key(ctx, keyID)
+		k, err := tx.KeyForUpdate(ctx, keyID)
 		if isNotFound(err) {
 			return Debit{}, Change{}, notFound("key", keyID)
 		}
 		if err != nil {
+			return Debit{}, Change{}, err
+		}
+		if err := checkRevoked(k, "debit", in.Force); err != nil {
 			return Debit{}, Change{}, err
 		}
 		txn, err := billing.Debit(ctx, tx, k, b.Currency, in.Amount, in.Note, now)
@@ -169,9 +186,10 @@ func (s *Service) Debit(ctx context.Context, a Actor, keyID string, in DebitInpu
 			return Debit{}, Change{}, invalidf("amount", "amount %s %s is more than the key's available balance; a key that is not unlimited is never taken below zero.", in.Amount, b.Currency)
 		}
 		if err != nil {
-			return Debit{}, Change{}, err
+			return Debit{}, Change{}, ceilingErr("amount", err)
 		}
-		d := Debit{Object: "debit", TransactionID: txn, KeyID: k.ID, Amount: in.Amount, Currency: b.Currency, Note: in.Note, CreatedAt: now}
-		return d, Change{Action: "debit.create", TargetType: "key", TargetID: k.ID, After: d}, nil
+		d := Debit{Object: "debit", TransactionID: txn, KeyID: k.ID, Amount: in.Amount, Currency: b.Currency, Note: in.Note,
+			Forced: in.Force && k.Revoked(), CreatedAt: now}
+		return d, Change{Action: "debit.create", TargetType: "key", TargetID: k.ID, Before: forcedBefore(k, in.Force, now), After: d}, nil
 	})
 }

@@ -19,7 +19,7 @@ type KeyInput struct {
 	Name      string
 	Unlimited bool
 	ExpiresAt time.Time    // zero: never
-	Caps      store.Caps   // zero: none
+	Caps      store.Caps   // zero: none; a cap of 0 lets nothing be spent
 	Credit    money.Micros // initial credit, in the same transaction (0: none)
 }
 
@@ -45,6 +45,9 @@ func (s *Service) CreateKey(ctx context.Context, a Actor, in KeyInput) (KeyCreat
 	if in.Credit < 0 {
 		return KeyCreated{}, invalidf("credit", "credit must be a positive amount, or omitted.")
 	}
+	if in.Credit > money.MaxAmount {
+		return KeyCreated{}, amountAboveCeiling("credit", in.Credit, tenant.Currency)
+	}
 	secret, k, err := keys.New(keys.Spec{TenantID: tenant.ID, Name: in.Name, Unlimited: in.Unlimited, ExpiresAt: in.ExpiresAt, Caps: in.Caps}, now)
 	if errors.Is(err, keys.ErrPastExpiry) {
 		return KeyCreated{}, invalidf("expires_at", "expires_at must be in the future.")
@@ -66,7 +69,7 @@ func (s *Service) CreateKey(ctx context.Context, a Actor, in KeyInput) (KeyCreat
 		if in.Credit > 0 {
 			txn, err := billing.Credit(ctx, tx, k, tenant.Currency, in.Credit, "initial credit", now)
 			if err != nil {
-				return KeyCreated{}, Change{}, err
+				return KeyCreated{}, Change{}, ceilingErr("credit", err)
 			}
 			v.Balance.Available = in.Credit
 			initial = &Credit{Object: "credit", TransactionID: txn, KeyID: k.ID, Amount: in.Credit, Currency: tenant.Currency,
@@ -74,7 +77,7 @@ func (s *Service) CreateKey(ctx context.Context, a Actor, in KeyInput) (KeyCreat
 		}
 		if v.Caps != nil {
 			zero := money.Micros(0)
-			v.Caps = &KeyCaps{Daily: k.Caps.Daily, Monthly: k.Caps.Monthly, SpentToday: &zero, SpentInMonth: &zero}
+			v.Caps = &KeyCaps{Daily: capPtr(k.Caps.Daily), Monthly: capPtr(k.Caps.Monthly), SpentToday: &zero, SpentInMonth: &zero}
 		}
 		return KeyCreated{Key: v, Secret: secret, InitialCredit: initial},
 			Change{Action: "key.create", TargetType: "key", TargetID: k.ID, After: KeyCreated{Key: audited, InitialCredit: initial}}, nil
@@ -207,10 +210,13 @@ func (s *Service) RevokeKey(ctx context.Context, a Actor, id string) (Key, error
 type CreditInput struct {
 	Amount money.Micros
 	Note   string
+	// Force credits a revoked key; it needs a Note, and the audit entry records it.
+	Force bool
 }
 
 // Credit adds money to a key's available balance: one balanced ledger transaction from the
-// currency's funding account.
+// currency's funding account. A revoked key is refused unless the operator forces it with a
+// note (checkRevoked).
 func (s *Service) Credit(ctx context.Context, a Actor, keyID string, in CreditInput) (Credit, error) {
 	if err := Need(a, RoleOperator); err != nil {
 		return Credit{}, err
@@ -221,8 +227,8 @@ func (s *Service) Credit(ctx context.Context, a Actor, keyID string, in CreditIn
 	if in.Amount <= 0 {
 		return Credit{}, invalidf("amount", "amount must be a positive decimal with at most 6 decimal places.")
 	}
-	if err := checkText("note", in.Note, MaxNoteChars, false); err != nil {
-		return Credit{}, err
+	if err := checkText("note", in.Note, MaxNoteChars, in.Force); err != nil {
+		return Credit{}, forceNeedsNote(err, in.Force)
 	}
 	// The currency of a key's accounts is fixed when it is made.
 	b, err := s.st.Balance(ctx, keyID)
@@ -232,20 +238,71 @@ func (s *Service) Credit(ctx context.Context, a Actor, keyID string, in CreditIn
 	if err != nil {
 		return Credit{}, fmt.Errorf("credit %s: %w", keyID, err)
 	}
+	if in.Amount > money.MaxAmount {
+		return Credit{}, amountAboveCeiling("amount", in.Amount, b.Currency)
+	}
 	now := s.Now()
 	return Write(ctx, s, a, func(tx store.Tx) (Credit, Change, error) {
-		k, err := tx.Key(ctx, keyID)
+		k, err := tx.KeyForUpdate(ctx, keyID)
 		if isNotFound(err) {
 			return Credit{}, Change{}, notFound("key", keyID)
 		}
 		if err != nil {
 			return Credit{}, Change{}, err
 		}
-		txn, err := billing.Credit(ctx, tx, k, b.Currency, in.Amount, in.Note, now)
-		if err != nil {
+		if err := checkRevoked(k, "credit", in.Force); err != nil {
 			return Credit{}, Change{}, err
 		}
-		c := Credit{Object: "credit", TransactionID: txn, KeyID: k.ID, Amount: in.Amount, Currency: b.Currency, Note: in.Note, CreatedAt: now}
-		return c, Change{Action: "credit.create", TargetType: "key", TargetID: k.ID, After: c}, nil
+		txn, err := billing.Credit(ctx, tx, k, b.Currency, in.Amount, in.Note, now)
+		if err != nil {
+			return Credit{}, Change{}, ceilingErr("amount", err)
+		}
+		c := Credit{Object: "credit", TransactionID: txn, KeyID: k.ID, Amount: in.Amount, Currency: b.Currency, Note: in.Note,
+			Forced: in.Force && k.Revoked(), CreatedAt: now}
+		return c, Change{Action: "credit.create", TargetType: "key", TargetID: k.ID, Before: forcedBefore(k, in.Force, now), After: c}, nil
 	})
+}
+
+// checkRevoked refuses a credit or debit of a revoked key unless forced (docs/admin.md,
+// "Credits and debits of a revoked key"): money moved onto a key nobody can use is almost
+// always a wrong key id, so the operator must say it is meant.
+func checkRevoked(k store.Key, what string, force bool) error {
+	if !k.Revoked() || force {
+		return nil
+	}
+	return invalidf("", "The key %s is revoked (since %s): a %s of a revoked key is refused. To %s it anyway, say force with a note saying why; it is audited.",
+		k.ID, k.RevokedAt.UTC().Format(time.RFC3339), what, what)
+}
+
+// forceNeedsNote words a missing note of a forced write.
+func forceNeedsNote(err error, force bool) error {
+	if force {
+		return invalidf("note", "A forced credit or debit needs a note saying why: it is kept in the audit log.")
+	}
+	return err
+}
+
+// forcedBefore is the audit entry's Before of a forced write: the revoked key, so the entry
+// shows the state the operator overrode. Nil otherwise.
+func forcedBefore(k store.Key, force bool, now time.Time) any {
+	if !force || !k.Revoked() {
+		return nil
+	}
+	return keyView(k, now)
+}
+
+// amountAboveCeiling is the 400 of an amount above money.MaxAmount, naming the field.
+func amountAboveCeiling(param string, amount money.Micros, currency string) error {
+	return invalidf(param, "%s %s %s is above the ceiling of one amount, %s %s (docs/billing.md, \"Ceilings\").",
+		param, amount, currency, money.MaxAmount, currency)
+}
+
+// ceilingErr words a credit or debit that a ceiling refused as a 400 naming param; other
+// errors pass unchanged.
+func ceilingErr(param string, err error) error {
+	var ce *billing.CeilingError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return invalidf(param, "%s %s (docs/billing.md, \"Ceilings\")", param, ce.Sentence())
 }

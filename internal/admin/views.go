@@ -88,8 +88,9 @@ type Key struct {
 
 // KeyCaps are a key's spend caps per UTC day and month (docs/billing.md, "Spend caps").
 type KeyCaps struct {
-	Daily        money.Micros  `json:"daily,omitzero"`
-	Monthly      money.Micros  `json:"monthly,omitzero"`
+	// Daily and Monthly are the caps; absent is no cap, 0 a cap that lets nothing be spent.
+	Daily        *money.Micros `json:"daily,omitempty"`
+	Monthly      *money.Micros `json:"monthly,omitempty"`
 	SpentToday   *money.Micros `json:"spent_today,omitempty"`
 	SpentInMonth *money.Micros `json:"spent_this_month,omitempty"`
 }
@@ -127,9 +128,18 @@ func keyView(k store.Key, now time.Time) Key {
 		v.PreviousSecretValidUntil = utc(k.PrevValidUntil)
 	}
 	if k.Caps.Any() {
-		v.Caps = &KeyCaps{Daily: k.Caps.Daily, Monthly: k.Caps.Monthly}
+		v.Caps = &KeyCaps{Daily: capPtr(k.Caps.Daily), Monthly: capPtr(k.Caps.Monthly)}
 	}
 	return v
+}
+
+// capPtr is a cap as the key view shows it: nil for none.
+func capPtr(c money.Cap) *money.Micros {
+	m, ok := c.Get()
+	if !ok {
+		return nil
+	}
+	return &m
 }
 
 // Credit is one credit: a ledger transaction from the currency's funding account to the key.
@@ -140,7 +150,9 @@ type Credit struct {
 	Amount        money.Micros `json:"amount"`
 	Currency      string       `json:"currency"`
 	Note          string       `json:"note,omitempty"`
-	CreatedAt     time.Time    `json:"created_at"`
+	// Forced: the key was revoked and the operator forced the credit (with a note).
+	Forced    bool      `json:"forced,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // AssetGroup is a virtual asset group as the operator sees it.

@@ -24,7 +24,7 @@ type writeCase struct {
 
 // writeCases makes one of every write, with fresh targets.
 func (e *env) writeCases() []writeCase {
-	key := e.makeKey(false)
+	key, live := e.makeKey(false), e.makeKey(false) // key is revoked below; live stays active
 	g, err := e.svc.GrantGroup(context.Background(), admin.CLIActor("tester"), admin.GroupInput{Tenant: "demo", Name: "fixture group"})
 	if err != nil {
 		e.t.Fatal(err)
@@ -38,7 +38,8 @@ func (e *env) writeCases() []writeCase {
 		{"token revoke", "/admin/v1/tokens/" + victim.ID + "/revoke", ``, admin.RoleOwner},
 		{"key create", "/admin/v1/keys", `{"tenant":"demo","name":"web"}`, admin.RoleOperator},
 		{"key revoke", "/admin/v1/keys/" + key + "/revoke", `{}`, admin.RoleOperator},
-		{"credit", "/admin/v1/keys/" + key + "/credits", `{"amount":12.5,"note":"top-up"}`, admin.RoleOperator},
+		{"credit", "/admin/v1/keys/" + live + "/credits", `{"amount":12.5,"note":"top-up"}`, admin.RoleOperator},
+		{"forced credit of a revoked key", "/admin/v1/keys/" + key + "/credits", `{"amount":1,"note":"refund owed","force":true}`, admin.RoleOperator},
 		{"asset group grant", "/admin/v1/asset-groups", `{"tenant":"demo","name":"Stock"}`, admin.RoleOperator},
 		{"asset group revoke", "/admin/v1/asset-groups/" + g.ID + "/revoke", ``, admin.RoleOperator},
 	}
@@ -238,8 +239,9 @@ func TestEveryWriteIsAuditedWithBeforeAndAfter(t *testing.T) {
 				a.RemoteAddr == "" || len(a.After) == 0 {
 				t.Errorf("%s: audit entry %+v", wc.name, a)
 			}
-			isRevoke := strings.HasSuffix(wc.path, "/revoke")
-			if isRevoke != (a.Before != nil) {
+			// A revocation holds what it revoked; a forced credit the revoked key it overrode.
+			hasBefore := strings.HasSuffix(wc.path, "/revoke") || strings.Contains(wc.body, `"force":true`)
+			if hasBefore != (a.Before != nil) {
 				t.Errorf("%s: before = %s", wc.name, a.Before)
 			}
 			if strings.Contains(string(a.After), "secret") || strings.Contains(string(a.After), "mga_") && !strings.Contains(string(a.After), `"prefix"`) {

@@ -28,6 +28,7 @@ const (
 	KindInteger FieldKind = '0' // a JSON number without fraction or exponent
 	KindDecimal FieldKind = 'd' // a JSON number read exactly as money (at most 6 decimals)
 	KindBool    FieldKind = 'b'
+	KindCap     FieldKind = 'c' // a spend cap: an amount as KindDecimal, or the string "none"
 )
 
 // Field is one member a body may have.
@@ -37,11 +38,12 @@ type Field struct {
 	Required bool
 }
 
-// Str, Int, Dec and Bool are optional fields; call Req on one to require it.
+// Str, Int, Dec, Bool and Cap are optional fields; call Req on one to require it.
 func Str(name string) Field  { return Field{Name: name, Kind: KindString} }
 func Int(name string) Field  { return Field{Name: name, Kind: KindInteger} }
 func Dec(name string) Field  { return Field{Name: name, Kind: KindDecimal} }
 func Bool(name string) Field { return Field{Name: name, Kind: KindBool} }
+func Cap(name string) Field  { return Field{Name: name, Kind: KindCap} }
 
 // Req marks the field required.
 func (f Field) Req() Field { f.Required = true; return f }
@@ -52,6 +54,7 @@ type Body struct {
 	ints  map[string]int64
 	decs  map[string]money.Micros
 	bools map[string]bool
+	caps  map[string]money.Cap
 }
 
 // Str returns a string member ("" when absent).
@@ -66,13 +69,17 @@ func (b *Body) Dec(name string) money.Micros { return b.decs[name] }
 // Bool returns a boolean member (false when absent).
 func (b *Body) Bool(name string) bool { return b.bools[name] }
 
+// Cap returns a cap member (money.NoCap when absent or "none").
+func (b *Body) Cap(name string) money.Cap { return b.caps[name] }
+
 // Has reports whether the member was sent.
 func (b *Body) Has(name string) bool {
 	_, s := b.strs[name]
 	_, i := b.ints[name]
 	_, d := b.decs[name]
 	_, o := b.bools[name]
-	return s || i || d || o
+	_, c := b.caps[name]
+	return s || i || d || o || c
 }
 
 const maxBodyMembers = 64
@@ -83,7 +90,7 @@ func invalid(param, format string, args ...any) *apierr.Error {
 
 // decodeBody parses raw against fields. An empty body is an empty object.
 func decodeBody(raw []byte, fields []Field) (*Body, error) {
-	b := &Body{strs: map[string]string{}, ints: map[string]int64{}, decs: map[string]money.Micros{}, bools: map[string]bool{}}
+	b := &Body{strs: map[string]string{}, ints: map[string]int64{}, decs: map[string]money.Micros{}, bools: map[string]bool{}, caps: map[string]money.Cap{}}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
@@ -136,6 +143,12 @@ func decodeBody(raw []byte, fields []Field) (*Body, error) {
 				return nil, invalid(f.Name, "%s must be a decimal number with at most 6 decimal places, without an exponent.", f.Name)
 			}
 			b.decs[f.Name] = v
+		case KindCap:
+			c, err := decodeCap(f.Name, kind, m.Value.Text())
+			if err != nil {
+				return nil, err
+			}
+			b.caps[f.Name] = c
 		}
 	}
 	for _, f := range fields {
@@ -144,6 +157,23 @@ func decodeBody(raw []byte, fields []Field) (*Body, error) {
 		}
 	}
 	return b, nil
+}
+
+// decodeCap reads a spend cap: a JSON number from 0 (nothing may be spent) to money.MaxAmount,
+// or the string "none" for no cap. One meaning everywhere (docs/billing.md, "Spend caps").
+func decodeCap(name string, kind jsontext.Kind, text string) (money.Cap, error) {
+	msg := fmt.Sprintf("%s must be an amount from 0 to %s (0: nothing may be spent; at most 6 decimal places), or \"none\" for no cap.", name, money.MaxAmount)
+	switch kind {
+	case '"':
+		if text == "none" {
+			return money.NoCap, nil
+		}
+	case '0':
+		if v, err := money.Parse(text); err == nil && v >= 0 && v <= money.MaxAmount {
+			return money.CapOf(v), nil
+		}
+	}
+	return money.NoCap, invalid(name, "%s", msg)
 }
 
 func lookup(fields []Field, name string) (Field, bool) {
@@ -167,7 +197,8 @@ func unknownMember(name string, fields []Field) *apierr.Error {
 }
 
 func typeErr(f Field, got jsontext.Kind) *apierr.Error {
-	want := map[FieldKind]string{KindString: "a string", KindInteger: "an integer", KindDecimal: "a number", KindBool: "true or false"}[f.Kind]
+	want := map[FieldKind]string{KindString: "a string", KindInteger: "an integer", KindDecimal: "a number", KindBool: "true or false",
+		KindCap: `a number or "none"`}[f.Kind]
 	return invalid(f.Name, "%s must be %s, not %s.", f.Name, want, contract.KindName(byte(got)))
 }
 

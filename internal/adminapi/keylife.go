@@ -14,7 +14,7 @@ import (
 func (s *Server) keyLifecycleRoutes() {
 	svc := s.svc
 	s.Write("PATCH /admin/v1/keys/{id}", admin.RoleOperator, http.StatusOK, func(r *Request) (any, error) {
-		b, err := r.Decode(Str("name"), Str("expires_at"), Dec("daily_cap"), Dec("monthly_cap"))
+		b, err := r.Decode(Str("name"), Str("expires_at"), Cap("daily_cap"), Cap("monthly_cap"))
 		if err != nil {
 			return nil, err
 		}
@@ -32,10 +32,10 @@ func (s *Server) keyLifecycleRoutes() {
 		}
 		for _, f := range []struct {
 			name string
-			to   **money.Micros
+			to   **money.Cap
 		}{{"daily_cap", &in.Daily}, {"monthly_cap", &in.Monthly}} {
 			if b.Has(f.name) {
-				v := b.Dec(f.name)
+				v := b.Cap(f.name)
 				*f.to = &v
 			}
 		}
@@ -53,11 +53,11 @@ func (s *Server) keyLifecycleRoutes() {
 		return svc.RotateKey(r.Context(), r.Actor, r.PathValue("id"), time.Duration(g)*time.Second)
 	})
 	s.Write("POST /admin/v1/keys/{id}/debits", admin.RoleOperator, http.StatusCreated, func(r *Request) (any, error) {
-		b, err := r.Decode(Dec("amount").Req(), Str("note").Req())
+		b, err := r.Decode(Dec("amount").Req(), Str("note").Req(), Bool("force"))
 		if err != nil {
 			return nil, err
 		}
-		return svc.Debit(r.Context(), r.Actor, r.PathValue("id"), admin.DebitInput{Amount: b.Dec("amount"), Note: b.Str("note")})
+		return svc.Debit(r.Context(), r.Actor, r.PathValue("id"), admin.DebitInput{Amount: b.Dec("amount"), Note: b.Str("note"), Force: b.Bool("force")})
 	})
 }
 

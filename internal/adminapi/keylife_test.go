@@ -65,7 +65,7 @@ func TestKeyLifecycleThroughTheAdminAPI(t *testing.T) {
 			t.Fatalf("balance after create %+v", b)
 		}
 
-		r = e.do("PATCH", "/admin/v1/keys/"+id, e.oper, newIdem(), `{"name":"ci (old)","expires_at":"","daily_cap":0,"monthly_cap":7}`)
+		r = e.do("PATCH", "/admin/v1/keys/"+id, e.oper, newIdem(), `{"name":"ci (old)","expires_at":"","daily_cap":"none","monthly_cap":7}`)
 		m = r.json(t)
 		if r.status != 200 || m["name"] != "ci (old)" || m["expires_at"] != nil || m["caps"].(map[string]any)["monthly"] != 7.0 || m["caps"].(map[string]any)["daily"] != nil {
 			t.Fatalf("update: %d %s", r.status, r.body)

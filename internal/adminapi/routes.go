@@ -45,12 +45,12 @@ func (s *Server) coreRoutes() {
 	})
 
 	s.Write("POST /admin/v1/keys", admin.RoleOperator, http.StatusCreated, func(r *Request) (any, error) {
-		b, err := r.Decode(Str("tenant").Req(), Str("name"), Bool("unlimited"), Str("expires_at"), Dec("daily_cap"), Dec("monthly_cap"), Dec("credit"))
+		b, err := r.Decode(Str("tenant").Req(), Str("name"), Bool("unlimited"), Str("expires_at"), Cap("daily_cap"), Cap("monthly_cap"), Dec("credit"))
 		if err != nil {
 			return nil, err
 		}
 		in := admin.KeyInput{Tenant: b.Str("tenant"), Name: b.Str("name"), Unlimited: b.Bool("unlimited"),
-			Caps: store.Caps{Daily: b.Dec("daily_cap"), Monthly: b.Dec("monthly_cap")}, Credit: b.Dec("credit")}
+			Caps: store.Caps{Daily: b.Cap("daily_cap"), Monthly: b.Cap("monthly_cap")}, Credit: b.Dec("credit")}
 		if in.ExpiresAt, err = optionalTime(b, "expires_at"); err != nil {
 			return nil, err
 		}
@@ -84,11 +84,11 @@ func (s *Server) coreRoutes() {
 		return svc.RevokeKey(r.Context(), r.Actor, r.PathValue("id"))
 	})
 	s.Write("POST /admin/v1/keys/{id}/credits", admin.RoleOperator, http.StatusCreated, func(r *Request) (any, error) {
-		b, err := r.Decode(Dec("amount").Req(), Str("note"))
+		b, err := r.Decode(Dec("amount").Req(), Str("note"), Bool("force"))
 		if err != nil {
 			return nil, err
 		}
-		return svc.Credit(r.Context(), r.Actor, r.PathValue("id"), admin.CreditInput{Amount: b.Dec("amount"), Note: b.Str("note")})
+		return svc.Credit(r.Context(), r.Actor, r.PathValue("id"), admin.CreditInput{Amount: b.Dec("amount"), Note: b.Str("note"), Force: b.Bool("force")})
 	})
 
 	s.Write("POST /admin/v1/asset-groups", admin.RoleOperator, http.StatusOK, func(r *Request) (any, error) {

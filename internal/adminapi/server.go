@@ -19,6 +19,7 @@ import (
 	"mediagen/internal/admin"
 	"mediagen/internal/apierr"
 	"mediagen/internal/idgen"
+	"mediagen/internal/netlimit"
 	"mediagen/internal/store"
 )
 
@@ -271,6 +272,9 @@ func (s *Server) idempotent(w http.ResponseWriter, r *Request, status int, h Han
 		if errors.As(err, &tooLarge) {
 			return &apierr.Error{Kind: apierr.KindTooLarge, Message: fmt.Sprintf("The request body is larger than %d bytes.", MaxBody)}
 		}
+		if errors.Is(err, netlimit.ErrBodyTimeout) {
+			return err // the paced body's 408 (the listener paces bodies: netlimit.PaceBodies)
+		}
 		return apierr.Invalid("", "The request body could not be read.")
 	}
 	r.Body = body
@@ -380,7 +384,14 @@ type errorObject struct {
 
 // writeError writes the envelope; an internal cause is logged with the request id, never sent.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if berr := netlimit.BodyErr(r.Context()); berr != nil {
+		err = berr // the body stopped arriving, whatever the handler made of the read error
+	}
 	e := apierr.As(err)
+	if e.Kind == apierr.KindRequestTimeout {
+		// What is left of the body is still on its way: the connection cannot be reused.
+		w.Header().Set("Connection", "close")
+	}
 	if e.Kind == apierr.KindInternal || e.Kind == apierr.KindUnavailable {
 		reqID, _ := r.Context().Value(requestIDKey{}).(string)
 		callerID, _ := r.Context().Value(callerRequestIDKey{}).(string)

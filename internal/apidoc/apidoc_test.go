@@ -183,8 +183,8 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 				continue
 			}
 			resp := jsonResp()
-			if status == 429 {
-				resp.Set("Retry-After", "1") // required with every 429
+			if status == 429 || status == 503 {
+				resp.Set("Retry-After", "1") // required with every 429, and with a busy 503
 			}
 			good := `{"error":{"message":"m","type":"` + typ + `","code":"` + codeOf[status] + `"}}`
 			if err := d.ValidateResponse(op.method, path, status, resp, []byte(good)); err != nil {
@@ -206,9 +206,9 @@ func TestDocumentErrorStatusMapping(t *testing.T) {
 	}
 	// The status lists of the brief.
 	wantStatus := map[string][]string{
-		"POST /v1/videos":                                    {"202", "400", "401", "402", "403", "409", "413", "415", "429", "500"},
+		"POST /v1/videos":                                    {"202", "400", "401", "402", "403", "409", "413", "415", "429", "500", "503"},
 		"GET /v1/videos/{task_id}":                           {"200", "401", "403", "404", "429", "500"},
-		"GET /v1/videos/{task_id}/content":                   {"200", "206", "302", "400", "401", "403", "404", "429", "500"},
+		"GET /v1/videos/{task_id}/content":                   {"200", "206", "302", "400", "401", "403", "404", "429", "500", "503"},
 		"DELETE /v1/videos/{task_id}":                        {"200", "400", "401", "403", "404", "429", "500"},
 		"GET /v1/videos":                                     {"200", "400", "401", "403", "429", "500"},
 		"GET /v1/billing/balance":                            {"200", "401", "403", "429", "500"},

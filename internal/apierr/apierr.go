@@ -77,7 +77,10 @@ type Error struct {
 	Code    string // optional override of the kind's default code
 	Message string
 	Param   string
-	Err     error // internal cause, logged, never sent
+	// RetryAfter, when above 0, is sent as the Retry-After header (whole seconds): a refusal
+	// of work that would succeed later (503 busy, 429).
+	RetryAfter int
+	Err        error // internal cause, logged, never sent
 }
 
 func (e *Error) Error() string {

@@ -57,6 +57,7 @@ const (
 	FailUnsupportedMedia  = "unsupported_media"      // not an image, video or audio format the library takes
 	FailTypeMismatch      = "asset_type_mismatch"    // the media is not of the declared AssetType
 	FailUnreadable        = "media_unreadable"       // the media could not be read or measured
+	FailTooManyPixels     = "media_too_many_pixels"  // an image or a video frame over its pixel budget (internal/media/pixels)
 	FailInterrupted       = "processing_interrupted" // processing was interrupted too many times
 	FailProcessing        = "processing_failed"      // the service could not store the copy
 )

@@ -5,14 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
-	"image"
-	_ "image/jpeg" // registers the decoders DecodeConfig reads headers with
-	_ "image/png"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"mediagen/internal/blob"
+	"mediagen/internal/media/pixels"
 	"mediagen/internal/media/probe"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
@@ -139,28 +140,26 @@ func (s *Service) measure(ctx context.Context, c store.Asset, m media, key strin
 	defer obj.Close()
 	var out store.AssetOutcome
 	switch {
-	case m.kind == TypeImage && m.format == "WebP":
-		head := make([]byte, 30)
-		if _, err := io.ReadFull(obj, head); err != nil {
-			return failed(FailUnreadable, "The WebP image could not be read.")
-		}
-		w, h, ok := webpSize(head)
-		if !ok {
-			return failed(FailUnreadable, "The WebP image could not be read.")
-		}
-		out.Width, out.Height = w, h
 	case m.kind == TypeImage:
-		cfg, _, err := image.DecodeConfig(obj)
-		if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
+		// The header only: the pixels are never decoded here, and an image over the pixel
+		// budget never becomes an asset that an engine would decode.
+		size, err := pixels.ReadSize(obj)
+		if err != nil {
 			return failed(FailUnreadable, fmt.Sprintf("The %s image could not be read.", m.format))
 		}
-		out.Width, out.Height = cfg.Width, cfg.Height
+		if err := size.Check(); err != nil {
+			return failed(FailTooManyPixels, upperFirst(err.Error())+".")
+		}
+		out.Width, out.Height = size.Width, size.Height
 	case m.isoBMFF:
 		ra, ok := obj.(io.ReaderAt)
 		if !ok {
 			return failed(FailProcessing, "The service could not read its copy of the media.")
 		}
 		res, err := probe.ProbeReaderAt(ctx, ra, size, s.cfg.Probe)
+		if errors.Is(err, pixels.ErrOverBudget) {
+			return failed(FailTooManyPixels, probe.PublicMessage(err))
+		}
 		if err != nil {
 			return failed(FailUnreadable, "The media could not be measured: "+probe.PublicMessage(err))
 		}
@@ -184,4 +183,10 @@ func (s *Service) measure(ctx context.Context, c store.Asset, m media, key strin
 		}
 	}
 	return out
+}
+
+// upperFirst capitalizes a sentence that starts a failure reason.
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }

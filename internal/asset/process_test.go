@@ -1,7 +1,9 @@
 package asset
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"mediagen/internal/blob"
+	"mediagen/internal/media/pixels/pixelstest"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
 	"mediagen/internal/testkit"
@@ -35,6 +38,22 @@ func TestProcessingLifecycle(t *testing.T) {
 	txtURL := e.write("notes.txt", []byte("just some text, not media at all\n"))
 	gifURL := e.write("anim.gif", []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"))
 	badPNG := e.write("broken.png", append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 40)...))
+	var bomb bytes.Buffer // 746 KB that a decoder would make 768 MB of
+	if err := pixelstest.WritePNG(&bomb, 16000, 16000, 8, pixelstest.RGB); err != nil {
+		t.Fatal(err)
+	}
+	bombURL := e.write("black.png", bomb.Bytes())
+	bomb16URL := e.write("black16.png", pixelstest.PNGHeader(5000, 4000, 16, pixelstest.RGBA))
+	// The clip with its track header rewritten to 16000×16000 (tkhd version 0: width and
+	// height, 16.16 fixed point, end its 84-byte payload).
+	big := append([]byte{}, mp4...)
+	if at := bytes.Index(big, []byte("tkhd")); at < 0 || big[at+4] != 0 {
+		t.Fatal("no version 0 tkhd in the clip")
+	} else {
+		binary.BigEndian.PutUint32(big[at+80:], 16000<<16)
+		binary.BigEndian.PutUint32(big[at+84:], 16000<<16)
+	}
+	bigURL := e.write("big.mp4", big)
 
 	cases := []struct {
 		name, url, typ  string
@@ -53,6 +72,12 @@ func TestProcessingLifecycle(t *testing.T) {
 		{name: "audio-only mp4 family declared as video", url: m4aURL, typ: "Video", status: "Failed", code: FailTypeMismatch, reasonFragments: []string{"an audio file"}},
 		{name: "text is no media", url: txtURL, typ: "Image", status: "Failed", code: FailUnsupportedMedia},
 		{name: "gif not taken", url: gifURL, typ: "Image", status: "Failed", code: FailUnsupportedMedia, reasonFragments: []string{"GIF"}},
+		{name: "png over the pixel budget", url: bombURL, typ: "Image", status: "Failed", code: FailTooManyPixels,
+			reasonFragments: []string{"16000×16000 pixels", "16,777,216 pixels"}},
+		{name: "16-bit png header over the pixel budget", url: bomb16URL, typ: "Image", status: "Failed", code: FailTooManyPixels,
+			reasonFragments: []string{"5000×4000 pixels", "16,777,216 pixels"}},
+		{name: "video frame over the pixel budget", url: bigURL, typ: "Video", status: "Failed", code: FailTooManyPixels,
+			reasonFragments: []string{"16000×16000 pixels", "35,389,440 pixels"}},
 		{name: "corrupt png", url: badPNG, typ: "Image", status: "Failed", code: FailUnreadable},
 		{name: "missing file", url: e.url("nope.png"), typ: "Image", status: "Failed", code: FailSourceUnreachable, reasonFragments: []string{"error status"}},
 		{name: "server error", url: e.url("status/503"), typ: "Image", status: "Failed", code: FailSourceUnreachable},

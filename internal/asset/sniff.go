@@ -92,34 +92,6 @@ func mpegAudioFrame(b []byte) bool {
 	return version != 1 && layer == 1 && bitrate != 0 && bitrate != 15 && rate != 3
 }
 
-// webpSize reads the canvas size from the header of a WebP file (lossy VP8, lossless VP8L,
-// or extended VP8X); ok is false when the header is not a valid one.
-func webpSize(b []byte) (w, h int, ok bool) {
-	if len(b) < 30 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
-		return 0, 0, false
-	}
-	switch string(b[12:16]) {
-	case "VP8X":
-		w = 1 + (int(b[24]) | int(b[25])<<8 | int(b[26])<<16)
-		h = 1 + (int(b[27]) | int(b[28])<<8 | int(b[29])<<16)
-		return w, h, true
-	case "VP8 ":
-		if b[23] != 0x9d || b[24] != 0x01 || b[25] != 0x2a {
-			return 0, 0, false
-		}
-		w = int(binary.LittleEndian.Uint16(b[26:28]) & 0x3fff)
-		h = int(binary.LittleEndian.Uint16(b[28:30]) & 0x3fff)
-		return w, h, w > 0 && h > 0
-	case "VP8L":
-		if b[20] != 0x2f {
-			return 0, 0, false
-		}
-		bits := binary.LittleEndian.Uint32(b[21:25])
-		return 1 + int(bits&0x3fff), 1 + int((bits>>14)&0x3fff), true
-	}
-	return 0, 0, false
-}
-
 // describe names a kind for messages.
 func describe(kind string) string {
 	switch kind {

@@ -3,6 +3,8 @@ package asset
 import (
 	"encoding/binary"
 	"testing"
+
+	"mediagen/internal/media/pixels"
 )
 
 func TestSniff(t *testing.T) {
@@ -45,11 +47,11 @@ func TestSniff(t *testing.T) {
 			t.Errorf("%s: %+v, want %s %s supported=%v", c.name, m, c.kind, c.format, c.ok)
 		}
 	}
-	if w, h, ok := webpSize(vp8l); !ok || w != 64 || h != 64 {
+	if w, h, ok := pixels.WebPSize(vp8l); !ok || w != 64 || h != 64 {
 		t.Errorf("webp size %dx%d %v", w, h, ok)
 	}
 	vp8x := []byte("RIFF\x00\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x00\x00\x00\x00\x3f\x01\x00\xef\x00\x00")
-	if w, h, ok := webpSize(vp8x); !ok || w != 320 || h != 240 {
+	if w, h, ok := pixels.WebPSize(vp8x); !ok || w != 320 || h != 240 {
 		t.Errorf("webp vp8x size %dx%d %v", w, h, ok)
 	}
 }

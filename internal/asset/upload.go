@@ -3,8 +3,9 @@ package asset
 import (
 	"bytes"
 	"fmt"
-	"image"
 	"io"
+
+	"mediagen/internal/media/pixels"
 )
 
 // ImageInfo is what CheckImage learned of an image.
@@ -16,8 +17,10 @@ type ImageInfo struct {
 
 // CheckImage reads an image the way the library checks an Image asset's stored copy: the
 // type decided from its leading bytes (PNG, JPEG or WebP; never a declared Content-Type),
-// then its pixel size from its header. It reads only the header. The error's text is meant
-// for the client: it names what was found, never a server detail.
+// then its pixel size from its header, which must be within the pixel budget
+// (pixels.MaxImagePixels). It reads only the header: nothing is decoded, so a decompression
+// bomb costs what its header costs. The error's text is meant for the client: it names what
+// was found (and the budget), never a server detail.
 func CheckImage(r io.Reader) (ImageInfo, error) {
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(r, head)
@@ -29,21 +32,14 @@ func CheckImage(r io.Reader) (ImageInfo, error) {
 	if m.kind != TypeImage || !m.supported() {
 		return ImageInfo{}, fmt.Errorf("the file is %s, not a PNG, JPEG or WebP image", describeFound(m))
 	}
-	info := ImageInfo{Format: m.format, Ext: m.ext}
-	if m.format == "WebP" {
-		w, h, ok := webpSize(head)
-		if !ok {
-			return ImageInfo{}, fmt.Errorf("the WebP image could not be read")
-		}
-		info.Width, info.Height = w, h
-		return info, nil
-	}
-	cfg, _, err := image.DecodeConfig(io.MultiReader(bytes.NewReader(head), r))
-	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
+	size, err := pixels.ReadSize(io.MultiReader(bytes.NewReader(head), r))
+	if err != nil {
 		return ImageInfo{}, fmt.Errorf("the %s image could not be read", m.format)
 	}
-	info.Width, info.Height = cfg.Width, cfg.Height
-	return info, nil
+	if err := size.Check(); err != nil {
+		return ImageInfo{}, err
+	}
+	return ImageInfo{Format: m.format, Ext: m.ext, Width: size.Width, Height: size.Height}, nil
 }
 
 func describeFound(m media) string {

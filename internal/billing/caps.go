@@ -117,14 +117,16 @@ func capCounters(c keys.Caller, at time.Time) []capped {
 	add := func(scope, owner string, caps store.Caps) {
 		for _, p := range []struct {
 			kind string
-			cap  money.Micros
+			cap  money.Cap
 		}{{Daily, caps.Daily}, {Monthly, caps.Monthly}} {
-			if p.cap <= 0 {
+			// A cap of 0 is counted like any other: it admits only a reservation of 0.
+			amount, ok := p.cap.Get()
+			if !ok {
 				continue
 			}
 			_, resets := PeriodOf(p.kind, at)
 			out = append(out, capped{CappedCounter: store.CappedCounter{
-				SpendCounter: counterOf(scope, owner, p.kind, at), Cap: p.cap},
+				SpendCounter: counterOf(scope, owner, p.kind, at), Cap: amount},
 				kind: p.kind, resets: resets})
 		}
 	}

@@ -76,12 +76,10 @@ func (e *capEnv) settle(k store.Key, ref string, reserved, final money.Micros, a
 func tenantWithCaps(daily, monthly money.Micros) *catalog.Tenant {
 	t := &catalog.Tenant{ID: "acme", Currency: "USD"}
 	if daily > 0 {
-		r := catalog.Rate(daily)
-		t.SpendCaps.Daily = &r
+		t.SpendCaps.Daily = catalog.Cap{Cap: money.CapOf(daily)}
 	}
 	if monthly > 0 {
-		r := catalog.Rate(monthly)
-		t.SpendCaps.Monthly = &r
+		t.SpendCaps.Monthly = catalog.Cap{Cap: money.CapOf(monthly)}
 	}
 	return t
 }
@@ -105,7 +103,7 @@ func wantCapError(t *testing.T, err error, scope, kind string, resets time.Time)
 func TestDailyCapResetsAtUTCMidnight(t *testing.T) {
 	t.Parallel()
 	e := newCapEnv(t)
-	k := e.key(false, store.Caps{Daily: 10_000_000}, 100_000_000)
+	k := e.key(false, store.Caps{Daily: money.CapOf(10_000_000)}, 100_000_000)
 	c := keys.Caller{Key: k, Tenant: tenantWithCaps(0, 0)}
 	// A clock in another zone: periods are UTC whatever the clock's location.
 	zone := time.FixedZone("UTC-5", -5*3600)
@@ -139,7 +137,7 @@ func TestDailyCapResetsAtUTCMidnight(t *testing.T) {
 func TestMonthlyCapResetsAtMonthStart(t *testing.T) {
 	t.Parallel()
 	e := newCapEnv(t)
-	k := e.key(false, store.Caps{Monthly: 20_000_000}, 100_000_000)
+	k := e.key(false, store.Caps{Monthly: money.CapOf(20_000_000)}, 100_000_000)
 	c := keys.Caller{Key: k, Tenant: tenantWithCaps(0, 0)}
 	days := []time.Time{time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2027, 1, 31, 23, 0, 0, 0, time.UTC)}
 	for i, at := range days {
@@ -157,7 +155,7 @@ func TestMonthlyCapResetsAtMonthStart(t *testing.T) {
 func TestSettleBelowReservationAndReleaseFreeRoom(t *testing.T) {
 	t.Parallel()
 	e := newCapEnv(t)
-	k := e.key(false, store.Caps{Daily: 10_000_000}, 100_000_000)
+	k := e.key(false, store.Caps{Daily: money.CapOf(10_000_000)}, 100_000_000)
 	c := keys.Caller{Key: k}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	if err := e.reserve(c, "a", 8_000_000, now); err != nil {
@@ -188,7 +186,7 @@ func TestUnlimitedKeyAndTenantCapsAreCapped(t *testing.T) {
 	t.Parallel()
 	e := newCapEnv(t)
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	u := e.key(true, store.Caps{Daily: 3_000_000}, 0)
+	u := e.key(true, store.Caps{Daily: money.CapOf(3_000_000)}, 0)
 	if err := e.reserve(keys.Caller{Key: u}, "u1", 3_000_000, now); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +211,7 @@ func TestUnlimitedKeyAndTenantCapsAreCapped(t *testing.T) {
 func TestCapExactUnderConcurrentReservations(t *testing.T) {
 	t.Parallel()
 	e := newCapEnv(t)
-	k := e.key(true, store.Caps{Daily: 1_000_000}, 0)
+	k := e.key(true, store.Caps{Daily: money.CapOf(1_000_000)}, 0)
 	c := keys.Caller{Key: k}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	var wg sync.WaitGroup
@@ -304,7 +302,7 @@ func TestCapSetMidPeriodCountsWhatThePeriodSpent(t *testing.T) {
 	}{
 		{name: "KeyDailyCapSetByAnUpdate", before: at.Add(-5 * time.Hour), old: at.AddDate(0, 0, -1),
 			caller: func(k store.Key) keys.Caller {
-				k.Caps = store.Caps{Daily: 10 * unit}
+				k.Caps = store.Caps{Daily: money.CapOf(10 * unit)}
 				return keys.Caller{Key: k, Tenant: &catalog.Tenant{ID: "acme", Currency: "USD"}}
 			},
 			scope: "key", kind: Daily, resets: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)},

@@ -74,9 +74,37 @@ func QuoteCurrency(pricing []byte) string {
 	return q.Currency
 }
 
-// NativeTokens is the documented token formula.
+// NativeTokens is the documented token formula. A measured video can claim any size, so the
+// float is converted with saturation (saturate), never by Go's undefined conversion of an
+// out-of-range float: a result at maxQuantity then fails the checked price, not wraps.
 func NativeTokens(width, height int, fps float64, seconds float64) int64 {
-	return int64(math.Round(float64(width) * float64(height) * fps * seconds / TokenDivisor))
+	return saturate(math.Round(float64(width) * float64(height) * fps * seconds / TokenDivisor))
+}
+
+// maxQuantity bounds every quantity a price multiplies (tokens, microseconds): any positive
+// rate times it overflows the checked price (MulDiv), which refuses it as an error instead of
+// charging a wrapped amount. 2^62 leaves room to add two of them without int64 overflow.
+const maxQuantity = 1 << 62
+
+// saturate converts a float quantity to int64, clamped to [-maxQuantity, maxQuantity]; NaN is
+// maxQuantity (refused downstream, never free).
+func saturate(f float64) int64 {
+	switch {
+	case math.IsNaN(f) || f >= maxQuantity:
+		return maxQuantity
+	case f <= -maxQuantity:
+		return -maxQuantity
+	}
+	return int64(f)
+}
+
+// addQuantity adds two quantities, saturating at ±maxQuantity.
+func addQuantity(a, b int64) int64 {
+	s, ok := money.AddInt(a, b)
+	if !ok || s > maxQuantity {
+		return maxQuantity
+	}
+	return max(s, -maxQuantity)
 }
 
 // MaxUsagePercent bounds an upstream's reported completion tokens against the tokens of the
@@ -85,7 +113,13 @@ func NativeTokens(width, height int, fps float64, seconds float64) int64 {
 const MaxUsagePercent = 125
 
 // UsageLimit is the most completion tokens billed for a video measured at measured tokens.
-func UsageLimit(measured int64) int64 { return measured * MaxUsagePercent / 100 }
+func UsageLimit(measured int64) int64 {
+	v, ok := money.MulInt(measured, MaxUsagePercent)
+	if !ok {
+		return maxQuantity
+	}
+	return min(v/100, maxQuantity)
+}
 
 // TokenCost prices completion tokens at a per-million rate.
 func TokenCost(rate money.Micros, tokens int64) (money.Micros, error) {
@@ -118,7 +152,7 @@ func EstimateNative(t *catalog.Tenant, a *catalog.Alias, p *contract.NativeParam
 	if secs <= 0 {
 		secs = contract.NativeMaxSeconds(contract.Family(a.Family))
 	}
-	bound := int64(secs)*microsPerSecond + OutputSlackMicros
+	bound := addQuantity(int64(secs)*microsPerSecond, OutputSlackMicros)
 	tokens := NativeTokens(w, h, NativeFPS, float64(bound)/microsPerSecond)
 	amount, err := TokenCost(rate, tokens)
 	if err != nil {
@@ -130,11 +164,11 @@ func EstimateNative(t *catalog.Tenant, a *catalog.Alias, p *contract.NativeParam
 
 // SecondsToMicros turns measured seconds into integer microseconds, rounding to the nearest:
 // media durations are exact in their timescale, and a float like 2.125 must stay 2125000.
-func SecondsToMicros(s float64) int64 { return int64(math.Round(s * microsPerSecond)) }
+func SecondsToMicros(s float64) int64 { return saturate(math.Round(s * microsPerSecond)) }
 
 // ceilSeconds rounds a measured duration up to whole seconds, from integer microseconds so
 // that 5.000000 measured as 4.9999999999 or 5.0000000001 still counts as 5.
-func ceilSeconds(us int64) int64 { return (us + microsPerSecond - 1) / microsPerSecond }
+func ceilSeconds(us int64) int64 { return addQuantity(us, microsPerSecond-1) / microsPerSecond }
 
 // EstimateProduction reserves for the measured input videos plus the longest output the
 // request can end with: the requested length (for -1, the longest production length) plus
@@ -153,7 +187,7 @@ func EstimateProduction(t *catalog.Tenant, p *contract.ProductionParams, inputSe
 	for _, s := range inputSeconds {
 		q.InputMicros = append(q.InputMicros, SecondsToMicros(s))
 	}
-	amount, err := SecondsCost(rate, productionMicros(q.InputMicros, int64(secs)*microsPerSecond+OutputSlackMicros))
+	amount, err := SecondsCost(rate, productionMicros(q.InputMicros, addQuantity(int64(secs)*microsPerSecond, OutputSlackMicros)))
 	if err != nil {
 		return Quote{}, err
 	}
@@ -163,10 +197,16 @@ func EstimateProduction(t *catalog.Tenant, p *contract.ProductionParams, inputSe
 
 // productionMicros is the contract's chargeable time: every measured input video (fractions
 // kept, repeats counted) plus the output rounded up to a whole second.
+//
+// The sum saturates at maxQuantity (checked additions): a sum that would wrap is then refused
+// by the checked price instead of becoming a small or negative charge.
 func productionMicros(inputs []int64, outputMicros int64) int64 {
-	total := ceilSeconds(outputMicros) * microsPerSecond
+	total, ok := money.MulInt(ceilSeconds(outputMicros), microsPerSecond)
+	if !ok {
+		total = maxQuantity
+	}
 	for _, in := range inputs {
-		total += in
+		total = addQuantity(total, in)
 	}
 	return total
 }
@@ -215,7 +255,7 @@ func EstimateEnhancement(t *catalog.Tenant, route contract.EnhRoute, p *contract
 	}
 	q := Quote{Route: string(contract.RouteEnhancement), Currency: t.Currency, Rate: rate, Tier: tier, Band: p.Band, Multiplier: mult,
 		SourceMicros: SecondsToMicros(max(p.Duration, measuredSeconds))}
-	amount, err := enhancementCost(rate, q.SourceMicros+OutputSlackMicros, mult)
+	amount, err := enhancementCost(rate, addQuantity(q.SourceMicros, OutputSlackMicros), mult)
 	if err != nil {
 		return Quote{}, err
 	}
@@ -224,8 +264,11 @@ func EstimateEnhancement(t *catalog.Tenant, route contract.EnhRoute, p *contract
 }
 
 func enhancementCost(rate money.Micros, durationMicros int64, mult int) (money.Micros, error) {
-	secs := ceilSeconds(durationMicros)
-	v, ok := money.MulDiv(rate, secs*int64(mult), 1)
+	units, ok := money.MulInt(ceilSeconds(durationMicros), int64(mult))
+	if !ok {
+		return 0, fmt.Errorf("enhancement cost overflows")
+	}
+	v, ok := money.MulDiv(rate, units, 1)
 	if !ok {
 		return 0, fmt.Errorf("enhancement cost overflows")
 	}

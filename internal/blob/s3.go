@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -177,15 +178,33 @@ func (s *S3) name(key string) (string, error) {
 	return s.prefix + key, nil
 }
 
-// Put implements Store: an upload of unknown length in parts of PartMB, so memory stays
-// flat whatever the size.
+// Put implements Store: the first part is read as it arrives; a body that ends within it is
+// sent as one object of known size, a longer one as an upload of unknown length in parts of
+// PartMB, so memory stays flat whatever the size.
+//
+// Why not hand r to the client straight away: with an unknown length the client allocates a
+// whole part buffer (twice PartMB, 31 MiB of heap with the default 16) before the first byte,
+// and keeps it for as long as the body takes. A tenant's upload read at the paced minimum
+// rate (1.6 KiB/s, netlimit.DefaultBodyReadStall) may take 15 minutes, so a few dozen slow
+// uploads of a few KiB each held a gigabyte. Read into a growing buffer first, what a Put
+// holds is at most twice what the client has sent, until it has sent a whole part.
 func (s *S3) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
 	name, err := s.name(key)
 	if err != nil {
 		return 0, err
 	}
-	info, err := s.client.PutObject(ctx, s.bucket, name, r, -1, minio.PutObjectOptions{
-		ContentType: ContentType(key), PartSize: s.partMB << 20})
+	opts := minio.PutObjectOptions{ContentType: ContentType(key), PartSize: s.partMB << 20}
+	var head bytes.Buffer
+	n, err := io.CopyN(&head, r, int64(opts.PartSize))
+	var info minio.UploadInfo
+	switch {
+	case errors.Is(err, io.EOF): // the whole body fits in one part
+		info, err = s.client.PutObject(ctx, s.bucket, name, bytes.NewReader(head.Bytes()), n, opts)
+	case err != nil:
+		return 0, fmt.Errorf("blob: put %s: %w", key, err)
+	default:
+		info, err = s.client.PutObject(ctx, s.bucket, name, io.MultiReader(&head, r), -1, opts)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("blob: put %s: %w", key, err)
 	}

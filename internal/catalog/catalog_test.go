@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"mediagen/internal/money"
+
 	"mediagen/internal/contract"
 )
 
@@ -92,8 +94,11 @@ func TestParseRejectsBrokenCatalogs(t *testing.T) {
 		{"zero weight", "    currency: EUR\n", "    currency: EUR\n    weight: 0\n", "weight 0 must be 1 to 100"},
 		{"weight above the bound", "    currency: EUR\n", "    currency: EUR\n    weight: 101\n", "weight 101 must be 1 to 100"},
 		{"weight not a number", "    currency: EUR\n", "    currency: EUR\n    weight: heavy\n", "line 5"},
-		{"zero spend cap", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      daily: 0\n", "spend_caps.daily must be a positive amount"},
-		{"negative spend cap", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      monthly: -5\n", "must not be negative"},
+		{"negative spend cap", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      monthly: -5\n", `line 6: spend cap "-5": a cap must be an amount from 0 to 1000000000000`},
+		{"spend cap above the ceiling", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      daily: 1000000000000.000001\n", `line 6: spend cap "1000000000000.000001": a cap must be an amount from 0 to 1000000000000`},
+		{"spend cap that is no amount", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      daily: lots\n", `line 6: spend cap "lots"`},
+		{"rate above the ceiling names the line", "acme-fast: 1.5", "acme-fast: 1000000.000001", `line 13: rate "1000000.000001" is above the ceiling of 1000000 per unit`},
+		{"the issue's rate", "acme-fast: 1.5", "acme-fast: 9223372036854.775807", `rate "9223372036854.775807" is above the ceiling`},
 		{"unknown spend cap period", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      weekly: 5\n", `unknown key "weekly"`},
 	}
 	for _, tt := range tests {
@@ -433,12 +438,25 @@ func TestCheckListsEveryProblemAtOnce(t *testing.T) {
 
 func TestTenantSpendCapsAreOptionalAmounts(t *testing.T) {
 	t.Parallel()
-	c, err := Parse("c.yaml", []byte(strings.Replace(minimal, "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      monthly: 100.50\n", 1)))
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct {
+		yaml           string
+		daily, monthly money.Cap
+	}{
+		{"      monthly: 100.50\n", money.NoCap, money.CapOf(100_500_000)},
+		// 0 is a cap that lets nothing be spent, as in the admin API and the CLI; none is no cap.
+		{"      daily: 0\n      monthly: none\n", money.CapOf(0), money.NoCap},
+		{"      daily: NONE\n      monthly: 1000000000000\n", money.NoCap, money.CapOf(money.MaxAmount)},
+	} {
+		c, err := Parse("c.yaml", []byte(strings.Replace(minimal, "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n"+tt.yaml, 1)))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		acme, _ := c.Tenant("acme")
+		if d, m := acme.SpendCaps.Amounts(); d != tt.daily || m != tt.monthly {
+			t.Errorf("%q: caps %s and %s, want %s and %s", tt.yaml, d, m, tt.daily, tt.monthly)
+		}
 	}
-	acme, _ := c.Tenant("acme")
-	if d, m := acme.SpendCaps.Amounts(); d != 0 || m != 100_500_000 {
-		t.Errorf("caps %s and %s, want none and 100.50", d, m)
+	if _, err := Parse("c.yaml", []byte(strings.Replace(minimal, "acme-fast: 1.5", "acme-fast: 1000000", 1))); err != nil {
+		t.Errorf("a rate at the ceiling: %v", err)
 	}
 }

@@ -126,15 +126,6 @@ func (t *Tenant) check(upstreamModels map[string]bool) []error {
 	if !reCurrency.MatchString(t.Currency) {
 		add("currency %q must be a three-letter ISO 4217 code such as USD", t.Currency)
 	}
-	// A cap of 0 would admit no request at all; an absent cap is no cap.
-	for _, c := range []struct {
-		name string
-		v    *Rate
-	}{{"daily", t.SpendCaps.Daily}, {"monthly", t.SpendCaps.Monthly}} {
-		if c.v != nil && *c.v == 0 {
-			add("spend_caps.%s must be a positive amount (0 would refuse every request; leave it out for no cap)", c.name)
-		}
-	}
 	if w := t.WeightSetting; w != nil && (*w < 1 || *w > MaxWeight) {
 		add("weight %d must be 1 to %d", *w, MaxWeight)
 	}

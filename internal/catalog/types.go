@@ -10,8 +10,16 @@ import (
 	"mediagen/internal/money"
 )
 
-// Rate is a non-negative price in micro-units, read exactly from the decimal text of the file.
+// Rate is a non-negative price in micro-units, read exactly from the decimal text of the file,
+// at most MaxRate.
 type Rate money.Micros
+
+// MaxRate is the ceiling of every rate and cost in the catalog, per unit (second, million
+// tokens, character): a million currency units. The dearest real rate is a few units per
+// second; the ceiling is there so that a rate times the largest quantity a request can bring
+// (checked multiplication in billing, docs/limits.md "Money") stays far below the ceiling of
+// one amount (money.MaxAmount), and a typo of six extra zeros stops the load.
+const MaxRate = 1_000_000 * money.Scale
 
 // Micros returns the rate as an amount.
 func (r Rate) Micros() money.Micros { return money.Micros(r) }
@@ -90,23 +98,19 @@ type Tenant struct {
 	limits  Limits
 }
 
-// SpendCaps are caps on spending per UTC calendar day and month, in the tenant's currency;
-// absent is no cap (0 is refused by the check: it would admit nothing).
+// SpendCaps are caps on spending per UTC calendar day and month, in the tenant's currency.
+// Absent or none is no cap; 0 is a cap that lets nothing be spent (the same meaning as a key's
+// cap in the admin API, the CLI and the console: docs/billing.md, "Spend caps").
 type SpendCaps struct {
-	Daily   *Rate `yaml:"daily"`
-	Monthly *Rate `yaml:"monthly"`
+	Daily   Cap `yaml:"daily"`
+	Monthly Cap `yaml:"monthly"`
 }
 
-// Amounts returns the caps as amounts, 0 where there is none.
-func (c SpendCaps) Amounts() (daily, monthly money.Micros) {
-	if c.Daily != nil {
-		daily = c.Daily.Micros()
-	}
-	if c.Monthly != nil {
-		monthly = c.Monthly.Micros()
-	}
-	return daily, monthly
-}
+// Cap is one cap of spend_caps (yaml.go reads it).
+type Cap struct{ money.Cap }
+
+// Amounts returns the caps.
+func (c SpendCaps) Amounts() (daily, monthly money.Cap) { return c.Daily.Cap, c.Monthly.Cap }
 
 // VirtualGroup is an operator-granted virtual asset group: its id (unique across the
 // catalog), name and optional description. See docs/assets.md.

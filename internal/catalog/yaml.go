@@ -95,6 +95,23 @@ func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
 	if m < 0 {
 		return fmt.Errorf("line %d: rate %q must not be negative", n.Line, n.Value)
 	}
+	if m > MaxRate {
+		return fmt.Errorf("line %d: rate %q is above the ceiling of %s per unit (docs/limits.md, \"Money\")", n.Line, n.Value, money.Micros(MaxRate))
+	}
 	*r = Rate(m)
+	return nil
+}
+
+// UnmarshalYAML reads a spend cap: none, or an amount from 0 (nothing may be spent) to
+// money.MaxAmount, read exactly like a rate.
+func (c *Cap) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float" && n.Tag != "!!str") {
+		return fmt.Errorf("line %d: a spend cap must be a decimal number, or none", n.Line)
+	}
+	v, err := money.ParseCap(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: spend cap %q: %w", n.Line, n.Value, err)
+	}
+	c.Cap = v
 	return nil
 }

@@ -206,7 +206,7 @@ func (k *core) handle(h PageFunc) http.HandlerFunc {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
 			if err := r.ParseForm(); err != nil {
-				k.renderError(w, r, s, apierr.Invalid("", "The form could not be read."))
+				k.renderError(w, r, s, formErr(err))
 				return
 			}
 			if !k.sameOrigin(r) || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.CSRF)) != 1 {
@@ -223,12 +223,28 @@ func (k *core) handle(h PageFunc) http.HandlerFunc {
 
 // renderError shows err as a page with its status. Internal causes are logged, never shown.
 func (k *core) renderError(w http.ResponseWriter, r *http.Request, s *Session, err error) {
+	if berr := netlimit.BodyErr(r.Context()); berr != nil {
+		err = berr // the form stopped arriving (the admin listener paces bodies)
+	}
 	e := apierr.As(err)
+	if e.Kind == apierr.KindRequestTimeout {
+		// What is left of the body is still on its way: the connection cannot be reused.
+		w.Header().Set("Connection", "close")
+	}
 	if e.Kind == apierr.KindInternal || e.Kind == apierr.KindUnavailable {
 		k.Logger.ErrorContext(r.Context(), "console page failed", "path", r.URL.Path, "err", err)
 	}
 	title := http.StatusText(e.Status())
 	k.render(w, r, s, e.Status(), "error", title, errorPage{Status: e.Status(), Message: e.Message, Code: e.CodeOrDefault()})
+}
+
+// formErr is the answer to a form that could not be read: the paced body's 408 when it
+// stopped arriving (netlimit.ErrBodyTimeout), else a 400.
+func formErr(err error) error {
+	if errors.Is(err, netlimit.ErrBodyTimeout) {
+		return err
+	}
+	return apierr.Invalid("", "The form could not be read.")
 }
 
 type errorPage struct {

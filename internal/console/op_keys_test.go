@@ -244,6 +244,13 @@ func TestInvalidKeyInputIsShownByItsFieldAndWritesNothing(t *testing.T) {
 		{"past expiry", "/console/keys/" + k.ID + "/update", "expires_at", []string{"expires_at", past}},
 		{"negative initial credit", "/console/keys/new", "credit", []string{"tenant", "demo", "name", "n", "credit", "-1"}},
 		{"unknown tenant", "/console/keys/new", "tenant", []string{"tenant", "nobody", "name", "n"}},
+		// 18446744074 s × 10^9 used to wrap int64 to 0.29 s, which the service then accepted.
+		{"grace that wrapped", "/console/keys/" + k.ID + "/rotate", "grace", []string{"grace", "18446744074"}},
+		{"grace above 90 days", "/console/keys/" + k.ID + "/rotate", "grace", []string{"grace", "7776001"}},
+		{"credit above the ceiling", "/console/keys/" + k.ID + "/credit", "amount", []string{"amount", "1000000000000.000001"}},
+		{"the issue's credit", "/console/keys/" + k.ID + "/credit", "amount", []string{"amount", "9223372036774.775807"}},
+		{"cap that is no amount", "/console/keys/" + k.ID + "/update", "daily_cap", []string{"daily_cap", "lots"}},
+		{"cap above the ceiling", "/console/keys/" + k.ID + "/update", "monthly_cap", []string{"monthly_cap", "1000000000001"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			form := b.openForm(strings.TrimSuffix(tc.path, "/confirm"))
@@ -313,11 +320,76 @@ func TestUpdateSetsExpiryAndCapsAfterConfirmation(t *testing.T) {
 		t.Fatalf("update: %d\n%s", p.status, p.body)
 	}
 	got, _ := e.svc.Key(context.Background(), admin.CLIActor("t"), k.ID)
-	if !got.ExpiresAt.Equal(exp) || got.Caps == nil || got.Caps.Daily != 2_000_000 || got.Caps.Monthly != 30_000_000 {
+	if !got.ExpiresAt.Equal(exp) || got.Caps == nil || got.Caps.Daily == nil || *got.Caps.Daily != 2_000_000 ||
+		got.Caps.Monthly == nil || *got.Caps.Monthly != 30_000_000 {
 		t.Errorf("key after update: expires %v, caps %+v", got.ExpiresAt, got.Caps)
 	}
 	// The form opens with the key's values.
 	if p := b.get(path); !strings.Contains(p.body, `value="`+exp.Format("2006-01-02T15:04")+`"`) {
 		t.Errorf("update form lacks the current expiry:\n%s", p.body)
+	}
+}
+
+func TestRevokedKeyCreditNeedsForceWithANoteInTheConsole(t *testing.T) {
+	e := newOpEnv(t)
+	k := e.newKey(t, 1_000_000)
+	b := e.browser(t, e.oper)
+	path := "/console/keys/" + k.ID + "/revoke"
+	if p := b.post(path, with(b.openForm(path), "confirm", "yes")); p.status != http.StatusOK {
+		t.Fatalf("revoke: %d\n%s", p.status, p.body)
+	}
+	path = "/console/keys/" + k.ID + "/credit"
+	form := b.openForm(path)
+	if !strings.Contains(b.get(path).body, `name="force"`) {
+		t.Error("the credit form of a revoked key offers no force")
+	}
+	for _, tc := range []struct {
+		name string
+		form []string
+		want string
+	}{
+		{"without force", []string{"amount", "2"}, "revoked"},
+		{"forced without a note", []string{"amount", "2", "force", "yes"}, "needs a note"},
+	} {
+		if p := b.post(path, with(form, append(tc.form, "confirm", "yes")...)); p.status != http.StatusBadRequest || !strings.Contains(p.body, tc.want) {
+			t.Errorf("%s: %d; want 400 saying %q\n%s", tc.name, p.status, tc.want, p.body)
+		}
+	}
+	if got := e.balance(t, k.ID); got != 1_000_000 {
+		t.Fatalf("balance %s after refusals", got)
+	}
+	if p := b.post(path, with(form, "amount", "2", "force", "yes", "note", "refund owed", "confirm", "yes")); p.status != http.StatusOK {
+		t.Fatalf("forced credit: %d\n%s", p.status, p.body)
+	}
+	if got := e.balance(t, k.ID); got != 3_000_000 {
+		t.Errorf("balance %s after the forced credit; want 3", got)
+	}
+}
+
+func TestConsoleCapZeroIsACapAndEmptyIsNone(t *testing.T) {
+	e := newOpEnv(t)
+	k := e.newKey(t, 0)
+	b := e.browser(t, e.oper)
+	path := "/console/keys/" + k.ID + "/update"
+	f := with(b.openForm(path), "daily_cap", "0", "monthly_cap", "")
+	if p := b.post(path+"/confirm", f); p.status != http.StatusOK || !strings.Contains(p.body, "nothing may be spent") {
+		t.Fatalf("confirm: %d\n%s", p.status, p.body)
+	}
+	if p := b.post(path, with(f, "confirm", "yes")); p.status != http.StatusOK {
+		t.Fatalf("update: %d\n%s", p.status, p.body)
+	}
+	got, _ := e.svc.Key(context.Background(), admin.CLIActor("t"), k.ID)
+	if got.Caps == nil || got.Caps.Daily == nil || *got.Caps.Daily != 0 || got.Caps.Monthly != nil {
+		t.Fatalf("caps after daily 0 and monthly empty: %+v", got.Caps)
+	}
+	// The form opens with the cap of 0 shown as 0, not as empty (which would remove it).
+	if p := b.get(path); !strings.Contains(p.body, `name="daily_cap" type="text" inputmode="decimal" value="0"`) {
+		t.Errorf("the form does not show the cap of 0:\n%s", p.body)
+	}
+	if p := b.post(path, with(b.openForm(path), "daily_cap", "none", "confirm", "yes")); p.status != http.StatusOK {
+		t.Fatalf("update to none: %d\n%s", p.status, p.body)
+	}
+	if got, _ := e.svc.Key(context.Background(), admin.CLIActor("t"), k.ID); got.Caps != nil {
+		t.Errorf("caps after none: %+v", got.Caps)
 	}
 }

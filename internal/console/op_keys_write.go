@@ -13,6 +13,7 @@ import (
 
 	"mediagen/internal/admin"
 	"mediagen/internal/apierr"
+	"mediagen/internal/keys"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
 )
@@ -42,8 +43,8 @@ var keyFormFields = map[string][]string{
 	"create": {"tenant", "name", "credit", "expires_at", "daily_cap", "monthly_cap"},
 	"rotate": {"grace"},
 	"update": {"expires_at", "daily_cap", "monthly_cap"},
-	"credit": {"amount", "note"},
-	"debit":  {"amount", "note"},
+	"credit": {"amount", "note", "force"},
+	"debit":  {"amount", "note", "force"},
 }
 
 // keyForm is the page of one key write: its form, its confirmation or its result.
@@ -117,10 +118,10 @@ func (o *Operator) keyWriteForm(w http.ResponseWriter, r *http.Request, s *Sessi
 			f.Values.Set("expires_at", f.Key.ExpiresAt.UTC().Format("2006-01-02T15:04"))
 		}
 		if c := f.Key.Caps; c != nil {
-			if c.Daily > 0 {
+			if c.Daily != nil {
 				f.Values.Set("daily_cap", c.Daily.String())
 			}
-			if c.Monthly > 0 {
+			if c.Monthly != nil {
 				f.Values.Set("monthly_cap", c.Monthly.String())
 			}
 		}
@@ -240,13 +241,26 @@ func planKeyWrite(action string, k *admin.Key, v url.Values) (keyPlan, fieldErrs
 		}
 		return m
 	}
+	// capOf reads a cap field: empty or "none" is no cap, 0 a cap that lets nothing be spent,
+	// as in the admin API, the CLI and the catalog (docs/billing.md, "Spend caps").
+	capOf := func(name string) money.Cap {
+		s := strings.TrimSpace(v.Get(name))
+		if s == "" {
+			return money.NoCap
+		}
+		c, err := money.ParseCap(s)
+		if err != nil {
+			errs[name] = fmt.Sprintf("Enter an amount from 0 to %s (0: nothing may be spent), or none (or nothing) for no cap.", money.MaxAmount)
+		}
+		return c
+	}
 	var p keyPlan
 	switch action {
 	case "create":
 		in := admin.KeyInput{Tenant: v.Get("tenant"), Name: strings.TrimSpace(v.Get("name")), Unlimited: v.Get("unlimited") == "yes",
 			Credit: amount("credit", true)}
 		in.ExpiresAt = parseExpiry(v.Get("expires_at"), errs)
-		in.Caps.Daily, in.Caps.Monthly = amount("daily_cap", true), amount("monthly_cap", true)
+		in.Caps.Daily, in.Caps.Monthly = capOf("daily_cap"), capOf("monthly_cap")
 		p.summary = []string{fmt.Sprintf("Create a key named %q for tenant %q.", in.Name, in.Tenant),
 			limitText(in.Unlimited), expiryText(in.ExpiresAt), capsText(in.Caps.Daily, in.Caps.Monthly)}
 		if in.Credit != 0 {
@@ -258,11 +272,11 @@ func planKeyWrite(action string, k *admin.Key, v url.Values) (keyPlan, fieldErrs
 			return keyResult{keyID: made.ID, message: "Key " + made.ID + " was created.", secret: made.Secret}, err
 		}
 	case "rotate":
-		secs, err := strconv.ParseInt(strings.TrimSpace(v.Get("grace")), 10, 64)
-		if err != nil || secs < 0 || secs > 1<<40 {
-			errs["grace"] = "Choose how long the old secret keeps working."
+		grace, ok := graceOf(v.Get("grace"))
+		if !ok {
+			errs["grace"] = fmt.Sprintf("Choose how long the old secret keeps working: 0 to %d seconds (%d days).",
+				int64(keys.MaxGrace/time.Second), int64(keys.MaxGrace/(24*time.Hour)))
 		}
-		grace := time.Duration(secs) * time.Second
 		when := "stops working at once"
 		if grace > 0 {
 			when = "keeps working for " + grace.String()
@@ -280,7 +294,7 @@ func planKeyWrite(action string, k *admin.Key, v url.Values) (keyPlan, fieldErrs
 		}
 	case "update":
 		exp := parseExpiry(v.Get("expires_at"), errs)
-		daily, monthly := amount("daily_cap", true), amount("monthly_cap", true)
+		daily, monthly := capOf("daily_cap"), capOf("monthly_cap")
 		in := admin.KeyUpdate{ExpiresAt: &exp, Daily: &daily, Monthly: &monthly}
 		p.summary = []string{"Change key " + k.ID + ":", expiryText(exp), capsText(daily, monthly)}
 		p.do = func(ctx context.Context, svc *admin.Service, a admin.Actor) (keyResult, error) {
@@ -290,6 +304,7 @@ func planKeyWrite(action string, k *admin.Key, v url.Values) (keyPlan, fieldErrs
 	case "credit", "debit":
 		amt := amount("amount", false)
 		note := strings.TrimSpace(v.Get("note"))
+		force := v.Get("force") == "yes"
 		cur := ""
 		if k.Balance != nil {
 			cur = " " + k.Balance.Currency
@@ -299,15 +314,18 @@ func planKeyWrite(action string, k *admin.Key, v url.Values) (keyPlan, fieldErrs
 			verb, prep = "Debit", "from"
 		}
 		p.summary = []string{fmt.Sprintf("%s %s%s %s key %s.", verb, displayMoney(amt), cur, prep, k.ID)}
+		if force {
+			p.summary = append(p.summary, "The key is revoked: this "+action+" is forced, and the audit log records it with the note.")
+		}
 		if note != "" {
 			p.summary = append(p.summary, "Note: "+note)
 		}
 		p.do = func(ctx context.Context, svc *admin.Service, a admin.Actor) (keyResult, error) {
 			var err error
 			if action == "credit" {
-				_, err = svc.Credit(ctx, a, k.ID, admin.CreditInput{Amount: amt, Note: note})
+				_, err = svc.Credit(ctx, a, k.ID, admin.CreditInput{Amount: amt, Note: note, Force: force})
 			} else {
-				_, err = svc.Debit(ctx, a, k.ID, admin.DebitInput{Amount: amt, Note: note})
+				_, err = svc.Debit(ctx, a, k.ID, admin.DebitInput{Amount: amt, Note: note, Force: force})
 			}
 			return keyResult{keyID: k.ID, message: fmt.Sprintf("%sed %s%s.", verb, displayMoney(amt), cur)}, err
 		}
@@ -344,18 +362,33 @@ func expiryText(t time.Time) string {
 	return "It expires at " + formatTime(t) + "."
 }
 
-func capsText(daily, monthly money.Micros) string {
-	if daily <= 0 && monthly <= 0 {
+func capsText(daily, monthly money.Cap) string {
+	if !daily.Set() && !monthly.Set() {
 		return "No spend caps."
 	}
-	d, m := "none", "none"
-	if daily > 0 {
-		d = displayMoney(daily)
+	show := func(c money.Cap) string {
+		m, ok := c.Get()
+		switch {
+		case !ok:
+			return "none"
+		case m == 0:
+			return "0 (nothing may be spent)"
+		}
+		return displayMoney(m)
 	}
-	if monthly > 0 {
-		m = displayMoney(monthly)
+	return "Spend caps: daily " + show(daily) + ", monthly " + show(monthly) + "."
+}
+
+// graceOf reads the rotation form's grace in seconds, within [0, keys.MaxGrace]. The bound is
+// checked on the seconds before they become a Duration: 18446744074 s times 10^9 wraps int64
+// to 0.29 s, which the service's own bound would then accept.
+func graceOf(s string) (time.Duration, bool) {
+	secs, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || secs < 0 || secs > int64(keys.MaxGrace/time.Second) {
+		return 0, false
 	}
-	return "Spend caps: daily " + d + ", monthly " + m + "."
+	d, ok := money.MulInt(secs, int64(time.Second))
+	return time.Duration(d), ok
 }
 
 // onceSet is the one-time form ids already used, each kept for formIDTTL.

@@ -110,7 +110,7 @@ func viewTenant(t *catalog.Tenant) tenantView {
 		{"Asset ingests in flight", l.Key.AssetIngestsInFlight.String(), l.Tenant.AssetIngestsInFlight.String()},
 	}
 	daily, monthly := t.SpendCaps.Amounts()
-	v.DailyCap, v.MonthlyCap = capText(daily.String(), daily == 0), capText(monthly.String(), monthly == 0)
+	v.DailyCap, v.MonthlyCap = daily.String(), monthly.String() // "none" where there is no cap
 	return v
 }
 
@@ -119,13 +119,6 @@ func burst(b catalog.Burst) string {
 		return "unlimited"
 	}
 	return fmt.Sprint(int64(b))
-}
-
-func capText(s string, none bool) string {
-	if none {
-		return "none"
-	}
-	return s
 }
 
 // flattenRates lists the rate card's set prices, one line each.

@@ -118,7 +118,7 @@ func (k *core) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		k.renderError(w, r, nil, apierr.Invalid("", "The form could not be read."))
+		k.renderError(w, r, nil, formErr(err))
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))

@@ -17,6 +17,7 @@ import (
 
 	"mediagen/internal/catalog"
 	"mediagen/internal/keys"
+	"mediagen/internal/money"
 	"mediagen/internal/store"
 	"mediagen/internal/store/storetest"
 )
@@ -197,7 +198,7 @@ func TestEveryVideoRouteRefusesOverTheCap(t *testing.T) {
 			_, unl := e.newKey("acme", 0, true)
 			for _, k := range []store.Key{e.keyRec, unl} {
 				before := e.balance(k)
-				k = setCaps(t, e.store, k, store.Caps{Daily: 50_000})
+				k = setCaps(t, e.store, k, store.Caps{Daily: money.CapOf(50_000)})
 				secret := e.key
 				if k.Unlimited {
 					secret = "" // made below
@@ -223,8 +224,7 @@ func TestTenantMonthlyCapRefusesWithThe402(t *testing.T) {
 	t.Parallel()
 	cat := testCatalog(t)
 	acme, _ := cat.Tenant("acme")
-	capAmount := catalog.Rate(200_000)
-	acme.SpendCaps.Monthly = &capAmount
+	acme.SpendCaps.Monthly = catalog.Cap{Cap: money.CapOf(200_000)}
 	e := newTestEnvWith(t, cat, nil, DefaultMaxBodyBytes)
 	secret, k := e.newKey("acme", startCredit, false)
 	native := `{"model":"acme-video-fast","prompt":"a cat","metadata":{"duration":5,"resolution":"720p","ratio":"16:9","client_request_id":"%s"}}`
@@ -247,7 +247,7 @@ func TestTenantMonthlyCapRefusesWithThe402(t *testing.T) {
 func TestSpeechRefusesOverTheCap(t *testing.T) {
 	t.Parallel()
 	se := newSpeechEnv(t)
-	setCaps(t, se.store, se.keyRec, store.Caps{Monthly: 1})
+	setCaps(t, se.store, se.keyRec, store.Caps{Monthly: money.CapOf(1)})
 	before := se.balance()
 	r := se.post(se.key, spBody(`"input":"Hello."`, `{"client_request_id":"r"}`))
 	assertCapRefused(t, se.store, r, se.keyRec, before, 0, "monthly")
@@ -268,7 +268,7 @@ func TestCapExactUnder50ConcurrentRequests(t *testing.T) {
 			e := newTestEnvOn(t, driver, limitedCatalog(t, nil, nil), nil, DefaultMaxBodyBytes)
 			secret, k := e.newKey("acme", startCredit, false)
 			const reservation = 136_080 // native fast 720p 16:9 5 s
-			setCaps(t, e.store, k, store.Caps{Daily: 7*reservation + reservation/2})
+			setCaps(t, e.store, k, store.Caps{Daily: money.CapOf(7*reservation + reservation/2)})
 			body := `{"model":"acme-video-fast","prompt":"a cat","metadata":{"duration":5,"resolution":"720p","ratio":"16:9","client_request_id":"c%d"}}`
 			var wg sync.WaitGroup
 			var accepted, capped atomic.Int64

@@ -60,11 +60,3 @@ func apiErrURITooLong() *apierr.Error {
 	return apierr.New(apierr.KindURITooLong, "The request target (path and query) is longer than the limit of "+
 		humanBytes(MaxRequestTarget)+". Use the paths and links exactly as the API reference and the API give them.")
 }
-
-// bodyTimedOut is the answer to a body that did not arrive within the body read timeout. The
-// connection is closed after it: what is left of the body is still on its way.
-func (s *Server) bodyTimedOut(w http.ResponseWriter) error {
-	w.Header().Set("Connection", "close")
-	return apierr.New(apierr.KindRequestTimeout, "The request body did not arrive within "+
-		s.bodyTimeout.String()+". Send the whole body at once.")
-}

@@ -4,6 +4,8 @@ import (
 	"log"
 	"net/http"
 	"time"
+
+	"mediagen/internal/netlimit"
 )
 
 // The bounds of every listener: what a client, authenticated or not, can make the process
@@ -26,13 +28,26 @@ const (
 	// other order races a request sent on a connection being closed. When the listener is
 	// full, idle connections are closed first anyway (internal/netlimit).
 	IdleTimeout = 75 * time.Second
-	// DefaultBodyReadTimeout bounds the read of a request body from the end of its headers:
-	// the largest body (DefaultMaxBodyBytes, 1 MiB) arrives within it at 35 KiB/s, and a
-	// typical JSON body of a few KiB within one round trip. There is no http.Server
+	// DefaultBodyReadStall is how long each readPiece bytes of a request body may take to
+	// arrive while the server waits for them (the first piece from when the body's read
+	// starts): the read deadline moves forward only while bytes flow, as the write side's
+	// does, so a body of any size goes on at any rate above 1.6 KiB/s, and one that stops
+	// arriving is cut 10 s later. A whole-body deadline cut uploads on ordinary links: at
+	// 30 s a 32 MiB input_reference needed 1.1 MB/s (issue 41). 10 s covers a few lost
+	// packets' retransmissions (1 s, 2 s, 4 s) on a bad mobile link.
+	DefaultBodyReadStall = 10 * time.Second
+	// readPiece is the unit of progress of DefaultBodyReadStall (its minimum rate), the same
+	// 16 KiB as the write side's.
+	readPiece = 16 << 10
+	// DefaultBodyReadTimeout bounds a whole request body from the end of its headers, a
+	// sanity bound above the rate: the largest body, an input_reference upload of 32 MiB
+	// (DefaultMaxUploadBytes), goes through within it at 37 KB/s (300 kbit/s, a poor mobile
+	// uplink), and without it a body sent just above the minimum rate would hold its
+	// connection for hours (32 MiB at 1.6 KiB/s is 6 h). There is no http.Server
 	// ReadTimeout: its deadline stays on the connection after the body and, when it passes,
 	// cancels the request's context — it would cut a synchronous speech request that waits
 	// for its audio (--speech-timeout, 60 s).
-	DefaultBodyReadTimeout = 30 * time.Second
+	DefaultBodyReadTimeout = 15 * time.Minute
 	// DefaultWriteStall is how long a response may wait for the client to take each piece of
 	// writePiece bytes: the deadline moves forward only while bytes flow, so a download of any
 	// size goes on at any rate above 1.6 KiB/s, and a client that stops reading is cut off
@@ -55,6 +70,19 @@ const (
 	// hundred KiB at most, and Prometheus's own scrape timeout defaults to 10 s.
 	MetricsWriteTimeout = 30 * time.Second
 )
+
+// BodyPace is how request bodies are read: stall and total override DefaultBodyReadStall
+// and DefaultBodyReadTimeout (0: the default). The admin listener reads its bodies the same
+// way.
+func BodyPace(stall, total time.Duration) netlimit.Pace {
+	if stall <= 0 {
+		stall = DefaultBodyReadStall
+	}
+	if total <= 0 {
+		total = DefaultBodyReadTimeout
+	}
+	return netlimit.Pace{Stall: stall, Piece: readPiece, Total: total}
+}
 
 // NewHTTPServer is the http.Server of the API listener: header, idle and size bounds. The
 // body and write bounds are per request (observe), so that a handler's own wait is not cut.

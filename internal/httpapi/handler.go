@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/go-json-experiment/json"
 
@@ -40,7 +41,19 @@ type errorObject struct {
 // writeError writes the envelope. Internal causes are logged with the request id and never
 // sent; the client gets the kind's sanitized message.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	info := infoFrom(r.Context())
+	if info != nil {
+		if berr := info.body.Err(); berr != nil {
+			// The body stopped arriving: whatever the handler made of the read error (a store
+			// may not wrap it), the answer is the body's 408.
+			err = berr
+		}
+	}
 	e := apierr.As(err)
+	if e.Kind == apierr.KindRequestTimeout {
+		// What is left of the body is still on its way: the connection cannot be reused.
+		w.Header().Set("Connection", "close")
+	}
 	if e.Kind == apierr.KindInternal || e.Kind == apierr.KindUnavailable {
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestIDFrom(r.Context()),
 			"path", r.URL.Path, "err", err)
@@ -49,13 +62,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &maxErr) {
 		e = apiErrTooLarge(s.maxBody)
 	}
-	if info := infoFrom(r.Context()); info != nil {
+	if info != nil {
 		info.errCode = e.CodeOrDefault()
 	}
 	s.noteRefusal(w, err)
+	if e.RetryAfter > 0 && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	if e.Kind == apierr.KindRateLimit && w.Header().Get("Retry-After") == "" {
-		// Every 429 says when to come back, even one no limit of internal/limits made: a
-		// well-behaved client waits for it instead of guessing.
+		// Every 429 says when to come back, even one that names no wait: a well-behaved
+		// client waits for it instead of guessing.
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, e.Status(), errorBody{Error: errorObject{

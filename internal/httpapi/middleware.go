@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
 	"mediagen/internal/logctx"
+	"mediagen/internal/netlimit"
 )
 
 // The one context value the middleware adds is a per-request record (reqInfo) that later
@@ -35,6 +36,9 @@ type reqInfo struct {
 	keyID     string
 	errCode   string
 	status    int // the answer's status, once observe has seen it
+	// body is the request's paced body (nil: none declared); writeError asks it whether it
+	// timed out, whatever the handler's error has kept of the read error.
+	body *netlimit.Body
 }
 
 // RequestID makes the record the request's logctx.Carrier.
@@ -85,7 +89,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
-	body   *bodyTracker // nil: the request declared no body, or is not HTTP/1
+	body   *netlimit.Body // nil: the request declared no body, or is not HTTP/1
 	// deadline sets the connection's write deadline (nil: the writer has none, as in tests
 	// on a recorder); stall is the time each piece of the answer gets.
 	deadline func(time.Time) error
@@ -185,7 +189,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // body and never sends it (an unauthenticated one, typically) then holds its refusal until the
 // body's read deadline. With it the answer goes out at once and the connection is closed after it.
 func (w *statusWriter) closeIfUnread() {
-	if w.body != nil && !w.body.sawEOF {
+	if w.body != nil && !w.body.SawEOF() {
 		w.Header().Set("Connection", "close")
 	}
 }
@@ -193,28 +197,8 @@ func (w *statusWriter) closeIfUnread() {
 // unreadBodyGrace is how long a connection whose request body was left unread is kept after
 // the answer: long enough to take in a body already on its way (closing a socket with unread
 // input makes the kernel reset it, which can destroy the answer before the client reads it),
-// far shorter than the body's read deadline (DefaultBodyReadTimeout).
+// far shorter than the body's read stall (DefaultBodyReadStall).
 const unreadBodyGrace = 500 * time.Millisecond
-
-// bodyTracker notes whether a request body was read to its end, and then lifts the body's
-// read deadline: net/http's background read of the idle connection would otherwise hit it
-// while the handler still works, and that cancels the request's context.
-type bodyTracker struct {
-	io.ReadCloser
-	sawEOF bool
-	atEOF  func() // nil: nothing to do
-}
-
-func (b *bodyTracker) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.sawEOF {
-		b.sawEOF = true
-		if b.atEOF != nil {
-			b.atEOF()
-		}
-	}
-	return n, err
-}
 
 // declaresBody reports whether r announces a body (a Content-Length above zero or a chunked
 // one) on HTTP/1.x, the only protocol where the Connection header means anything.
@@ -233,12 +217,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		sw := &statusWriter{ResponseWriter: w, deadline: writeDeadline(w), stall: s.writeStall}
 		if declaresBody(r) {
-			sw.body = &bodyTracker{ReadCloser: r.Body}
-			rc := http.NewResponseController(w)
-			// The body has DefaultBodyReadTimeout from here; the headers had ReadHeaderTimeout.
-			if rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil {
-				sw.body.atEOF = func() { _ = rc.SetReadDeadline(time.Time{}) }
-			}
+			// The body is paced from here (each piece within the read stall, the whole within
+			// the body timeout); the headers had ReadHeaderTimeout.
+			sw.body = netlimit.NewBody(r.Body, http.NewResponseController(w).SetReadDeadline, s.bodyPace)
+			info.body = sw.body
 			r.Body = sw.body
 			// A stale deadline of the connection's last answer must not fail what net/http
 			// writes before the handler does (a 100 Continue when the body is read).
@@ -248,7 +230,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if sw.status == 0 {
 			sw.WriteHeader(http.StatusOK) // now, so that closeIfUnread still can mark the answer
 		}
-		if sw.body != nil && !sw.body.sawEOF {
+		if sw.body != nil && !sw.body.SawEOF() {
 			// After the handler, net/http reads what is left of the body (up to 256 KiB) before
 			// it closes the connection, bounded only by the body's read deadline. The answer is
 			// already out; give the client a moment to send what it promised, then stop.
@@ -311,8 +293,8 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 		if _, ok := err.(*http.MaxBytesError); ok {
 			return nil, apiErrTooLarge(s.maxBody)
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, s.bodyTimedOut(w)
+		if errors.Is(err, netlimit.ErrBodyTimeout) {
+			return nil, err // writeError answers 408 and closes the connection
 		}
 		return nil, apierr.Invalid("", "The request body could not be read.")
 	}

@@ -11,12 +11,12 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"os"
 	"strings"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/asset"
 	"mediagen/internal/idgen"
+	"mediagen/internal/netlimit"
 	"mediagen/internal/video"
 )
 
@@ -136,8 +136,8 @@ func (s *Server) multipartErr(w http.ResponseWriter, err error) error {
 	switch {
 	case errors.As(err, &tooBig):
 		return apiErrTooLarge(tooBig.Limit)
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return s.bodyTimedOut(w)
+	case errors.Is(err, netlimit.ErrBodyTimeout):
+		return err // the body's own 408 (writeError closes the connection)
 	}
 	return apierr.Invalid("", "The multipart/form-data body could not be read.")
 }
@@ -186,6 +186,8 @@ func (s *Server) storeUpload(ctx context.Context, part *multipart.Part) (*video.
 			return nil, "", "", apiErrTooLarge(tooBig.Limit)
 		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, multipart.ErrMessageTooLarge):
 			return nil, "", "", apierr.Invalid(param, "The input_reference file could not be read.")
+		case errors.Is(err, netlimit.ErrBodyTimeout):
+			return nil, "", "", err // the body's own 408, through the store's wrapping
 		}
 		return nil, "", "", fmt.Errorf("store input_reference: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"mediagen/internal/apidoc"
+	"mediagen/internal/money"
 	"mediagen/internal/store"
 )
 
@@ -46,7 +47,7 @@ func TestOpenAPIMatchesRecordedTraffic(t *testing.T) {
 	e.post(poor, `{"model":"acme-video-2.5","prompt":"a cat"}`)                                                       // 402
 	e.post("mg_wrong", `{"model":"acme-video-2.5","prompt":"a cat"}`)                                                 // 401
 	capped, cappedKey := e.newKey("acme", startCredit, false)
-	setCaps(t, e.store, cappedKey, store.Caps{Daily: 1})
+	setCaps(t, e.store, cappedKey, store.Caps{Daily: money.CapOf(1)})
 	e.post(capped, `{"model":"acme-video-2.5","prompt":"a cat"}`) // 402 spend_cap_exceeded
 	expired, expiredKey := e.newKey("acme", 0, false)
 	expiredKey.ExpiresAt = time.Now().Add(-time.Second)

@@ -83,9 +83,9 @@ type Config struct {
 	// Proxies are the reverse proxies whose X-Forwarded-For names the client address
 	// (--trusted-proxies); without any, the client is the connection's peer.
 	Proxies netlimit.Proxies
-	// WriteStall and BodyReadTimeout override DefaultWriteStall and DefaultBodyReadTimeout
-	// (tests; 0: the default).
-	WriteStall, BodyReadTimeout time.Duration
+	// WriteStall, BodyReadStall and BodyReadTimeout override DefaultWriteStall,
+	// DefaultBodyReadStall and DefaultBodyReadTimeout (tests; 0: the default).
+	WriteStall, BodyReadStall, BodyReadTimeout time.Duration
 	// Tracer, when set, makes each request a server span (trace.go); nil: no tracing.
 	Tracer trace.Tracer
 }
@@ -120,7 +120,7 @@ type Server struct {
 	verifyRates *limits.ClientRates
 	proxies     netlimit.Proxies
 	writeStall  time.Duration
-	bodyTimeout time.Duration
+	bodyPace    netlimit.Pace
 	edge        edgeMetrics
 	// console serves /console/ (SetConsole); nil: those paths are the API's 404.
 	console atomic.Pointer[http.Handler]
@@ -169,13 +169,11 @@ func New(c Config) *Server {
 	if s.verifyRates == nil {
 		s.verifyRates = limits.NewClientRates(s.now, limits.VerifyRequestsPerSecond, limits.VerifyBurst, "verification page requests")
 	}
-	s.writeStall, s.bodyTimeout = c.WriteStall, c.BodyReadTimeout
+	s.writeStall = c.WriteStall
 	if s.writeStall <= 0 {
 		s.writeStall = DefaultWriteStall
 	}
-	if s.bodyTimeout <= 0 {
-		s.bodyTimeout = DefaultBodyReadTimeout
-	}
+	s.bodyPace = BodyPace(c.BodyReadStall, c.BodyReadTimeout)
 	s.edge = newEdgeMetrics(s.reg, s.downloads)
 	s.limiter = c.Limiter
 	if s.limiter == nil {

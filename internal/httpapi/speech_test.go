@@ -22,6 +22,7 @@ import (
 	"mediagen/internal/blob"
 	"mediagen/internal/jobs"
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/media/pixels/pixelstest"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/money"
 	"mediagen/internal/provider"
@@ -114,7 +115,7 @@ func (se *speechEnv) serveMedia(w http.ResponseWriter, r *http.Request) {
 	se.ranges = append(se.ranges, r.Header.Get("Range"))
 	se.mediaM.Unlock()
 	id3 := "ID3\x04\x00\x00\x00\x00\x00\x00" + strings.Repeat("\x00", 4096)
-	png := "\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", 2048)
+	png := string(pixelstest.PNGHeader(64, 64, 8, pixelstest.RGB)) + strings.Repeat("\x00", 2048)
 	serve := func(ct, body string) {
 		w.Header().Set("Content-Type", ct)
 		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(body))
@@ -126,6 +127,10 @@ func (se *speechEnv) serveMedia(w http.ResponseWriter, r *http.Request) {
 		serve("application/octet-stream", id3)
 	case "/face.png":
 		serve("image/png", png)
+	case "/bomb.png": // 16000×16000 declared: 2 GB of 16-bit RGBA once decoded
+		serve("image/png", string(pixelstest.PNGHeader(16000, 16000, 16, pixelstest.RGBA))+strings.Repeat("\x00", 2048))
+	case "/face.svg":
+		serve("image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>`)
 	case "/page.mp3":
 		serve("text/html; charset=utf-8", "<!doctype html><html><body>not audio</body></html>")
 	case "/empty.mp3":

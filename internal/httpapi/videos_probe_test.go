@@ -71,7 +71,8 @@ func TestProductionMeasuresRealInputVideo(t *testing.T) {
 }
 
 // Probes are bounded per process: a request that finds every probe slot taken for its whole
-// measuring window gets a 503 with nothing written, and goes through once one is free.
+// measuring window gets a 503 with Retry-After and nothing written, and goes through once one
+// is free.
 func TestCreateWaitsForAProbeSlotThenAnswers503(t *testing.T) {
 	t.Parallel()
 	tools := requireFFmpeg(t)
@@ -92,8 +93,8 @@ func TestCreateWaitsForAProbeSlotThenAnswers503(t *testing.T) {
 
 	slots <- struct{}{} // another request's probe holds the only slot
 	r := ve.post(secret, body)
-	if r.status != http.StatusServiceUnavailable {
-		t.Fatalf("every slot taken: %d %s, want 503", r.status, r.body)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "2" {
+		t.Fatalf("every slot taken: %d %s (Retry-After %q), want 503 with Retry-After 2", r.status, r.body, r.header.Get("Retry-After"))
 	}
 	if got := ve.balance(k); got.Available != startCredit || got.Reserved != 0 {
 		t.Fatalf("balance %+v after a refused create, want %v available and nothing reserved", got, startCredit)

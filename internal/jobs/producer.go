@@ -10,6 +10,7 @@ import (
 
 	"mediagen/internal/logctx"
 	"mediagen/internal/store"
+	"mediagen/internal/tenantctx"
 	"mediagen/internal/tracing"
 )
 
@@ -97,8 +98,11 @@ func (p *producer) run(loopCtx context.Context, j Job) {
 	log := p.log.With("job", j.ID, "attempt", j.Attempt)
 	// A run gets its own context: stopping the loop does not cut it mid-write. Stop cancels
 	// it after the kind's grace; the timeout bounds it whatever its heartbeat. It carries the
-	// id of the request that enqueued the job, so the handler's lines carry it too (logctx).
+	// id of the request that enqueued the job, so the handler's lines carry it too (logctx),
+	// and its tenant and key, so what the run waits for in shared budgets (the media budget)
+	// is served fairly between tenants (tenantctx).
 	runCtx := logctx.WithRequestID(context.WithoutCancel(loopCtx), j.RequestID)
+	runCtx = tenantctx.With(runCtx, j.TenantID, j.KeyID)
 	log = logctx.Logger(runCtx, log)
 	ctx, cancel := context.WithTimeout(runCtx, p.k.Timeout)
 	defer cancel()

@@ -22,7 +22,7 @@ import (
 var (
 	ErrRevoked     = errors.New("the key is revoked")
 	ErrPastExpiry  = errors.New("the expiry is not in the future")
-	ErrBadCap      = errors.New("a cap must be a positive amount, or 0 or none for no cap")
+	ErrBadCap      = money.ErrCap
 	ErrBadExpiry   = errors.New("an expiry must be a duration such as 720h or 30d, or a time such as 2027-01-01T00:00:00Z")
 	ErrBadGrace    = errors.New("a grace period must be a duration of 0 or more, such as 24h, at most 90 days")
 	ErrNoSuchField = errors.New("nothing to change")
@@ -73,7 +73,7 @@ func New(spec Spec, now time.Time) (secret string, k store.Key, err error) {
 	if !spec.ExpiresAt.IsZero() && !spec.ExpiresAt.After(now) {
 		return "", store.Key{}, ErrPastExpiry
 	}
-	if spec.Caps.Daily < 0 || spec.Caps.Monthly < 0 {
+	if !validCap(spec.Caps.Daily) || !validCap(spec.Caps.Monthly) {
 		return "", store.Key{}, ErrBadCap
 	}
 	secret, display, hash := Generate()
@@ -113,8 +113,8 @@ func Rotate(ctx context.Context, tx store.Tx, id string, grace time.Duration, no
 type Changes struct {
 	Name      *string
 	ExpiresAt *time.Time // a zero time clears the expiry
-	Daily     *money.Micros
-	Monthly   *money.Micros // 0 clears a cap
+	Daily     *money.Cap
+	Monthly   *money.Cap // money.NoCap clears a cap; a cap of 0 lets nothing be spent
 }
 
 // Update applies changes to key id and returns it before and after.
@@ -125,8 +125,8 @@ func Update(ctx context.Context, tx store.Tx, id string, c Changes, now time.Tim
 	if c.ExpiresAt != nil && !c.ExpiresAt.IsZero() && !c.ExpiresAt.After(now) {
 		return store.Key{}, store.Key{}, ErrPastExpiry
 	}
-	for _, v := range []*money.Micros{c.Daily, c.Monthly} {
-		if v != nil && *v < 0 {
+	for _, v := range []*money.Cap{c.Daily, c.Monthly} {
+		if v != nil && !validCap(*v) {
 			return store.Key{}, store.Key{}, ErrBadCap
 		}
 	}
@@ -208,15 +208,12 @@ func parseDays(s string) (time.Duration, bool) {
 	return time.Duration(v) * 24 * time.Hour, true
 }
 
-// ParseCap reads a cap: a positive decimal amount, or "0" or "none" for no cap.
-func ParseCap(s string) (money.Micros, error) {
-	s = strings.TrimSpace(s)
-	if strings.EqualFold(s, "none") {
-		return 0, nil
-	}
-	m, err := money.Parse(s)
-	if err != nil || m < 0 {
-		return 0, ErrBadCap
-	}
-	return m, nil
+// ParseCap reads a cap: "none" for no cap, or an amount from 0 (nothing may be spent) to
+// money.MaxAmount (money.ParseCap).
+func ParseCap(s string) (money.Cap, error) { return money.ParseCap(s) }
+
+// validCap: no cap, or an amount within [0, money.MaxAmount].
+func validCap(c money.Cap) bool {
+	m, ok := c.Get()
+	return !ok || (m >= 0 && m <= money.MaxAmount)
 }

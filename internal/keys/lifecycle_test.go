@@ -87,9 +87,11 @@ func TestParseExpiryGraceAndCap(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		in   string
-		want money.Micros
+		want money.Cap
 		ok   bool
-	}{{"5.00", 5_000_000, true}, {"100", 100_000_000, true}, {"0", 0, true}, {"none", 0, true}, {"NONE", 0, true}, {"-1", 0, false}, {"1.0000001", 0, false}, {"lots", 0, false}} {
+	}{{"5.00", money.CapOf(5_000_000), true}, {"100", money.CapOf(100_000_000), true}, {"0", money.CapOf(0), true},
+		{"none", money.NoCap, true}, {"NONE", money.NoCap, true}, {"-1", money.NoCap, false}, {"1.0000001", money.NoCap, false},
+		{"lots", money.NoCap, false}, {"1000000000000.000001", money.NoCap, false}} {
 		got, err := keys.ParseCap(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseCap(%q) = %v, %v", tt.in, got, err)
@@ -101,8 +103,8 @@ func TestRotateAndUpdate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testkit.SQLite(t)
-	secret, k, err := keys.New(keys.Spec{TenantID: "acme", Name: "a", ExpiresAt: t0.Add(time.Hour), Caps: store.Caps{Daily: 1}}, t0)
-	if err != nil || !keys.WellFormed(secret) || k.Caps.Daily != 1 {
+	secret, k, err := keys.New(keys.Spec{TenantID: "acme", Name: "a", ExpiresAt: t0.Add(time.Hour), Caps: store.Caps{Daily: money.CapOf(1)}}, t0)
+	if err != nil || !keys.WellFormed(secret) || k.Caps.Daily != money.CapOf(1) {
 		t.Fatalf("New = %q %+v %v", secret, k, err)
 	}
 	if _, _, err := keys.New(keys.Spec{TenantID: "acme", ExpiresAt: t0}, t0); !errors.Is(err, keys.ErrPastExpiry) {
@@ -130,7 +132,7 @@ func TestRotateAndUpdate(t *testing.T) {
 	}
 
 	name := "renamed"
-	never, noCap := time.Time{}, money.Micros(0)
+	never, noCap := time.Time{}, money.NoCap
 	var before store.Key
 	if err := db.Transact(ctx, func(tx store.Tx) (err error) {
 		before, after, err = keys.Update(ctx, tx, k.ID, keys.Changes{Name: &name, ExpiresAt: &never, Daily: &noCap}, t0)

@@ -19,7 +19,9 @@ import (
 	"mediagen/internal/keys"
 	"mediagen/internal/limits"
 	"mediagen/internal/logctx"
+	"mediagen/internal/media/budget"
 	"mediagen/internal/store"
+	"mediagen/internal/tenantctx"
 )
 
 // Stored is the normalized request kept with the record, with the upstream binding resolved
@@ -81,6 +83,11 @@ func (s *Service) Create(ctx context.Context, c keys.Caller, body []byte) (*Resp
 	}
 	quote, err := s.price(ctx, c, req, routes)
 	if err != nil {
+		return nil, err
+	}
+	// Synchronous work is refused early, nothing recorded or reserved, when the media budget
+	// could not serve it soon (503, or 429 when the tenant holds its share; Retry-After).
+	if err := s.Media.Admit(tenantctx.With(ctx, c.Tenant.ID, c.Key.ID), budget.WorkSpeech); err != nil {
 		return nil, err
 	}
 	rec, _, err := s.accept(work, c, req, alias, routes, quote, hash)

@@ -56,7 +56,10 @@ func TestSpeechLiveRunKeepsItsJob(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(e *env) {
 		e.svc.Now = time.Now // renewals must move the lease along with a real clock
-		e.svc.Lease = 300 * time.Millisecond
+		// A lease of 1 s, renewed every third of it: a shorter one was lost on a machine with a
+		// load of 17 on 2 cores (CI warm-up beside five builds), where the renewal goroutine
+		// waited past 300 ms and the second engine rightly took the job.
+		e.svc.Lease = time.Second
 	})
 	// A second process runs the kind too: it must not take the live job.
 	other := jobs.New(jobs.Config{Store: e.db})
@@ -69,7 +72,7 @@ func TestSpeechLiveRunKeepsItsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(other.Stop)
-	body := `{"model":"demo-speech","input":"Slow but alive [sandbox:slow=1500ms]","metadata":{"client_request_id":"alive-1"}}`
+	body := `{"model":"demo-speech","input":"Slow but alive [sandbox:slow=6s]","metadata":{"client_request_id":"alive-1"}}`
 	first := make(chan error, 1)
 	go func() {
 		_, err := e.svc.Create(context.Background(), e.caller, []byte(body))

@@ -1,6 +1,7 @@
 package speech
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/contract"
+	"mediagen/internal/media/pixels"
 	"mediagen/internal/media/safefetch"
 )
 
@@ -58,10 +60,15 @@ func (s *Service) checkReference(ctx context.Context, i int, ref contract.Speech
 	if ref.Type == contract.SpeechRefImage {
 		want, limit = "image", maxImageRefBytes
 	}
+	// An image's header is read too (its pixel size), and a JPEG's may follow its metadata.
+	ask := int64(refSniffBytes)
+	if want == "image" {
+		ask = pixels.HeaderReadMax
+	}
 	resp, err := s.Fetch.Get(ctx, ref.URL, safefetch.RequestOptions{
 		NoRedirects: true,
 		MaxBytes:    limit,
-		Header:      http.Header{"Range": {fmt.Sprintf("bytes=0-%d", refSniffBytes-1)}},
+		Header:      http.Header{"Range": {fmt.Sprintf("bytes=0-%d", ask-1)}},
 	})
 	if err != nil {
 		return refError(ctx, param, err)
@@ -77,6 +84,29 @@ func (s *Service) checkReference(ctx context.Context, i int, ref contract.Speech
 	}
 	if got := mediaFamily(resp.Header.Get("Content-Type"), head[:n]); got != want {
 		return apierr.Invalid(param, fmt.Sprintf("%s could not be used: an %s reference must serve %s media (Content-Type %s/*), and this URL does not.", param, ref.Type, want, want))
+	}
+	if want == "image" {
+		return checkImagePixels(ctx, param, io.MultiReader(bytes.NewReader(head[:n]), resp.Body))
+	}
+	return nil
+}
+
+// checkImagePixels reads an image reference's size from its header (at most
+// pixels.HeaderReadMax bytes, never a pixel) and refuses one over the pixel budget, or one
+// whose size no header states: whoever decodes it would hold every pixel.
+func checkImagePixels(ctx context.Context, param string, r io.Reader) error {
+	size, err := pixels.ReadSize(r)
+	if errors.Is(err, pixels.ErrNoSize) {
+		if ctx.Err() != nil {
+			return refError(ctx, param, ctx.Err())
+		}
+		return apierr.Invalid(param, fmt.Sprintf("%s could not be used: the image's pixel size could not be read from its header; use a PNG, JPEG, WebP, GIF or BMP image.", param))
+	}
+	if err == nil {
+		err = size.Check()
+	}
+	if err != nil {
+		return apierr.Invalid(param, fmt.Sprintf("%s could not be used: %v.", param, err))
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/billing"
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
+	"mediagen/internal/media/budget"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
@@ -113,6 +114,11 @@ type Service struct {
 	Notify func(kind string)
 	// Workers is how many generations this process runs at once (0 → DefaultWorkers).
 	Workers int
+	// Media is the process-wide media budget: a request is refused before it is accepted
+	// when its generation would queue behind a full round of media work (Budget.Admit); its
+	// generation's media processes then wait in it within the request's bounded wait. nil:
+	// no admission check.
+	Media   *budget.Budget
 	waiting waiters
 
 	LinkTTL      time.Duration // lifetime of the download link; 0 → DefaultLinkTTL

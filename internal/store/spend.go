@@ -8,14 +8,15 @@ import (
 	"mediagen/internal/money"
 )
 
-// Caps are spend caps per UTC calendar period, in the owner's currency; zero is no cap.
+// Caps are spend caps per UTC calendar period, in the owner's currency. The zero Caps has none;
+// a cap of 0 is a cap (nothing may be spent), not the absence of one (money.Cap).
 type Caps struct {
-	Daily   money.Micros
-	Monthly money.Micros
+	Daily   money.Cap
+	Monthly money.Cap
 }
 
 // Any reports whether any cap is set.
-func (c Caps) Any() bool { return c.Daily > 0 || c.Monthly > 0 }
+func (c Caps) Any() bool { return c.Daily.Set() || c.Monthly.Set() }
 
 // SpendCounter names one spend counter: what one owner (a key or a tenant) spent in one
 // period. The period is a text the caller makes ("day:2026-11-25", "month:2026-11"); the
@@ -48,7 +49,8 @@ type SpendHold struct {
 	Counters []CappedCounter
 }
 
-// CappedCounter is a counter and the cap it must stay within (Cap > 0).
+// CappedCounter is a counter and the cap it must stay within (Cap ≥ 0: a cap of 0 admits only
+// holds of 0).
 type CappedCounter struct {
 	SpendCounter
 	Cap money.Micros

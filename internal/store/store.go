@@ -7,6 +7,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"mediagen/internal/money"
@@ -20,7 +21,40 @@ var (
 	ErrUnbalanced        = errors.New("ledger transaction does not balance")
 	// ErrSpendCap: a spend counter's guarded update refused (see SpendCapError).
 	ErrSpendCap = errors.New("spend cap exceeded")
+	// ErrCeiling: a posting would take an account past its ceiling (see CeilingError).
+	ErrCeiling = errors.New("balance ceiling")
 )
+
+// CeilingError is a posting refused because it would take an account's balance past its
+// ceiling (money.MaxBalance for a key's accounts, money.MaxFunding for a currency's funding
+// account), or because one of its amounts is above money.MaxAmount. Nothing was written. It
+// matches ErrCeiling.
+type CeilingError struct {
+	Account string
+	Kind    AccountKind  // "" when an amount, not a balance, was refused
+	Balance money.Micros // the balance before the posting
+	Amount  money.Micros // the posting's amount on the account
+	Ceiling money.Micros // the ceiling it would pass, either sign
+}
+
+func (e *CeilingError) Error() string {
+	if e.Kind == "" {
+		return fmt.Sprintf("amount %s on %s is above the ceiling %s: %v", e.Amount, e.Account, e.Ceiling, ErrCeiling)
+	}
+	return fmt.Sprintf("account %s at %s moved by %s would pass ±%s: %v", e.Account, e.Balance, e.Amount, e.Ceiling, ErrCeiling)
+}
+
+// Is makes errors.Is(err, ErrCeiling) true.
+func (e *CeilingError) Is(target error) bool { return target == ErrCeiling }
+
+// CeilingOf is the ceiling of an account's balance, either sign: the funding account's is
+// higher than a key's because it sums all keys of its currency (money.MaxFunding).
+func CeilingOf(kind AccountKind) money.Micros {
+	if kind == AccountFunding {
+		return money.MaxFunding
+	}
+	return money.MaxBalance
+}
 
 // Key is an API key. Only the SHA-256 hash of the secret is stored: keys are 160+ bits of
 // randomness, so a slow password hash would add latency to every request and no security.
@@ -158,7 +192,11 @@ type Tx interface {
 	RotateKey(ctx context.Context, k Key) error
 	SpendTx
 	// Post appends a balanced transaction and moves the account balances. It fails with
-	// ErrInsufficientFunds, changing nothing, when an account that may not go negative would.
+	// ErrInsufficientFunds, changing nothing, when an account that may not go negative would;
+	// and with a *CeilingError, changing nothing, when an entry's amount is above
+	// money.MaxAmount or, unless AllowOverdraft, an account would pass its ceiling (CeilingOf).
+	// Settlements (AllowOverdraft) are exempt from the balance ceiling: they only move what a
+	// reservation already moved, and a settlement refused would leave a task unsettled.
 	Post(ctx context.Context, t Txn) error
 	// SetMetaOnce records name=value unless name is already set; it reports whether it wrote.
 	SetMetaOnce(ctx context.Context, name, value string) (bool, error)

@@ -10,6 +10,7 @@ import (
 	"mediagen/internal/apierr"
 	"mediagen/internal/contract"
 	"mediagen/internal/keys"
+	"mediagen/internal/media/budget"
 	"mediagen/internal/store"
 )
 
@@ -123,7 +124,9 @@ func (s *Service) resolveContent(ctx context.Context, c keys.Caller, req *contra
 		// The first failure in request order is reported, whatever finished first.
 		for j, err := range errs {
 			if errors.Is(err, ErrProbesBusy) {
-				return m, &apierr.Error{Kind: apierr.KindUnavailable, Err: err, Message: "Input videos cannot be measured right now. Retry later."}
+				// Every probe slot stayed busy: like the media budget's refusals, a short hint.
+				return m, &apierr.Error{Kind: apierr.KindUnavailable, Err: err, RetryAfter: budget.RetryAfter,
+					Message: fmt.Sprintf("Input videos cannot be measured right now. Retry after %d s (Retry-After).", budget.RetryAfter)}
 			}
 			if err != nil {
 				what := "The input video"

@@ -11,6 +11,7 @@ import (
 
 	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
+	"mediagen/internal/media/budget"
 	"mediagen/internal/store"
 )
 
@@ -80,6 +81,9 @@ type Service struct {
 	FirstFrame func(ctx context.Context, video, out string) error
 	// ThumbnailTimeout bounds making one such thumbnail (0: DefaultThumbnailTimeout).
 	ThumbnailTimeout time.Duration
+	// Media is the process-wide media budget: a late thumbnail takes one of its slots, within
+	// the request's bounded wait, before anything starts (nil: no bound, for tests).
+	Media *budget.Budget
 
 	thumbs thumbnails
 }

@@ -12,8 +12,10 @@ import (
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/blob"
+	"mediagen/internal/media/budget"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/store"
+	"mediagen/internal/tenantctx"
 )
 
 // DefaultThumbnailTimeout bounds making one late thumbnail, copying a remote video to a
@@ -39,6 +41,13 @@ type thumbCall struct {
 // lateThumbnail returns the key of task t's thumbnail, making it from the stored video when
 // the task completed before thumbnails were made (r.ThumbnailKey is empty). It is stored at
 // ThumbnailKey, which Delete removes with the video; the task's result is not rewritten.
+//
+// What a request can leave behind is bounded: the request first takes a slot of the media
+// budget as the task's tenant (waiting at most the budget's request wait, then refused with
+// 503 or 429 and Retry-After), and only then starts the work, which runs under that slot.
+// A request dropped while it waits leaves nothing; one dropped after leaves one process
+// that holds a slot for at most ThumbnailTimeout, and its thumbnail is there for the next
+// request. So at most one is made per task, and no more at once than the budget's slots.
 func (s *Service) lateThumbnail(ctx context.Context, t store.Task, r Result) (string, error) {
 	notAvailable := &apierr.Error{Kind: apierr.KindNotFound, Code: "thumbnail_not_available",
 		Message: "thumbnail not available: no thumbnail could be made for this video. Use variant=video."}
@@ -49,32 +58,9 @@ func (s *Service) lateThumbnail(ctx context.Context, t store.Task, r Result) (st
 	if _, err := s.Blobs.Stat(ctx, key); err == nil {
 		return key, nil
 	}
-	s.thumbs.mu.Lock()
-	if s.thumbs.calls == nil {
-		s.thumbs.calls = map[string]*thumbCall{}
-	}
-	c, running := s.thumbs.calls[t.ID]
-	if !running {
-		c = &thumbCall{done: make(chan struct{})}
-		s.thumbs.calls[t.ID] = c
-	}
-	s.thumbs.mu.Unlock()
-	if !running {
-		// Made under its own bound, apart from the request: a client that gives up does not
-		// waste the work for the next one.
-		go func() {
-			timeout := s.ThumbnailTimeout
-			if timeout <= 0 {
-				timeout = DefaultThumbnailTimeout
-			}
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-			defer cancel()
-			c.err = s.makeThumbnail(wctx, t.ID, r.VideoKey, key)
-			s.thumbs.mu.Lock()
-			delete(s.thumbs.calls, t.ID)
-			s.thumbs.mu.Unlock()
-			close(c.done)
-		}()
+	c, err := s.startThumbnail(tenantctx.With(ctx, t.TenantID, t.KeyID), t.ID, r.VideoKey, key)
+	if err != nil || c == nil {
+		return key, err // c nil: made meanwhile
 	}
 	select {
 	case <-c.done:
@@ -88,6 +74,58 @@ func (s *Service) lateThumbnail(ctx context.Context, t store.Task, r Result) (st
 		return "", fmt.Errorf("thumbnail of %s: %w: %w", t.ID, notAvailable, c.err)
 	}
 	return key, nil
+}
+
+// startThumbnail returns the making of task id's thumbnail in progress, starting it under a
+// slot of the media budget when none is; nil when the thumbnail was stored while this
+// request waited for its slot.
+func (s *Service) startThumbnail(ctx context.Context, id, videoKey, key string) (*thumbCall, error) {
+	if c := s.thumbCall(id); c != nil {
+		return c, nil
+	}
+	mctx, release, err := s.Media.Reserve(ctx, budget.WorkThumbnail)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Blobs.Stat(ctx, key); err == nil { // another request made it meanwhile
+		release()
+		return nil, nil
+	}
+	s.thumbs.mu.Lock()
+	if s.thumbs.calls == nil {
+		s.thumbs.calls = map[string]*thumbCall{}
+	}
+	if c, running := s.thumbs.calls[id]; running { // another request started it meanwhile
+		s.thumbs.mu.Unlock()
+		release()
+		return c, nil
+	}
+	c := &thumbCall{done: make(chan struct{})}
+	s.thumbs.calls[id] = c
+	s.thumbs.mu.Unlock()
+	// Made under its own bound, apart from the request: a client that gives up does not
+	// waste the work for the next one.
+	go func() {
+		defer release()
+		timeout := s.ThumbnailTimeout
+		if timeout <= 0 {
+			timeout = DefaultThumbnailTimeout
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(mctx), timeout)
+		defer cancel()
+		c.err = s.makeThumbnail(wctx, id, videoKey, key)
+		s.thumbs.mu.Lock()
+		delete(s.thumbs.calls, id)
+		s.thumbs.mu.Unlock()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+func (s *Service) thumbCall(id string) *thumbCall {
+	s.thumbs.mu.Lock()
+	defer s.thumbs.mu.Unlock()
+	return s.thumbs.calls[id]
 }
 
 var errResultDeleted = errors.New("result deleted")

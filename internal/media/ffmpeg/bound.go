@@ -120,11 +120,11 @@ func (t Tools) Trim(ctx context.Context, in, out string, maxSeconds float64) err
 		format, audioCodec = "wav", "pcm_s16le"
 	}
 	cut := capArgsMargin(maxSeconds, frameMargin(info.FPS))
-	base := append(ffmpegArgs(), "-i", fileURL(in), "-map", "0:v:0?", "-map", "0:a:0?", "-sn", "-dn",
+	base := append(append(ffmpegArgs(), videoInput()...), "-i", fileURL(in), "-map", "0:v:0?", "-map", "0:a:0?", "-sn", "-dn",
 		"-map_metadata", "-1", "-map_chapters", "-1", "-fflags", "+bitexact")
 	copyArgs := append(append(append([]string{}, base...), "-c", "copy"), cut...)
 	err = writeAtomic(out, func(tmp string) error {
-		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: append(copyArgs, "-f", format, fileURL(tmp))}); err != nil {
+		if err := run(ctx, proc{mem: t.encodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: append(copyArgs, "-f", format, fileURL(tmp))}); err != nil {
 			return err
 		}
 		return t.checkLength(ctx, tmp, maxSeconds)
@@ -141,7 +141,7 @@ func (t Tools) Trim(ctx context.Context, in, out string, maxSeconds float64) err
 		enc = append(enc, "-movflags", "+faststart")
 	}
 	return wrapTrim(writeAtomic(out, func(tmp string) error {
-		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: append(enc, "-f", format, fileURL(tmp))}); err != nil {
+		if err := run(ctx, proc{mem: t.encodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: append(enc, "-f", format, fileURL(tmp))}); err != nil {
 			return err
 		}
 		return t.checkLength(ctx, tmp, maxSeconds)

@@ -21,7 +21,7 @@ func (t Tools) listNames(ctx context.Context, flag string) (map[string]bool, err
 		return v.(map[string]bool), nil
 	}
 	out := &cappedBuffer{max: 1 << 20}
-	err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: []string{"-hide_banner", flag}, stdout: out})
+	err := run(ctx, proc{mem: t.decodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: []string{"-hide_banner", flag}, stdout: out})
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (t Tools) pixFmts(ctx context.Context, encoder string) (map[string]bool, er
 		return v.(map[string]bool), nil
 	}
 	out := &cappedBuffer{max: 1 << 20}
-	err = run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: []string{"-hide_banner", "-h", "encoder=" + encoder}, stdout: out})
+	err = run(ctx, proc{mem: t.decodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: []string{"-hide_banner", "-h", "encoder=" + encoder}, stdout: out})
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,7 @@ func (t Tools) Enhance(ctx context.Context, in, out string, spec EnhanceSpec) er
 		return fmt.Errorf("enhance: %w", err)
 	}
 	return writeAtomic(out, func(tmp string) error {
-		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: append(args, fileURL(tmp))}); err != nil {
+		if err := run(ctx, proc{mem: t.encodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: append(args, fileURL(tmp))}); err != nil {
 			return fmt.Errorf("enhance: %w", err)
 		}
 		if err := t.checkLength(ctx, tmp, spec.MaxSeconds); err != nil {
@@ -110,7 +110,7 @@ var mp4AudioCopy = map[string]bool{"aac": true, "mp3": true, "ac3": true, "eac3"
 
 // enhanceArgs builds the command line up to, not including, the output file.
 func (t Tools) enhanceArgs(in string, s EnhanceSpec, enc VideoEncoding, info Info) ([]string, error) {
-	args := append(ffmpegArgs(), "-i", fileURL(in), "-map", "0:v:0")
+	args := append(append(ffmpegArgs(), videoInput()...), "-i", fileURL(in), "-map", "0:v:0")
 	switch {
 	case !info.HasAudio:
 		args = append(args, "-an")

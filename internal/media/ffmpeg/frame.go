@@ -41,14 +41,14 @@ func (t Tools) FirstFrameJPG(ctx context.Context, video, out string) error {
 		// One decoding thread: frame threads cannot share out a single frame, and starting
 		// them (one per core, each with its own context) costs more than the decode
 		// (0.13 → 0.08 CPU-seconds for a 720p thumbnail, bench/README.md#the-lean-ffmpeg).
-		args = append(args, "-threads", "1", "-i", fileURL(video),
+		args = append(append(args, videoInput()...), "-threads", "1", "-i", fileURL(video),
 			"-map", "0:v:0", "-an", "-sn", "-dn", "-frames:v", "1",
 			"-c:v", "mjpeg", "-q:v", "2",
 			"-map_metadata", "-1", "-fflags", "+bitexact",
 			"-f", "image2", "-update", "1")
 		args = append(args, t.threadArgs()...)
 		args = append(args, fileURL(tmp))
-		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
+		if err := run(ctx, proc{mem: t.decodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
 			return fmt.Errorf("first frame: %w", err)
 		}
 		if st, err := os.Stat(tmp); err != nil || st.Size() == 0 {
@@ -63,7 +63,7 @@ func (t Tools) lastFrame(ctx context.Context, video, tmp string, fromEnd bool) e
 	if fromEnd {
 		args = append(args, "-sseof", "-1")
 	}
-	args = append(args, "-i", fileURL(video),
+	args = append(append(args, videoInput()...), "-i", fileURL(video),
 		"-map", "0:v:0", "-an", "-sn", "-dn",
 		// Passthrough writes decoded frames as they come: no duplicates,
 		// nothing dropped at the end.
@@ -73,7 +73,7 @@ func (t Tools) lastFrame(ctx context.Context, video, tmp string, fromEnd bool) e
 		"-f", "image2", "-update", "1")
 	args = append(args, t.threadArgs()...)
 	args = append(args, fileURL(tmp))
-	if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
+	if err := run(ctx, proc{mem: t.decodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
 		return fmt.Errorf("last frame: %w", err)
 	}
 	return nil
@@ -91,11 +91,13 @@ func (t Tools) FitImagePNG(ctx context.Context, in, out string, width, height in
 	return writeAtomic(out, func(tmp string) error {
 		vf := fmt.Sprintf("scale=%d:%d:force_original_aspect_ratio=decrease,pad=%d:%d:(ow-iw)/2:(oh-ih)/2:color=black,setsar=1,format=rgb24",
 			width, height, width, height)
-		args := append(ffmpegArgs(), "-i", fileURL(in), "-map", "0:v:0", "-frames:v", "1", "-vf", vf,
+		// An image by its budget; a video's first frame (the input may be either) by the
+		// video frame's.
+		args := append(append(ffmpegArgs(), videoInput()...), "-i", fileURL(in), "-map", "0:v:0", "-frames:v", "1", "-vf", vf,
 			"-map_metadata", "-1", "-fflags", "+bitexact", "-c:v", "png", "-f", "image2", "-update", "1")
 		args = append(args, t.threadArgs()...)
 		args = append(args, fileURL(tmp))
-		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
+		if err := run(ctx, proc{mem: t.decodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
 			return fmt.Errorf("fit image: %w", err)
 		}
 		return nil

@@ -54,10 +54,13 @@ func (t Tools) Probe(ctx context.Context, path string) (Info, error) {
 func (t Tools) probe(ctx context.Context, path string) (Info, error) {
 	out := &cappedBuffer{max: probeOutputMax}
 	err := run(ctx, proc{
+		mem:  t.decodeMemory(),
 		tool: "ffprobe",
 		bin:  t.ffprobeBin(),
-		args: []string{"-hide_banner", "-loglevel", "error", "-print_format", "json",
-			"-show_format", "-show_streams", fileURL(path)},
+		// ffprobe decodes a frame or more of each stream to learn its format (a whole
+		// image, for an image): the decoder's pixel bound applies here too.
+		args: append(append([]string{"-hide_banner", "-loglevel", "error"}, videoInput()...),
+			"-print_format", "json", "-show_format", "-show_streams", fileURL(path)),
 		stdout: out,
 	})
 	if err != nil {

@@ -37,8 +37,19 @@ func dieWithParent(cmd *exec.Cmd) {
 // kernel would SIGKILL a healthy render in a healthy process. Locked, the thread runs nothing
 // but this goroutine until Wait has reaped the child, and no other goroutine can end it. The
 // cost is one OS thread per running tool, which the render and speech slots already bound.
-func runChild(cmd *exec.Cmd) error {
+//
+// mem, when positive, is set as the child's memory limit right after it starts (rlimit.go);
+// a limit that cannot be set kills the child: it must not run unbounded.
+func runChild(cmd *exec.Cmd, mem int64) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	return cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if err := limitMemory(cmd.Process.Pid, mem); err != nil {
+		_ = cmd.Cancel()
+		_ = cmd.Wait()
+		return err
+	}
+	return cmd.Wait()
 }

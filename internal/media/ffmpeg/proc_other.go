@@ -9,4 +9,14 @@ import "os/exec"
 func dieWithParent(*exec.Cmd) {}
 
 // runChild runs cmd; see proc_linux.go for why Linux locks the thread.
-func runChild(cmd *exec.Cmd) error { return cmd.Run() }
+func runChild(cmd *exec.Cmd, mem int64) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if err := limitMemory(cmd.Process.Pid, mem); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
+	}
+	return cmd.Wait()
+}

@@ -95,7 +95,7 @@ func (t Tools) Render(ctx context.Context, spec RenderSpec, out string) error {
 
 	return writeAtomic(out, func(tmp string) error {
 		args := t.renderArgs(spec, textFile, tmp)
-		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
+		if err := run(ctx, proc{mem: t.encodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
 			return fmt.Errorf("render: %w", err)
 		}
 		return nil

@@ -28,7 +28,7 @@ func (t Tools) renderArgs(s RenderSpec, textFile, tmp string) []string {
 	// so a misnamed file still works, and never treats "%d" in a name as a
 	// sequence pattern the way the image2 demuxer would.
 	addImage := func(path string) string {
-		args = append(args, "-f", "image2pipe", "-i", fileURL(path))
+		args = append(append(args, imageInput()...), "-f", "image2pipe", "-i", fileURL(path))
 		in := fmt.Sprintf("[%d:v]", next)
 		next++
 		return in

@@ -57,6 +57,7 @@ type proc struct {
 	args   []string
 	stdin  io.Reader // nil: /dev/null
 	stdout io.Writer // nil: discarded
+	mem    int64     // memory limit of the child in bytes (rlimit.go); 0: none
 }
 
 // run starts p and waits for it. The process, and any process it started, is
@@ -64,6 +65,11 @@ type proc struct {
 // "signal: killed" exit status, so that callers can tell a timeout from a tool
 // failure. On Linux the process also dies when ours does (see dieWithParent).
 func run(ctx context.Context, p proc) error {
+	release, waitErr := admit(ctx, p.tool) // the media budget (gate.go)
+	if waitErr != nil {
+		return &ToolError{Tool: p.tool, Err: waitErr}
+	}
+	defer release()
 	cmd := exec.CommandContext(ctx, p.bin, p.args...)
 	cmd.Stdin = p.stdin
 	cmd.Stdout = p.stdout
@@ -72,7 +78,7 @@ func run(ctx context.Context, p proc) error {
 	cmd.WaitDelay = waitDelay
 	dieWithParent(cmd)
 
-	err := runChild(cmd)
+	err := runChild(cmd, p.mem)
 	if err == nil {
 		return nil
 	}

@@ -83,7 +83,7 @@ func (t Tools) Speak(ctx context.Context, text, out string, opt SpeakOptions) er
 	if opt.SpeedWPM != 0 {
 		args = append(args, "-s", itoa(opt.SpeedWPM))
 	}
-	if err := run(ctx, proc{tool: "espeak-ng", bin: t.espeakBin(), args: args, stdin: strings.NewReader(text)}); err != nil {
+	if err := run(ctx, proc{mem: t.encodeMemory(), tool: "espeak-ng", bin: t.espeakBin(), args: args, stdin: strings.NewReader(text)}); err != nil {
 		return fmt.Errorf("speak: %w", err)
 	}
 
@@ -95,7 +95,7 @@ func (t Tools) Speak(ctx context.Context, text, out string, opt SpeakOptions) er
 		args := append(ffmpegArgs(), "-i", fileURL(wav), "-map", "0:a:0", "-ac", "1", "-ar", "24000")
 		args = append(args, codec...)
 		args = append(args, "-map_metadata", "-1", "-fflags", "+bitexact", fileURL(tmp))
-		if err := run(ctx, proc{tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
+		if err := run(ctx, proc{mem: t.encodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: args}); err != nil {
 			return fmt.Errorf("speak: %w", err)
 		}
 		return nil

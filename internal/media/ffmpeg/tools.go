@@ -41,6 +41,13 @@ type Tools struct {
 	// Threads caps encoder and filter threads; 0 lets ffmpeg decide. Useful
 	// on a shared machine, where ffmpeg would otherwise take every core.
 	Threads int
+	// Budget, when set, admits every process the methods start (gate.go); the wait for it
+	// counts against Timeout. nil starts them at once.
+	Budget Gate
+	// DecodeMemory and EncodeMemory are the memory limits (bytes) of the children that only
+	// decode and of those that encode (rlimit.go); 0 uses DefaultDecodeMemory and
+	// DefaultEncodeMemory, a negative value sets none.
+	DecodeMemory, EncodeMemory int64
 }
 
 func (t Tools) ffmpegBin() string  { return orDefault(t.FFmpeg, "ffmpeg") }
@@ -59,7 +66,7 @@ func (t Tools) timeout() time.Duration {
 // bound applies the per-call timeout; every public method that runs a
 // process starts with it.
 func (t Tools) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, t.timeout())
+	return context.WithTimeout(withGate(ctx, t.Budget), t.timeout())
 }
 
 func orDefault(s, def string) string {
@@ -119,7 +126,7 @@ func (t Tools) check(ctx context.Context) error {
 		{"ffprobe", t.ffprobeBin(), "-version"},
 		{"espeak-ng", t.espeakBin(), "--version"},
 	} {
-		if err := run(ctx, proc{tool: c.tool, bin: c.bin, args: []string{c.flag}}); err != nil {
+		if err := run(ctx, proc{mem: t.decodeMemory(), tool: c.tool, bin: c.bin, args: []string{c.flag}}); err != nil {
 			errs = append(errs, fmt.Errorf("%s not runnable: %w", c.tool, err))
 			ffmpegOK = ffmpegOK && c.tool != "ffmpeg"
 		}

@@ -2,7 +2,9 @@ package probe
 
 import (
 	"errors"
+	"strings"
 
+	"mediagen/internal/media/pixels"
 	"mediagen/internal/media/safefetch"
 )
 
@@ -38,6 +40,10 @@ var (
 	// ErrNoVideo: a well-formed MP4/MOV without a video track (audio only), where a caller
 	// needs a video (see RequireVideo).
 	ErrNoVideo error = &kindError{"probe: no video track", safefetch.ErrUnsupportedMedia}
+	// ErrFrameTooLarge: a video track states a frame over the pixel budget
+	// (pixels.MaxVideoFramePixels). The error also matches pixels.ErrOverBudget and carries
+	// the *pixels.OverBudgetError with the size found.
+	ErrFrameTooLarge error = &kindError{"probe: video frame over the pixel budget", safefetch.ErrUnsupportedMedia}
 )
 
 // RequireVideo is r, or ErrNoVideo when r has no video track.
@@ -64,6 +70,11 @@ var publicMessages = []struct {
 // PublicMessage is safefetch.PublicMessage with sentences for the probe
 // kinds; like it, it never includes addresses or upstream text.
 func PublicMessage(err error) string {
+	var over *pixels.OverBudgetError
+	if errors.As(err, &over) {
+		s := over.Error()
+		return strings.ToUpper(s[:1]) + s[1:] + "."
+	}
 	for _, m := range publicMessages {
 		if errors.Is(err, m.err) {
 			return m.msg

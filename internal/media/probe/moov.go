@@ -22,6 +22,10 @@ type track struct {
 	timescale uint32
 	width     int
 	height    int
+	// largestW × largestH is the largest of the sizes the track states (tkhd's display size,
+	// the sample entry's coded size): the pixel budget is checked against it, since either
+	// may be the one that understates what a decoder allocates.
+	largestW, largestH int
 	// Presentation offset from the first edit: an empty edit delays the
 	// track (movie timescale), a media_time skips into it (track timescale).
 	emptyEdit uint64
@@ -100,6 +104,7 @@ func parseMoov(r boxReader) (m *movie, err error) {
 			cur.id = b.TrackID
 			// Display size; the sample entry's coded size wins when present.
 			cur.width, cur.height = int(b.Width>>16), int(b.Height>>16)
+			cur.noteSize(cur.width, cur.height)
 		case "moov/trak/edts/elst":
 			b, err := readPayload[*mp4.Elst](h)
 			if err != nil {
@@ -193,8 +198,16 @@ func readVisualSize(r io.ReaderAt, off, length int64, t *track) error {
 	w, h := binary.BigEndian.Uint16(b[40:42]), binary.BigEndian.Uint16(b[42:44])
 	if w > 0 && h > 0 {
 		t.width, t.height = int(w), int(h)
+		t.noteSize(t.width, t.height)
 	}
 	return nil
+}
+
+// noteSize keeps w × h as the track's largest stated size when it has more pixels.
+func (t *track) noteSize(w, h int) {
+	if int64(w)*int64(h) > int64(t.largestW)*int64(t.largestH) {
+		t.largestW, t.largestH = w, h
+	}
 }
 
 // readPayload unmarshals the current box with go-mp4 and checks its type.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"mediagen/internal/media/pixels"
 	"mediagen/internal/media/safefetch"
 )
 
@@ -164,6 +165,12 @@ func compose(res Result, m *movie, opt Options) (Result, error) {
 	for _, t := range m.tracks {
 		switch t.handler {
 		case "vide":
+			// A frame over the budget is refused from the header, before any decoder holds
+			// it; a decoder's own limit (ffmpeg's -max_pixels) catches a header that
+			// understates what the bitstream holds.
+			if err := pixels.CheckVideoFrame(t.largestW, t.largestH); err != nil {
+				return res, fmt.Errorf("%w: %w", ErrFrameTooLarge, err)
+			}
 			if !res.HasVideo {
 				res.HasVideo = true
 				res.Width, res.Height = t.width, t.height

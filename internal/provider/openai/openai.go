@@ -111,6 +111,12 @@ func (c *Client) createForm(ctx context.Context, r provider.GenerateRequest) ([]
 	var png []byte
 	if frame != nil && c.frames != nil {
 		b, fw, fh, err := c.frames.Fit(ctx, frame.Source)
+		var pe *provider.Error
+		if errors.As(err, &pe) && errors.Is(err, provider.ErrPermanent) {
+			// An image that can never be fitted (over the pixel budget): failing now beats
+			// spending the task's attempts on it.
+			return nil, "", pe
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("openai: first frame: %v: %w", err, provider.ErrTransient)
 		}

@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -182,5 +183,37 @@ func TestSpeechSendsTheDocumentedFields(t *testing.T) {
 	var pe *provider.Error
 	if !errors.As(err, &pe) || pe.Code != "speech_generation_failed" || !errors.Is(err, provider.ErrPermanent) || strings.Contains(pe.Message, "raw") {
 		t.Errorf("refused speech: %v", err)
+	}
+}
+
+// refusingFrames is a Frames whose Fit refuses the image for good, as the service's fitter
+// refuses one over the pixel budget.
+type refusingFrames struct{}
+
+func (refusingFrames) Fit(context.Context, provider.Source) ([]byte, int, int, error) {
+	return nil, 0, 0, &provider.Error{Code: "InvalidParameter", Kind: provider.ErrPermanent,
+		Message: "The first frame image cannot be used: the image is 16000×16000 pixels (256,000,000), over the limit."}
+}
+
+// A first frame the fitter refuses for good fails the submit as permanent with the fitter's
+// message, and no create is sent: retrying it would spend the task's attempts on an image
+// that can never be used.
+func TestFirstFrameRefusedByTheFitterIsPermanent(t *testing.T) {
+	t.Parallel()
+	f, _ := start(t, openaifake.Config{})
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = f.TLS()
+	c, err := openai.New(openai.Config{BaseURL: f.Base(), APIKey: testKey, HTTP: &http.Client{Transport: tr, Timeout: 10 * time.Second}, Frames: refusingFrames{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.SubmitGeneration(t.Context(), provider.GenerateRequest{IdempotencyKey: "v:gen", Model: "sora-2", Prompt: "p", Duration: 4, Width: 1280, Height: 720,
+		Inputs: []provider.Input{{Type: "image_url", Role: "first_frame", Source: provider.Source{URL: "https://cdn.example.com/bomb.png"}}}})
+	var pe *provider.Error
+	if !errors.As(err, &pe) || !errors.Is(err, provider.ErrPermanent) || !strings.Contains(pe.Message, "16000×16000") {
+		t.Fatalf("submit: %v, want the fitter's permanent refusal", err)
+	}
+	if n := f.Creates(); n != 0 {
+		t.Errorf("%d creates sent", n)
 	}
 }

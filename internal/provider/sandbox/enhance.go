@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/media/pixels"
 	mediaprobe "mediagen/internal/media/probe"
 	"mediagen/internal/provider"
 )
@@ -149,6 +150,19 @@ func (e *Engine) measureSource(ctx context.Context, src string, maxSeconds float
 	if err != nil {
 		return ffmpeg.Info{}, failJob("The source is not a readable video.", err)
 	}
+	// The source was measured at submission, but its URL may serve something else now: a
+	// frame over the budget fails here, before the encoder decodes it (whose -max_pixels is
+	// the wall behind this check, for a bitstream larger than its headers).
+	// ffprobe, bounded by -max_pixels itself, may report no size for such a frame; the MP4
+	// box probe reads the size the headers state.
+	res, perr := mediaprobe.ProbeFile(ctx, src, mediaprobe.Options{})
+	err = pixels.CheckVideoFrame(info.Width, info.Height)
+	if errors.Is(perr, pixels.ErrOverBudget) {
+		err = perr
+	}
+	if err != nil {
+		return ffmpeg.Info{}, &jobError{code: CodeInvalidParameter, cause: err, message: "The source video cannot be used: " + mediaprobe.PublicMessage(err)}
+	}
 	if maxSeconds <= 0 {
 		return info, nil
 	}
@@ -158,8 +172,8 @@ func (e *Engine) measureSource(ctx context.Context, src string, maxSeconds float
 	// read leaves ffprobe's answer, and the output's own bound (Enhance measures its output
 	// against MaxSeconds) still holds.
 	length := info.Length()
-	if samples, err := sampleLength(ctx, src); err == nil {
-		length = max(length, samples)
+	if perr == nil {
+		length = max(length, res.Duration)
 	}
 	if length > maxSeconds {
 		return ffmpeg.Info{}, sourceChanged(length, maxSeconds)
@@ -171,13 +185,6 @@ func sourceChanged(length, maxSeconds float64) error {
 	return &jobError{code: CodeSourceChanged, message: fmt.Sprintf(
 		"The source video measures %.3f s now, longer than the %.3f s it measured when the task was accepted; a source must not change after submission. Nothing was charged.",
 		length, maxSeconds)}
-}
-
-// sampleLength measures the MP4/MOV at path the way the submission did (probe: the longer of
-// its header and its samples).
-func sampleLength(ctx context.Context, path string) (float64, error) {
-	res, err := mediaprobe.ProbeFile(ctx, path, mediaprobe.Options{})
-	return res.Duration, err
 }
 
 func enhanceError(err error) error {

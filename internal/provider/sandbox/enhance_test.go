@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -260,5 +261,41 @@ func TestEnhancementOfASourceWhoseHeadersUnderstateItsSamplesStaysWithinItsPrice
 		}
 	default:
 		t.Fatalf("job = %+v", j)
+	}
+}
+
+// A source whose frames are over the video-frame budget (an 8200×4400 MJPEG MOV of 200 KB,
+// 36 megapixels a frame) fails the job with InvalidParameter naming the size and the budget,
+// before the encoder decodes it: its URL may serve something else than what was measured at
+// submission.
+func TestEnhancementRefusesASourceOverTheFrameBudget(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	big := filepath.Join(t.TempDir(), "big.mov")
+	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=black:s=8200x4400:r=1:d=1",
+		"-c:v", "mjpeg", "-q:v", "31", "-f", "mov", big)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v %s", err, out)
+	}
+	data, err := os.ReadFile(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := &mediaServer{files: map[string][]byte{"/big.mov": data}}
+	srv := httptest.NewServer(ms)
+	defer srv.Close()
+	e := newEngine(t, "", withFetch(loopbackClient(t, srv)))
+	id, err := e.SubmitEnhancement(context.Background(), provider.EnhanceRequest{IdempotencyKey: "big",
+		Source: provider.Source{URL: srv.URL + "/big.mov"}, ShortSide: 90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := wait(t, e.PollEnhancement, id, 60*time.Second)
+	if j.Status != provider.StatusFailed || j.ErrorCode != CodeInvalidParameter ||
+		!strings.Contains(j.ErrorMessage, "8200×4400") || !strings.Contains(j.ErrorMessage, "35,389,440 pixels") {
+		t.Fatalf("job = %+v, want failed %s naming the size and the budget", j, CodeInvalidParameter)
+	}
+	if n := e.renders.Load(); n != 0 {
+		t.Errorf("%d renders, want 0", n)
 	}
 }

@@ -45,9 +45,7 @@ func TestFreedRenderSlotGoesToTheSideWithNoneRunning(t *testing.T) {
 				return append([]string(nil), order...)
 			}
 			waiting := func() int {
-				e.slots.mu.Lock()
-				defer e.slots.mu.Unlock()
-				return len(e.slots.waiting)
+				return e.slots.Usage().Waiting
 			}
 			submit := func(tenant, key, idem string) string {
 				t.Helper()

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/media/pixels"
 	"mediagen/internal/provider"
 )
 
@@ -187,14 +189,14 @@ func (e *Engine) prepareInputs(ctx context.Context, id string, inputs []provider
 		switch {
 		case in.Role == "first_frame" && rs.FirstFrame == "":
 			image.what = "first frame image"
-			rs.FirstFrame, err = e.obtain(ctx, id, name, in.Source, image)
+			rs.FirstFrame, err = e.obtainImage(ctx, id, name, in.Source, image)
 		case in.Role == "last_frame" && rs.LastFrame == "":
 			image.what = "last frame image"
-			rs.LastFrame, err = e.obtain(ctx, id, name, in.Source, image)
+			rs.LastFrame, err = e.obtainImage(ctx, id, name, in.Source, image)
 		case in.Role == "reference_image" && len(rs.RefImages) < ffmpeg.MaxRefImages:
 			image.what = "reference image"
 			var p string
-			if p, err = e.obtain(ctx, id, name, in.Source, image); err == nil {
+			if p, err = e.obtainImage(ctx, id, name, in.Source, image); err == nil {
 				rs.RefImages = append(rs.RefImages, p)
 			}
 		case inputKind(in) == "video":
@@ -207,4 +209,30 @@ func (e *Engine) prepareInputs(ctx context.Context, id string, inputs []provider
 		}
 	}
 	return nil
+}
+
+// obtainImage is obtain for an image the render decodes: its header is read first, and an
+// image whose size cannot be read or is over the pixel budget fails the job before ffmpeg
+// sees it. An image by URL is fetched only now (the service does not read it at submission),
+// so this is where a decompression bomb stops: a 746 KB PNG that declares 16000×16000 pixels
+// would make the render hold 768 MB.
+func (e *Engine) obtainImage(ctx context.Context, id, name string, src provider.Source, o fetchOpts) (string, error) {
+	path, err := e.obtain(ctx, id, name, src, o)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", failJob(fmt.Sprintf("The %s could not be read.", o.what), err)
+	}
+	defer f.Close()
+	size, err := pixels.ReadSize(f)
+	if err != nil {
+		return "", &jobError{code: CodeInvalidParameter, cause: err,
+			message: fmt.Sprintf("The %s could not be read: its size is not in a PNG, JPEG, WebP, GIF or BMP header.", o.what)}
+	}
+	if err := size.Check(); err != nil {
+		return "", &jobError{code: CodeInvalidParameter, cause: err, message: fmt.Sprintf("The %s cannot be used: %v.", o.what, err)}
+	}
+	return path, nil
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"image/color"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"mediagen/internal/media/pixels/pixelstest"
 	"mediagen/internal/provider"
 	"mediagen/internal/testkit"
 )
@@ -310,7 +312,7 @@ func TestRestartWithSpecOnly(t *testing.T) {
 	// A process that died right after writing the spec: no started mark, no output.
 	dir := t.TempDir()
 	e1 := newEngine(t, dir)
-	hold, err := e1.slots.acquire(context.Background(), "", "") // the only slot: the job stays queued
+	hold, err := e1.slots.Acquire(context.Background(), "", "") // the only slot: the job stays queued
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,5 +445,56 @@ func TestCloseStopsSubmits(t *testing.T) {
 	}
 	if _, err := e.Synthesize(context.Background(), provider.SpeechRequest{IdempotencyKey: "k", Text: "hi"}); !errors.Is(err, provider.ErrTransient) {
 		t.Errorf("synthesize after Close = %v, want ErrTransient", err)
+	}
+}
+
+// An image over the pixel budget fails the job before anything decodes it, whether it is
+// fetched by URL or read from a local copy, and whatever the file weighs: the message names
+// the image and the budget, and no render starts.
+func TestGenerationFailsOnImagesOverThePixelBudgetWithoutRendering(t *testing.T) {
+	t.Parallel()
+	var over bytes.Buffer // a complete, valid PNG one step over the budget: 4100×4100
+	if err := pixelstest.WritePNG(&over, 4100, 4100, 8, pixelstest.RGB); err != nil {
+		t.Fatal(err)
+	}
+	ms := &mediaServer{files: map[string][]byte{
+		"/over.png":  over.Bytes(),
+		"/bomb.png":  pixelstest.PNGHeader(16000, 16000, 8, pixelstest.RGB),
+		"/notes.txt": []byte("not an image"),
+	}}
+	srv := httptest.NewTLSServer(ms)
+	defer srv.Close()
+	e := newEngine(t, "", withFetch(loopbackClient(t, srv)))
+	bomb16 := writeFile(t, t.TempDir(), "bomb16.png", pixelstest.PNGHeader(16000, 16000, 16, pixelstest.RGBA))
+	for _, tc := range []struct {
+		name, want string
+		in         provider.Input
+	}{
+		{"first frame by url", "first frame image cannot be used: the image is 4100×4100 pixels",
+			provider.Input{Type: "image_url", Role: "first_frame", Source: provider.Source{URL: srv.URL + "/over.png"}}},
+		{"last frame by url", "last frame image cannot be used: the image is 16000×16000 pixels",
+			provider.Input{Type: "image_url", Role: "last_frame", Source: provider.Source{URL: srv.URL + "/bomb.png"}}},
+		{"reference image local copy", "reference image cannot be used: the image is 16000×16000 pixels",
+			provider.Input{Type: "image_url", Role: "reference_image", Source: provider.Source{Path: bomb16}}},
+		{"no readable size", "its size is not in a PNG, JPEG, WebP, GIF or BMP header",
+			provider.Input{Type: "image_url", Role: "first_frame", Source: provider.Source{URL: srv.URL + "/notes.txt"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := e.SubmitGeneration(context.Background(), provider.GenerateRequest{
+				IdempotencyKey: tc.name, Prompt: "x", Width: 160, Height: 90, Duration: 1, Inputs: []provider.Input{tc.in}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := wait(t, e.PollGeneration, id, 30*time.Second)
+			if j.Status != provider.StatusFailed || j.ErrorCode != CodeInvalidParameter || !strings.Contains(j.ErrorMessage, tc.want) {
+				t.Fatalf("job = %+v, want failed %s containing %q", j, CodeInvalidParameter, tc.want)
+			}
+			if tc.name != "no readable size" && !strings.Contains(j.ErrorMessage, "16,777,216 pixels") {
+				t.Errorf("message %q does not state the budget", j.ErrorMessage)
+			}
+		})
+	}
+	if n := e.renders.Load(); n != 0 {
+		t.Errorf("%d renders, want 0", n)
 	}
 }

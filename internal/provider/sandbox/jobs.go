@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"mediagen/internal/provider"
+	"mediagen/internal/tenantctx"
 )
 
 // jobState is what this process knows about one job.
@@ -223,9 +224,10 @@ func (e *Engine) run(id string, j *jobState) {
 		j.active = false
 		e.mu.Unlock()
 	}()
-	ctx := e.ctx
 	tenant, key := j.spec.owner()
-	release, waitErr := e.slots.acquire(ctx, tenant, key)
+	// The render's children wait in the process-wide media budget as this tenant's work.
+	ctx := tenantctx.With(e.ctx, tenant, key)
+	release, waitErr := e.slots.Acquire(ctx, tenant, key)
 	if waitErr != nil {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"mediagen/internal/media/budget"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
@@ -98,7 +99,7 @@ type Engine struct {
 	ctx    context.Context // cancelled by Close; parent of every background render
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	slots  *renderSlots  // render slots, shared fairly
+	slots  *budget.Fair  // render slots, shared fairly
 	speech chan struct{} // speech slots
 
 	mu       sync.Mutex
@@ -159,7 +160,7 @@ func New(cfg Config) (*Engine, error) {
 		jobsDir:     filepath.Join(dir, "jobs"),
 		speechDir:   filepath.Join(dir, "speech"),
 		attemptsDir: filepath.Join(dir, "attempts"),
-		slots:       newRenderSlots(cfg.MaxConcurrent),
+		slots:       budget.NewFair(cfg.MaxConcurrent),
 		speech:      make(chan struct{}, cfg.MaxConcurrent),
 		jobs:        map[string]*jobState{},
 		keyLocks:    map[string]*keyLock{},

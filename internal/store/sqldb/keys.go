@@ -27,8 +27,46 @@ func scanKey(row scanner) (store.Key, error) {
 	k.Unlimited = unlimited != 0
 	k.CreatedAt, k.RevokedAt = fromMicros(created), fromMicros(revoked)
 	k.ExpiresAt, k.PrevValidUntil, k.RotatedAt = fromMicros(expires), fromMicros(prevUntil), fromMicros(rotated)
-	k.Caps = store.Caps{Daily: money.Micros(daily), Monthly: money.Micros(monthly)}
+	k.Caps = store.Caps{Daily: capFromColumn(daily), Monthly: capFromColumn(monthly)}
 	return k, nil
+}
+
+// The cap columns (migration 0016) keep their first meaning, 0 for no cap, so rows written
+// before a cap of 0 existed read as they were written; a cap of 0 (nothing may be spent) is
+// stored as zeroCapColumn. A positive value is the cap.
+const zeroCapColumn = -1
+
+func capFromColumn(v int64) money.Cap {
+	switch {
+	case v == zeroCapColumn:
+		return money.CapOf(0)
+	case v > 0:
+		return money.CapOf(money.Micros(v))
+	}
+	return money.NoCap
+}
+
+// capColumn is what a cap is stored as; a negative or too large cap is refused (callers check
+// first; this is the last wall before the database).
+func capColumn(c money.Cap) (int64, error) {
+	m, ok := c.Get()
+	switch {
+	case !ok:
+		return 0, nil
+	case m < 0 || m > money.MaxAmount:
+		return 0, fmt.Errorf("cap %s: %w", m, money.ErrCap)
+	case m == 0:
+		return zeroCapColumn, nil
+	}
+	return int64(m), nil
+}
+
+func capColumns(c store.Caps) (daily, monthly int64, err error) {
+	if daily, err = capColumn(c.Daily); err != nil {
+		return 0, 0, err
+	}
+	monthly, err = capColumn(c.Monthly)
+	return daily, monthly, err
 }
 
 // nullBytes stores an empty hash as NULL: the unique index on prev_hash skips NULLs.
@@ -42,12 +80,13 @@ func nullBytes(b []byte) any {
 // CreateKey stores the key and opens its three accounts, plus the currency's funding account
 // the first time that currency is seen.
 func (t *Tx) CreateKey(ctx context.Context, k store.Key, currency string) error {
-	if k.Caps.Daily < 0 || k.Caps.Monthly < 0 {
-		return fmt.Errorf("create key %s: negative cap", k.ID)
+	daily, monthly, err := capColumns(k.Caps)
+	if err != nil {
+		return fmt.Errorf("create key %s: %w", k.ID, err)
 	}
-	_, err := t.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, NULL, 0, 0)`,
+	_, err = t.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, NULL, 0, 0)`,
 		k.ID, k.TenantID, k.Name, k.Prefix, k.Hash, boolInt(k.Unlimited), micros(k.CreatedAt),
-		micros(k.ExpiresAt), int64(k.Caps.Daily), int64(k.Caps.Monthly))
+		micros(k.ExpiresAt), daily, monthly)
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create key %s: %w", k.ID, store.ErrConflict)
@@ -112,11 +151,12 @@ func (t *Tx) KeyForUpdate(ctx context.Context, id string) (store.Key, error) {
 
 // UpdateKey writes the key's name, expiry and caps.
 func (t *Tx) UpdateKey(ctx context.Context, k store.Key) error {
-	if k.Caps.Daily < 0 || k.Caps.Monthly < 0 {
-		return fmt.Errorf("update key %s: negative cap", k.ID)
+	daily, monthly, err := capColumns(k.Caps)
+	if err != nil {
+		return fmt.Errorf("update key %s: %w", k.ID, err)
 	}
 	res, err := t.exec(ctx, `UPDATE api_keys SET name = ?, expires_at = ?, daily_cap = ?, monthly_cap = ? WHERE id = ?`,
-		k.Name, micros(k.ExpiresAt), int64(k.Caps.Daily), int64(k.Caps.Monthly), k.ID)
+		k.Name, micros(k.ExpiresAt), daily, monthly, k.ID)
 	if err != nil {
 		return fmt.Errorf("update key %s: %w", k.ID, err)
 	}

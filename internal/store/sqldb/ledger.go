@@ -16,13 +16,25 @@ import (
 var errRefused = errors.New("account update refused")
 
 // postUpdate is Post's guarded update of one account (args: amount, time, account, amount,
-// overdraft): the funds check and the move are one statement.
-const postUpdate = `UPDATE accounts SET balance = balance + ?, updated_at = ?
-	WHERE id = ? AND (allow_negative <> 0 OR balance + ? >= 0 OR (? <> 0 AND kind = 'available'))`
+// overdraft, overdraft, amount): the funds check, the ceiling check and the move are one
+// statement. The ceiling (store.CeilingOf) holds for every posting but a settlement's
+// (overdraft): with every amount at most money.MaxAmount (validTxn) and every balance within
+// its ceiling, balance + amount never leaves int64, so the database can always compute the
+// guard and refuse, where an unchecked sum would fail every later statement on the row
+// (PostgreSQL: bigint out of range; SQLite: a REAL in a STRICT column).
+var postUpdate = `UPDATE accounts SET balance = balance + ?, updated_at = ?
+	WHERE id = ? AND (allow_negative <> 0 OR balance + ? >= 0 OR (? <> 0 AND kind = 'available'))
+	AND (? <> 0 OR ABS(balance + ?) <= ` + ceilingSQL("kind") + `)`
+
+// ceilingSQL is the ceiling of an account of kind col as an SQL expression (store.CeilingOf).
+func ceilingSQL(col string) string {
+	return fmt.Sprintf("CASE WHEN %s = '%s' THEN %d ELSE %d END", col, store.AccountFunding,
+		int64(store.CeilingOf(store.AccountFunding)), int64(store.CeilingOf(store.AccountAvailable)))
+}
 
 // postQueued is postUpdate as queued in a shared batch: the server refuses it
 // (Piper.RequireRows) unless the guard passed and the account has the first account's currency.
-const postQueued = postUpdate + `
+var postQueued = postUpdate + `
 	AND currency = (SELECT currency FROM accounts WHERE id = ?)
 	RETURNING 1`
 
@@ -73,11 +85,13 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 			// Queued, the guard is the server's: a refusal aborts the batch, which runs again
 			// with savepoints and answers below with the reason (pipe.go). The currency is
 			// guarded against the first account's, as the check below does.
-			t.pipe.QueueRead(t.db.group.postGuarded, []any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft), entries[0].Account, int64(1)}, nil)
+			t.pipe.QueueRead(t.db.group.postGuarded, []any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft),
+				boolInt(txn.AllowOverdraft), int64(e.Amount), entries[0].Account, int64(1)}, nil)
 			continue
 		}
 		err := t.later(ctx, postUpdate+` RETURNING currency`,
-			[]any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft)},
+			[]any{int64(e.Amount), created, e.Account, int64(e.Amount), boolInt(txn.AllowOverdraft),
+				boolInt(txn.AllowOverdraft), int64(e.Amount)},
 			func(rows Rows) error {
 				if !rows.Next() {
 					if err := rows.Err(); err != nil {
@@ -97,17 +111,37 @@ func (t *Tx) Post(ctx context.Context, txn store.Txn) error {
 				return nil
 			})
 		if errors.Is(err, errRefused) {
-			var one int
-			if err := t.queryRow(ctx, `SELECT 1 FROM accounts WHERE id = ?`, e.Account).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("post %s: account %s: %w", txn.ID, e.Account, store.ErrNotFound)
-			}
-			return fmt.Errorf("post %s: account %s: %w", txn.ID, e.Account, store.ErrInsufficientFunds)
+			return t.refusal(ctx, txn, e)
 		}
 		if err != nil {
 			return fmt.Errorf("post %s: account %s: %w", txn.ID, e.Account, err)
 		}
 	}
 	return t.insertEntries(ctx, txn.ID, entries)
+}
+
+// refusal says why the guarded update of e's account refused: no such account, the ceiling
+// (a *store.CeilingError), or funds. The statement changed nothing, so the balance read now is
+// the one the guard saw, unless a concurrent posting moved it since (then the answer may name
+// the other reason; either way nothing was written).
+func (t *Tx) refusal(ctx context.Context, txn store.Txn, e store.Entry) error {
+	var bal int64
+	var kind string
+	err := t.queryRow(ctx, `SELECT balance, kind FROM accounts WHERE id = ?`, e.Account).Scan(&bal, &kind)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("post %s: account %s: %w", txn.ID, e.Account, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("post %s: account %s: %w", txn.ID, e.Account, err)
+	}
+	if !txn.AllowOverdraft {
+		c := store.CeilingOf(store.AccountKind(kind))
+		if after, ok := money.Add(money.Micros(bal), e.Amount); !ok || after > c || after < -c {
+			return fmt.Errorf("post %s: %w", txn.ID, &store.CeilingError{Account: e.Account, Kind: store.AccountKind(kind),
+				Balance: money.Micros(bal), Amount: e.Amount, Ceiling: c})
+		}
+	}
+	return fmt.Errorf("post %s: account %s: %w", txn.ID, e.Account, store.ErrInsufficientFunds)
 }
 
 // insertEntries inserts a transaction's legs, all in one statement: one round trip fewer per
@@ -148,7 +182,15 @@ func validTxn(txn store.Txn) error {
 			return fmt.Errorf("post %s: account %s appears twice: %w", txn.ID, e.Account, store.ErrUnbalanced)
 		}
 		seen[e.Account] = true
-		sum += e.Amount
+		// No amount above the ceiling of one amount reaches the database: with every balance
+		// within its ceiling, the guard's sum then stays inside int64 (postUpdate).
+		if e.Amount > money.MaxAmount || e.Amount < -money.MaxAmount {
+			return fmt.Errorf("post %s: %w", txn.ID, &store.CeilingError{Account: e.Account, Amount: e.Amount, Ceiling: money.MaxAmount})
+		}
+		var ok bool
+		if sum, ok = money.Add(sum, e.Amount); !ok {
+			return fmt.Errorf("post %s: entries overflow: %w", txn.ID, store.ErrUnbalanced)
+		}
 	}
 	if sum != 0 {
 		return fmt.Errorf("post %s: entries sum to %s: %w", txn.ID, sum, store.ErrUnbalanced)

@@ -160,9 +160,13 @@ const addInFlightSQL = `INSERT INTO in_flight (kind, owner, n)
 
 // moveBalancesSQL moves accounts by arrays of ids, net amounts, debits and times, each only if
 // its guard passes; wrapped by Piper.RequireRows, the server refuses unless every account moved.
-const moveBalancesSQL = `UPDATE accounts a SET balance = a.balance + v.net, updated_at = v.at
+// The ceiling (postUpdate) is guarded as conservatively as the funds: the debits alone and the
+// credits alone must each keep the balance within it.
+var moveBalancesSQL = `UPDATE accounts a SET balance = a.balance + v.net, updated_at = v.at
 	FROM unnest(?::text[], ?::bigint[], ?::bigint[], ?::bigint[]) AS v(id, net, debits, at)
 	WHERE a.id = v.id AND (a.allow_negative <> 0 OR a.balance + v.debits >= 0)
+	AND a.balance + v.debits >= -(` + ceilingSQL("a.kind") + `)
+	AND a.balance + (v.net - v.debits) <= ` + ceilingSQL("a.kind") + `
 	RETURNING 1`
 
 // queueCounts queues the pending in-flight increments; their answers go to m.answered.

@@ -79,7 +79,7 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 		sorted := make([]store.SpendCounter, 0, len(order))
 		for _, i := range order {
 			c := t.db.unseeded(h.Counters[i])
-			if c.Cap <= 0 || h.Amount > c.Cap {
+			if c.Cap < 0 || h.Amount > c.Cap {
 				sorted = nil
 				break
 			}
@@ -94,8 +94,8 @@ func (t *Tx) HoldSpend(ctx context.Context, h store.SpendHold) error {
 	args := make([]any, 0, 5*len(order))
 	for _, i := range order {
 		c := t.db.unseeded(h.Counters[i])
-		if c.Cap <= 0 {
-			return fmt.Errorf("hold %s: counter %s %s %s without a cap", h.Ref, c.Scope, c.Owner, c.Period)
+		if c.Cap < 0 {
+			return fmt.Errorf("hold %s: counter %s %s %s with a negative cap", h.Ref, c.Scope, c.Owner, c.Period)
 		}
 		if h.Amount > c.Cap {
 			return fmt.Errorf("hold %s: %w", h.Ref, &store.SpendCapError{Index: i, Spent: -1})

@@ -20,7 +20,7 @@ func testKeyLifecycleFields(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	expires := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 	k := store.Key{ID: fmt.Sprintf("key_life_%d", seq.Add(1)), TenantID: "acme", Name: "life", Prefix: "mg_life",
-		Hash: hashOf("life-1"), CreatedAt: time.Now(), ExpiresAt: expires, Caps: store.Caps{Daily: 5_000_000, Monthly: 100_000_000}}
+		Hash: hashOf("life-1"), CreatedAt: time.Now(), ExpiresAt: expires, Caps: store.Caps{Daily: money.CapOf(5_000_000), Monthly: money.CapOf(100_000_000)}}
 	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.CreateKey(ctx, k, "USD") }); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func testKeyLifecycleFields(t *testing.T, s store.Store) {
 	// Update: name, expiry cleared, one cap cleared; the row is read under lock first.
 	var before store.Key
 	upd := got
-	upd.Name, upd.ExpiresAt, upd.Caps.Daily = "renamed", time.Time{}, 0
+	upd.Name, upd.ExpiresAt, upd.Caps.Daily = "renamed", time.Time{}, money.NoCap
 	if err := s.Transact(ctx, func(tx store.Tx) error {
 		var err error
 		if before, err = tx.KeyForUpdate(ctx, k.ID); err != nil {
@@ -46,8 +46,27 @@ func testKeyLifecycleFields(t *testing.T, s store.Store) {
 		t.Errorf("KeyForUpdate read %+v", before)
 	}
 	got, _ = s.Key(ctx, k.ID)
-	if got.Name != "renamed" || !got.ExpiresAt.IsZero() || got.Caps != (store.Caps{Monthly: 100_000_000}) {
+	if got.Name != "renamed" || !got.ExpiresAt.IsZero() || got.Caps != (store.Caps{Monthly: money.CapOf(100_000_000)}) {
 		t.Errorf("updated key = %+v", got)
+	}
+	// A cap of 0 is a cap (nothing may be spent), kept apart from no cap; and a cap above the
+	// ceiling of one amount never reaches the database.
+	zero := got
+	zero.Caps = store.Caps{Daily: money.CapOf(0), Monthly: money.CapOf(money.MaxAmount)}
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.UpdateKey(ctx, zero) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.Key(ctx, k.ID); got.Caps != zero.Caps {
+		t.Errorf("caps 0 and the ceiling read back as %+v", got.Caps)
+	}
+	over := got
+	over.Caps.Monthly = money.CapOf(money.MaxAmount + 1)
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.UpdateKey(ctx, over) }); !errors.Is(err, money.ErrCap) {
+		t.Errorf("a cap above the ceiling: %v", err)
+	}
+	got.Caps = store.Caps{Monthly: money.CapOf(100_000_000)}
+	if err := s.Transact(ctx, func(tx store.Tx) error { return tx.UpdateKey(ctx, got) }); err != nil {
+		t.Fatal(err)
 	}
 
 	// Rotation with a grace period: both secrets find the key until the next rotation.

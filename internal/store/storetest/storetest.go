@@ -94,6 +94,8 @@ func Run(t *testing.T, open Opener) {
 		{"AdminIdempotentAnswersStoredOnceAndExpire", testAdminIdempotentAnswers},
 		{"ConsoleSessionsFoundEndedAndSwept", testConsoleSessions},
 		{"OverviewQueueAndSlotStats", testOverviewQueueAndSlotStats},
+		{"CeilingsRefuseWithNothingWritten", testCeilingsRefuseWithNothingWritten},
+		{"CeilingOfAnUnlimitedKeyAndSettlements", testCeilingOfAnUnlimitedKeyAndSettlements},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
