@@ -54,6 +54,7 @@ type figures struct {
 	SpeechUnreadable int            `json:"speech_replays_unreadable"`
 	SpeechUnseen     int            `json:"speech_first_audio_unread"`
 	DownloadRefusals int64          `json:"downloads_refused_then_retried"` // 429/503 answers the harness waited out
+	APIRefusals      int64          `json:"api_429s_waited_out"`            // API answers 429 the harness waited out
 	NoRetryAfter     int64          `json:"refusals_without_retry_after"`
 	Seen             []string       `json:"failures_seen,omitempty"` // what each failed check saw: status, hash
 	Replays          int64          `json:"video_replays"`

@@ -120,3 +120,23 @@ func TestDownloadWaitsOutRefusalsAndReportsWhatItSaw(t *testing.T) {
 		})
 	}
 }
+
+// TestAPICallsWaitOutA429: the harness's API calls honour Retry-After too (bounded), so a
+// key's rate limit is never taken for a failure of the service.
+func TestAPICallsWaitOutA429(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 2 {
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"error":{}}`, http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte(`{"id":"video_1"}`))
+	}))
+	defer srv.Close()
+	w := &workload{client: srv.Client(), key: "mg_test"}
+	status, b, err := w.do(context.Background(), "GET", srv.URL+"/v1/videos/video_1", "")
+	if err != nil || status != http.StatusOK || string(b) != `{"id":"video_1"}` || w.apiRefusals.Load() != 2 {
+		t.Errorf("do: %d %s %v after %d refusals; want 200 after 2", status, b, err, w.apiRefusals.Load())
+	}
+}

@@ -569,7 +569,7 @@ func (h *harness) checkResults(ctx context.Context, w *workload, f *figures) {
 			f.seen("speech %s replay's audio: %s, first seen sha256 %s", s.id, got, short(s.hash))
 		}
 	}
-	f.DownloadRefusals, f.NoRetryAfter = w.downloadRefusals.Load(), w.noRetryAfter.Load()
+	f.DownloadRefusals, f.APIRefusals, f.NoRetryAfter = w.downloadRefusals.Load(), w.apiRefusals.Load(), w.noRetryAfter.Load()
 }
 
 func report(out *os.File, f *figures) {

@@ -55,6 +55,7 @@ type workload struct {
 	downloadErr      string       // the last failed download of a completed result
 	downloadRefusals atomic.Int64 // downloads answered 429 or 503, then retried
 	noRetryAfter     atomic.Int64 // 429 answers without a Retry-After (the service must send one)
+	apiRefusals      atomic.Int64 // API answers 429, then retried after their Retry-After
 	retries          atomic.Int64 // attempts after the first
 	replays          atomic.Int64
 	replayChanged    atomic.Int64 // replays that answered another task id or audio
@@ -103,14 +104,32 @@ func (w *workload) send(ctx context.Context, c call, budget time.Duration) (int,
 	}
 }
 
+// do sends one API request; a 429 is waited out as its Retry-After says (at most
+// downloadAttempts times, maxRetryAfter each), as a well-behaved client does: a limit is not
+// a failure of the service.
 func (w *workload) do(ctx context.Context, method, url, body string) (int, []byte, error) {
+	for attempt := 1; ; attempt++ {
+		status, b, retry, err := w.doOnce(ctx, method, url, body)
+		if err != nil || status != http.StatusTooManyRequests || attempt >= downloadAttempts || retry > maxRetryAfter {
+			return status, b, err
+		}
+		w.apiRefusals.Add(1)
+		select {
+		case <-ctx.Done():
+			return status, b, ctx.Err()
+		case <-time.After(retry):
+		}
+	}
+}
+
+func (w *workload) doOnce(ctx context.Context, method, url, body string) (int, []byte, time.Duration, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+w.key)
 	if body != "" {
@@ -118,11 +137,26 @@ func (w *workload) do(ctx context.Context, method, url, body string) (int, []byt
 	}
 	res, err := w.client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	return res.StatusCode, b, err
+	return res.StatusCode, b, w.retryAfter(res), err
+}
+
+// retryAfter is a 429's Retry-After (noHeaderWait when it has none, counted: the service
+// always sends one); 0 for other answers.
+func (w *workload) retryAfter(res *http.Response) time.Duration {
+	if res.StatusCode != http.StatusTooManyRequests && res.StatusCode != http.StatusServiceUnavailable {
+		return 0
+	}
+	if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if res.StatusCode == http.StatusTooManyRequests {
+		w.noRetryAfter.Add(1)
+	}
+	return noHeaderWait
 }
 
 // op runs one operation of the mix.
@@ -381,13 +415,7 @@ func (w *workload) downloadOnce(ctx context.Context, link string) (status int, h
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-		wait = noHeaderWait
-		if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && secs >= 0 {
-			wait = time.Duration(secs) * time.Second
-		} else if res.StatusCode == http.StatusTooManyRequests {
-			w.noRetryAfter.Add(1)
-		}
-		return res.StatusCode, "", wait, nil
+		return res.StatusCode, "", w.retryAfter(res), nil
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, res.Body); err != nil {
