@@ -48,19 +48,28 @@ type figures struct {
 	UnreadableErr   string         `json:"unreadable_example,omitempty"`
 	Speeches        int            `json:"speeches"`
 	SpeechChanged   int            `json:"speech_replays_changed"`
-	Replays         int64          `json:"video_replays"`
-	ReplayChanged   int64          `json:"video_replays_changed"`
-	Objects         int            `json:"objects_in_store"`
-	Orphans         int            `json:"orphan_objects"`
-	OrphanExamples  []string       `json:"orphan_examples,omitempty"`
-	ArkTasks        int            `json:"ark_tasks"`
-	UpstreamJobs    map[int]int    `json:"upstream_jobs_per_ark_task"` // jobs → tasks
-	CompletedNotOne int            `json:"completed_ark_tasks_without_exactly_one_job"`
-	ArkLostAnswers  int            `json:"ark_lost_answers"`
-	ArkViolations   int            `json:"ark_wire_violations"`
-	ReplicaRestarts map[string]int `json:"replica_starts"`
-	CheckedAt       time.Time      `json:"checked_at"`
-	Failures        []string       `json:"failures"`
+	// A replay that got no answer, or whose audio could not be read within the harness's
+	// retry bounds, or whose first audio was never read: not "changed", each its own figure.
+	SpeechUnanswered int            `json:"speech_replays_unanswered"`
+	SpeechUnreadable int            `json:"speech_replays_unreadable"`
+	SpeechUnseen     int            `json:"speech_first_audio_unread"`
+	DownloadRefusals int64          `json:"downloads_refused_then_retried"` // 429/503 answers the harness waited out
+	APIRefusals      int64          `json:"api_429s_waited_out"`            // API answers 429 the harness waited out
+	NoRetryAfter     int64          `json:"refusals_without_retry_after"`
+	Seen             []string       `json:"failures_seen,omitempty"` // what each failed check saw: status, hash
+	Replays          int64          `json:"video_replays"`
+	ReplayChanged    int64          `json:"video_replays_changed"`
+	Objects          int            `json:"objects_in_store"`
+	Orphans          int            `json:"orphan_objects"`
+	OrphanExamples   []string       `json:"orphan_examples,omitempty"`
+	ArkTasks         int            `json:"ark_tasks"`
+	UpstreamJobs     map[int]int    `json:"upstream_jobs_per_ark_task"` // jobs → tasks
+	CompletedNotOne  int            `json:"completed_ark_tasks_without_exactly_one_job"`
+	ArkLostAnswers   int            `json:"ark_lost_answers"`
+	ArkViolations    int            `json:"ark_wire_violations"`
+	ReplicaRestarts  map[string]int `json:"replica_starts"`
+	CheckedAt        time.Time      `json:"checked_at"`
+	Failures         []string       `json:"failures"`
 }
 
 // openDB opens the service's database for the checks: the store (its own ledger check) and a
@@ -228,6 +237,17 @@ func upstreamJobs(w *workload, jobsFor func(tag string) int, f *figures) {
 	}
 }
 
+// maxSeen bounds the lines of what failed checks saw, so a run that breaks everywhere still
+// prints a readable report.
+const maxSeen = 30
+
+// seen notes what a failed check saw.
+func (f *figures) seen(format string, args ...any) {
+	if len(f.Seen) < maxSeen {
+		f.Seen = append(f.Seen, fmt.Sprintf(format, args...))
+	}
+}
+
 // verdict lists what broke.
 func (f *figures) verdict(minKills int) {
 	add := func(ok bool, format string, args ...any) {
@@ -246,6 +266,10 @@ func (f *figures) verdict(minKills int) {
 	add(f.Unreadable == 0, "%d completed results could not be downloaded: %s", f.Unreadable, f.UnreadableErr)
 	add(f.Changed == 0, "%d completed results changed", f.Changed)
 	add(f.SpeechChanged == 0, "%d speech replays answered other audio", f.SpeechChanged)
+	add(f.SpeechUnanswered == 0, "%d speech replays got no answer", f.SpeechUnanswered)
+	add(f.SpeechUnreadable == 0, "%d speech replays' audio could not be read", f.SpeechUnreadable)
+	add(f.SpeechUnseen == 0, "%d speeches' first audio could not be read", f.SpeechUnseen)
+	add(f.NoRetryAfter == 0, "%d file refusals (429) without Retry-After", f.NoRetryAfter)
 	add(f.ReplayChanged == 0, "%d video replays answered another task", f.ReplayChanged)
 	add(f.Orphans == 0, "%d orphan objects: %s", f.Orphans, strings.Join(f.OrphanExamples, ", "))
 	for n, c := range f.UpstreamJobs {

@@ -528,8 +528,14 @@ func (h *harness) checkResults(ctx context.Context, w *workload, f *figures) {
 		}
 		if v.Status == "completed" && t.hash != "" {
 			f.Completed++
-			if hash, err := w.download(ctx, v.resultURL()); err != nil || hash != t.hash || string(v.Usage) != t.usage {
+			got := w.download(ctx, v.resultURL())
+			switch {
+			case !got.ok():
+				f.Unreadable++
+				f.seen("result %s (%s) read again: %s", t.id, t.kind, got)
+			case got.hash != t.hash || string(v.Usage) != t.usage:
 				f.Changed++
+				f.seen("result %s (%s) changed: %s, usage %s; first seen sha256 %s, usage %s", t.id, t.kind, got, v.Usage, short(t.hash), t.usage)
 			}
 		}
 	}
@@ -540,14 +546,30 @@ func (h *harness) checkResults(ctx context.Context, w *workload, f *figures) {
 			ID  string `json:"id"`
 			URL string `json:"url"`
 		}
-		if err != nil || status != 200 || json.Unmarshal(b, &v) != nil || v.ID != s.id {
-			f.SpeechChanged++
+		if err != nil {
+			f.SpeechUnanswered++
+			f.seen("speech %s replay: no answer: %v", s.id, err)
 			continue
 		}
-		if hash, err := w.download(ctx, v.URL); err != nil || hash != s.hash {
+		if status != 200 || json.Unmarshal(b, &v) != nil || v.ID != s.id {
 			f.SpeechChanged++
+			f.seen("speech %s replay answered %d %s", s.id, status, firstLine(b))
+			continue
+		}
+		got := w.download(ctx, v.URL)
+		switch {
+		case !got.ok():
+			f.SpeechUnreadable++
+			f.seen("speech %s replay's audio: %s", s.id, got)
+		case s.hash == "":
+			f.SpeechUnseen++ // its first download failed during the workload: nothing to compare
+			f.seen("speech %s: first download failed, replay's audio %s", s.id, got)
+		case got.hash != s.hash:
+			f.SpeechChanged++
+			f.seen("speech %s replay's audio: %s, first seen sha256 %s", s.id, got, short(s.hash))
 		}
 	}
+	f.DownloadRefusals, f.APIRefusals, f.NoRetryAfter = w.downloadRefusals.Load(), w.apiRefusals.Load(), w.noRetryAfter.Load()
 }
 
 func report(out *os.File, f *figures) {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,11 +52,14 @@ type workload struct {
 	ops      map[string]int
 	refused  map[string]int // 4xx answers by operation and status (none are expected)
 
-	downloadErr   string       // the last failed download of a completed result
-	retries       atomic.Int64 // attempts after the first
-	replays       atomic.Int64
-	replayChanged atomic.Int64 // replays that answered another task id or audio
-	seq           atomic.Int64
+	downloadErr      string       // the last failed download of a completed result
+	downloadRefusals atomic.Int64 // downloads answered 429 or 503, then retried
+	noRetryAfter     atomic.Int64 // 429 answers without a Retry-After (the service must send one)
+	apiRefusals      atomic.Int64 // API answers 429, then retried after their Retry-After
+	retries          atomic.Int64 // attempts after the first
+	replays          atomic.Int64
+	replayChanged    atomic.Int64 // replays that answered another task id or audio
+	seq              atomic.Int64
 }
 
 type speechRec struct {
@@ -100,14 +104,32 @@ func (w *workload) send(ctx context.Context, c call, budget time.Duration) (int,
 	}
 }
 
+// do sends one API request; a 429 is waited out as its Retry-After says (at most
+// downloadAttempts times, maxRetryAfter each), as a well-behaved client does: a limit is not
+// a failure of the service.
 func (w *workload) do(ctx context.Context, method, url, body string) (int, []byte, error) {
+	for attempt := 1; ; attempt++ {
+		status, b, retry, err := w.doOnce(ctx, method, url, body)
+		if err != nil || status != http.StatusTooManyRequests || attempt >= downloadAttempts || retry > maxRetryAfter {
+			return status, b, err
+		}
+		w.apiRefusals.Add(1)
+		select {
+		case <-ctx.Done():
+			return status, b, ctx.Err()
+		case <-time.After(retry):
+		}
+	}
+}
+
+func (w *workload) doOnce(ctx context.Context, method, url, body string) (int, []byte, time.Duration, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+w.key)
 	if body != "" {
@@ -115,11 +137,26 @@ func (w *workload) do(ctx context.Context, method, url, body string) (int, []byt
 	}
 	res, err := w.client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	return res.StatusCode, b, err
+	return res.StatusCode, b, w.retryAfter(res), err
+}
+
+// retryAfter is a 429's Retry-After (noHeaderWait when it has none, counted: the service
+// always sends one); 0 for other answers.
+func (w *workload) retryAfter(res *http.Response) time.Duration {
+	if res.StatusCode != http.StatusTooManyRequests && res.StatusCode != http.StatusServiceUnavailable {
+		return 0
+	}
+	if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if res.StatusCode == http.StatusTooManyRequests {
+		w.noRetryAfter.Add(1)
+	}
+	return noHeaderWait
 }
 
 // op runs one operation of the mix.
@@ -274,31 +311,117 @@ func (w *workload) speech(ctx context.Context, crid, body string) {
 		w.count(w.refused, fmt.Sprintf("speech %d %s", status, firstLine(b)))
 		return
 	}
-	h, _ := w.download(ctx, v.URL)
+	// A hash left empty (the audio could not be read) is reported by the check, not compared.
+	got := w.download(ctx, v.URL)
 	w.mu.Lock()
-	w.speeches = append(w.speeches, speechRec{id: v.ID, crid: crid, body: body, hash: h})
+	w.speeches = append(w.speeches, speechRec{id: v.ID, crid: crid, body: body, hash: got.hash})
 	w.mu.Unlock()
 }
 
-// download hashes what a result link serves (straight from the store on S3).
-func (w *workload) download(ctx context.Context, link string) (string, error) {
+// The harness downloads like a well-behaved client: a refusal (429, or 503 while a replica
+// restarts) is retried after its Retry-After, and a failed connection (a replica being
+// killed) after a short pause, at most downloadAttempts times and for downloadBudget in all.
+// The check phase downloads every result back to back from one address, which the file
+// routes' per-address rate refuses in part; a refusal is not changed audio.
+const (
+	downloadAttempts = 10
+	downloadBudget   = 2 * time.Minute
+	// maxRetryAfter caps one wait: a longer Retry-After is a finding, not something to sit out.
+	maxRetryAfter = 30 * time.Second
+	// connRetry is the first pause after a failed connection, which has no Retry-After.
+	connRetry = 500 * time.Millisecond
+)
+
+// noHeaderWait is the wait after a refusal without Retry-After (the service always sends one;
+// a variable so the harness's own test can shorten it).
+var noHeaderWait = time.Second
+
+// fetched is what a download saw: the last answer's status, and the SHA-256 of a 200's body.
+type fetched struct {
+	status   int // 0: no answer (err)
+	hash     string
+	attempts int
+	refused  int // answers 429 or 503 that were retried
+	err      error
+}
+
+func (f fetched) ok() bool { return f.err == nil && f.status == http.StatusOK }
+
+// String says what was seen, for the report: "200 sha256 3f2a…", "429 after 10 attempts".
+func (f fetched) String() string {
+	switch {
+	case f.ok():
+		return "200 sha256 " + short(f.hash)
+	case f.status != 0:
+		return fmt.Sprintf("%d after %d attempts", f.status, f.attempts)
+	default:
+		return fmt.Sprintf("no answer after %d attempts: %v", f.attempts, f.err)
+	}
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12] + "…"
+	}
+	return hash
+}
+
+// download hashes what a result link serves (straight from the store on S3), retrying
+// refusals and failed connections within the bounds above.
+func (w *workload) download(ctx context.Context, link string) fetched {
+	deadline := time.Now().Add(downloadBudget)
+	var f fetched
+	for f.attempts < downloadAttempts {
+		f.attempts++
+		var wait time.Duration
+		f.status, f.hash, wait, f.err = w.downloadOnce(ctx, link)
+		if f.err == nil && f.status != http.StatusTooManyRequests && f.status != http.StatusServiceUnavailable {
+			break
+		}
+		if f.err == nil {
+			f.refused++
+			w.downloadRefusals.Add(1)
+		} else {
+			// No answer: a replica or the bucket restarting; wait longer each time (0.5, 1,
+			// 2, then 4 s), to outlast a 5 s outage within the attempts.
+			wait = connRetry << min(f.attempts-1, 3)
+		}
+		if wait > maxRetryAfter || time.Now().Add(wait).After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	if f.err == nil && f.status != http.StatusOK {
+		f.err = fmt.Errorf("GET result: %d", f.status)
+	}
+	return f
+}
+
+// downloadOnce makes one request; wait is how long to wait before the next: the answer's
+// Retry-After (noHeaderWait when a refusal lacks one, which the service never sends), or connRetry
+// after a failed connection.
+func (w *workload) downloadOnce(ctx context.Context, link string) (status int, hash string, wait time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", link, nil)
 	if err != nil {
-		return "", err
+		return 0, "", 0, err
 	}
 	res, err := w.client.Do(req)
 	if err != nil {
-		return "", err
+		return 0, "", connRetry, err
 	}
 	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		return "", fmt.Errorf("GET result: %d", res.StatusCode)
+	if res.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+		return res.StatusCode, "", w.retryAfter(res), nil
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, res.Body); err != nil {
-		return "", err
+		return res.StatusCode, "", connRetry, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return res.StatusCode, hex.EncodeToString(h.Sum(nil)), 0, nil
 }
 
 // taskView is what GET /v1/videos/{id} says, in the parts the harness checks.
@@ -354,15 +477,15 @@ func (w *workload) observe(ctx context.Context, t *taskRec) {
 	if !first {
 		return
 	}
-	h, err := w.download(ctx, v.resultURL())
-	if err != nil {
+	got := w.download(ctx, v.resultURL())
+	if !got.ok() {
 		w.mu.Lock()
-		w.downloadErr = fmt.Sprintf("%s (%s): %v", t.id, t.kind, err)
+		w.downloadErr = fmt.Sprintf("%s (%s): %s", t.id, t.kind, got)
 		w.mu.Unlock()
 		return
 	}
 	w.mu.Lock()
-	t.status, t.hash, t.usage = v.Status, h, string(v.Usage)
+	t.status, t.hash, t.usage = v.Status, got.hash, string(v.Usage)
 	w.mu.Unlock()
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,7 +55,7 @@ func adminCatalogCommands() []adminCmd {
 // unknown keys, rates, bindings) and what serve, configured as given, would need of its
 // environment (API keys, --public-url).
 func (e *adminEnv) catalogCheck(path string, serve Config, withEnv bool) error {
-	data, err := os.ReadFile(path)
+	data, err := catalog.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("catalog check: %w", err)
 	}

@@ -174,8 +174,12 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		Tracer:      tr,
 	})
 	if c.Role != "worker" {
+		// The tenant console is on the public listener, which browsers reach at --public-url:
+		// a request addressed to its host came over https when that URL is https.
+		common := m.consoleCommon()
+		common.PublicURL = c.PublicURL
 		tc, err := console.NewTenant(console.TenantConfig{
-			Common: m.consoleCommon(), Store: m.db, Catalogs: m.catalogs, Videos: videos, Speech: speechSvc, Assets: assets,
+			Common: common, Store: m.db, Catalogs: m.catalogs, Videos: videos, Speech: speechSvc, Assets: assets,
 			Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Admit: api.Admit,
 		})
 		if err != nil {
@@ -187,11 +191,12 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 }
 
 // consoleCommon is what both web consoles share: the session store, the clock, the proxies
-// that name a client's address, the origins results play from, and Secure cookies behind https.
+// that name a client's address and scheme, and the origins results play from. Whether a
+// request came over https (the cookie's Secure flag) is decided per request on the listener
+// that serves it, never from --public-url alone: the admin listener is another address.
 func (m *Main) consoleCommon() console.Common {
 	return console.Common{Sessions: m.db, Now: time.Now, Logger: m.log, Proxies: m.Config.proxies,
-		MediaOrigins: m.mediaOrigins, Secure: strings.HasPrefix(m.Config.PublicURL, "https://"),
-		SessionTTL: m.Config.ConsoleSessionTTL}
+		MediaOrigins: m.mediaOrigins, SessionTTL: m.Config.ConsoleSessionTTL}
 }
 
 // buildSpeech wires POST /v1/audio/speech. Speech is synchronous, so the process serving the

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -315,9 +314,9 @@ func (c *Config) loadCatalogVersion(now time.Time) (*catalog.Loaded, bool, error
 		data := catalog.DemoYAML()
 		return &catalog.Loaded{Catalog: catalog.Demo(), Hash: catalog.Hash(data), LoadedAt: now.UTC()}, true, nil
 	}
-	data, err := os.ReadFile(c.Catalog)
+	data, err := catalog.ReadFile(c.Catalog)
 	if err != nil {
-		return nil, false, fmt.Errorf("catalog: %w", err)
+		return nil, false, err
 	}
 	cat, err := catalog.Parse(c.Catalog, data)
 	if err != nil {

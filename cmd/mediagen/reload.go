@@ -317,8 +317,8 @@ func (m *Main) reloadLocked(ctx context.Context, now time.Time) (*catalog.Loaded
 	if m.Config.Catalog != "" {
 		name = m.Config.Catalog
 		var err error
-		if data, err = os.ReadFile(name); err != nil {
-			return nil, fmt.Errorf("catalog: %w", err)
+		if data, err = catalog.ReadFile(name); err != nil {
+			return nil, err // too large, or unreadable: the catalog in force stays
 		}
 	}
 	cat, problems := catalog.Check(name, data)
@@ -363,7 +363,7 @@ func (c *Config) serveNeeds(cat *catalog.Catalog, getenv func(string) string, pu
 		if !acc.Kind.Remote() {
 			continue
 		}
-		if _, err := acc.APIKey(getenv, os.ReadFile); err != nil {
+		if _, err := acc.APIKey(getenv, catalog.ReadKeyFile); err != nil {
 			out = append(out, err.Error())
 		}
 	}

@@ -710,3 +710,23 @@ func TestCatalogReloadRebuildsRemoteClientsAndRefusesMovingAnAccount(t *testing.
 		}
 	}
 }
+
+// TestCatalogReloadRefusesAFileLargerThanTheBound: a catalog file past catalog.MaxFileBytes is
+// refused on reload with the bound named, without being read whole or decoded, and the
+// catalog in force stays (issue 41: a 64 MB file took a replica from 59 to 285 MB).
+func TestCatalogReloadRefusesAFileLargerThanTheBound(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "catalog.yaml")
+	good := writeFile(t, path, reloadCatalog("up-fast", "2"))
+	m := startReloadMain(t, nil, filepath.Join(dir, "data"), path, "--role", "api", "--catalog-poll", "20ms")
+	big := reloadCatalog("up-fast", "3") + "#" + strings.Repeat("x", catalog.MaxFileBytes) + "\n"
+	writeFile(t, path, big)
+	_, err := m.ReloadCatalog(context.Background(), triggerAPI)
+	if err == nil || !strings.Contains(err.Error(), "4 MiB") {
+		t.Fatalf("reload of a %d-byte catalog: %v; want a refusal naming the 4 MiB bound", len(big), err)
+	}
+	if got := m.CatalogVersion().Hash; got != good {
+		t.Errorf("in force after the refused reload: %s, want the old %s", got, good)
+	}
+}

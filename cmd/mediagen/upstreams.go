@@ -97,7 +97,7 @@ func (m *Main) remoteClient(acc catalog.UpstreamAccount) (remoteClient, error) {
 // newRemoteClient is the client of a remote account. tlsConfig is nil in production (the
 // system roots); tests give the roots of their fake server.
 func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfig *tls.Config, frames openai.Frames) (remoteClient, error) {
-	key, err := acc.APIKey(getenv, os.ReadFile)
+	key, err := acc.APIKey(getenv, catalog.ReadKeyFile)
 	if err != nil {
 		return nil, err
 	}

@@ -47,12 +47,15 @@ func Need(a Actor, r Role) error {
 
 // Actor is who performs an operator action, as recorded in the audit log.
 type Actor struct {
-	TokenID    string // the admin token's id; "cli" for a command
-	Name       string // the token's name; the OS user for a command
-	Role       Role
-	Via        string // ViaAPI, ViaCLI or ViaConsole
-	RequestID  string
-	RemoteAddr string
+	TokenID string // the admin token's id; "cli" for a command
+	Name    string // the token's name; the OS user for a command
+	Role    Role
+	Via     string // ViaAPI, ViaCLI or ViaConsole
+	// RequestID is the service's own id of the request; CallerRequestID the X-Request-Id the
+	// caller sent, if any: a client chooses it, so it is recorded apart, never as the id.
+	RequestID       string
+	CallerRequestID string
+	RemoteAddr      string
 }
 
 // The doors an action comes through.

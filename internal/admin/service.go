@@ -115,8 +115,8 @@ func Write[T any](ctx context.Context, s *Service, a Actor, fn func(tx store.Tx)
 			return err
 		}
 		e := store.AuditEntry{ID: idgen.New("aud"), ActorID: a.TokenID, ActorName: a.Name, ActorRole: string(a.Role), Via: a.Via,
-			Action: c.Action, TargetType: c.TargetType, TargetID: c.TargetID, RequestID: a.RequestID, RemoteAddr: a.RemoteAddr,
-			CreatedAt: s.Now()}
+			Action: c.Action, TargetType: c.TargetType, TargetID: c.TargetID, RequestID: a.RequestID, CallerRequestID: a.CallerRequestID,
+			RemoteAddr: a.RemoteAddr, CreatedAt: s.Now()}
 		if e.Before, err = marshalOrNil(c.Before); err != nil {
 			return fmt.Errorf("audit %s: %w", c.Action, err)
 		}

@@ -3,6 +3,7 @@ package admin
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"mediagen/internal/apierr"
@@ -37,7 +38,8 @@ func checkText(param, s string, max int, required bool) error {
 		return invalidf(param, "%s is longer than %d characters.", param, max)
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+		// C0, DEL and C1 (U+0080–U+009F: U+009B is a terminal's CSI, as ESC [ is).
+		if unicode.IsControl(r) {
 			return invalidf(param, "%s must not contain control characters.", param)
 		}
 	}

@@ -184,16 +184,19 @@ func groupView(g store.AssetGroup) AssetGroup {
 
 // AuditEntry is one entry of the audit log.
 type AuditEntry struct {
-	Object     string         `json:"object"` // "audit_entry"
-	ID         string         `json:"id"`
-	Actor      AuditActor     `json:"actor"`
-	Action     string         `json:"action"`
-	Target     AuditTarget    `json:"target"`
-	Before     jsontext.Value `json:"before,omitzero"`
-	After      jsontext.Value `json:"after,omitzero"`
-	RequestID  string         `json:"request_id,omitempty"`
-	RemoteAddr string         `json:"remote_addr,omitempty"`
-	CreatedAt  time.Time      `json:"created_at"`
+	Object    string         `json:"object"` // "audit_entry"
+	ID        string         `json:"id"`
+	Actor     AuditActor     `json:"actor"`
+	Action    string         `json:"action"`
+	Target    AuditTarget    `json:"target"`
+	Before    jsontext.Value `json:"before,omitzero"`
+	After     jsontext.Value `json:"after,omitzero"`
+	RequestID string         `json:"request_id,omitempty"` // the service's own
+	// CallerRequestID is the X-Request-Id the caller sent, verbatim (printable ASCII, at most
+	// 128 bytes), labelled apart from the service's id.
+	CallerRequestID string    `json:"caller_request_id,omitempty"`
+	RemoteAddr      string    `json:"remote_addr,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 // AuditActor is who acted.
@@ -213,7 +216,8 @@ type AuditTarget struct {
 func auditView(e store.AuditEntry) AuditEntry {
 	return AuditEntry{Object: "audit_entry", ID: e.ID, Actor: AuditActor{ID: e.ActorID, Name: e.ActorName, Role: e.ActorRole, Via: e.Via},
 		Action: e.Action, Target: AuditTarget{Type: e.TargetType, ID: e.TargetID}, Before: jsontext.Value(e.Before),
-		After: jsontext.Value(e.After), RequestID: e.RequestID, RemoteAddr: e.RemoteAddr, CreatedAt: e.CreatedAt.UTC()}
+		After: jsontext.Value(e.After), RequestID: e.RequestID, CallerRequestID: e.CallerRequestID, RemoteAddr: e.RemoteAddr,
+		CreatedAt: e.CreatedAt.UTC()}
 }
 
 // Tenant is a tenant of the catalog in force.

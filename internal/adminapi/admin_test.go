@@ -445,3 +445,46 @@ func TestAttacksAreRefusedWithNothingWritten(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditRecordsTheServicesRequestIDAndTheCallersApart: a caller's X-Request-Id is never
+// stored as the request's id (a client could name another request): the entry's request_id is
+// the service's own, the one the answer carries, and the caller's is kept verbatim in
+// caller_request_id; an id that is not printable ASCII of at most 128 bytes is not kept.
+func TestAuditRecordsTheServicesRequestIDAndTheCallersApart(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		for _, tc := range []struct{ sent, wantCaller string }{
+			{"req_of_another_request", "req_of_another_request"},
+			{"client trace 42", ""}, // a space: not a sane id
+			{strings.Repeat("x", 129), ""},
+			{"", ""},
+		} {
+			req, _ := http.NewRequest(http.MethodPost, e.ts.URL+"/admin/v1/keys", strings.NewReader(`{"tenant":"demo","name":"web"}`))
+			req.Header.Set("Authorization", "Bearer "+e.owner)
+			req.Header.Set("Idempotency-Key", newIdem())
+			req.Header.Set("Content-Type", "application/json")
+			if tc.sent != "" {
+				req.Header.Set("X-Request-Id", tc.sent)
+			}
+			res, err := e.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			answered := res.Header.Get("X-Request-Id")
+			if res.StatusCode != http.StatusCreated || !strings.HasPrefix(answered, "req_") || answered == tc.sent {
+				t.Fatalf("sent %q: %d, X-Request-Id %q; want 201 and the service's own id", tc.sent, res.StatusCode, answered)
+			}
+			list, err := e.st.Audit(context.Background(), store.AuditQuery{Limit: 1})
+			if err != nil || len(list) != 1 {
+				t.Fatal(list, err)
+			}
+			if a := list[0]; a.RequestID != answered || a.CallerRequestID != tc.wantCaller {
+				t.Errorf("sent %q: entry request_id %q, caller_request_id %q; want %q and %q", tc.sent, a.RequestID, a.CallerRequestID, answered, tc.wantCaller)
+			}
+		}
+		r := e.do(http.MethodGet, "/admin/v1/audit?action=key.create&limit=10", e.owner, "", "")
+		if r.status != 200 || !strings.Contains(string(r.body), `"caller_request_id":"req_of_another_request"`) {
+			t.Errorf("GET audit does not label the caller's id: %d %s", r.status, r.body)
+		}
+	})
+}

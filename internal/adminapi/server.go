@@ -171,12 +171,17 @@ func (s *Server) Route(r *http.Request) string {
 // Handler serves the admin API; anything outside its routes is the envelope's 404 (or 405).
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID(id) {
-			id = idgen.New("req")
-		}
+		// The request's id is always the service's own: it names the request in the audit
+		// log and the logs, and a caller could send any id (another request's included). A
+		// sane X-Request-Id the caller sent is kept apart (callerRequestIDKey) and recorded
+		// as such; the answer's X-Request-Id is the service's, the one to quote.
+		id := idgen.New("req")
 		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		if caller := r.Header.Get("X-Request-Id"); validRequestID(caller) {
+			ctx = context.WithValue(ctx, callerRequestIDKey{}, caller)
+		}
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		_, pattern := s.mux.Handler(r)
 		if pattern == "" {
@@ -201,6 +206,9 @@ func (s *Server) Handler() http.Handler {
 
 type requestIDKey struct{}
 
+// callerRequestIDKey carries the X-Request-Id the caller sent, when it was sane.
+type callerRequestIDKey struct{}
+
 // tokenSecretKey carries the presented secret to the idempotency layer (answers are sealed
 // with it); it never leaves the request.
 type tokenSecretKey struct{}
@@ -218,8 +226,10 @@ func (s *Server) route(pattern string, role admin.Role, h RawFunc) http.Handler 
 					err = admin.Forbidden(have, role)
 				} else {
 					reqID, _ := r.Context().Value(requestIDKey{}).(string)
+					callerID, _ := r.Context().Value(callerRequestIDKey{}).(string)
 					req := &Request{Request: r.WithContext(context.WithValue(r.Context(), tokenSecretKey{}, secret)),
-						Actor: admin.Actor{TokenID: tok.ID, Name: tok.Name, Role: have, Via: admin.ViaAPI, RequestID: reqID, RemoteAddr: r.RemoteAddr}}
+						Actor: admin.Actor{TokenID: tok.ID, Name: tok.Name, Role: have, Via: admin.ViaAPI, RequestID: reqID,
+							CallerRequestID: callerID, RemoteAddr: r.RemoteAddr}}
 					err = h(w, req)
 				}
 			}
@@ -384,7 +394,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if e.Kind == apierr.KindInternal || e.Kind == apierr.KindUnavailable {
 		reqID, _ := r.Context().Value(requestIDKey{}).(string)
-		s.log.ErrorContext(r.Context(), "admin request failed", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "err", err)
+		callerID, _ := r.Context().Value(callerRequestIDKey{}).(string)
+		s.log.ErrorContext(r.Context(), "admin request failed", "request_id", reqID, "caller_request_id", callerID,
+			"method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	b, merr := json.Marshal(errorBody{Error: errorObject{Message: e.Message, Type: e.Type(), Code: e.CodeOrDefault(), Param: e.Param}})
 	if merr != nil {

@@ -1,9 +1,12 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -402,6 +405,32 @@ func (u *UpstreamAccount) checkRemote() []error {
 	return errs
 }
 
+// MaxKeyFileBytes bounds an api_key_file: an API key is tens of bytes and a service
+// account's JSON a few KB, and a path naming the wrong file (a log, /dev/zero) must fail at
+// once, not fill memory at every start and reload.
+const MaxKeyFileBytes = 64 << 10
+
+// ReadKeyFile reads an api_key_file, refusing one larger than MaxKeyFileBytes after reading
+// at most one byte past the bound. The error never holds the file's content.
+func ReadKeyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxKeyFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxKeyFileBytes {
+		return nil, ErrKeyFileTooLarge
+	}
+	return b, nil
+}
+
+// ErrKeyFileTooLarge is ReadKeyFile's refusal of a file past MaxKeyFileBytes.
+var ErrKeyFileTooLarge = fmt.Errorf("larger than the limit of %d KiB for an API key file (catalog.MaxKeyFileBytes)", MaxKeyFileBytes>>10)
+
 // APIKey reads the account's API key from where the catalog says it is. The error names the
 // account and the variable or file, never a key.
 func (u UpstreamAccount) APIKey(getenv func(string) string, readFile func(string) ([]byte, error)) (string, error) {
@@ -413,7 +442,11 @@ func (u UpstreamAccount) APIKey(getenv func(string) string, readFile func(string
 		from = "file " + u.APIKeyFile
 		b, err := readFile(u.APIKeyFile)
 		if err != nil {
-			return "", fmt.Errorf("upstream %s: the API key %s cannot be read", u.Name, from)
+			var big string
+			if errors.Is(err, ErrKeyFileTooLarge) {
+				big = ": it is " + ErrKeyFileTooLarge.Error()
+			}
+			return "", fmt.Errorf("upstream %s: the API key %s cannot be read%s", u.Name, from, big)
 		}
 		key = string(b)
 	default:

@@ -53,15 +53,21 @@ const (
 // Common is what both consoles need.
 type Common struct {
 	Sessions store.ConsoleStore
-	// Secure marks the cookie Secure (the console is served over https).
-	Secure bool
+	// PublicURL is the address browsers reach this console's listener at, when the service
+	// knows one (the tenant console: --public-url; the operator console has none). A request
+	// addressed to an https URL's host is taken to have come over https even from a proxy
+	// missing from Proxies, as it did before the scheme was decided per request. Whether a
+	// request came over https decides the cookie's Secure flag and the Origin it must carry
+	// (scheme.go).
+	PublicURL string
 	// SessionTTL overrides DefaultSessionTTL.
 	SessionTTL time.Duration
 	Now        func() time.Time
 	Logger     *slog.Logger
 	// SignInRates bounds sign-in attempts per client address (nil: SignInPerSecond, SignInBurst).
 	SignInRates *limits.ClientRates
-	// Proxies name the client address from X-Forwarded-For (nil: the peer).
+	// Proxies name the client address from X-Forwarded-For (nil: the peer), and the scheme
+	// the browser used from X-Forwarded-Proto.
 	Proxies netlimit.Proxies
 	// MediaOrigins are origins besides this one that results are served from (an S3 public
 	// URL), allowed by the Content-Security-Policy for <video>, <audio> and <img>.
@@ -81,6 +87,7 @@ type core struct {
 	authenticate func(ctx context.Context, credentialHash []byte, s *Session) error
 	static       http.Handler
 	staticHash   map[string]string // file name → short content hash, for cache-busting URLs
+	httpsHost    string            // PublicURL's host:port when it is https, else ""
 }
 
 func newCore(c Common, kind Kind, funcs template.FuncMap) (*core, error) {
@@ -97,6 +104,9 @@ func newCore(c Common, kind Kind, funcs template.FuncMap) (*core, error) {
 		c.SignInRates = limits.NewClientRates(c.Now, SignInPerSecond, SignInBurst, "console sign-in attempts")
 	}
 	k := &core{Common: c, kind: kind, mux: http.NewServeMux()}
+	if u, err := url.Parse(c.PublicURL); err == nil && u.Scheme == "https" && u.Host != "" {
+		k.httpsHost = hostPort(u.Host, "https")
+	}
 	statics, err := hashStatics()
 	if err != nil {
 		return nil, fmt.Errorf("console static files: %w", err)
@@ -199,7 +209,7 @@ func (k *core) handle(h PageFunc) http.HandlerFunc {
 				k.renderError(w, r, s, formErr(err))
 				return
 			}
-			if !sameOrigin(r) || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.CSRF)) != 1 {
+			if !k.sameOrigin(r) || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.CSRF)) != 1 {
 				k.renderError(w, r, s, &apierr.Error{Kind: apierr.KindPermission, Code: "csrf_failed",
 					Message: "This form was not sent from this console page (its security token is missing or stale). Reload the page and try again."})
 				return
@@ -209,21 +219,6 @@ func (k *core) handle(h PageFunc) http.HandlerFunc {
 			k.renderError(w, r, s, err)
 		}
 	}
-}
-
-// sameOrigin refuses a request a browser marks as coming from another site, or whose Origin
-// is not this host. Browsers send at least one of them on every form post.
-func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return false
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return false
-		}
-	}
-	return true
 }
 
 // renderError shows err as a page with its status. Internal causes are logged, never shown.

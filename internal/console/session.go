@@ -106,7 +106,7 @@ func (k *core) signInPage(w http.ResponseWriter, r *http.Request) {
 // from the body only and never echoed, stored or logged.
 func (k *core) signIn(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if !sameOrigin(r) {
+	if !k.sameOrigin(r) {
 		k.renderError(w, r, nil, &apierr.Error{Kind: apierr.KindPermission, Code: "csrf_failed", Message: "Sign in from this console's own page."})
 		return
 	}
@@ -141,7 +141,7 @@ func (k *core) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: k.cookieName(), Value: secret, Path: "/console/", Expires: row.ExpiresAt,
-		MaxAge: int(k.SessionTTL / time.Second), HttpOnly: true, Secure: k.Secure, SameSite: http.SameSiteStrictMode})
+		MaxAge: int(k.SessionTTL / time.Second), HttpOnly: true, Secure: k.https(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -152,7 +152,7 @@ func (k *core) signOut(w http.ResponseWriter, r *http.Request) {
 			return fmt.Errorf("sign out: %w", err)
 		}
 		http.SetCookie(w, &http.Cookie{Name: k.cookieName(), Value: "", Path: "/console/", MaxAge: -1,
-			HttpOnly: true, Secure: k.Secure, SameSite: http.SameSiteStrictMode})
+			HttpOnly: true, Secure: k.https(r), SameSite: http.SameSiteStrictMode})
 		http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 		return nil
 	})(w, r)

@@ -474,6 +474,9 @@ func TestVerificationRoutesAreRateLimitedPerClientAddress(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
+		if res.StatusCode == http.StatusTooManyRequests && res.Header.Get("Retry-After") != "1" {
+			t.Errorf("%s %s refused without Retry-After 1: %q", method, path, res.Header.Get("Retry-After"))
+		}
 		return res.StatusCode
 	}
 	// This server has no asset library, so an admitted request answers 503.

@@ -69,6 +69,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.RetryAfter > 0 && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
+	if e.Kind == apierr.KindRateLimit && w.Header().Get("Retry-After") == "" {
+		// Every 429 says when to come back, even one that names no wait: a well-behaved
+		// client waits for it instead of guessing.
+		w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(w, e.Status(), errorBody{Error: errorObject{
 		Message: e.Message, Type: e.Type(), Code: e.CodeOrDefault(), Param: e.Param,
 	}})

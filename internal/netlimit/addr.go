@@ -118,3 +118,27 @@ func (ps Proxies) ClientOfRequest(r *http.Request) Client {
 	}
 	return ClientOf(addr)
 }
+
+// ForwardedProto is the scheme ("http" or "https") the client used as the nearest trusted
+// proxy states it in X-Forwarded-Proto, or "" when the peer is not a trusted proxy or states
+// no scheme this service knows. The rightmost entry is the one the proxy that connected to
+// this service wrote, as with X-Forwarded-For; a client can write any value to its left.
+func (ps Proxies) ForwardedProto(r *http.Request) string {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil || len(ps) == 0 || !ps.Trusted(peer.Addr()) {
+		return ""
+	}
+	values := r.Header.Values("X-Forwarded-Proto")
+	if len(values) == 0 {
+		return ""
+	}
+	last := values[len(values)-1]
+	if i := strings.LastIndexByte(last, ','); i >= 0 {
+		last = last[i+1:]
+	}
+	switch p := strings.ToLower(strings.TrimSpace(last)); p {
+	case "http", "https":
+		return p
+	}
+	return ""
+}

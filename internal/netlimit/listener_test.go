@@ -297,3 +297,38 @@ func TestClientOfRequestBelievesOnlyTrustedProxies(t *testing.T) {
 		t.Error("a malformed entry must be refused")
 	}
 }
+
+func TestForwardedProtoBelievesOnlyTheNearestTrustedProxy(t *testing.T) {
+	t.Parallel()
+	proxies, err := ParseProxies("10.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, peer string
+		xfp        []string
+		want       string
+	}{
+		{"trusted proxy says https", "10.1.2.3:5000", []string{"https"}, "https"},
+		{"trusted proxy says http", "10.1.2.3:5000", []string{"HTTP"}, "http"},
+		{"untrusted peer: ignored", "198.51.100.1:5000", []string{"https"}, ""},
+		{"trusted proxy, no header", "10.1.2.3:5000", nil, ""},
+		{"the rightmost entry wins", "10.1.2.3:5000", []string{"https, http"}, "http"},
+		{"the last header wins", "10.1.2.3:5000", []string{"http", "https"}, "https"},
+		{"an unknown scheme: none", "10.1.2.3:5000", []string{"wss"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &http.Request{RemoteAddr: tt.peer, Header: http.Header{}}
+			for _, v := range tt.xfp {
+				r.Header.Add("X-Forwarded-Proto", v)
+			}
+			if got := proxies.ForwardedProto(r); got != tt.want {
+				t.Errorf("proto %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if got := Proxies(nil).ForwardedProto(&http.Request{RemoteAddr: "10.1.2.3:5000", Header: http.Header{"X-Forwarded-Proto": {"https"}}}); got != "" {
+		t.Errorf("no proxies configured: %q, want none", got)
+	}
+}

@@ -43,9 +43,12 @@ type AuditEntry struct {
 	TargetID   string
 	Before     []byte // JSON of the target before the change; nil when it did not exist
 	After      []byte // JSON of the target after the change
-	RequestID  string
-	RemoteAddr string
-	CreatedAt  time.Time
+	// RequestID is the service's own id of the request (never one a client chose);
+	// CallerRequestID is the X-Request-Id the caller sent, if any, kept verbatim apart from it.
+	RequestID       string
+	CallerRequestID string
+	RemoteAddr      string
+	CreatedAt       time.Time
 }
 
 // AuditQuery selects audit entries, newest first. Empty fields select everything.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"unicode"
 
 	"mediagen/internal/store"
 )
@@ -77,9 +78,9 @@ func Cells(groupBy []string, r Row) []string {
 // written: every column adds up.
 //
 // CSV injection: a spreadsheet runs a cell that starts with =, +, -, @, a tab or a carriage
-// return as a formula, and key names and aliases are chosen by people other than the one
-// opening the file. Every cell that starts with one of those is prefixed with a single quote
-// (Neutralize). Only the dimension cells (names) are neutralised: the figures are numbers
+// return as a formula — also after leading spaces or invisible characters — and key names and
+// aliases are chosen by people other than the one opening the file. Every such cell is
+// prefixed with a single quote (Neutralize). Only the dimension cells (names) are neutralised: the figures are numbers
 // this service writes, and a margin below zero must stay a number a spreadsheet adds up.
 func WriteCSV(w io.Writer, rep Report) error {
 	cw := csv.NewWriter(w)
@@ -105,14 +106,40 @@ func WriteCSV(w io.Writer, rep Report) error {
 }
 
 // Neutralize prefixes a single quote to a cell a spreadsheet would read as a formula: one
-// that starts with =, +, -, @, a tab or a carriage return (OWASP's CSV injection advice).
+// that starts with =, +, -, @, a tab or a carriage return (OWASP's CSV injection advice), and
+// one where such a sign follows characters a spreadsheet skips or a reader does not see —
+// spaces, no-break spaces and the other Unicode spaces (Zs), zero-width and other format
+// characters (Cf: U+200B, U+FEFF, the bidi marks), and control characters — or is the
+// full-width form of one (＝ ＋ － ＠), which some spreadsheets take for the sign.
 func Neutralize(cell string) string {
 	if cell == "" {
 		return cell
 	}
-	switch cell[0] {
-	case '=', '+', '-', '@', '\t', '\r':
+	if cell[0] == '\t' || cell[0] == '\r' {
 		return "'" + cell
 	}
+	for _, r := range cell {
+		if skipped(r) {
+			continue
+		}
+		if formulaSign(r) {
+			return "'" + cell
+		}
+		break
+	}
 	return cell
+}
+
+// skipped reports a rune that may stand before a formula's sign unseen: white space,
+// Unicode space separators, format characters and control characters.
+func skipped(r rune) bool {
+	return unicode.IsSpace(r) || unicode.Is(unicode.Zs, r) || unicode.Is(unicode.Cf, r) || unicode.IsControl(r)
+}
+
+func formulaSign(r rune) bool {
+	switch r {
+	case '=', '+', '-', '@', '\uFF1D', '\uFF0B', '\uFF0D', '\uFF20':
+		return true
+	}
+	return false
 }

@@ -101,7 +101,7 @@ func (db *DB) AdminTokens(ctx context.Context) ([]store.AdminToken, error) {
 	return out, rows.Err()
 }
 
-const auditColumns = `id, actor_id, actor_name, actor_role, via, action, target_type, target_id, before_json, after_json, request_id, remote_addr, created_at`
+const auditColumns = `id, actor_id, actor_name, actor_role, via, action, target_type, target_id, before_json, after_json, request_id, caller_request_id, remote_addr, created_at`
 
 // nullJSON stores absent JSON as NULL, so "did not exist" differs from any document.
 func nullJSON(b []byte) any {
@@ -113,9 +113,9 @@ func nullJSON(b []byte) any {
 
 // AppendAudit appends one entry in the change's transaction.
 func (t *Tx) AppendAudit(ctx context.Context, e store.AuditEntry) error {
-	_, err := t.exec(ctx, `INSERT INTO admin_audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, `INSERT INTO admin_audit (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ID, e.ActorID, e.ActorName, e.ActorRole, e.Via, e.Action, e.TargetType, e.TargetID, nullJSON(e.Before), nullJSON(e.After),
-		e.RequestID, e.RemoteAddr, micros(e.CreatedAt))
+		e.RequestID, e.CallerRequestID, e.RemoteAddr, micros(e.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("append audit %s: %w", e.Action, err)
 	}
@@ -168,7 +168,7 @@ func (db *DB) Audit(ctx context.Context, q store.AuditQuery) ([]store.AuditEntry
 		var before, after *string
 		var created int64
 		if err := rows.Scan(&e.ID, &e.ActorID, &e.ActorName, &e.ActorRole, &e.Via, &e.Action, &e.TargetType, &e.TargetID,
-			&before, &after, &e.RequestID, &e.RemoteAddr, &created); err != nil {
+			&before, &after, &e.RequestID, &e.CallerRequestID, &e.RemoteAddr, &created); err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
 		if before != nil {

@@ -77,6 +77,7 @@ func testAdminAudit(t *testing.T, s store.Store) {
 	all := []store.AuditEntry{entry(1, "adt_a", "key.create", "key_1"), entry(2, "adt_b", "key.revoke", "key_1"),
 		entry(3, "cli", "credit.create", "key_2"), entry(4, "adt_a", "key.create", "key_3")}
 	all[1].Before = []byte(`{"id":"key_1","state":"active"}`)
+	all[1].RequestID, all[1].CallerRequestID = "req_service0000000000000000", "client's id; DROP TABLE"
 	if err := s.Transact(ctx, func(tx store.Tx) error {
 		for _, e := range all {
 			if err := tx.AppendAudit(ctx, e); err != nil {
@@ -122,12 +123,13 @@ func testAdminAudit(t *testing.T, s store.Store) {
 	}
 	got, err := s.Audit(ctx, store.AuditQuery{Action: "key.revoke"})
 	if err != nil || len(got) != 1 || string(got[0].Before) != string(all[1].Before) || string(got[0].After) != `{"id":"key_1"}` ||
-		!got[0].CreatedAt.Equal(all[1].CreatedAt) || got[0].RemoteAddr != "127.0.0.1:1" {
+		!got[0].CreatedAt.Equal(all[1].CreatedAt) || got[0].RemoteAddr != "127.0.0.1:1" ||
+		got[0].RequestID != all[1].RequestID || got[0].CallerRequestID != all[1].CallerRequestID {
 		t.Errorf("entry read back = %+v, %v", got, err)
 	}
 	got, _ = s.Audit(ctx, store.AuditQuery{Action: "key.create", Limit: 1})
-	if len(got) != 1 || got[0].Before != nil {
-		t.Errorf("a create's before must read back as absent: %+v", got)
+	if len(got) != 1 || got[0].Before != nil || got[0].CallerRequestID != "" {
+		t.Errorf("a create's before, and a caller's request id never sent, must read back as absent: %+v", got)
 	}
 }
 
