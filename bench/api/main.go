@@ -23,8 +23,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"mediagen/bench/internal/pgschema"
-	"mediagen/bench/internal/proc"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,39 +36,12 @@ import (
 	"syscall"
 	"time"
 
+	"mediagen/bench/internal/democat"
+	"mediagen/bench/internal/pgschema"
+	"mediagen/bench/internal/proc"
+
 	"mediagen/bench/load"
-	"mediagen/internal/catalog"
 )
-
-const benchCatalogName = "catalog.yaml"
-
-// unlimitedDemo is the demo tenant's own limits block that lifts every limit.
-const unlimitedDemo = `    limits:
-      key: {requests_per_second: unlimited, concurrent_requests: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
-        asset_ingests_in_flight: unlimited}
-      tenant: {requests_per_second: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
-        asset_ingests_in_flight: unlimited}
-`
-
-// benchCatalog writes the demo catalog with the demo tenant's limits lifted into dir, checks
-// that it parses, and returns its path.
-func benchCatalog(dir string) (string, error) {
-	demo := string(catalog.DemoYAML())
-	const at = "  - id: demo\n"
-	if !strings.Contains(demo, at) {
-		return "", errors.New("bench catalog: the demo catalog has no tenant demo")
-	}
-	text := strings.Replace(demo, at, at+unlimitedDemo, 1)
-	path := filepath.Join(dir, benchCatalogName)
-	c, err := catalog.Parse(path, []byte(text))
-	if err != nil {
-		return "", err
-	}
-	if t, ok := c.Tenant("demo"); !ok || t.Limits().Key.VideoTasksInFlight != catalog.Unlimited || !t.Limits().Key.RequestsPerSecond.Unlimited() {
-		return "", errors.New("bench catalog: the demo tenant's limits were not lifted")
-	}
-	return path, os.WriteFile(path, []byte(text), 0o644)
-}
 
 type options struct {
 	duration, warmup   time.Duration
@@ -370,7 +341,7 @@ func (b *bench) prepare(ctx context.Context) error {
 	// refuse the bench's thousands of requests per second on one key and its tens of
 	// thousands of queued tasks: the servers run on the demo catalog with every limit of the
 	// demo tenant unlimited. A --catalog in -serve-args comes later and wins.
-	cat, err := benchCatalog(b.tmp)
+	cat, err := democat.Write(b.tmp)
 	if err != nil {
 		return err
 	}
@@ -454,7 +425,7 @@ func (b *bench) runStore(ctx context.Context, st *storeRun) error {
 	for i := range manyKeys {
 		out, err := proc.Run(ctx, time.Minute, st.dataDir, b.bins.mediagen,
 			"admin", "key", "create", "--tenant", "demo", "--unlimited", "--name", fmt.Sprintf("bench-%d", i), "--data-dir", st.dataDir, "--db", st.db,
-			"--catalog", filepath.Join(b.tmp, benchCatalogName))
+			"--catalog", filepath.Join(b.tmp, democat.FileName))
 		if err != nil {
 			return fmt.Errorf("create key: %w", err)
 		}

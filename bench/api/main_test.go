@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"mediagen/bench/internal/democat"
 	"mediagen/internal/catalog"
 )
 
@@ -100,7 +101,7 @@ func TestMs(t *testing.T) {
 }
 
 func TestBenchCatalogLiftsTheDemoLimits(t *testing.T) {
-	path, err := benchCatalog(t.TempDir())
+	path, err := democat.Write(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"mediagen/bench/internal/democat"
 	"mediagen/bench/internal/proc"
-	"mediagen/internal/catalog"
 )
 
 // bench is one run of the harness.
@@ -87,30 +86,6 @@ func (b *bench) raiseFileLimit() error {
 	return nil
 }
 
-// unlimitedDemo lifts the demo tenant's limits: the slow uploads and the well-behaved client
-// share one key, and the default of 32 concurrent requests per key would refuse the uploads
-// before they send a byte. The bench measures the edge's bounds, not the catalog's.
-const unlimitedDemo = `    limits:
-      key: {requests_per_second: unlimited, concurrent_requests: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
-        asset_ingests_in_flight: unlimited}
-      tenant: {requests_per_second: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
-        asset_ingests_in_flight: unlimited}
-`
-
-func (b *bench) writeCatalog() (string, error) {
-	demo := string(catalog.DemoYAML())
-	const at = "  - id: demo\n"
-	if !strings.Contains(demo, at) {
-		return "", errors.New("bench catalog: the demo catalog has no tenant demo")
-	}
-	text := strings.Replace(demo, at, at+unlimitedDemo, 1)
-	path := filepath.Join(b.tmp, "catalog.yaml")
-	if _, err := catalog.Parse(path, []byte(text)); err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, []byte(text), 0o644)
-}
-
 var (
 	secretLine   = regexp.MustCompile(`(?m)^secret:\s+(mg_[a-z2-7]{40})\s*$`)
 	adminTokenRe = regexp.MustCompile(`mga_[a-z2-7]{52}`)
@@ -122,7 +97,7 @@ func (b *bench) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cat, err := b.writeCatalog()
+	cat, err := democat.Write(b.tmp)
 	if err != nil {
 		return err
 	}

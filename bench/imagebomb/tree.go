@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"mediagen/bench/internal/proc"
 )
 
 // tree is what /proc says of a process and its descendants at one moment.
@@ -15,48 +17,13 @@ type tree struct {
 	childHWMKiB int64 // the highest VmHWM (peak resident) of any descendant
 }
 
-// treeRSS walks /proc for root and its descendants (by parent pid: the service starts its
-// tools in process groups of their own).
+// treeRSS sums the resident memory of root and its descendants (proc.Tree).
 func treeRSS(root int) tree {
-	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces and parentheses.
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 1 {
-			parent[pid], _ = strconv.Atoi(fields[1])
-		}
-	}
-	in := func(pid int) bool {
-		for range 64 {
-			if pid == root {
-				return true
-			}
-			p, ok := parent[pid]
-			if !ok || p <= 1 {
-				return false
-			}
-			pid = p
-		}
-		return false
-	}
 	var t tree
-	for pid := range parent {
-		if !in(pid) {
-			continue
-		}
-		rss, hwm := status(pid)
+	for _, m := range proc.Tree(root) {
+		rss, hwm := status(m.PID)
 		t.sumKiB += rss
-		if pid != root {
+		if m.PID != root {
 			t.childHWMKiB = max(t.childHWMKiB, hwm)
 		}
 	}

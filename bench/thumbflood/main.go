@@ -33,8 +33,8 @@ import (
 	"sync"
 	"time"
 
+	"mediagen/bench/internal/democat"
 	"mediagen/bench/internal/proc"
-	"mediagen/internal/catalog"
 	"mediagen/internal/store"
 	"mediagen/internal/store/sqlite"
 	"mediagen/internal/video"
@@ -117,7 +117,7 @@ func run(ctx context.Context, o options) error {
 	if b.bin, err = b.build(ctx); err != nil {
 		return err
 	}
-	if b.cat, err = b.writeCatalog(); err != nil {
+	if b.cat, err = democat.Write(b.tmp); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(b.data, 0o755); err != nil {
@@ -161,29 +161,6 @@ func (b *bench) build(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return out, nil
-}
-
-// unlimitedDemo lifts the demo tenant's limits: the flood is one key's, and what is measured
-// is the media work it makes the server do, not the catalog's limits.
-const unlimitedDemo = `    limits:
-      key: {requests_per_second: unlimited, concurrent_requests: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
-        asset_ingests_in_flight: unlimited}
-      tenant: {requests_per_second: unlimited, video_tasks_in_flight: unlimited, speech_in_flight: unlimited,
-        asset_ingests_in_flight: unlimited}
-`
-
-func (b *bench) writeCatalog() (string, error) {
-	demo := string(catalog.DemoYAML())
-	const at = "  - id: demo\n"
-	if !strings.Contains(demo, at) {
-		return "", errors.New("the demo catalog has no tenant demo")
-	}
-	text := strings.Replace(demo, at, at+unlimitedDemo, 1)
-	path := filepath.Join(b.tmp, "catalog.yaml")
-	if _, err := catalog.Parse(path, []byte(text)); err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
 func (b *bench) start(ctx context.Context, name string, extra ...string) error {
@@ -316,46 +293,12 @@ type sample struct {
 	rssMiB float64 // the tree's resident memory
 }
 
-// look walks /proc for the server's descendants.
+// look counts the server's media processes and sums its tree's resident memory.
 func look(root int) sample {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return sample{}
-	}
-	parent := map[int]int{}
-	comm := map[int]string{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		f := strings.Fields(s[closing+1:])
-		if len(f) < 2 || f[0] == "Z" {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parent[pid], comm[pid] = ppid, s[open+1:closing]
-	}
 	var out sample
-	for pid := range parent {
-		in := pid == root
-		for p, hops := parent[pid], 0; !in && p > 1 && hops < 16; p, hops = parent[p], hops+1 {
-			in = p == root
-		}
-		if !in {
-			continue
-		}
-		out.rssMiB += proc.RSSMiB(pid)
-		if pid != root && slices.Contains([]string{"ffmpeg", "ffprobe", "espeak-ng"}, comm[pid]) {
+	for _, m := range proc.Tree(root) {
+		out.rssMiB += proc.RSSMiB(m.PID)
+		if m.PID != root && slices.Contains([]string{"ffmpeg", "ffprobe", "espeak-ng"}, m.Comm) {
 			out.media++
 		}
 	}
