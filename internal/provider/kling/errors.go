@@ -39,7 +39,7 @@ func byCode(code int, after time.Duration, base error) error {
 	switch {
 	case code >= 1000 && code <= 1004, // token refused: wrong keys, expired, not yet valid
 		code >= 1100 && code <= 1103, // account: suspended, in arrears, resource pack used up, no access
-		code == 1304: // the caller's IP is not on the account's allow list
+		code == 1304:                 // the caller's IP is not on the account's allow list
 		// Nothing is wrong with the task: it waits until the operator fixes the account.
 		return fmt.Errorf("%w (code %d): %w", base, code, provider.ErrAccount)
 	case code == 1203:

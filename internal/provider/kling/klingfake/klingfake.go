@@ -122,7 +122,10 @@ func (s *Server) locked(f func()) {
 }
 
 // JobsFor is how many tasks creates with the external_task_id made.
-func (s *Server) JobsFor(external string) (n int) { s.locked(func() { n = s.jobsFor[external] }); return }
+func (s *Server) JobsFor(external string) (n int) {
+	s.locked(func() { n = s.jobsFor[external] })
+	return
+}
 
 // Jobs is how many tasks were made in all.
 func (s *Server) Jobs() (n int) { s.locked(func() { n = len(s.tasks) }); return }
@@ -143,7 +146,10 @@ func (s *Server) Refused() (n int) { s.locked(func() { n = s.refused }); return 
 func (s *Server) Tokens() (n int) { s.locked(func() { n = len(s.tokens) }); return }
 
 // Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() (v []string) { s.locked(func() { v = slices.Clone(s.violations) }); return }
+func (s *Server) Violations() (v []string) {
+	s.locked(func() { v = slices.Clone(s.violations) })
+	return
+}
 
 func (s *Server) violate(format string, args ...any) {
 	s.locked(func() { s.violations = append(s.violations, fmt.Sprintf(format, args...)) })
