@@ -39,6 +39,10 @@ const (
 type Config struct {
 	AccessKey, SecretKey string // the account whose tokens it accepts
 	Clip                 string // the file every succeeded task's result link serves (an MP4)
+	// ClipFor, when set and not "" for a task's prompt, replaces Clip for that task; with
+	// DurationFor, the task's task_result duration.
+	ClipFor     func(prompt string) string
+	DurationFor func(prompt string) string
 	// Duration is task_result.videos[].duration of a succeeded task (default "5").
 	Duration string
 	// Polls is how many reads of a task answer processing before it succeeds (default 1).
@@ -381,8 +385,12 @@ func (s *Server) get(w http.ResponseWriter, ep, id string) {
 		if s.fault(2) == 0 {
 			exp = time.Now().Add(-time.Second)
 		}
+		d := s.cfg.Duration
+		if s.cfg.DurationFor != nil && s.cfg.DurationFor(t.prompt) != "" {
+			d = s.cfg.DurationFor(t.prompt)
+		}
 		out["task_result"] = map[string]any{"videos": []any{map[string]any{"id": "v-" + t.id,
-			"url": fmt.Sprintf("%s/files/%s.mp4?expires=%d", s.srv.URL, t.id, exp.Unix()), "duration": s.cfg.Duration}}}
+			"url": fmt.Sprintf("%s/files/%s.mp4?expires=%d", s.srv.URL, t.id, exp.Unix()), "duration": d}}}
 	case "failed":
 		out["task_status_msg"] = "Failure to pass the risk control system"
 	}
@@ -401,7 +409,20 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	http.ServeFile(w, r, s.cfg.Clip)
+	clip := s.cfg.Clip
+	if s.cfg.ClipFor != nil {
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/files/"), ".mp4")
+		var prompt string
+		s.locked(func() {
+			if t := s.tasks[id]; t != nil {
+				prompt = t.prompt
+			}
+		})
+		if c := s.cfg.ClipFor(prompt); c != "" {
+			clip = c
+		}
+	}
+	http.ServeFile(w, r, clip)
 }
 
 // Create fields by endpoint, from the reference's request body tables.
