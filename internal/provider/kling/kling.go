@@ -246,11 +246,12 @@ func (c *Client) FindGeneration(ctx context.Context, r provider.GenerateRequest,
 	return jobID(ep, t.TaskID), true, nil
 }
 
-// Check makes one cheap authenticated call: the read of a task id no create makes. Kling
-// answers it "not found" for a good token and 401 for a refused one.
+// Check makes one cheap authenticated call that starts nothing: the read of a task id no
+// create makes. Kling answers it "not found" (or refuses the id) once the token passed, and
+// 401 for a refused token; only the token and the connection are checked.
 func (c *Client) Check(ctx context.Context) error {
 	_, err := c.read(ctx, text2video, "mediagen-upstream-check")
-	if errors.Is(err, errNoSuchTask) {
+	if errors.Is(err, errNoSuchTask) || errors.Is(err, provider.ErrPermanent) {
 		return nil
 	}
 	return err
