@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/catalog"
@@ -24,7 +25,9 @@ import (
 
 // One alias routed across kinds, [ark-broken, ark-full, kling-main]: an Ark account whose key
 // is refused, an Ark account with room for two jobs, and a Kling account that loses every
-// create's answer (its tasks are found again by their external_task_id). 24 tasks each
+// create's answer (its tasks are found again by their external_task_id). 24 tasks
+// (MEDIAGEN_ROUTE_TASKS sets another number: `go run ./bench/routing -test
+// TestRouteAcrossArkAndKlingFallsBackAndSpillsOver`) each
 // complete with exactly one paid upstream job over the three fakes, both kinds run some,
 // every charge is the tokens the stored video implies, and the ledger balances.
 func TestRouteAcrossArkAndKlingFallsBackAndSpillsOver(t *testing.T) {
@@ -32,7 +35,7 @@ func TestRouteAcrossArkAndKlingFallsBackAndSpillsOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("tasks through three fake upstream accounts")
 	}
-	const tasks = 24
+	tasks := sizeFromEnv(t, "MEDIAGEN_ROUTE_TASKS", 24)
 	tools := requireTools(t)
 	dir := t.TempDir()
 	clip := filepath.Join(dir, "out.mp4")
@@ -62,7 +65,10 @@ func TestRouteAcrossArkAndKlingFallsBackAndSpillsOver(t *testing.T) {
 	// One model name for every account of the alias (an alias names one): Kling's, which the
 	// Ark fake takes as any other.
 	routed := strings.NewReplacer("upstream: ark-broken", "upstreams: [ark-broken, ark-full, kling-main]",
-		"model: sandbox-video-fast-2.0", "model: kling-v2-1").Replace(string(b))
+		"model: sandbox-video-fast-2.0", "model: kling-v2-1",
+		// The demo key's limits would refuse a bench's hundreds of creates at once: raise them.
+		"    requests_per_second: 100\n    burst: 200\n", "    requests_per_second: 1000\n    burst: 2000\n",
+		"    video_tasks_in_flight: 200\n", "    video_tasks_in_flight: 1000\n").Replace(string(b))
 	if err := os.WriteFile(path, []byte(routed), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +84,7 @@ func TestRouteAcrossArkAndKlingFallsBackAndSpillsOver(t *testing.T) {
 	if status, body := e.call("POST", "/v1/videos", `{"model":"demo-video-fast","prompt":"x","metadata":{"duration":4,"resolution":"720p"}}`); status != 400 {
 		t.Errorf("4 s on an alias routed to kling: %d %s", status, body)
 	}
+	start := time.Now()
 	ids := make([]string, tasks)
 	for i := range ids {
 		ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"routed %d","metadata":{"duration":5,"resolution":"720p","ratio":"16:9"}}`, i))
@@ -111,7 +118,10 @@ func TestRouteAcrossArkAndKlingFallsBackAndSpillsOver(t *testing.T) {
 			t.Errorf("task %d made %d paid upstream jobs (%v), want exactly 1", i, n, jobs)
 		}
 	}
-	t.Logf("tasks per account: %v; kling lost %d create answers", perAccount, kf.LostAnswers())
+	t.Logf("ROUTING %d tasks in %s over [ark-broken, ark-full, kling-main]\n"+
+		"  ark-broken  paid jobs %4d  401s %d\n  ark-full    paid jobs %4d  peak running %d\n  kling-main  paid tasks %4d  peak running %d  lost create answers %d",
+		tasks, time.Since(start).Round(time.Millisecond), perAccount["ark-broken"], broken.Refused(), perAccount["ark-full"], full.Peak(),
+		perAccount["kling-main"], kf.Peak(), kf.LostAnswers())
 	if perAccount["ark-broken"] != 0 || perAccount["ark-full"] == 0 || perAccount["kling-main"] == 0 {
 		t.Errorf("tasks per account %v: want none on the refused key and some on each kind", perAccount)
 	}
@@ -120,7 +130,7 @@ func TestRouteAcrossArkAndKlingFallsBackAndSpillsOver(t *testing.T) {
 	}
 	tenant, _ := m.cat().Tenant("demo")
 	one, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), tokens)
-	if got, want := e.used(), one*tasks; got != want {
+	if got, want := e.used(), one*money.Micros(tasks); got != want {
 		t.Errorf("charged %s, want %s", got, want)
 	}
 	if err := m.db.CheckLedger(context.Background()); err != nil {
