@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"mediagen/internal/contract"
 )
@@ -19,6 +20,11 @@ var (
 	klingRatios      = []string{"adaptive", "16:9", "9:16", "1:1"}
 	klingSeconds     = []int{5, 10}
 )
+
+// klingMaxPrompt is the longest prompt Kling takes, in characters (its reference: "cannot
+// exceed 2500 characters"); the contract allows 32 KiB, and a longer prompt would only be
+// refused by Kling after the task was accepted.
+const klingMaxPrompt = 2500
 
 // refuseKling names what of a request kind kling cannot do.
 func refuseKling(req *contract.VideoRequest, g genParams) (string, string) {
@@ -39,6 +45,8 @@ func refuseKling(req *contract.VideoRequest, g genParams) (string, string) {
 		return "seed", "seed is not available for this model."
 	case g.taskType != "" && g.taskType != "auto":
 		return "metadata.omni_reference_task_type", "metadata.omni_reference_task_type " + g.taskType + " is not available for this model."
+	case utf8.RuneCountInString(req.Prompt) > klingMaxPrompt:
+		return "prompt", fmt.Sprintf("prompt is longer than this model takes: at most %d characters.", klingMaxPrompt)
 	}
 	seen := map[contract.ContentRole]bool{}
 	for _, it := range req.Content {

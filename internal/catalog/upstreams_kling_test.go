@@ -120,6 +120,8 @@ func TestKlingRefusesWhatItsAPICannotDo(t *testing.T) {
 		{"first and last frames", frame(frame(native(nil), contract.RoleFirstFrame), contract.RoleLastFrame), ""},
 		{"a last frame alone", frame(native(nil), contract.RoleLastFrame), ""},
 		{"no reference image", frame(native(nil), contract.RoleReferenceImage), "metadata.content"},
+		{"a prompt of 2500 characters", func() *contract.VideoRequest { r := native(nil); r.Prompt = strings.Repeat("é", 2500); return r }(), ""},
+		{"no prompt of 2501 characters", func() *contract.VideoRequest { r := native(nil); r.Prompt = strings.Repeat("é", 2501); return r }(), "prompt"},
 		{"production's generation is checked", &contract.VideoRequest{Route: contract.RouteProduction,
 			Production: &contract.ProductionParams{Ratio: "16:9", Duration: 8}}, "metadata.duration"},
 	}
