@@ -138,3 +138,35 @@ func TestAdminUpstreamCheckCallsAKlingAccount(t *testing.T) {
 		})
 	}
 }
+
+// Kling returns a 1080p video at 30 fps for a 720p request: the tenant is charged no more than
+// the request's frame allows, within the reservation, and the larger frame is recorded as the
+// account's over_request excess.
+func TestKlingVideoLargerThanAskedIsChargedAtTheRequest(t *testing.T) {
+	t.Parallel()
+	clip := colorClip(t, t.TempDir(), "big.mp4", 1920, 1080, 30, 5)
+	e, _ := klingRig(t, klingfake.Config{Clip: clip}, klingEnv(), "")
+	id := e.create(`{"model":"demo-video-fast","prompt":"a kite","metadata":{"duration":5,"resolution":"720p","ratio":"16:9"}}`)
+	task := e.wait(id)
+	if task.Status != "completed" {
+		t.Fatalf("task = %+v %+v", task, task.Error)
+	}
+	rec := e.task(id)
+	if rec.Charged > rec.Reserved {
+		t.Errorf("charged %s against a reservation of %s", rec.Charged, rec.Reserved)
+	}
+	if most := billing.NativeTokens(1280, 720, 24, 5.25); task.Usage == nil || task.Usage.CompletionTokens > most {
+		t.Errorf("usage %+v, want at most the %d tokens of the request's 720p frame", task.Usage, most)
+	}
+	recs, err := e.m.db.UpstreamExcess(context.Background(), store.ExcessFilter{Ref: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range recs {
+		found = found || (r.Kind == billing.ExcessOverRequest && r.Upstream == "kling-main")
+	}
+	if !found {
+		t.Errorf("excess %+v, want an over_request record on kling-main", recs)
+	}
+}
