@@ -7,7 +7,11 @@
 // if any task made other than exactly one paid job, if any task did not complete, or if the
 // ledger or the charges are off; this command prints that verdict too.
 //
-//	go run ./bench/routing [-tasks 500]
+// -test runs another routing test of the same shape instead: TestRouteAcrossArkAndKlingFallsBackAndSpillsOver
+// routes one alias across kinds, [ark-broken, ark-full, kling-main], the Kling account losing
+// every create's answer.
+//
+//	go run ./bench/routing [-tasks 500] [-test TestRouteAcrossArkAndKlingFallsBackAndSpillsOver]
 package main
 
 import (
@@ -22,8 +26,9 @@ import (
 
 func main() {
 	tasks := flag.Int("tasks", 500, "tasks through the routed alias")
+	test := flag.String("test", "TestRouteAcrossFourAccountsMakesOnePaidJobPerTask", "the routing test to run")
 	flag.Parse()
-	cmd := exec.Command("go", "test", "./cmd/mediagen/", "-run", "^TestRouteAcrossFourAccountsMakesOnePaidJobPerTask$",
+	cmd := exec.Command("go", "test", "./cmd/mediagen/", "-run", "^"+*test+"$",
 		"-count=1", "-v", "-timeout", "60m")
 	cmd.Env = append(os.Environ(), "MEDIAGEN_ROUTE_TASKS="+strconv.Itoa(*tasks))
 	out, err := cmd.StdoutPipe()

@@ -156,12 +156,12 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 				what = fmt.Sprintf("spoke and measured a %.2f s word", info.Duration)
 			}
 		}
-	case catalog.KindArk, catalog.KindOpenAI:
+	case catalog.KindArk, catalog.KindOpenAI, catalog.KindKling:
 		var c remoteClient
 		if c, err = newRemoteClient(acc, e.getenv, e.tls, nil); err == nil {
 			if err = c.Check(ctx); err == nil {
-				what = map[catalog.UpstreamKind]string{catalog.KindArk: "listed tasks", catalog.KindOpenAI: "listed models"}[acc.Kind] +
-					" with the account's key at " + acc.BaseURL
+				what = map[catalog.UpstreamKind]string{catalog.KindArk: "listed tasks", catalog.KindOpenAI: "listed models",
+					catalog.KindKling: "read a task with a signed token"}[acc.Kind] + " with the account's key at " + acc.BaseURL
 			}
 		}
 	default:

@@ -35,10 +35,14 @@ const (
 	// KindOpenAI is an OpenAI-compatible API (POST /videos, POST /audio/speech): native
 	// generation (and production's first half) and speech.
 	KindOpenAI UpstreamKind = "openai"
+	// KindKling is Kling (Kuaishou) video generation, reached over HTTPS with a JWT the
+	// account signs from its access and secret keys: native generation (and production's
+	// first half). upstreams_kling.go.
+	KindKling UpstreamKind = "kling"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling)
 	return err
 }
 
@@ -58,6 +62,8 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return p == ProductNative || p == ProductProduction
 	case KindOpenAI:
 		return p == ProductNative || p == ProductProduction || p == ProductSpeech
+	case KindKling:
+		return p == ProductNative || p == ProductProduction
 	}
 	return false
 }
@@ -79,6 +85,8 @@ func (k UpstreamKind) GenerateResolutions() []string {
 		return arkResolutions
 	case KindOpenAI:
 		return openaiResolutions
+	case KindKling:
+		return klingResolutions
 	}
 	return nil
 }
@@ -105,6 +113,8 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		}
 	case KindOpenAI:
 		return refuseOpenAI(req, g)
+	case KindKling:
+		return refuseKling(req, g)
 	}
 	return "", ""
 }
@@ -174,7 +184,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 }
 
 // Remote reports a kind reached over the network with credentials.
-func (k UpstreamKind) Remote() bool { return k == KindArk || k == KindOpenAI }
+func (k UpstreamKind) Remote() bool { return k == KindArk || k == KindOpenAI || k == KindKling }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
 // by name (alias.upstream). The account "sandbox" of kind sandbox is built in.
@@ -193,6 +203,12 @@ type UpstreamAccount struct {
 	BaseURL    string `yaml:"base_url"`
 	APIKeyEnv  string `yaml:"api_key_env"`
 	APIKeyFile string `yaml:"api_key_file"`
+	// Kind kling signs its own tokens from two keys instead of an API key: the access key
+	// and the secret key, each from an environment variable or a file (upstreams_kling.go).
+	AccessKeyEnv  string `yaml:"access_key_env"`
+	AccessKeyFile string `yaml:"access_key_file"`
+	SecretKeyEnv  string `yaml:"secret_key_env"`
+	SecretKeyFile string `yaml:"secret_key_file"`
 	// TimeoutSeconds bounds one call to the API, answer included (default 30, at most 600).
 	TimeoutSeconds int `yaml:"timeout_seconds"`
 	// RequestsPerSecond spaces the calls to the API of each process (0: no spacing).
@@ -351,7 +367,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark or openai)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai or kling)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:
@@ -380,7 +396,7 @@ func (u *UpstreamAccount) checkRemote() []error {
 		add("voice applies to kind openai only")
 	}
 	if !u.Kind.Remote() {
-		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 || u.RequestsPerSecond != 0 || len(u.ResultHosts) > 0 {
+		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 || u.RequestsPerSecond != 0 || len(u.ResultHosts) > 0 || u.klingKeysSet() {
 			add("base_url, api_key_env, api_key_file, timeout_seconds, requests_per_second and result_hosts do not apply to kind %s", u.Kind)
 		}
 		return errs
@@ -398,6 +414,9 @@ func (u *UpstreamAccount) checkRemote() []error {
 	}
 	if pu, err := url.Parse(u.BaseURL); err != nil || pu.Scheme != "https" || pu.Host == "" || pu.RawQuery != "" || pu.Fragment != "" {
 		add("base_url must be an https URL such as https://ark.cn-beijing.volces.com/api/v3")
+	}
+	if u.Kind == KindKling || u.klingKeysSet() {
+		return append(errs, u.checkKlingKeys()...)
 	}
 	if (u.APIKeyEnv == "") == (u.APIKeyFile == "") {
 		add("give exactly one of api_key_env (an environment variable's name) and api_key_file (a file's path) for the API key; the key itself never goes in the catalog")
@@ -434,6 +453,10 @@ var ErrKeyFileTooLarge = fmt.Errorf("larger than the limit of %d KiB for an API 
 // APIKey reads the account's API key from where the catalog says it is. The error names the
 // account and the variable or file, never a key.
 func (u UpstreamAccount) APIKey(getenv func(string) string, readFile func(string) ([]byte, error)) (string, error) {
+	if u.Kind == KindKling { // both keys must be readable; the access key stands for them
+		access, _, err := u.KlingKeys(getenv, readFile)
+		return access, err
+	}
 	var key, from string
 	switch {
 	case u.APIKeyEnv != "":
