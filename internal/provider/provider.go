@@ -34,6 +34,11 @@ var (
 	// wrong with the task: it waits, without spending its attempts, until the operator fixes
 	// the account or the task's deadline passes.
 	ErrAccount = errors.New("upstream account refused")
+	// ErrOutcomeUnknown: a create whose answer was lost may have made a paid job, and the
+	// upstream can neither be asked for it nor be given the same create safely (no
+	// idempotency key, no search): the task must not submit again. It ends, refunded, and
+	// the possible job is the operator's upstream excess (a GenerationFinder's answer).
+	ErrOutcomeUnknown = errors.New("upstream create outcome unknown")
 )
 
 // RetryAfter is a transient error with the upstream's Retry-After: the caller should not
