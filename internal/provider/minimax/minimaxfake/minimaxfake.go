@@ -479,3 +479,6 @@ func hasType(v any, typ string) bool {
 	}
 	return false
 }
+
+// TLSClient is an HTTP client that trusts the server.
+func (s *Server) TLSClient() *http.Client { return s.srv.Client() }
