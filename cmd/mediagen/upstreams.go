@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/ark"
+	"mediagen/internal/provider/minimax"
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/video"
@@ -111,6 +112,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 	case catalog.KindOpenAI:
 		c, err = openai.New(openai.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
 			Voice: acc.Voice, Frames: frames})
+	case catalog.KindMiniMax:
+		c, err = minimax.New(minimax.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}

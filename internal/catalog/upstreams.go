@@ -35,10 +35,13 @@ const (
 	// KindOpenAI is an OpenAI-compatible API (POST /videos, POST /audio/speech): native
 	// generation (and production's first half) and speech.
 	KindOpenAI UpstreamKind = "openai"
+	// KindMiniMax is MiniMax's Hailuo video API (POST /v1/video_generation, task query, file
+	// retrieval): native generation (and production's first half).
+	KindMiniMax UpstreamKind = "minimax"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindMiniMax)
 	return err
 }
 
@@ -58,6 +61,8 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return p == ProductNative || p == ProductProduction
 	case KindOpenAI:
 		return p == ProductNative || p == ProductProduction || p == ProductSpeech
+	case KindMiniMax:
+		return p == ProductNative || p == ProductProduction
 	}
 	return false
 }
@@ -79,6 +84,8 @@ func (k UpstreamKind) GenerateResolutions() []string {
 		return arkResolutions
 	case KindOpenAI:
 		return openaiResolutions
+	case KindMiniMax:
+		return minimaxResolutions
 	}
 	return nil
 }
@@ -105,6 +112,8 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		}
 	case KindOpenAI:
 		return refuseOpenAI(req, g)
+	case KindMiniMax:
+		return refuseMiniMax(req, g)
 	}
 	return "", ""
 }
@@ -174,7 +183,9 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 }
 
 // Remote reports a kind reached over the network with credentials.
-func (k UpstreamKind) Remote() bool { return k == KindArk || k == KindOpenAI }
+func (k UpstreamKind) Remote() bool {
+	return k == KindArk || k == KindOpenAI || k == KindMiniMax
+}
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
 // by name (alias.upstream). The account "sandbox" of kind sandbox is built in.
