@@ -193,6 +193,15 @@ type GenerationFinder interface {
 	FindGeneration(ctx context.Context, r GenerateRequest, since time.Time) (jobID string, found bool, err error)
 }
 
+// BlindCreator is a Generator whose lost creates can neither be found nor safely repeated (no
+// idempotency key, no search): its FindGeneration answers ErrOutcomeUnknown. For it the
+// pipeline forgets a create the upstream refused outright (a refused key or balance, a rate
+// limit: no job made), so only a create whose answer was truly lost ends its task.
+type BlindCreator interface {
+	Generator
+	BlindCreates()
+}
+
 // Enhancer runs enhancement jobs.
 type Enhancer interface {
 	SubmitEnhancement(ctx context.Context, r EnhanceRequest) (jobID string, err error)

@@ -205,6 +205,10 @@ func (c *Client) FindGeneration(ctx context.Context, r provider.GenerateRequest,
 	return "", false, &provider.Error{Code: "video_generation_failed", Message: "The video could not be generated.", Kind: provider.ErrOutcomeUnknown}
 }
 
+// BlindCreates implements provider.BlindCreator: a create refused outright (1002, 1004,
+// 1008) made no job, and a lost one cannot be found.
+func (c *Client) BlindCreates() {}
+
 // checkTaskID is the task id of upstream check's query: no task has it, so the call costs
 // nothing and proves the key and the base URL (a refused key answers 1004).
 const checkTaskID = "0"

@@ -73,6 +73,7 @@ type Server struct {
 	limited    int
 	refused    int
 	violations []string
+	bodies     map[string]map[string]any // prompt → the last create body with it
 }
 
 type job struct {
@@ -86,7 +87,7 @@ func Start(cfg Config) *Server {
 	if cfg.Polls <= 0 {
 		cfg.Polls = 1
 	}
-	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 11)), jobs: map[string]*job{}, byPrompt: map[string]int{}, files: map[int64]string{}}
+	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 11)), jobs: map[string]*job{}, byPrompt: map[string]int{}, files: map[int64]string{}, bodies: map[string]map[string]any{}}
 	s.srv = httptest.NewTLSServer(s)
 	return s
 }
@@ -138,6 +139,13 @@ func (s *Server) Refused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refused
+}
+
+// Body is the last create body with the prompt (nil: none).
+func (s *Server) Body(prompt string) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bodies[prompt]
 }
 
 // Violations are the requests that broke the wire format, described.
@@ -214,6 +222,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt, ok := s.check(body)
+	s.mu.Lock()
+	s.bodies[prompt] = body
+	s.mu.Unlock()
 	if !ok {
 		answer(w, http.StatusOK, 2013, nil)
 		return
