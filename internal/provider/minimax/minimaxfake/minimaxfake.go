@@ -134,7 +134,8 @@ func (s *Server) RateLimited() int {
 	return s.limited
 }
 
-// Refused is how many calls were refused for their key (1004).
+// Refused is how many calls were refused for the account: its key (1004) or its balance
+// (1008).
 func (s *Server) Refused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -235,6 +236,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case s.cfg.Balance:
+		s.mu.Lock()
+		s.refused++
+		s.mu.Unlock()
 		answer(w, http.StatusOK, 1008, nil)
 		return
 	case s.cfg.RateLimitHTTP > 0:
