@@ -241,3 +241,42 @@ func TestMiniMaxFaultsEndEachTaskRightWithAtMostOneJob(t *testing.T) {
 		})
 	}
 }
+
+// `admin upstream check` proves a minimax account's key and base URL with one free call (a
+// query of a task that does not exist: MiniMax answers a refused key with 1004, anything else
+// proves the key), and reports a refused key as a failure that names no key.
+func TestAdminUpstreamCheckQueriesAMiniMaxAccount(t *testing.T) {
+	t.Parallel()
+	fake := minimaxfake.Start(minimaxfake.Config{Key: minimaxTestKey})
+	t.Cleanup(fake.Close)
+	cat := minimaxCatalog(t, t.TempDir(), fake.Base())
+	for _, tc := range []struct {
+		name  string
+		keys  map[string]string
+		want  string
+		fails bool
+	}{
+		{"with its key", map[string]string{"MINIMAX_TEST_KEY": minimaxTestKey}, "minimax-main (minimax): OK, queried a task", false},
+		{"with a refused key", map[string]string{"MINIMAX_TEST_KEY": "mm-wrong-key-1"}, "minimax-main (minimax): FAILED", true},
+		{"without a key", nil, "MINIMAX_TEST_KEY", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			err := runAdminTLS(context.Background(), []string{"upstream", "check", "--catalog", cat, "minimax-main"}, env(tc.keys), &out, &errOut, fake.TLS())
+			text := out.String() + errOut.String()
+			if err != nil {
+				text += err.Error()
+			}
+			if (err != nil) != tc.fails || !strings.Contains(text, tc.want) {
+				t.Errorf("check: %v\n%s; want %q", err, text, tc.want)
+			}
+			if strings.Contains(text, "mm-wrong-key-1") || strings.Contains(text, minimaxTestKey) {
+				t.Errorf("a key is in the output: %s", text)
+			}
+		})
+	}
+	if v := fake.Violations(); len(v) > 0 {
+		t.Errorf("wire format: %v", v)
+	}
+}
