@@ -39,6 +39,10 @@ var (
 	// idempotency key, no search): the task must not submit again. It ends, refunded, and
 	// the possible job is the operator's upstream excess (a GenerationFinder's answer).
 	ErrOutcomeUnknown = errors.New("upstream create outcome unknown")
+	// ErrNotSent marks a transient failure before the request left this process (its turn
+	// under the account's request rate never came, or the connection was refused): the
+	// upstream cannot have made a job for it.
+	ErrNotSent = errors.New("upstream request not sent")
 )
 
 // RetryAfter is a transient error with the upstream's Retry-After: the caller should not

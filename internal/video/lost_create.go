@@ -29,14 +29,15 @@ func (s *stepCtx) lostCreate(err error) Outcome {
 	return o
 }
 
-// madeNoJob (a provider.BlindCreator's) clears the task's "submitting" mark after a create the upstream refused outright
-// (a refused key or balance, 401/403; a rate limit, 429): no job was made, so the next
-// submit is not one whose fate is unknown — for an upstream that cannot be asked, such a
-// refusal must not end the task as a lost create. Only when this submit was the first since
-// the mark was clear (not unsure): an earlier lost create's job may still exist.
+// madeNoJob (a provider.BlindCreator's) clears the task's "submitting" mark after a create
+// the upstream refused outright (a refused key or balance, 401/403; a rate limit, 429) or
+// that never left this process (provider.ErrNotSent): no job was made, so the next submit is
+// not one whose fate is unknown, and such a failure must not end the task as a lost create.
+// Only when this submit was the first since the mark was clear (not unsure): an earlier lost
+// create's job may still exist.
 func (s *stepCtx) madeNoJob(err error, unsure bool) error {
 	if _, blind := s.up.Generator.(provider.BlindCreator); !blind || unsure || !s.st.Submitting ||
-		!(errors.Is(err, provider.ErrAccount) || routing.RateLimited(err)) {
+		!(errors.Is(err, provider.ErrAccount) || routing.RateLimited(err) || errors.Is(err, provider.ErrNotSent)) {
 		return nil
 	}
 	s.st.Submitting = false

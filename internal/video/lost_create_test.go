@@ -57,6 +57,7 @@ func TestBlindUpstreamNeverCreatesTwiceAfterALostAnswer(t *testing.T) {
 		{"a lost answer (5xx, timeout) ends the task", fmt.Errorf("HTTP 500: %w", provider.ErrTransient), 1, true, false},
 		{"a rate limit made no job: created again", rateLimited, 2, false, false},
 		{"a refused key made no job: created again", fmt.Errorf("code 1004: %w", provider.ErrAccount), 2, false, true},
+		{"a create that never left made no job: created again", fmt.Errorf("dial: connection refused: %w: %w", provider.ErrTransient, provider.ErrNotSent), 2, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
