@@ -149,12 +149,17 @@ func TestMiniMaxAccountRunsNativeTasksAndChargesTheMeasuredVideo(t *testing.T) {
 // balance on HTTP 200, a refused key) make the task wait, no job and nothing charged; a
 // content refusal fails it refunded; a lost create answer ends it refunded with the possible
 // job recorded as lost_create excess and never a second create; a job that never ends
-// expires at the deadline; a result longer than asked is cut and billed at the request.
+// expires at the deadline; a result longer or larger (Hailuo's 768P for 720p) than asked is
+// billed at the request, the rest recorded as the operator's excess.
 func TestMiniMaxFaultsEndEachTaskRightWithAtMostOneJob(t *testing.T) {
 	t.Parallel()
 	tools := requireTools(t)
 	long := filepath.Join(t.TempDir(), "long.mp4")
 	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 9, Container: "mp4", Text: "long"}, long); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(t.TempDir(), "768p.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 1366, Height: 768, FPS: 24, Duration: 1, Container: "mp4", Text: "768P"}, big); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -181,6 +186,7 @@ func TestMiniMaxFaultsEndEachTaskRightWithAtMostOneJob(t *testing.T) {
 		{name: "a job that never ends expires", cfg: minimaxfake.Config{End: func(string) string { return minimaxfake.EndNever }}, prompt: "stuck", status: "expired", jobs: 1},
 		{name: "garbage query answers are retried until the deadline", cfg: minimaxfake.Config{Garbage: true}, prompt: "garbage", status: "expired", jobs: 1},
 		{name: "a longer result is cut and billed at the request", cfg: minimaxfake.Config{Clip: long}, prompt: "long", status: "completed", jobs: 1, excess: billing.ExcessDuration},
+		{name: "Hailuo's 768P frame for a 720p request is billed at 720p", cfg: minimaxfake.Config{Clip: big}, prompt: "768P", status: "completed", jobs: 1, excess: billing.ExcessOverRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
