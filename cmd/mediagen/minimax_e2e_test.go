@@ -45,15 +45,7 @@ func startMiniMax(t *testing.T, cfg minimaxfake.Config, credit money.Micros, arg
 	t.Helper()
 	tools := requireTools(t)
 	dir := t.TempDir()
-	if cfg.Clip == "" {
-		cfg.Clip = filepath.Join(dir, "out.mp4")
-		if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 320, Height: 180, FPS: 24, Duration: 6, Container: "mp4", Text: "hailuo"}, cfg.Clip); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if cfg.Key == "" {
-		cfg.Key = minimaxTestKey
-	}
+	cfg = renderedClip(t, tools, dir, cfg)
 	fake := minimaxfake.Start(cfg)
 	t.Cleanup(fake.Close)
 	var logs syncBuffer
@@ -70,6 +62,22 @@ func startMiniMax(t *testing.T, cfg minimaxfake.Config, credit money.Micros, arg
 	all := append([]string{"--fetch-allow", "loopback", "--log-level", "info", "--catalog", minimaxCatalog(t, t.TempDir(), fake.Base(), extra)}, args...)
 	e := startRemote(t, m, dir, tools, credit, all...)
 	return e, fake, &logs
+}
+
+// renderedClip gives cfg the test key when it has none, and a 6 s 320x180 clip rendered in
+// dir when it has no clip.
+func renderedClip(t *testing.T, tools ffmpeg.Tools, dir string, cfg minimaxfake.Config) minimaxfake.Config {
+	t.Helper()
+	if cfg.Clip == "" {
+		cfg.Clip = filepath.Join(dir, "out.mp4")
+		if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 320, Height: 180, FPS: 24, Duration: 6, Container: "mp4", Text: "hailuo"}, cfg.Clip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cfg.Key == "" {
+		cfg.Key = minimaxTestKey
+	}
+	return cfg
 }
 
 // A native task on an alias bound to a minimax account runs through create, query and file
