@@ -17,6 +17,7 @@ import (
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/ark"
 	"mediagen/internal/provider/kling"
+	"mediagen/internal/provider/minimax"
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/video"
@@ -118,6 +119,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 			c, err = kling.New(kling.Config{BaseURL: acc.BaseURL, AccessKey: access, SecretKey: secret, HTTP: hc,
 				RequestsPerSecond: float64(acc.RequestsPerSecond)})
 		}
+	case catalog.KindMiniMax:
+		c, err = minimax.New(minimax.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}

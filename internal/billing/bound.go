@@ -31,10 +31,17 @@ const (
 	// more than UnderReportTolerancePercent); the measured tokens are billed. Amount is the
 	// charge above the report.
 	ExcessUsageUnder = "usage_under"
+	// ExcessLostCreate: a create's answer was lost on an upstream that can neither be asked
+	// whether it made a job nor be given the same create safely (no idempotency key, no
+	// search; minimax). The task failed, refunded, rather than risk a second paid job; the
+	// job the lost create may have made is the operator's possible loss. Claimed and Amount
+	// are the task's reservation: the most such a job could have been billed. The only kind
+	// a failed task records.
+	ExcessLostCreate = "lost_create"
 )
 
 // ExcessKinds lists every kind, in the order reports show them.
-var ExcessKinds = []string{ExcessDuration, ExcessOverRequest, ExcessUsageOver, ExcessUsageUnder}
+var ExcessKinds = []string{ExcessDuration, ExcessOverRequest, ExcessUsageOver, ExcessUsageUnder, ExcessLostCreate}
 
 // Excess is one thing an upstream did beyond (or below) a request, priced in the tenant's
 // currency. It is kept in a task's state until the settlement records it.

@@ -23,7 +23,7 @@ func NewExcessMetrics(reg prometheus.Registerer) *ExcessMetrics {
 	m := &ExcessMetrics{
 		count: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mediagen_upstream_excess_total",
-			Help: "What upstream accounts did beyond a request or below its measured result, recorded at settlement and never charged to the tenant, by upstream account, route and kind (duration, over_request, usage_over, usage_under).",
+			Help: "What upstream accounts did beyond a request or below its measured result, recorded at settlement and never charged to the tenant, by upstream account, route and kind (duration, over_request, usage_over, usage_under, lost_create).",
 		}, []string{"upstream", "route", "kind"}),
 		amount: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mediagen_upstream_excess_amount_total",

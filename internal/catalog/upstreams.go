@@ -39,10 +39,13 @@ const (
 	// account signs from its access and secret keys: native generation (and production's
 	// first half). upstreams_kling.go.
 	KindKling UpstreamKind = "kling"
+	// KindMiniMax is MiniMax's Hailuo video API (POST /v1/video_generation, task query, file
+	// retrieval): native generation (and production's first half).
+	KindMiniMax UpstreamKind = "minimax"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax)
 	return err
 }
 
@@ -62,7 +65,7 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return p == ProductNative || p == ProductProduction
 	case KindOpenAI:
 		return p == ProductNative || p == ProductProduction || p == ProductSpeech
-	case KindKling:
+	case KindKling, KindMiniMax:
 		return p == ProductNative || p == ProductProduction
 	}
 	return false
@@ -87,6 +90,8 @@ func (k UpstreamKind) GenerateResolutions() []string {
 		return openaiResolutions
 	case KindKling:
 		return klingResolutions
+	case KindMiniMax:
+		return minimaxResolutions
 	}
 	return nil
 }
@@ -115,6 +120,8 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		return refuseOpenAI(req, g)
 	case KindKling:
 		return refuseKling(req, g)
+	case KindMiniMax:
+		return refuseMiniMax(req, g)
 	}
 	return "", ""
 }
@@ -184,7 +191,9 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 }
 
 // Remote reports a kind reached over the network with credentials.
-func (k UpstreamKind) Remote() bool { return k == KindArk || k == KindOpenAI || k == KindKling }
+func (k UpstreamKind) Remote() bool {
+	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax
+}
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
 // by name (alias.upstream). The account "sandbox" of kind sandbox is built in.

@@ -34,6 +34,15 @@ var (
 	// wrong with the task: it waits, without spending its attempts, until the operator fixes
 	// the account or the task's deadline passes.
 	ErrAccount = errors.New("upstream account refused")
+	// ErrOutcomeUnknown: a create whose answer was lost may have made a paid job, and the
+	// upstream can neither be asked for it nor be given the same create safely (no
+	// idempotency key, no search): the task must not submit again. It ends, refunded, and
+	// the possible job is the operator's upstream excess (a GenerationFinder's answer).
+	ErrOutcomeUnknown = errors.New("upstream create outcome unknown")
+	// ErrNotSent marks a transient failure before the request left this process (its turn
+	// under the account's request rate never came, or the connection was refused): the
+	// upstream cannot have made a job for it.
+	ErrNotSent = errors.New("upstream request not sent")
 )
 
 // RetryAfter is a transient error with the upstream's Retry-After: the caller should not
@@ -186,6 +195,15 @@ type Generator interface {
 // second paid job.
 type GenerationFinder interface {
 	FindGeneration(ctx context.Context, r GenerateRequest, since time.Time) (jobID string, found bool, err error)
+}
+
+// BlindCreator is a Generator whose lost creates can neither be found nor safely repeated (no
+// idempotency key, no search): its FindGeneration answers ErrOutcomeUnknown. For it the
+// pipeline forgets a create the upstream refused outright (a refused key or balance, a rate
+// limit: no job made), so only a create whose answer was truly lost ends its task.
+type BlindCreator interface {
+	Generator
+	BlindCreates()
 }
 
 // Enhancer runs enhancement jobs.

@@ -340,7 +340,9 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 	if s.st.Submitting && half == "gen" {
 		// An earlier submit was about to be made and its answer was never recorded: it may
 		// have started a paid job. An upstream that can look for it is asked first.
-		if job, found, canFind, err := s.findJob(ctx); err != nil {
+		if job, found, canFind, err := s.findJob(ctx); errors.Is(err, provider.ErrOutcomeUnknown) {
+			return s.lostCreate(err), "", nil
+		} else if err != nil {
 			if routed {
 				s.p.router().Failure(s.account())
 			}
@@ -414,6 +416,9 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 			if o, next, ferr, moved := s.fallback(half, err, unsure); moved {
 				return o, next, ferr
 			}
+		}
+		if ferr := s.madeNoJob(err, unsure); ferr != nil {
+			return Outcome{}, "", ferr
 		}
 		return s.upstreamError("submit", err)
 	}

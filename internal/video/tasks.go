@@ -320,7 +320,7 @@ func (h *Tasks) final(ctx context.Context, c store.TaskRun, o Outcome, attempt i
 	}
 	charge, excess := f.Charge, f.Excess
 	if f.Status != store.StatusCompleted {
-		charge, excess = 0, nil
+		charge, excess = 0, lostCreates(excess)
 	}
 	currency := billing.QuoteCurrency(c.Pricing)
 	state := o.State

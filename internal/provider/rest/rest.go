@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -84,7 +85,7 @@ func (c *Client) pace(ctx context.Context) error {
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: waiting for the account's request rate: %w", c.name, provider.ErrTransient)
+			return fmt.Errorf("%s: waiting for the account's request rate: %w: %w", c.name, provider.ErrTransient, provider.ErrNotSent)
 		case <-t.C:
 		}
 	}
@@ -136,6 +137,9 @@ func (c *Client) Do(ctx context.Context, r Request) (*http.Response, error) {
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
+		if notSent(err) {
+			return nil, fmt.Errorf("%s %s: %s: %w: %w", c.name, call, c.scrub(err.Error()), provider.ErrTransient, provider.ErrNotSent)
+		}
 		return nil, fmt.Errorf("%s %s: %s: %w", c.name, call, c.scrub(err.Error()), provider.ErrTransient)
 	}
 	if res.StatusCode/100 != 2 {
@@ -184,6 +188,12 @@ func Classify(err error, refused func(se *StatusError) error) error {
 		return &provider.RetryAfter{After: se.RetryAfter, Err: t}
 	}
 	return t
+}
+
+// notSent: the call failed while dialling, so no byte of the request reached the upstream.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // retryAfter reads a Retry-After header in seconds, bounded to 10 minutes (0: none).
