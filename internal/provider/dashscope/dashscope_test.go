@@ -52,7 +52,7 @@ func noViolations(t *testing.T, f *dashscopefake.Server) {
 }
 
 func seed(v int64) *int64 { return &v }
-func yes() *bool         { b := true; return &b }
+func yes() *bool          { b := true; return &b }
 
 // poll polls a job until it leaves queued/running (bounded by polls).
 func poll(t *testing.T, c *dashscope.Client, id string) provider.Job {
