@@ -192,16 +192,20 @@ func (c *Client) PollGeneration(ctx context.Context, id string) (provider.Job, e
 	return provider.Job{}, fmt.Errorf("dashscope: unknown task status %q: %w", t.Output.TaskStatus, provider.ErrTransient)
 }
 
-// Bounds of FindGeneration's search: how far around the recorded "about to submit" time a
-// task's submit_time may be (the clocks of two machines differ), and the one page read
-// (anything past it is as ambiguous as a match).
+// Bounds of FindGeneration's search: how far before the recorded "about to submit" time a
+// task's gmt_create may be (the clocks of two machines differ), and the pages read.
 const (
 	findSkew     = 2 * time.Minute
-	findPageSize = 10
+	findPageSize = 100
+	findMaxPages = 10
 )
 
-// serviceZone is the zone of the task list's start_time and end_time: the service writes
-// submit_time in China Standard Time (UTC+8) in both regions.
+// listStamp is the task list's start_time/end_time format (the SDKs' example: 20230420000000).
+// The reference does not say their zone, so the range asked for is written to cover every zone
+// from UTC to the service's UTC+8 (start in UTC, end in UTC+8), and tasks are then kept by
+// their own gmt_create, an absolute time in milliseconds.
+const listStamp = "20060102150405"
+
 var serviceZone = time.FixedZone("UTC+8", 8*3600)
 
 // ErrAmbiguous is FindGeneration's answer when the account has tasks of the model from the
@@ -210,39 +214,61 @@ var serviceZone = time.FixedZone("UTC+8", 8*3600)
 // paid job.
 var ErrAmbiguous = errors.New("dashscope: the account has tasks from the lost create's time and none can be told apart")
 
+// listItem is one task of GET /api/v1/tasks (the SDKs' AsyncTaskInfo).
+type listItem struct {
+	TaskID    string `json:"task_id"`
+	ModelName string `json:"model_name"`
+	GmtCreate int64  `json:"gmt_create"` // milliseconds since the epoch
+}
+
 // FindGeneration implements provider.GenerationFinder as far as DashScope allows. DashScope
 // has no idempotency key and its tasks carry no caller's tag, but its task list
 // (GET /api/v1/tasks, filtered by model_name and a start_time..end_time range) answers
 // whether the account made any task of the model since the lost create: none means that
 // create made no job, so the task may be created again (there, or on another account); any
 // means it may have, and a second create could be a second paid job, so the task fails,
-// refunded (a permanent error), and the operator's possible loss is that one job.
+// refunded (a permanent error), and the operator's possible loss is that one job. A list
+// longer than findMaxPages pages is answered the same way: it cannot be read to its end.
 func (c *Client) FindGeneration(ctx context.Context, r provider.GenerateRequest, since time.Time) (string, bool, error) {
 	if since.IsZero() {
-		since = time.Now().Add(-findSkew)
+		since = time.Now()
 	}
-	q := url.Values{}
-	q.Set("model_name", r.Model)
-	q.Set("start_time", since.Add(-findSkew).In(serviceZone).Format("2006-01-02 15:04:05"))
-	q.Set("end_time", time.Now().Add(findSkew).In(serviceZone).Format("2006-01-02 15:04:05"))
-	q.Set("page_no", "1")
-	q.Set("page_size", strconv.Itoa(findPageSize))
-	var out struct {
-		Total int               `json:"total"`
-		Data  []json.RawMessage `json:"data"`
-	}
-	if err := c.call(ctx, http.MethodGet, tasksPath+"?"+q.Encode(), nil, &out); err != nil {
-		var pe *provider.Error
-		if errors.As(err, &pe) {
-			// A refused list is not a refused task: ask again later.
-			return "", false, fmt.Errorf("dashscope: listing tasks: %s: %w", pe.Code, provider.ErrTransient)
+	oldest := since.Add(-findSkew)
+	for page := 1; page <= findMaxPages; page++ {
+		q := url.Values{}
+		q.Set("model_name", r.Model)
+		q.Set("start_time", oldest.UTC().Format(listStamp))
+		q.Set("end_time", time.Now().Add(findSkew).In(serviceZone).Format(listStamp))
+		q.Set("page_no", strconv.Itoa(page))
+		q.Set("page_size", strconv.Itoa(findPageSize))
+		var out struct {
+			Total int        `json:"total"`
+			Data  []listItem `json:"data"`
 		}
-		return "", false, err
+		if err := c.call(ctx, http.MethodGet, tasksPath+"?"+q.Encode(), nil, &out); err != nil {
+			var pe *provider.Error
+			if errors.As(err, &pe) {
+				// A refused list is not a refused task: ask again later.
+				return "", false, fmt.Errorf("dashscope: listing tasks: %s: %w", pe.Code, provider.ErrTransient)
+			}
+			return "", false, err
+		}
+		for _, it := range out.Data {
+			// A task without gmt_create, or of another model (a filter the service ignored),
+			// counts as a candidate: only a task known to be elsewhere is left out.
+			if it.GmtCreate == 0 || (it.GmtCreate >= oldest.UnixMilli() && (it.ModelName == "" || it.ModelName == r.Model)) {
+				return "", false, ambiguous()
+			}
+		}
+		if len(out.Data) < findPageSize {
+			return "", false, nil
+		}
 	}
-	if out.Total == 0 && len(out.Data) == 0 {
-		return "", false, nil
-	}
-	return "", false, &provider.Error{Code: "video_generation_failed", Message: "The video could not be generated.",
+	return "", false, ambiguous()
+}
+
+func ambiguous() error {
+	return &provider.Error{Code: "video_generation_failed", Message: "The video could not be generated.",
 		Kind: fmt.Errorf("%w: %w", ErrAmbiguous, provider.ErrPermanent)}
 }
 

@@ -266,6 +266,18 @@ func TestFindGenerationFreesALostCreateOnlyWhenTheAccountMadeNoTaskSinceIt(t *te
 		}
 		noViolations(t, f)
 	})
+	t.Run("a task from before the lost create does not count", func(t *testing.T) {
+		f, c := start(t, dashscopefake.Config{})
+		if _, err := c.SubmitGeneration(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		// The range asked for is wide (it covers the zones the reference leaves open); the
+		// task's own gmt_create decides.
+		if _, found, err := c.FindGeneration(context.Background(), req, time.Now().Add(time.Hour)); found || err != nil {
+			t.Fatalf("find = %v, %v; want not found", found, err)
+		}
+		noViolations(t, f)
+	})
 	t.Run("another model's task does not count", func(t *testing.T) {
 		f, c := start(t, dashscopefake.Config{})
 		since := time.Now()

@@ -358,25 +358,29 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 	_ = json.NewEncoder(w).Encode(res)
 }
 
-// list answers GET /api/v1/tasks with the documented filters: model_name, start_time and
-// end_time ("YYYY-MM-DD HH:mm:ss", service time), status, page_no, page_size.
+// list answers GET /api/v1/tasks with the SDKs' filters: model_name, start_time and end_time
+// (YYYYMMDDhhmmss; read here in the service's UTC+8), status, page_no, page_size; each task as
+// the SDKs' AsyncTaskInfo (task_id, status, model_name, request_id, gmt_create in ms).
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k := range q {
 		switch k {
-		case "model_name", "start_time", "end_time", "status", "page_no", "page_size", "task_id":
+		case "model_name", "start_time", "end_time", "status", "page_no", "page_size", "api_key_id", "region":
 		default:
 			s.violate("list query parameter %q", k)
 		}
 	}
-	parse := func(name string) time.Time {
-		t, err := time.ParseInLocation("2006-01-02 15:04:05", q.Get(name), zone)
+	parse := func(name string, def time.Time) time.Time {
+		if q.Get(name) == "" {
+			return def
+		}
+		t, err := time.ParseInLocation("20060102150405", q.Get(name), zone)
 		if err != nil {
 			s.violate("list %s %q", name, q.Get(name))
 		}
 		return t
 	}
-	from, to := parse("start_time"), parse("end_time")
+	from, to := parse("start_time", time.Time{}), parse("end_time", time.Now().Add(time.Hour))
 	no, err1 := strconv.Atoi(q.Get("page_no"))
 	size, err2 := strconv.Atoi(q.Get("page_size"))
 	if err1 != nil || err2 != nil || no < 1 || size < 1 || size > 100 {
@@ -400,15 +404,16 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		if sub.Before(from) || sub.After(to) {
 			continue
 		}
-		data = append(data, map[string]any{"task_id": j.id, "task_status": "RUNNING", "model_name": j.model,
-			"submit_time": j.submitted.In(zone).Format(stamp)})
+		data = append(data, map[string]any{"task_id": j.id, "status": "RUNNING", "model_name": j.model,
+			"request_id": "req-" + j.id, "gmt_create": j.submitted.UnixMilli()})
 	}
 	s.mu.Unlock()
 	total := len(data)
 	lo := min((no-1)*size, total)
 	hi := min(lo+size, total)
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"request_id": "req-list", "total": total, "page_no": no, "page_size": size, "data": data[lo:hi]})
+	_ = json.NewEncoder(w).Encode(map[string]any{"request_id": "req-list", "total": total, "total_page": (total + size - 1) / size,
+		"page_no": no, "page_size": size, "data": data[lo:hi]})
 }
 
 // download serves a result link: 403 once it has expired (as an OSS signed link does).
@@ -423,7 +428,8 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 
 // The create's fields, from the Wan text-to-video and image-to-video references.
 var (
-	inputFields = map[string]string{"prompt": "string", "negative_prompt": "string", "img_url": "string", "audio_url": "string"}
+	inputFields = map[string]string{"prompt": "string", "negative_prompt": "string", "img_url": "string", "audio_url": "string",
+		"extend_prompt": "bool", "template": "string"}
 	paramFields = map[string]string{"size": "string", "resolution": "string", "duration": "integer", "prompt_extend": "bool",
 		"seed": "integer", "watermark": "bool", "audio": "bool"}
 	sizes = []string{"832*480", "480*832", "624*624",
