@@ -35,10 +35,14 @@ const (
 	// KindOpenAI is an OpenAI-compatible API (POST /videos, POST /audio/speech): native
 	// generation (and production's first half) and speech.
 	KindOpenAI UpstreamKind = "openai"
+	// KindDashScope is Alibaba Cloud Model Studio (DashScope) video synthesis, the Wan
+	// models, over HTTPS with an API key (China or international endpoint by base_url):
+	// native generation (and production's first half). dashscope.go has its capabilities.
+	KindDashScope UpstreamKind = "dashscope"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindDashScope)
 	return err
 }
 
@@ -54,7 +58,7 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return p == ProductEnhancement
 	case KindEspeak:
 		return p == ProductSpeech
-	case KindArk:
+	case KindArk, KindDashScope:
 		return p == ProductNative || p == ProductProduction
 	case KindOpenAI:
 		return p == ProductNative || p == ProductProduction || p == ProductSpeech
@@ -79,6 +83,8 @@ func (k UpstreamKind) GenerateResolutions() []string {
 		return arkResolutions
 	case KindOpenAI:
 		return openaiResolutions
+	case KindDashScope:
+		return dashscopeResolutions
 	}
 	return nil
 }
@@ -105,6 +111,8 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		}
 	case KindOpenAI:
 		return refuseOpenAI(req, g)
+	case KindDashScope:
+		return refuseDashScope(req, g)
 	}
 	return "", ""
 }
@@ -174,7 +182,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 }
 
 // Remote reports a kind reached over the network with credentials.
-func (k UpstreamKind) Remote() bool { return k == KindArk || k == KindOpenAI }
+func (k UpstreamKind) Remote() bool { return k == KindArk || k == KindOpenAI || k == KindDashScope }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
 // by name (alias.upstream). The account "sandbox" of kind sandbox is built in.
@@ -351,7 +359,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark or openai)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai or dashscope)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:
