@@ -31,7 +31,9 @@ func TestDashScopeRefusesWhatWanCannotDo(t *testing.T) {
 	}{
 		{"5 s 16:9 at 720p", native(nil), ""},
 		{"1080p 3:4 for 10 s with a seed and a watermark", func() *contract.VideoRequest {
-			r := native(func(n *contract.NativeParams) { n.Resolution, n.Ratio, n.Duration, n.Watermark = "1080p", "3:4", 10, &yes })
+			r := native(func(n *contract.NativeParams) {
+				n.Resolution, n.Ratio, n.Duration, n.Watermark = "1080p", "3:4", 10, &yes
+			})
 			r.Seed = &seed
 			return r
 		}(), ""},
