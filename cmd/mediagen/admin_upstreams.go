@@ -156,11 +156,12 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 				what = fmt.Sprintf("spoke and measured a %.2f s word", info.Duration)
 			}
 		}
-	case catalog.KindArk, catalog.KindOpenAI:
+	case catalog.KindArk, catalog.KindOpenAI, catalog.KindDashScope:
 		var c remoteClient
 		if c, err = newRemoteClient(acc, e.getenv, e.tls, nil); err == nil {
 			if err = c.Check(ctx); err == nil {
-				what = map[catalog.UpstreamKind]string{catalog.KindArk: "listed tasks", catalog.KindOpenAI: "listed models"}[acc.Kind] +
+				what = map[catalog.UpstreamKind]string{catalog.KindArk: "listed tasks", catalog.KindOpenAI: "listed models",
+					catalog.KindDashScope: "read a task"}[acc.Kind] +
 					" with the account's key at " + acc.BaseURL
 			}
 		}

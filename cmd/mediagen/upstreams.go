@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/ark"
+	"mediagen/internal/provider/dashscope"
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/video"
@@ -60,7 +61,7 @@ type remoteClient interface {
 	Check(ctx context.Context) error
 }
 
-// remoteUpstreams makes the video engine of every remote account (kinds ark and openai).
+// remoteUpstreams makes the video engine of every remote account (kinds ark, openai, dashscope).
 func (m *Main) remoteUpstreams() (map[string]video.Upstream, error) {
 	out := map[string]video.Upstream{}
 	for _, acc := range m.cat().Accounts() {
@@ -111,6 +112,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 	case catalog.KindOpenAI:
 		c, err = openai.New(openai.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
 			Voice: acc.Voice, Frames: frames})
+	case catalog.KindDashScope:
+		c, err = dashscope.New(dashscope.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}
