@@ -34,7 +34,10 @@ type Config struct {
 }
 
 // Client calls one DashScope account.
-type Client struct{ api *rest.Client }
+type Client struct {
+	api  *rest.Client
+	seen answered // the creates answered to this client, by idempotency key (answered.go)
+}
 
 // New returns a client of the account.
 func New(cfg Config) (*Client, error) {
@@ -161,6 +164,7 @@ func (c *Client) SubmitGeneration(ctx context.Context, r provider.GenerateReques
 	if out.Output.TaskID == "" {
 		return "", fmt.Errorf("dashscope: create answered without a task id: %w", provider.ErrTransient)
 	}
+	c.seen.add(out.Output.TaskID, r.IdempotencyKey)
 	return out.Output.TaskID, nil
 }
 
@@ -222,14 +226,20 @@ type listItem struct {
 }
 
 // FindGeneration implements provider.GenerationFinder as far as DashScope allows. DashScope
-// has no idempotency key and its tasks carry no caller's tag, but its task list
-// (GET /api/v1/tasks, filtered by model_name and a start_time..end_time range) answers
-// whether the account made any task of the model since the lost create: none means that
-// create made no job, so the task may be created again (there, or on another account); any
-// means it may have, and a second create could be a second paid job, so the task fails,
-// refunded (a permanent error), and the operator's possible loss is that one job. A list
-// longer than findMaxPages pages is answered the same way: it cannot be read to its end.
+// has no idempotency key and its tasks carry no caller's tag. A create this client saw
+// answered for the request's key is adopted. Otherwise the task list (GET /api/v1/tasks,
+// filtered by model_name and a start_time..end_time range) answers whether the account made
+// any task of the model since the lost create that this client cannot explain (answered to
+// another create): none means that create made no job, so the task may be created again
+// (there, or on another account); any means it may have, and a second create could be a
+// second paid job, so the task fails, refunded (a permanent error), and the operator's
+// possible loss is that one job. A list longer than findMaxPages pages is answered the same
+// way: it cannot be read to its end.
 func (c *Client) FindGeneration(ctx context.Context, r provider.GenerateRequest, since time.Time) (string, bool, error) {
+	if id, ok := c.seen.of(r.IdempotencyKey); ok && r.IdempotencyKey != "" {
+		// The create was answered here; its answer never reached the task's record.
+		return id, true, nil
+	}
 	if since.IsZero() {
 		since = time.Now()
 	}
@@ -255,7 +265,11 @@ func (c *Client) FindGeneration(ctx context.Context, r provider.GenerateRequest,
 		}
 		for _, it := range out.Data {
 			// A task without gmt_create, or of another model (a filter the service ignored),
-			// counts as a candidate: only a task known to be elsewhere is left out.
+			// counts as a candidate: only a task known to be elsewhere — older than the
+			// window, of another model, or answered to another create — is left out.
+			if c.seen.other(it.TaskID, r.IdempotencyKey) {
+				continue
+			}
 			if it.GmtCreate == 0 || (it.GmtCreate >= oldest.UnixMilli() && (it.ModelName == "" || it.ModelName == r.Model)) {
 				return "", false, ambiguous()
 			}

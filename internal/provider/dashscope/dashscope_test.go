@@ -272,8 +272,9 @@ func TestFindGenerationFreesALostCreateOnlyWhenTheAccountMadeNoTaskSinceIt(t *te
 			t.Fatal(err)
 		}
 		// The range asked for is wide (it covers the zones the reference leaves open); the
-		// task's own gmt_create decides.
-		if _, found, err := c.FindGeneration(context.Background(), req, time.Now().Add(time.Hour)); found || err != nil {
+		// task's own gmt_create decides. (Another client: this one remembers the answer.)
+		c2, _ := dashscope.New(dashscope.Config{BaseURL: f.Base(), APIKey: key, HTTP: f.Client()})
+		if _, found, err := c2.FindGeneration(context.Background(), req, time.Now().Add(time.Hour)); found || err != nil {
 			t.Fatalf("find = %v, %v; want not found", found, err)
 		}
 		noViolations(t, f)
@@ -299,5 +300,34 @@ func TestCheckProvesTheKey(t *testing.T) {
 	bad, _ := dashscope.New(dashscope.Config{BaseURL: f.Base(), APIKey: "sk-wrong", HTTP: f.Client()})
 	if err := bad.Check(context.Background()); !errors.Is(err, provider.ErrAccount) {
 		t.Fatalf("check with a wrong key = %v, want ErrAccount", err)
+	}
+}
+
+// A create answered to this client but never recorded (the task's save failed after it) is
+// adopted; tasks answered to other creates do not make a lost create's search ambiguous.
+func TestFindGenerationExplainsTheTasksThisClientSawAnswered(t *testing.T) {
+	f, c := start(t, dashscopefake.Config{})
+	since := time.Now()
+	mine := provider.GenerateRequest{Model: "wan2.2-t2v-plus", Prompt: "mine", Resolution: "720p", Ratio: "16:9", IdempotencyKey: "t1:gen"}
+	other := provider.GenerateRequest{Model: "wan2.2-t2v-plus", Prompt: "other", Resolution: "720p", Ratio: "16:9", IdempotencyKey: "t2:gen"}
+	id, err := c.SubmitGeneration(context.Background(), mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := c.FindGeneration(context.Background(), mine, since)
+	if err != nil || !found || got != id {
+		t.Fatalf("find = %q, %v, %v; want the answered %q", got, found, err, id)
+	}
+	third := provider.GenerateRequest{Model: "wan2.2-t2v-plus", Prompt: "third", Resolution: "720p", Ratio: "16:9", IdempotencyKey: "t3:gen"}
+	if _, err := c.SubmitGeneration(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := c.FindGeneration(context.Background(), third, since); found || err != nil {
+		t.Fatalf("find for a key whose create made nothing = %v, %v; want not found (every listed task is explained)", found, err)
+	}
+	// Another client (another replica) cannot explain them: it must not create again.
+	c2, _ := dashscope.New(dashscope.Config{BaseURL: f.Base(), APIKey: key, HTTP: f.Client()})
+	if _, _, err := c2.FindGeneration(context.Background(), third, since); !errors.Is(err, dashscope.ErrAmbiguous) {
+		t.Fatalf("find on another client = %v; want ambiguous", err)
 	}
 }
