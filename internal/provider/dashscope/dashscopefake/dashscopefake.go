@@ -13,6 +13,7 @@ package dashscopefake
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -522,3 +523,6 @@ func hasType(v any, typ string) bool {
 	}
 	return false
 }
+
+// Certificate is the server's TLS certificate, for a client that trusts several fakes.
+func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
