@@ -39,6 +39,9 @@ const (
 type Config struct {
 	Key  string // the Bearer key it accepts
 	Clip string // the file every succeeded job's result link serves (an MP4)
+	// ClipFor, when set and not "" for a job's prompt, is the file that job's link serves
+	// instead: an upstream that delivers something else than asked (longer, faster).
+	ClipFor func(prompt string) string
 	// Seconds is usage.video_duration of a succeeded job (default: the request's duration, or 5).
 	Seconds float64
 	// Polls is how many GETs of a job answer RUNNING before it ends (default 1).
@@ -424,7 +427,14 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Request has expired", http.StatusForbidden)
 		return
 	}
-	http.ServeFile(w, r, s.cfg.Clip)
+	clip := s.cfg.Clip
+	s.mu.Lock()
+	j := s.jobs[strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/files/"), ".mp4")]
+	s.mu.Unlock()
+	if j != nil && s.cfg.ClipFor != nil && s.cfg.ClipFor(j.prompt) != "" {
+		clip = s.cfg.ClipFor(j.prompt)
+	}
+	http.ServeFile(w, r, clip)
 }
 
 // The create's fields, from the Wan text-to-video and image-to-video references.
