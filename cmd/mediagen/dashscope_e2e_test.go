@@ -326,3 +326,37 @@ func TestDashScopeFaultsEndEveryTaskWithAtMostOneJobAndTheRightMoney(t *testing.
 		t.Error(err)
 	}
 }
+
+// `admin upstream check` of a dashscope account reads a task with the account's key (a task id
+// that does not exist answers UNKNOWN to a working key): OK with the key, FAILED with a wrong
+// one, and no key in the output.
+func TestAdminUpstreamCheckCallsDashScope(t *testing.T) {
+	t.Parallel()
+	fake := dashscopefake.Start(dashscopefake.Config{Key: dashscopeTestKey})
+	t.Cleanup(fake.Close)
+	cat := dashscopeCatalog(t, t.TempDir(), fake.Base())
+	for _, tc := range []struct {
+		name, key, want string
+		fails           bool
+	}{
+		{"with its key", dashscopeTestKey, "wan-main (dashscope): OK, read a task with the account's key at " + fake.Base(), false},
+		{"with a wrong key", "sk-wrong-key-2", "wan-main (dashscope): FAILED", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			err := runAdminTLS(context.Background(), []string{"upstream", "check", "--catalog", cat, "wan-main"},
+				env(map[string]string{"DASHSCOPE_TEST_KEY": tc.key}), &out, &errOut, fake.TLS())
+			text := out.String() + errOut.String()
+			if err != nil {
+				text += err.Error()
+			}
+			if (err != nil) != tc.fails || !strings.Contains(text, tc.want) {
+				t.Errorf("check: %v\n%s; want %q", err, text, tc.want)
+			}
+			if strings.Contains(text, tc.key) {
+				t.Errorf("the key is in the output: %s", text)
+			}
+		})
+	}
+}
