@@ -311,6 +311,11 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, out
 	return rest.Classify(c.api.JSON(ctx, r, out), func(se *rest.StatusError) error {
 		var e apiError
 		_ = json.Unmarshal(se.Body, &e)
+		if e.Code == "Arrearage" {
+			// A 400 that is the account's, not the request's: its payments are overdue. Its
+			// tasks wait for the operator, as for a refused key.
+			return fmt.Errorf("%w: the account is in arrears: %w", se, provider.ErrAccount)
+		}
 		return &provider.Error{Code: "video_generation_failed", Message: publicMessage(e.Code), Kind: provider.ErrPermanent}
 	})
 }

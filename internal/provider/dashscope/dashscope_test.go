@@ -166,6 +166,7 @@ func TestCreateFailuresAreTypedForThePipeline(t *testing.T) {
 		after time.Duration
 	}{
 		{"refused key is the account's", dashscopefake.Config{}, "sk-wrong", provider.ErrAccount, 0},
+		{"an account in arrears is the account's", dashscopefake.Config{Arrears: true}, key, provider.ErrAccount, 0},
 		{"429 with Retry-After waits it", dashscopefake.Config{RateLimit: true, RetryAfter: 7}, key, provider.ErrTransient, 7 * time.Second},
 		{"429 without Retry-After is transient", dashscopefake.Config{RateLimit: true}, key, provider.ErrTransient, 0},
 		{"5xx after the job is transient", dashscopefake.Config{LoseAnswers: true}, key, provider.ErrTransient, 0},

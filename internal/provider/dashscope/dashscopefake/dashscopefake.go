@@ -60,6 +60,8 @@ type Config struct {
 	LoseAnswers bool
 	// DropBeforeJob makes every create drop its connection before any job is made.
 	DropBeforeJob bool
+	// Arrears answers every create 400 Arrearage: the account's payments are overdue.
+	Arrears bool
 }
 
 // Server is a running fake DashScope.
@@ -239,6 +241,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	f := s.fault(5)
 	switch {
+	case s.cfg.Arrears:
+		writeError(w, http.StatusBadRequest, "Arrearage")
+		return
 	case s.cfg.RateLimit:
 		s.mu.Lock()
 		s.limited++
