@@ -7,7 +7,11 @@
 // if any task made other than exactly one paid job, if any task did not complete, or if the
 // ledger or the charges are off; this command prints that verdict too.
 //
-//	go run ./bench/routing [-tasks 500]
+// With -mix ark-dashscope it runs TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver
+// instead: one alias over two Ark and two DashScope accounts (a refused key, a DashScope account
+// dropping every create before a job, a full Ark account, a working DashScope account).
+//
+//	go run ./bench/routing [-tasks 500] [-mix ark|ark-dashscope]
 package main
 
 import (
@@ -22,8 +26,15 @@ import (
 
 func main() {
 	tasks := flag.Int("tasks", 500, "tasks through the routed alias")
+	mix := flag.String("mix", "ark", "the accounts: ark (four Ark accounts) or ark-dashscope (two Ark, two DashScope)")
 	flag.Parse()
-	cmd := exec.Command("go", "test", "./cmd/mediagen/", "-run", "^TestRouteAcrossFourAccountsMakesOnePaidJobPerTask$",
+	test := map[string]string{"ark": "TestRouteAcrossFourAccountsMakesOnePaidJobPerTask",
+		"ark-dashscope": "TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver"}[*mix]
+	if test == "" {
+		fmt.Fprintln(os.Stderr, "-mix: want ark or ark-dashscope")
+		os.Exit(2)
+	}
+	cmd := exec.Command("go", "test", "./cmd/mediagen/", "-run", "^"+test+"$",
 		"-count=1", "-v", "-timeout", "60m")
 	cmd.Env = append(os.Environ(), "MEDIAGEN_ROUTE_TASKS="+strconv.Itoa(*tasks))
 	out, err := cmd.StdoutPipe()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/catalog"
@@ -59,6 +60,9 @@ func TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	routed := strings.Replace(string(b), "upstream: ark-broken", "upstreams: [ark-broken, wan-dropping, ark-full, wan-main]", 1)
+	// The demo key's limits would refuse a bench's 500 creates at once: raise them.
+	routed = strings.NewReplacer("    requests_per_second: 100\n    burst: 200\n", "    requests_per_second: 1000\n    burst: 2000\n",
+		"    video_tasks_in_flight: 200\n", "    video_tasks_in_flight: 1000\n").Replace(routed)
 	if err := os.WriteFile(path, []byte(routed), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +79,7 @@ func TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver(t *testing.T) {
 		!strings.Contains(string(body), `"param":"metadata.duration"`) {
 		t.Errorf("4 s on an alias routed over dashscope: %d %s", status, body)
 	}
+	start := time.Now()
 	ids := make([]string, tasks)
 	for i := range ids {
 		ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"routed %d","metadata":{"duration":5,"resolution":"480p","ratio":"16:9"}}`, i))
@@ -92,9 +97,14 @@ func TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
 	perAccount := map[string]int{}
+	completed := 0
 	for i, id := range ids {
 		task := ended[i]
+		if task.Status == "completed" {
+			completed++
+		}
 		if task.Status != "completed" || task.Usage == nil || task.Usage.CompletionTokens != tokens {
 			t.Errorf("task %d (%s) ended %s %+v\n%s", i, id, task.Status, task.Error, linesWith(logs.String(), id))
 		}
@@ -111,7 +121,11 @@ func TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver(t *testing.T) {
 			t.Errorf("task %d made %d paid jobs over the four accounts (%v), want exactly 1", i, n, jobs)
 		}
 	}
-	t.Logf("paid jobs per account: %v; wan-dropping answered %d lists", perAccount, wanDropping.Lists())
+	fallbacks, waits := routeMetrics(t, m)
+	t.Logf("ROUTING %d tasks in %s: %d completed, %d failed\n  paid jobs: ark-broken %d, wan-dropping %d, ark-full %d, wan-main %d\n"+
+		"  ark-broken 401s %d; wan-dropping creates dropped before a job, found absent in %d task-list reads\n  fallbacks by reason: %v\n  slot waits: %v",
+		tasks, elapsed.Round(time.Millisecond), completed, tasks-completed, perAccount["ark-broken"], perAccount["wan-dropping"], perAccount["ark-full"],
+		perAccount["wan-main"], arkBroken.Refused(), wanDropping.Lists(), fallbacks, waits)
 	if perAccount["ark-full"] == 0 || perAccount["wan-main"] == 0 {
 		t.Errorf("jobs per account %v: the full Ark account's overflow should spill to DashScope", perAccount)
 	}
