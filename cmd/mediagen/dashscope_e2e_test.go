@@ -197,6 +197,18 @@ func TestDashScopeLostCreateAnswersNeverMakeASecondJob(t *testing.T) {
 			if err := e.m.db.CheckLedger(context.Background()); err != nil {
 				t.Error(err)
 			}
+			// The job the lost create may have made is the operator's possible loss, recorded
+			// as upstream excess on the account; a create that made nothing leaves none.
+			want := map[string]string{}
+			if tc.jobs > 0 {
+				want[billing.ExcessLostCreate] = "wan-main"
+			}
+			recs := e.expectExcess(id, want)
+			for _, r := range recs {
+				if rec := e.task(id); r.Amount != rec.Reserved || r.Charged != 0 {
+					t.Errorf("lost create excess %+v, want the task's reservation %s as the possible loss", r, rec.Reserved)
+				}
+			}
 		})
 	}
 }

@@ -31,10 +31,16 @@ const (
 	// more than UnderReportTolerancePercent); the measured tokens are billed. Amount is the
 	// charge above the report.
 	ExcessUsageUnder = "usage_under"
+	// ExcessLostCreate: a create's answer was lost and the account could not say whether it
+	// made a job (an upstream without idempotency keys or tags: dashscope), so the task failed,
+	// refunded, rather than risk a second paid job. The job it may have made is the operator's
+	// possible loss: Claimed and Amount are the task's reservation, its price at most. The only
+	// kind a task that did not complete records.
+	ExcessLostCreate = "lost_create"
 )
 
 // ExcessKinds lists every kind, in the order reports show them.
-var ExcessKinds = []string{ExcessDuration, ExcessOverRequest, ExcessUsageOver, ExcessUsageUnder}
+var ExcessKinds = []string{ExcessDuration, ExcessOverRequest, ExcessUsageOver, ExcessUsageUnder, ExcessLostCreate}
 
 // Excess is one thing an upstream did beyond (or below) a request, priced in the tenant's
 // currency. It is kept in a task's state until the settlement records it.

@@ -340,7 +340,10 @@ func (s *stepCtx) submit(ctx context.Context, half string) (Outcome, string, err
 	if s.st.Submitting && half == "gen" {
 		// An earlier submit was about to be made and its answer was never recorded: it may
 		// have started a paid job. An upstream that can look for it is asked first.
-		if job, found, canFind, err := s.findJob(ctx); err != nil {
+		if job, found, canFind, err := s.findJob(ctx); errors.Is(err, provider.ErrPermanent) {
+			// The account answered, and cannot tell (lostcreate.go): never create again.
+			return s.lostCreate(err), "", nil
+		} else if err != nil {
 			if routed {
 				s.p.router().Failure(s.account())
 			}

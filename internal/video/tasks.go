@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -63,7 +64,8 @@ type Final struct {
 	// upstream's own answer or the error, where ErrorMessage is what the client may read.
 	Internal string
 	// Excess is what the task's upstreams did beyond its request, recorded with the
-	// settlement (store.UpstreamExcess); only a completed task has any.
+	// settlement (store.UpstreamExcess); only a completed task has any, but for a failed
+	// task's lost create (billing.ExcessLostCreate).
 	Excess []billing.Excess
 	// UpstreamTokens are the completion tokens the upstream reported for the job it ran
 	// (production: the generation half's), 0 when it reported none: what the operator's cost
@@ -320,7 +322,8 @@ func (h *Tasks) final(ctx context.Context, c store.TaskRun, o Outcome, attempt i
 	}
 	charge, excess := f.Charge, f.Excess
 	if f.Status != store.StatusCompleted {
-		charge, excess = 0, nil
+		// Nothing was delivered: no charge, and no excess but a lost create's possible job.
+		charge, excess = 0, slices.DeleteFunc(slices.Clone(excess), func(e billing.Excess) bool { return e.Kind != billing.ExcessLostCreate })
 	}
 	currency := billing.QuoteCurrency(c.Pricing)
 	state := o.State
