@@ -286,14 +286,22 @@ func ambiguous() error {
 		Kind: fmt.Errorf("%w: %w", ErrAmbiguous, provider.ErrPermanent)}
 }
 
-// Check makes one cheap authenticated call: a read of a task id that does not exist, which
-// DashScope answers 200 with task_status UNKNOWN for a working key, and 401 for a refused one.
+// checkTaskID is the task Check reads: a well-formed id no task has.
+const checkTaskID = "00000000-0000-0000-0000-000000000000"
+
+// Check makes one cheap authenticated call that starts no paid job: a read of a task id that
+// does not exist, which DashScope answers 200 with task_status UNKNOWN for a working key, and
+// 401 (or 403) for a refused one. A refusal of the id itself (a 4xx other than 401/403) also
+// proves the key and the base URL: the service authenticated the call before reading the id.
 func (c *Client) Check(ctx context.Context) error {
 	var t task
-	if err := c.call(ctx, http.MethodGet, tasksPath+"/mediagen-check", nil, &t); err != nil {
+	err := c.call(ctx, http.MethodGet, tasksPath+"/"+checkTaskID, nil, &t)
+	switch {
+	case errors.Is(err, provider.ErrPermanent):
+		return nil
+	case err != nil:
 		return err
-	}
-	if t.Output.TaskStatus == "" {
+	case t.Output.TaskStatus == "":
 		return errors.New("dashscope: the task read answered without output.task_status")
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -301,6 +302,26 @@ func TestCheckProvesTheKey(t *testing.T) {
 	bad, _ := dashscope.New(dashscope.Config{BaseURL: f.Base(), APIKey: "sk-wrong", HTTP: f.Client()})
 	if err := bad.Check(context.Background()); !errors.Is(err, provider.ErrAccount) {
 		t.Fatalf("check with a wrong key = %v, want ErrAccount", err)
+	}
+	// A service that refuses the id itself (400) has authenticated the key; one answering
+	// garbage or 5xx has not shown anything.
+	for body, ok := range map[string]bool{
+		`400 {"code":"InvalidParameter","message":"x","request_id":"r"}`: true,
+		`500 {"code":"InternalError","message":"x","request_id":"r"}`:    false,
+		`200 <html>`:                         false,
+		`200 {"request_id":"r","output":{}}`: false,
+	} {
+		status, text, _ := strings.Cut(body, " ")
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			code, _ := strconv.Atoi(status)
+			w.WriteHeader(code)
+			_, _ = io.WriteString(w, text)
+		}))
+		c, _ := dashscope.New(dashscope.Config{BaseURL: srv.URL, APIKey: key})
+		if err := c.Check(context.Background()); (err == nil) != ok {
+			t.Errorf("check against %s: %v, want ok %v", body, err, ok)
+		}
+		srv.Close()
 	}
 }
 
