@@ -71,13 +71,14 @@ func dashscopeRig(t *testing.T, cfg dashscopefake.Config, args ...string) (*e2e,
 // on the fake DashScope built from the published reference: the creates are in the documented
 // format (the fake records any field out of it), the result is copied into this service's
 // storage and measured, the tenant is charged the tokens of the measured video (DashScope
-// reports seconds, not tokens), the operator's cost is the measured seconds × the account's
+// reports seconds, not tokens), the operator's cost is the reported seconds × the account's
 // per_second at the request's resolution, each task makes one upstream job, requests Wan
 // cannot serve are refused at submission, and the key appears in no log, view or metric.
 func TestDashScopeAccountRunsTextAndFirstFrameTasksAndChargesTheMeasuredVideo(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	clip := colorClip(t, dir, "wan.mp4", 320, 180, 24, 5)
+	// 4.5 s: DashScope reports the 5 s asked (usage.video_duration), which is what it bills.
+	clip := colorClip(t, dir, "wan.mp4", 320, 180, 24, 4.5)
 	frame := pngOf(t, 64, 36)
 	cdn := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
@@ -114,8 +115,8 @@ func TestDashScopeAccountRunsTextAndFirstFrameTasksAndChargesTheMeasuredVideo(t 
 	}
 	_, info := e.download(task.Metadata.URL, "wan.mp4")
 	tokens := billing.NativeTokens(info.Width, info.Height, min(info.FPS, billing.NativeFPS), info.Billable())
-	if info.Width != 320 || !near(info.Duration, 5, 0.1) || task.Usage == nil || task.Usage.CompletionTokens != tokens {
-		t.Errorf("result %+v, usage %+v; want the 5 s clip billed its %d tokens", info, task.Usage, tokens)
+	if info.Width != 320 || !near(info.Duration, 4.5, 0.1) || task.Usage == nil || task.Usage.CompletionTokens != tokens {
+		t.Errorf("result %+v, usage %+v; want the 4.5 s clip billed its %d tokens", info, task.Usage, tokens)
 	}
 	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), tokens)
 	if got := e.used(); got != want {
@@ -140,15 +141,16 @@ func TestDashScopeAccountRunsTextAndFirstFrameTasksAndChargesTheMeasuredVideo(t 
 		t.Errorf("wire format: %s", v)
 	}
 
-	// The operator's cost: the measured seconds at the request's resolution.
+	// The operator's cost: the seconds DashScope reported (5, the clip measures 4.5) at the
+	// request's resolution.
 	now := time.Now().UTC().Truncate(time.Hour)
 	rows, err := m.db.UsageReport(context.Background(), store.UsageQuery{From: now.Add(-time.Hour), To: now.Add(2 * time.Hour),
 		GroupBy: []string{store.UsageByUpstream, store.UsageByRoute}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c480, _ := billing.SecondsCost(20_000, billing.SecondsToMicros(info.Duration))
-	c720, _ := billing.SecondsCost(50_000, billing.SecondsToMicros(info.Duration))
+	c480, _ := billing.SecondsCost(20_000, billing.SecondsToMicros(5))
+	c720, _ := billing.SecondsCost(50_000, billing.SecondsToMicros(5))
 	if len(rows) != 1 || rows[0].Upstream != "wan-main" || rows[0].CostCurrency != "USD" || rows[0].Cost != c480+c720 {
 		t.Errorf("cost rows %+v, want one native row on wan-main costing %s USD", rows, c480+c720)
 	}
@@ -264,8 +266,9 @@ func TestDashScopeRefusalsAndStuckAccountsEndRefunded(t *testing.T) {
 }
 
 // DashScope returns a 60 s video for a 5 s request and reports usage.video_duration 60: the
-// stored result is cut to the request, the charge stays within the reservation, and what the
-// upstream did beyond the request is the operator's, recorded as upstream excess.
+// stored result is cut to the request, the charge stays within the reservation, what the
+// upstream did beyond the request is the operator's, recorded as upstream excess (duration,
+// and usage_over for the reported seconds), and the operator's cost is the 60 s billed.
 func TestDashScopeVideoLongerThanTheRequestIsCutAndRecordedAsExcess(t *testing.T) {
 	t.Parallel()
 	clip := colorClip(t, t.TempDir(), "long.mp4", 832, 480, 24, 60)
@@ -283,7 +286,18 @@ func TestDashScopeVideoLongerThanTheRequestIsCutAndRecordedAsExcess(t *testing.T
 	if info.Length() > 5.25 {
 		t.Errorf("the stored result measures %v s, want it cut to at most 5.25 s", info.Length())
 	}
-	e.expectExcess(id, map[string]string{billing.ExcessDuration: "wan-main"})
+	// Cut from 60 s, and usage.video_duration reported for all 60 s.
+	e.expectExcess(id, map[string]string{billing.ExcessDuration: "wan-main", billing.ExcessUsageOver: "wan-main"})
+	// The operator's cost is what DashScope bills: the 60 reported seconds at 480p.
+	now := time.Now().UTC().Truncate(time.Hour)
+	rows, err := e.m.db.UsageReport(context.Background(), store.UsageQuery{From: now.Add(-time.Hour), To: now.Add(2 * time.Hour),
+		GroupBy: []string{store.UsageByUpstream}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := billing.SecondsCost(20_000, billing.SecondsToMicros(60)); len(rows) != 1 || rows[0].Cost != want {
+		t.Errorf("cost rows %+v, want %s USD for 60 s", rows, want)
+	}
 }
 
 // TestDashScopeFaultsEndEveryTaskWithAtMostOneJobAndTheRightMoney runs 40 tasks

@@ -160,6 +160,10 @@ type Output struct {
 	ContentType string
 	// CompletionTokens is the upstream's usage for generation jobs.
 	CompletionTokens int64
+	// UsageSeconds is the seconds of output the upstream bills for the job, when it reports
+	// them (DashScope's usage.video_duration; 0: not reported): the operator's cost, and
+	// usage beyond the request is upstream excess.
+	UsageSeconds float64
 }
 
 // Job is the state of an upstream job.

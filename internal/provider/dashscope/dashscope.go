@@ -183,10 +183,10 @@ func (c *Client) PollGeneration(ctx context.Context, id string) (provider.Job, e
 		if t.Output.VideoURL == "" {
 			return provider.Job{}, fmt.Errorf("dashscope: task succeeded without a video URL: %w", provider.ErrTransient)
 		}
-		// No tokens: DashScope bills seconds of output (usage.video_duration), so the task is
-		// billed the tokens of the measured video, and its cost is the measured seconds.
+		// No tokens: DashScope bills seconds of output (usage.video_duration). The tenant is
+		// billed the tokens of the measured video; the operator's cost is the reported seconds.
 		return provider.Job{Status: provider.StatusSucceeded, Progress: 100, Output: &provider.Output{
-			Source: provider.Source{URL: t.Output.VideoURL}, ContentType: "video/mp4"}}, nil
+			Source: provider.Source{URL: t.Output.VideoURL}, ContentType: "video/mp4", UsageSeconds: t.Usage.VideoDuration}}, nil
 	case "FAILED", "CANCELED":
 		return provider.Job{Status: provider.StatusFailed, Progress: 100, ErrorCode: "video_generation_failed", ErrorMessage: publicMessage(t.Output.Code)}, nil
 	case "UNKNOWN":
