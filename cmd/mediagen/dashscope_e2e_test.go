@@ -265,6 +265,27 @@ func TestDashScopeRefusalsAndStuckAccountsEndRefunded(t *testing.T) {
 	}
 }
 
+// A result link that has expired (DashScope's are valid 24 hours) is read again from a fresh
+// task read: the task completes with its one job, charged as any other.
+func TestDashScopeExpiredResultLinkIsReadAgain(t *testing.T) {
+	t.Parallel()
+	clip := colorClip(t, t.TempDir(), "wan.mp4", 160, 90, 12, 5)
+	e, fake, _ := dashscopeRig(t, dashscopefake.Config{Clip: clip, ExpireFirst: 2})
+	id := e.create(`{"model":"demo-video-fast","prompt":"stale link","metadata":{"duration":5,"resolution":"480p","ratio":"16:9"}}`)
+	task := e.wait(id)
+	if task.Status != "completed" || fake.JobsFor("stale link") != 1 {
+		t.Fatalf("task %s %+v with %d jobs; want completed with one", task.Status, task.Error, fake.JobsFor("stale link"))
+	}
+	if n := fake.ExpiredDownloads(); n != 2 {
+		t.Errorf("%d downloads of an expired link, want the 2 handed out", n)
+	}
+	tenant, _ := e.m.cat().Tenant("demo")
+	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), billing.NativeTokens(160, 90, 12, 5))
+	if got := e.used(); got != want {
+		t.Errorf("charged %s, want %s", got, want)
+	}
+}
+
 // DashScope returns a 60 s video for a 5 s request and reports usage.video_duration 60: the
 // stored result is cut to the request, the charge stays within the reservation, what the
 // upstream did beyond the request is the operator's, recorded as upstream excess (duration,

@@ -62,6 +62,9 @@ type Config struct {
 	DropBeforeJob bool
 	// Arrears answers every create 400 Arrearage: the account's payments are overdue.
 	Arrears bool
+	// ExpireFirst hands out the first this many result links already expired (a task read
+	// long after its end, or a clock far apart); later reads give fresh ones.
+	ExpireFirst int
 }
 
 // Server is a running fake DashScope.
@@ -78,6 +81,8 @@ type Server struct {
 	limited    int
 	refused    int
 	lists      int
+	expiredOut int // expired links handed out (ExpireFirst)
+	expiredHit int // downloads refused for an expired link
 	violations []string
 }
 
@@ -145,6 +150,13 @@ func (s *Server) Refused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refused
+}
+
+// ExpiredDownloads is how many result downloads were refused for an expired link.
+func (s *Server) ExpiredDownloads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.expiredHit
 }
 
 // Lists is how many task lists were read.
@@ -354,7 +366,13 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 		// The link is valid 24 hours; a fault hands one out already expired (a fresh poll
 		// gives a fresh one).
 		exp := time.Now().Add(24 * time.Hour)
-		if s.fault(2) == 0 {
+		s.mu.Lock()
+		stale := s.expiredOut < s.cfg.ExpireFirst
+		if stale {
+			s.expiredOut++
+		}
+		s.mu.Unlock()
+		if stale || s.fault(2) == 0 {
 			exp = time.Now().Add(-time.Second)
 		}
 		out["video_url"] = fmt.Sprintf("%s/files/%s.mp4?Expires=%d", s.srv.URL, id, exp.Unix())
@@ -429,6 +447,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	exp, err := strconv.ParseInt(r.URL.Query().Get("Expires"), 10, 64)
 	if err != nil || time.Now().Unix() > exp {
+		s.mu.Lock()
+		s.expiredHit++
+		s.mu.Unlock()
 		http.Error(w, "Request has expired", http.StatusForbidden)
 		return
 	}
