@@ -202,6 +202,8 @@ const (
 	findSkew     = 2 * time.Minute
 	findPageSize = 100
 	findMaxPages = 10
+	// taskRetention is how long DashScope keeps a task (its reference: 24 hours).
+	taskRetention = 24 * time.Hour
 )
 
 // listStamp is the task list's start_time/end_time format (the SDKs' example: 20230420000000).
@@ -241,7 +243,8 @@ func (c *Client) FindGeneration(ctx context.Context, r provider.GenerateRequest,
 		return id, true, nil
 	}
 	if since.IsZero() {
-		since = time.Now()
+		// No recorded submit time: every task DashScope still keeps (24 hours) may be it.
+		since = time.Now().Add(-taskRetention)
 	}
 	oldest := since.Add(-findSkew)
 	for page := 1; page <= findMaxPages; page++ {
