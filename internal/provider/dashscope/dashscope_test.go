@@ -281,6 +281,16 @@ func TestFindGenerationFreesALostCreateOnlyWhenTheAccountMadeNoTaskSinceIt(t *te
 		}
 		noViolations(t, f)
 	})
+	t.Run("without a recorded submit time every task DashScope keeps counts", func(t *testing.T) {
+		f, c := start(t, dashscopefake.Config{Age: 10 * time.Minute})
+		if _, err := c.SubmitGeneration(context.Background(), provider.GenerateRequest{Model: req.Model, Prompt: "old", Resolution: "720p", Ratio: "16:9"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.FindGeneration(context.Background(), req, time.Time{}); !errors.Is(err, dashscope.ErrAmbiguous) {
+			t.Fatalf("find without a submit time = %v; want ambiguous (a 10-minute-old task may be the lost create's)", err)
+		}
+		noViolations(t, f)
+	})
 	t.Run("another model's task does not count", func(t *testing.T) {
 		f, c := start(t, dashscopefake.Config{})
 		since := time.Now()

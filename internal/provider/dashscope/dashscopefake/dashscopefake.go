@@ -62,6 +62,8 @@ type Config struct {
 	DropBeforeJob bool
 	// Arrears answers every create 400 Arrearage: the account's payments are overdue.
 	Arrears bool
+	// Age makes every job as if submitted this long ago (its submit_time and gmt_create).
+	Age time.Duration
 	// ExpireFirst hands out the first this many result links already expired (a task read
 	// long after its end, or a clock far apart); later reads give fresh ones.
 	ExpireFirst int
@@ -291,7 +293,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		seconds = s.cfg.Seconds
 	}
 	s.mu.Lock()
-	j := &job{id: fmt.Sprintf("ds-%08d", len(s.order)+1), model: model, prompt: prompt, end: end, seconds: seconds, submitted: time.Now()}
+	j := &job{id: fmt.Sprintf("ds-%08d", len(s.order)+1), model: model, prompt: prompt, end: end, seconds: seconds, submitted: time.Now().Add(-s.cfg.Age)}
 	s.jobs[j.id] = j
 	s.order = append(s.order, j.id)
 	s.byPrompt[prompt]++
