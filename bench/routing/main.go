@@ -7,11 +7,13 @@
 // if any task made other than exactly one paid job, if any task did not complete, or if the
 // ledger or the charges are off; this command prints that verdict too.
 //
-// -test runs another routing test of the same shape instead: TestRouteAcrossArkAndKlingFallsBackAndSpillsOver
-// routes one alias across kinds, [ark-broken, ark-full, kling-main], the Kling account losing
-// every create's answer.
+// -mix picks the accounts: ark (the test above), ark-kling (TestRouteAcrossArkAndKlingFallsBackAndSpillsOver:
+// [ark-broken, ark-full, kling-main], the Kling account losing every create's answer) or
+// ark-dashscope (TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver: two Ark and two DashScope
+// accounts, a refused key, a DashScope account dropping every create before a job, a full Ark
+// account, a working DashScope account). -test runs any other routing test of the same shape.
 //
-//	go run ./bench/routing [-tasks 500] [-test TestRouteAcrossArkAndKlingFallsBackAndSpillsOver]
+//	go run ./bench/routing [-tasks 500] [-mix ark|ark-kling|ark-dashscope] [-test NAME]
 package main
 
 import (
@@ -26,9 +28,20 @@ import (
 
 func main() {
 	tasks := flag.Int("tasks", 500, "tasks through the routed alias")
-	test := flag.String("test", "TestRouteAcrossFourAccountsMakesOnePaidJobPerTask", "the routing test to run")
+	mix := flag.String("mix", "ark", "the accounts: ark (four Ark accounts), ark-kling or ark-dashscope")
+	other := flag.String("test", "", "a routing test to run instead of -mix's")
 	flag.Parse()
-	cmd := exec.Command("go", "test", "./cmd/mediagen/", "-run", "^"+*test+"$",
+	test := map[string]string{"ark": "TestRouteAcrossFourAccountsMakesOnePaidJobPerTask",
+		"ark-kling":     "TestRouteAcrossArkAndKlingFallsBackAndSpillsOver",
+		"ark-dashscope": "TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver"}[*mix]
+	if *other != "" {
+		test = *other
+	}
+	if test == "" {
+		fmt.Fprintln(os.Stderr, "-mix: want ark, ark-kling or ark-dashscope")
+		os.Exit(2)
+	}
+	cmd := exec.Command("go", "test", "./cmd/mediagen/", "-run", "^"+test+"$",
 		"-count=1", "-v", "-timeout", "60m")
 	cmd.Env = append(os.Environ(), "MEDIAGEN_ROUTE_TASKS="+strconv.Itoa(*tasks))
 	out, err := cmd.StdoutPipe()

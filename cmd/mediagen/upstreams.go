@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/ark"
+	"mediagen/internal/provider/dashscope"
 	"mediagen/internal/provider/kling"
 	"mediagen/internal/provider/minimax"
 	"mediagen/internal/provider/openai"
@@ -62,7 +63,7 @@ type remoteClient interface {
 	Check(ctx context.Context) error
 }
 
-// remoteUpstreams makes the video engine of every remote account (kinds ark and openai).
+// remoteUpstreams makes the video engine of every remote account (kinds ark, openai, dashscope).
 func (m *Main) remoteUpstreams() (map[string]video.Upstream, error) {
 	out := map[string]video.Upstream{}
 	for _, acc := range m.cat().Accounts() {
@@ -121,6 +122,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 		}
 	case catalog.KindMiniMax:
 		c, err = minimax.New(minimax.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
+	case catalog.KindDashScope:
+		c, err = dashscope.New(dashscope.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}

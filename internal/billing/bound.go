@@ -32,11 +32,12 @@ const (
 	// charge above the report.
 	ExcessUsageUnder = "usage_under"
 	// ExcessLostCreate: a create's answer was lost on an upstream that can neither be asked
-	// whether it made a job nor be given the same create safely (no idempotency key, no
-	// search; minimax). The task failed, refunded, rather than risk a second paid job; the
-	// job the lost create may have made is the operator's possible loss. Claimed and Amount
-	// are the task's reservation: the most such a job could have been billed. The only kind
-	// a failed task records.
+	// whether it made a job nor be given the same create safely (minimax: no idempotency key,
+	// no search; dashscope: a task list whose tasks carry nothing of ours, when it shows a
+	// task that may be the lost one). The task failed, refunded, rather than risk a second
+	// paid job; the job the lost create may have made is the operator's possible loss. Claimed
+	// and Amount are the task's reservation: the most such a job could have been billed. The
+	// only kind a failed task records.
 	ExcessLostCreate = "lost_create"
 )
 

@@ -27,6 +27,14 @@ type Accounts func(name string) (catalog.UpstreamAccount, bool)
 // are used): what the upstream bills, which may differ from the tokens billed to the tenant
 // (bounded by the measured video, docs/billing.md).
 func WithTaskCost(d store.UsageDelta, t store.Task, reported int64, accounts Accounts) store.UsageDelta {
+	return WithTaskCostSeconds(d, t, reported, 0, accounts)
+}
+
+// WithTaskCostSeconds is WithTaskCost with the seconds of output the upstream reported
+// (DashScope's usage.video_duration; 0: none, then the result's measured seconds are used):
+// what a per-second upstream bills, which may differ from the seconds the tenant is billed
+// (the stored result is cut to the request).
+func WithTaskCostSeconds(d store.UsageDelta, t store.Task, reported int64, reportedSeconds float64, accounts Accounts) store.UsageDelta {
 	var req struct {
 		Upstream    string `json:"upstream"`
 		GenerateRes string `json:"generate_resolution"`
@@ -81,7 +89,11 @@ func WithTaskCost(d store.UsageDelta, t store.Task, reported int64, accounts Acc
 		resolution = q.Band
 	}
 	if rate, ok := cost.SecondRate(resolution); ok {
-		return withCost(d, cost.Currency, func() (money.Micros, error) { return SecondsCost(rate, SecondsToMicros(res.Duration)) })
+		secs := res.Duration
+		if reportedSeconds > 0 {
+			secs = reportedSeconds
+		}
+		return withCost(d, cost.Currency, func() (money.Micros, error) { return SecondsCost(rate, SecondsToMicros(secs)) })
 	}
 	return d
 }

@@ -86,3 +86,19 @@ func TestSpeechCostPerCharacter(t *testing.T) {
 		t.Errorf("a failed speech: %s %q, want 0 EUR", d.Cost, d.CostCurrency)
 	}
 }
+
+// An upstream that reports the seconds it bills (DashScope's usage.video_duration) costs those
+// seconds, not the stored result's (cut to the request); without a report, the stored ones.
+func TestTaskCostUsesTheReportedSeconds(t *testing.T) {
+	t.Parallel()
+	task := store.Task{ID: "vid_1", Route: "native", Status: store.StatusCompleted, Pricing: []byte(`{"currency":"USD"}`),
+		Request: []byte(`{"upstream":"oai","request":{"Native":{"Resolution":"720p"}}}`), Result: []byte(`{"duration":5.25}`)}
+	for _, tc := range []struct {
+		reported float64
+		want     money.Micros
+	}{{60, 6_000_000}, {5, 500_000}, {0, 525_000}} {
+		if d := WithTaskCostSeconds(TaskUsage(task), task, 0, tc.reported, testAccounts); d.Cost != tc.want || d.CostCurrency != "EUR" {
+			t.Errorf("reported %v s: cost %s %q, want %s EUR", tc.reported, d.Cost, d.CostCurrency, tc.want)
+		}
+	}
+}

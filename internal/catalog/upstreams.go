@@ -42,10 +42,14 @@ const (
 	// KindMiniMax is MiniMax's Hailuo video API (POST /v1/video_generation, task query, file
 	// retrieval): native generation (and production's first half).
 	KindMiniMax UpstreamKind = "minimax"
+	// KindDashScope is Alibaba Cloud Model Studio (DashScope) video synthesis, the Wan
+	// models, over HTTPS with an API key (China or international endpoint by base_url):
+	// native generation (and production's first half). dashscope.go has its capabilities.
+	KindDashScope UpstreamKind = "dashscope"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope)
 	return err
 }
 
@@ -61,7 +65,7 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return p == ProductEnhancement
 	case KindEspeak:
 		return p == ProductSpeech
-	case KindArk:
+	case KindArk, KindDashScope:
 		return p == ProductNative || p == ProductProduction
 	case KindOpenAI:
 		return p == ProductNative || p == ProductProduction || p == ProductSpeech
@@ -92,6 +96,8 @@ func (k UpstreamKind) GenerateResolutions() []string {
 		return klingResolutions
 	case KindMiniMax:
 		return minimaxResolutions
+	case KindDashScope:
+		return dashscopeResolutions
 	}
 	return nil
 }
@@ -122,6 +128,8 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		return refuseKling(req, g)
 	case KindMiniMax:
 		return refuseMiniMax(req, g)
+	case KindDashScope:
+		return refuseDashScope(req, g)
 	}
 	return "", ""
 }
@@ -192,7 +200,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 
 // Remote reports a kind reached over the network with credentials.
 func (k UpstreamKind) Remote() bool {
-	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax
+	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope
 }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
@@ -376,7 +384,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai or kling)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax or dashscope)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:

@@ -169,6 +169,10 @@ type Output struct {
 	ContentType string
 	// CompletionTokens is the upstream's usage for generation jobs.
 	CompletionTokens int64
+	// UsageSeconds is the seconds of output the upstream bills for the job, when it reports
+	// them (DashScope's usage.video_duration; 0: not reported): the operator's cost, and
+	// usage beyond the request is upstream excess.
+	UsageSeconds float64
 }
 
 // Job is the state of an upstream job.
@@ -192,7 +196,9 @@ type Generator interface {
 // started although its answer never reached us (a crash, a timeout, a 5xx after the job was
 // made): for upstreams without idempotency tokens. since is when that submit was about to be
 // made. The pipeline asks before a submit that may repeat one, so a retry does not start a
-// second paid job.
+// second paid job. An error of kind ErrOutcomeUnknown answers "the account cannot tell whether
+// that submit made a job": the task then fails, refunded, and is never submitted again (its
+// possible job is recorded as the operator's upstream excess, lost_create).
 type GenerationFinder interface {
 	FindGeneration(ctx context.Context, r GenerateRequest, since time.Time) (jobID string, found bool, err error)
 }

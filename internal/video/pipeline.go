@@ -213,6 +213,8 @@ type pipeState struct {
 	PollErrors   int    `json:"poll_errors,omitempty"`
 	Intermediate string `json:"intermediate,omitempty"` // blob key of the generation output (production)
 	Tokens       int64  `json:"tokens,omitempty"`
+	// Seconds are the seconds of output the generation's upstream reported (0: none).
+	Seconds float64 `json:"seconds,omitempty"`
 	// Excess is what the generation half of a production task did beyond the request (its
 	// result cut to the request's bound), kept until the settlement records it.
 	Excess []billing.Excess `json:"excess,omitempty"`
@@ -546,7 +548,7 @@ func (s *stepCtx) poll(ctx context.Context, half string) (Outcome, string, error
 			return Outcome{}, "", errors.New("upstream reported success without output")
 		}
 		if half == "gen" {
-			s.st.Tokens = job.Output.CompletionTokens
+			s.st.Tokens, s.st.Seconds = job.Output.CompletionTokens, job.Output.UsageSeconds
 			if s.c.Route == string(contract.RouteProduction) {
 				return s.keepIntermediate(ctx, job.Output)
 			}

@@ -166,11 +166,18 @@ func (s *stepCtx) finish(ctx context.Context, out *provider.Output) (Outcome, st
 		e.Upstream = s.account()
 		excess = append(excess, e)
 	}
+	if r.Native != nil {
+		if e := secondsOver(s.quote, s.st.Seconds, info.Width, info.Height, info.FPS, settled.Charge); e != nil {
+			e.Upstream = s.account()
+			excess = append(excess, *e)
+		}
+	}
 	body, err := json.Marshal(res)
 	if err != nil {
 		return Outcome{}, "", err
 	}
-	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: body, Charge: settled.Charge, Excess: excess, UpstreamTokens: s.st.Tokens}}, "", nil
+	return Outcome{Final: &Final{Status: store.StatusCompleted, Result: body, Charge: settled.Charge, Excess: excess,
+		UpstreamTokens: s.st.Tokens, UpstreamSeconds: s.st.Seconds}}, "", nil
 }
 
 func enhRouteOf(e *contract.EnhancementParams) string {

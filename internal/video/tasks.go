@@ -63,12 +63,16 @@ type Final struct {
 	// upstream's own answer or the error, where ErrorMessage is what the client may read.
 	Internal string
 	// Excess is what the task's upstreams did beyond its request, recorded with the
-	// settlement (store.UpstreamExcess); only a completed task has any.
+	// settlement (store.UpstreamExcess); only a completed task has any, but for a failed
+	// task's lost create (billing.ExcessLostCreate).
 	Excess []billing.Excess
 	// UpstreamTokens are the completion tokens the upstream reported for the job it ran
 	// (production: the generation half's), 0 when it reported none: what the operator's cost
 	// is priced on (billing.WithTaskCost), which may differ from the tokens billed.
 	UpstreamTokens int64
+	// UpstreamSeconds are the seconds of output the upstream reported (0: none): the
+	// operator's cost on an account priced per second (billing.WithTaskCostSeconds).
+	UpstreamSeconds float64
 }
 
 // Stepper runs the steps of tasks (the Pipeline; a script in tests). Step returns an error
@@ -350,7 +354,7 @@ func (h *Tasks) final(ctx context.Context, c store.TaskRun, o Outcome, attempt i
 			if ran := ranOn(c.Request, state); ran != "" {
 				usage.Upstream = ran // a routed task counts, and is costed, on the account it ran on
 			}
-			over, err := billing.SettleUsage(ctx, tx, c.ID, billing.WithTaskCost(usage, settled, f.UpstreamTokens, h.Accounts), now)
+			over, err := billing.SettleUsage(ctx, tx, c.ID, billing.WithTaskCostSeconds(usage, settled, f.UpstreamTokens, f.UpstreamSeconds, h.Accounts), now)
 			if err != nil {
 				return err
 			}
