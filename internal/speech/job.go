@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"mediagen/internal/jobs"
+	"mediagen/internal/media/budget"
 	"mediagen/internal/store"
 )
 
@@ -77,6 +78,9 @@ type generator struct{ s *Service }
 // for it any more.
 func (g generator) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs.Outcome, error) {
 	s := g.s
+	// A client holds its request open for this generation: its media processes go before
+	// background work (renders) waiting in the media budget.
+	ctx = budget.WaitedFor(ctx)
 	rec, err := s.Store.Speech(ctx, j.Ref)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -28,7 +28,9 @@ func TestSpeechIsRefusedBeforeAcceptanceWhenTheMediaBudgetIsFull(t *testing.T) {
 	}
 	waiting, stop := context.WithCancel(other)
 	defer stop()
-	go func() { _, _ = media.Acquire(waiting, "ffmpeg") }()
+	// Another client's speech waits (request-path work): background renders waiting would
+	// not refuse it (TestRequestPathWorkGoesBeforeWaitingBackgroundWork).
+	go func() { _, _ = media.Acquire(budget.WaitedFor(waiting), "espeak-ng") }()
 	testkit.WaitFor(t, 10*time.Second, "bolt's second process not waiting", func() bool { return media.Usage().Waiting == 1 })
 	before := e.balance()
 

@@ -102,6 +102,17 @@ func (b *Budget) Usage() Usage { return b.fair.Usage() }
 // heldKey marks a context whose work already holds a slot of a budget (Reserve).
 type heldKey struct{}
 
+// waitedForKey marks a context whose work a client is waiting for (WaitedFor).
+type waitedForKey struct{}
+
+// WaitedFor marks work that a client waits for on an open request (a synchronous speech
+// generation, even when a job runs it): its processes take the next free slot before any
+// background work waiting (Fair.AcquireFirst). Without it, a tenant's queue of renders would
+// hold its own speech behind them for minutes, or have it refused at once.
+func WaitedFor(ctx context.Context) context.Context {
+	return context.WithValue(ctx, waitedForKey{}, true)
+}
+
 // Acquire takes a slot for one media process of the work in ctx (tenantctx), waiting as long
 // as ctx lets it; the returned func gives it back. Work that holds a slot from Reserve runs its
 // processes under that slot (one at a time, as every caller runs them). It implements
@@ -113,7 +124,11 @@ func (b *Budget) Acquire(ctx context.Context, tool string) (release func(), err 
 	}
 	tenant, key := tenantctx.From(ctx)
 	start := time.Now()
-	release, err = b.fair.Acquire(ctx, tenant, key)
+	acquire := b.fair.Acquire
+	if ctx.Value(waitedForKey{}) != nil {
+		acquire = b.fair.AcquireFirst
+	}
+	release, err = acquire(ctx, tenant, key)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for a media slot: %w", err)
 	}
@@ -135,7 +150,7 @@ func (b *Budget) Reserve(ctx context.Context, work string) (context.Context, fun
 	wctx, cancel := context.WithTimeout(ctx, b.wait)
 	defer cancel()
 	start := time.Now()
-	release, err := b.fair.Acquire(wctx, tenant, key)
+	release, err := b.fair.AcquireFirst(wctx, tenant, key)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
@@ -146,17 +161,18 @@ func (b *Budget) Reserve(ctx context.Context, work string) (context.Context, fun
 	return context.WithValue(ctx, heldKey{}, b), release, nil
 }
 
-// Admit refuses at once request-path work that would queue behind a full round of slots, or
-// whose tenant already holds its share while others wait: synchronous work checks it before
-// it is accepted, so nothing is reserved or charged for a refusal. Admitted work then waits
-// in Acquire within its own bound.
+// Admit refuses at once request-path work that would queue behind a full round of other
+// request-path work (WaitedFor, Reserve), or behind some while its tenant already holds its
+// share: synchronous work checks it before it is accepted, so nothing is reserved or charged
+// for a refusal. Background work waiting (renders) does not count: request-path work goes
+// before it. Admitted work then waits in Acquire within its own bound.
 func (b *Budget) Admit(ctx context.Context, work string) error {
 	if b == nil {
 		return nil
 	}
 	tenant, _ := tenantctx.From(ctx)
 	u := b.fair.Usage()
-	if u.Waiting == 0 || u.Waiting < u.Size && !b.fair.OverShare(tenant) {
+	if u.WaitingFirst == 0 || u.WaitingFirst < u.Size && !b.fair.OverShare(tenant) {
 		return nil
 	}
 	return b.refuse(work, tenant)

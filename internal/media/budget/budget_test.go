@@ -121,6 +121,7 @@ func TestRequestPathWorkIsRefusedWithRetryAfterWhenTheBudgetIsFull(t *testing.T)
 	}
 	ctx, cancel := context.WithCancel(as("bolt", "k"))
 	defer cancel()
+	ctx = WaitedFor(ctx) // request-path work: what Admit counts
 	go func() { _, _ = b.Acquire(ctx, "ffmpeg") }()
 	testkit.WaitFor(t, 5*time.Second, "bolt's work not waiting", func() bool { return b.Usage().Waiting == 1 })
 
@@ -246,4 +247,46 @@ func TestDefaultMediaSlotsFollowCoresAndMemory(t *testing.T) {
 	if n := DefaultSize(); n < 2 || n > MaxSize {
 		t.Errorf("DefaultSize() = %d", n)
 	}
+}
+
+// Background work waiting (a tenant's queue of renders) neither refuses a synchronous request
+// nor goes before it: request-path work takes the next free slot, even when its tenant holds
+// every slot and its own renders wait. Before, a single tenant's render backlog refused its
+// own speech (429) until the backlog drained.
+func TestRequestPathWorkGoesBeforeWaitingBackgroundWork(t *testing.T) {
+	t.Parallel()
+	b := New(Config{Size: 2, RequestWait: time.Minute})
+	r1, _ := b.Acquire(as("acme", "k"), "ffmpeg")
+	r2, _ := b.Acquire(as("acme", "k"), "ffmpeg")
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	run := func(ctx context.Context, name string) {
+		wg.Go(func() {
+			release, err := b.Acquire(ctx, "ffmpeg")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			release()
+		})
+	}
+	for i := range 4 {
+		run(as("acme", "k"), fmt.Sprint("render", i))
+		testkit.WaitFor(t, 5*time.Second, "renders not waiting", func() bool { return b.Usage().Waiting == i+1 })
+	}
+	if err := b.Admit(as("acme", "k"), WorkSpeech); err != nil {
+		t.Fatalf("speech refused while only background work waits: %v", err)
+	}
+	run(WaitedFor(as("acme", "k")), "speech")
+	testkit.WaitFor(t, 5*time.Second, "speech not waiting", func() bool { return b.Usage().WaitingFirst == 1 })
+	r1()
+	wg.Wait() // the renders and the speech take turns on the freed slot; r2 is held throughout
+	if order[0] != "speech" {
+		t.Fatalf("served in order %v; want the speech first", order)
+	}
+	r2()
 }

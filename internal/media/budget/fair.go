@@ -32,6 +32,7 @@ type Fair struct {
 type fairWaiter struct {
 	tenant, key string
 	seq         uint64
+	first       bool          // AcquireFirst: goes before every waiter without it
 	ready       chan struct{} // closed when the slot is granted
 }
 
@@ -45,9 +46,21 @@ func NewFair(n int) *Fair {
 // Acquire waits for a slot for work of tenant's key until ctx ends; the returned func gives
 // it back (calling it again does nothing).
 func (s *Fair) Acquire(ctx context.Context, tenant, key string) (release func(), err error) {
+	return s.acquire(ctx, tenant, key, false)
+}
+
+// AcquireFirst is Acquire for work a client is waiting for: it is granted the next free slot
+// before any waiting work acquired with Acquire, whoever holds the slots. Background work (a
+// render whose job holds a lease and whose client polls) waits a moment longer; a request
+// holding a connection open does not wait behind a queue of renders.
+func (s *Fair) AcquireFirst(ctx context.Context, tenant, key string) (release func(), err error) {
+	return s.acquire(ctx, tenant, key, true)
+}
+
+func (s *Fair) acquire(ctx context.Context, tenant, key string, first bool) (release func(), err error) {
 	s.mu.Lock()
 	s.seq++
-	w := &fairWaiter{tenant: tenant, key: key, seq: s.seq, ready: make(chan struct{})}
+	w := &fairWaiter{tenant: tenant, key: key, seq: s.seq, first: first, ready: make(chan struct{})}
 	s.waiting = append(s.waiting, w)
 	s.grantLocked()
 	s.mu.Unlock()
@@ -78,6 +91,8 @@ func (s *Fair) Acquire(ctx context.Context, tenant, key string) (release func(),
 // Usage is a snapshot of a Fair.
 type Usage struct {
 	Size, InUse, Waiting int
+	// WaitingFirst is how many of the waiting came through AcquireFirst.
+	WaitingFirst int
 	// Tenants is how many tenants hold or wait for a slot.
 	Tenants int
 }
@@ -93,6 +108,9 @@ func (s *Fair) usageLocked() Usage {
 	u := Usage{Size: s.size, InUse: s.size - s.free, Waiting: len(s.waiting), Tenants: len(s.tenants)}
 	seen := map[string]bool{}
 	for _, w := range s.waiting {
+		if w.first {
+			u.WaitingFirst++
+		}
 		if s.tenants[w.tenant] == 0 && !seen[w.tenant] {
 			seen[w.tenant] = true
 			u.Tenants++
@@ -182,9 +200,18 @@ func (s *Fair) grantLocked() {
 func (s *Fair) before(a, b *fairWaiter) bool {
 	ka, kb := [2]string{a.tenant, a.key}, [2]string{b.tenant, b.key}
 	return cmp.Or(
+		cmp.Compare(rank(a.first), rank(b.first)),
 		cmp.Compare(s.tenants[a.tenant], s.tenants[b.tenant]),
 		cmp.Compare(s.keys[ka], s.keys[kb]),
 		cmp.Compare(s.lastT[a.tenant], s.lastT[b.tenant]),
 		cmp.Compare(s.lastK[ka], s.lastK[kb]),
 		cmp.Compare(a.seq, b.seq)) < 0
+}
+
+// rank orders work a client waits for (first) before the rest.
+func rank(first bool) int {
+	if first {
+		return 0
+	}
+	return 1
 }
