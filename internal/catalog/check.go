@@ -32,6 +32,11 @@ func (c *Catalog) check() error {
 			if a.EnhanceModel != "" {
 				upstreamModels[a.EnhanceModel] = true
 			}
+			for _, e := range append(slices.Clone(a.Upstreams), a.EnhanceUpstreams...) {
+				if e.Model != "" {
+					upstreamModels[e.Model] = true
+				}
+			}
 		}
 	}
 	var errs []error
