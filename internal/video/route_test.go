@@ -37,12 +37,14 @@ type scriptAccount struct {
 	idempotent bool
 	jobs       map[string]int // idempotency key → jobs made
 	creates    int
+	models     []string // the model of each create, in order
 }
 
 func (a *scriptAccount) SubmitGeneration(_ context.Context, r provider.GenerateRequest) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.creates++
+	a.models = append(a.models, r.Model)
 	ans := ansOK
 	if len(a.script) > 0 {
 		ans, a.script = a.script[0], a.script[1:]
