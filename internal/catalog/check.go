@@ -32,6 +32,11 @@ func (c *Catalog) check() error {
 			if a.EnhanceModel != "" {
 				upstreamModels[a.EnhanceModel] = true
 			}
+			for _, e := range append(slices.Clone(a.Upstreams), a.EnhanceUpstreams...) {
+				if e.Model != "" {
+					upstreamModels[e.Model] = true
+				}
+			}
 		}
 	}
 	var errs []error
@@ -71,8 +76,10 @@ func (c *Catalog) checkBindings() []error {
 			if a == nil || a.Upstream == "" {
 				continue
 			}
-			// Every account of the list must serve the alias on its own: a task may run on
-			// any of them. The same per-kind rules as a single account.
+			// Every account of the list must serve the alias's product on its own, by the
+			// same per-kind rules as a single account; what a request asks beyond that is
+			// held against each account's kind at submission, and a task is given only the
+			// accounts that can do it (video.capable).
 			for _, name := range a.Accounts() {
 				acc, ok := c.Upstream(string(name))
 				switch {

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -38,7 +37,7 @@ func (a *Alias) RoutingStrategy() Strategy {
 // other products), in the catalog's order: upstreams, or the one upstream.
 func (a *Alias) Accounts() []Upstream {
 	if len(a.Upstreams) > 0 {
-		return slices.Clone(a.Upstreams)
+		return names(a.Upstreams)
 	}
 	if a.Upstream == "" {
 		return nil
@@ -50,7 +49,7 @@ func (a *Alias) Accounts() []Upstream {
 // enhance_upstreams, or the one EnhancementUpstream.
 func (a *Alias) EnhancementAccounts() []Upstream {
 	if len(a.EnhanceUpstreams) > 0 {
-		return slices.Clone(a.EnhanceUpstreams)
+		return names(a.EnhanceUpstreams)
 	}
 	if u := a.EnhancementUpstream(); u != "" {
 		return []Upstream{u}
@@ -117,11 +116,13 @@ func (u *UpstreamAccount) checkBreaker() []error {
 
 // checkRouting checks the alias's routing fields on their own (the accounts themselves are
 // checked by checkBindings): upstream and upstreams exclusive, no duplicates, weights for
-// weighted only, one positive weight per account. It makes the first account of a list the
-// alias's Upstream (and EnhanceUpstream), the binding every single-account reader uses.
+// weighted only, one positive weight per account, a model for every entry. It makes the
+// first account of a list the alias's Upstream (and EnhanceUpstream), the binding every
+// single-account reader uses.
 func (a *Alias) checkRouting() []string {
 	var msgs []string
-	list := func(field, single string, names []Upstream, one *Upstream) {
+	list := func(field, single string, entries []RouteEntry, one *Upstream) {
+		names := names(entries)
 		if len(names) == 0 {
 			return
 		}
@@ -143,10 +144,12 @@ func (a *Alias) checkRouting() []string {
 		*one = names[0]
 	}
 	list("upstreams", "upstream", a.Upstreams, &a.Upstream)
+	msgs = append(msgs, checkEntryModels("upstreams", "model", a.Upstreams, &a.Model)...)
 	if len(a.EnhanceUpstreams) > 0 && a.Product != ProductProduction {
 		msgs = append(msgs, "enhance_upstreams does not apply to product "+string(a.Product))
 	} else {
 		list("enhance_upstreams", "enhance_upstream", a.EnhanceUpstreams, &a.EnhanceUpstream)
+		msgs = append(msgs, checkEntryModels("enhance_upstreams", "enhance_model", a.EnhanceUpstreams, &a.EnhanceModel)...)
 	}
 	switch {
 	case a.RoutingStrategy() == StrategyWeighted && len(a.Weights) != len(a.Accounts()):

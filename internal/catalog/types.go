@@ -156,11 +156,12 @@ type Alias struct {
 	// Routing (routing.go, docs/upstreams.md#routing): several accounts instead of upstream,
 	// how a task picks among them, and the weights of strategy weighted (one per account).
 	// The first account becomes Upstream once checked. EnhanceUpstreams is the list of a
-	// production alias's enhancement half (tried in priority order).
-	Upstreams        []Upstream `yaml:"upstreams,omitempty"`
-	Strategy         Strategy   `yaml:"strategy,omitempty"`
-	Weights          []int      `yaml:"weights,omitempty"`
-	EnhanceUpstreams []Upstream `yaml:"enhance_upstreams,omitempty"`
+	// production alias's enhancement half (tried in priority order). Each entry may name the
+	// model its account runs (routing_models.go); Model and EnhanceModel are the default.
+	Upstreams        []RouteEntry `yaml:"upstreams,omitempty"`
+	Strategy         Strategy     `yaml:"strategy,omitempty"`
+	Weights          []int        `yaml:"weights,omitempty"`
+	EnhanceUpstreams []RouteEntry `yaml:"enhance_upstreams,omitempty"`
 }
 
 // EnhancementUpstream is the account that runs the alias's enhancement half: enhance_upstream,

@@ -41,6 +41,17 @@ type Stored struct {
 	Upstreams []string `json:"upstreams,omitempty"`
 	Strategy  string   `json:"strategy,omitempty"`
 	Weights   []int    `json:"weights,omitempty"`
+	// UpstreamModels is the model of each routed account whose model is not UpstreamModel
+	// (an alias over an espeak and an openai account names a model for each).
+	UpstreamModels map[string]string `json:"upstream_models,omitempty"`
+}
+
+// modelOn is the upstream model the request runs as on account.
+func (st Stored) modelOn(account string) string {
+	if m, ok := st.UpstreamModels[account]; ok {
+		return m
+	}
+	return st.UpstreamModel
 }
 
 // accounts are the accounts the stored request may run on, in the catalog's order.
@@ -191,9 +202,17 @@ func (d *duplicate) Error() string { return "speech: duplicate client_request_id
 // bounded wait: the job's first run must have the audio by then.
 func (s *Service) accept(ctx context.Context, c keys.Caller, req *contract.SpeechRequest, alias *catalog.Alias, routes []string, q Quote, hash []byte) (store.Speech, Stored, error) {
 	stored := Stored{Model: req.Model, Input: req.Input, Instructions: req.Instructions, Text: req.Text, Mode: req.Mode,
-		Upstream: routes[0], UpstreamModel: alias.Model}
+		Upstream: routes[0], UpstreamModel: alias.ModelOf(catalog.Upstream(routes[0]))}
 	if len(routes) > 1 {
 		stored.Upstreams, stored.Strategy, stored.Weights = routes, string(alias.RoutingStrategy()), alias.Weights
+		for _, r := range routes {
+			if m := alias.ModelOf(catalog.Upstream(r)); m != stored.UpstreamModel {
+				if stored.UpstreamModels == nil {
+					stored.UpstreamModels = map[string]string{}
+				}
+				stored.UpstreamModels[r] = m
+			}
+		}
 		if len(alias.Weights) != len(routes) {
 			stored.Weights = nil // an account left out: the weights no longer pair up
 			if stored.Strategy == string(catalog.StrategyWeighted) {

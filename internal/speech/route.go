@@ -60,6 +60,7 @@ func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider
 		if e == nil {
 			return provider.Speech{}, routed{account: accounts[0]}, errNoEngine{accounts[0]}
 		}
+		preq.Model = st.modelOn(accounts[0])
 		out, err := synthesize(ctx, s.traced(e, accounts[0], tries), preq, transientRetries)
 		return out, routed{account: accounts[0]}, err
 	}
@@ -77,6 +78,7 @@ func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider
 			continue
 		}
 		got.account = a
+		preq.Model = st.modelOn(a) // each account runs the alias as its own model
 		// One retry of a transient error on the account, then the next account; a 429 is
 		// not retried there: the next account at once (the account is avoided for its
 		// Retry-After).

@@ -39,6 +39,10 @@ type Stored struct {
 	Strategy         string   `json:"strategy,omitempty"`
 	Weights          []int    `json:"weights,omitempty"`
 	EnhanceUpstreams []string `json:"enhance_upstreams,omitempty"`
+	// Models and EnhanceModels are the model of each account whose model is not Model (or
+	// EnhanceModel): a routed alias over accounts of different kinds (routemodels.go).
+	Models        map[string]string `json:"upstream_models,omitempty"`
+	EnhanceModels map[string]string `json:"enhance_models,omitempty"`
 	// Assets maps a content index to the asset its asset:// reference resolved to at acceptance.
 	Assets map[int]Asset `json:"assets,omitempty"`
 }
@@ -110,15 +114,11 @@ func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, uploa
 	if c.Catalog != nil {
 		accounts = c.Catalog.Upstream
 	}
-	if accounts != nil {
-		// A routed alias refuses what any of its accounts cannot do: a task may run on any.
-		for _, name := range alias.Accounts() {
-			if acc, ok := accounts(string(name)); ok {
-				if param, msg := acc.Kind.Refuse(req); param != "" {
-					return d, nil, apierr.Invalid(param, msg)
-				}
-			}
-		}
+	// A routed alias admits what at least one of its accounts can do, and the task is given
+	// only those accounts (routemodels.go).
+	routes, weights, refused := capable(alias, req, accounts)
+	if refused != nil {
+		return d, nil, refused
 	}
 	if hashed == nil {
 		hashed = body
@@ -144,19 +144,8 @@ func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, uploa
 		}
 	}
 
-	d.stored = &Stored{Request: req, Upstream: string(alias.Upstream), Model: alias.Model,
-		GenerateRes: string(alias.GenerateResolution), EnhanceModel: alias.EnhanceModel}
-	if alias.Product == catalog.ProductProduction && alias.EnhanceUpstream != "" {
-		d.stored.EnhanceUpstream = string(alias.EnhanceUpstream)
-	}
-	if accts := alias.Accounts(); len(accts) > 1 {
-		d.stored.Upstreams, d.stored.Strategy, d.stored.Weights = names(accts), string(alias.RoutingStrategy()), alias.Weights
-	}
-	if alias.Product == catalog.ProductProduction {
-		if accts := alias.EnhancementAccounts(); len(accts) > 1 {
-			d.stored.EnhanceUpstreams = names(accts)
-		}
-	}
+	d.stored = &Stored{Request: req}
+	bind(d.stored, alias, routes, weights)
 	m, err := s.resolveContent(ctx, c, req, d.stored, upload)
 	if err != nil {
 		return d, nil, err

@@ -25,10 +25,12 @@ func Upstreams(request, state []byte) UpstreamInfo {
 	}
 	// A routed task's accounts are the ones it was bound to (its state), not its alias's
 	// first: the operator sees where its jobs are.
-	u.Account, u.Model, u.EnhanceModel = genAccount(req, st), req.Model, req.EnhanceModel
+	u.Account, u.EnhanceModel = genAccount(req, st), req.EnhanceModel
+	u.Model = req.modelOn(u.Account)
 	u.EnhanceAccount = req.EnhanceUpstream
 	if u.EnhanceModel != "" || st.EnhJob != "" {
 		u.EnhanceAccount = enhAccount(req, st)
+		u.EnhanceModel = req.enhanceModelOn(u.EnhanceAccount)
 	}
 	u.Job, u.EnhanceJob = st.GenJob, st.EnhJob
 	return u

@@ -37,7 +37,7 @@ func (s *stepCtx) inputs() []provider.Input {
 // tier's generation at the alias's bound native resolution.
 func (s *stepCtx) generateRequest(key string) provider.GenerateRequest {
 	r := s.req.Request
-	g := provider.GenerateRequest{IdempotencyKey: key, Tenant: s.c.TenantID, Key: s.c.KeyID, Model: s.req.Model, Prompt: r.Prompt, Seed: r.Seed, Inputs: s.inputs()}
+	g := provider.GenerateRequest{IdempotencyKey: key, Tenant: s.c.TenantID, Key: s.c.KeyID, Model: s.req.modelOn(genAccount(s.req, s.st)), Prompt: r.Prompt, Seed: r.Seed, Inputs: s.inputs()}
 	if n := r.Native; n != nil {
 		g.Resolution, g.Ratio, g.Duration = n.Resolution, n.Ratio, n.Duration
 		g.GenerateAudio, g.Watermark, g.OutputFormat, g.TaskType = n.GenerateAudio, n.Watermark, n.OutputFormat, n.OmniTaskType
@@ -69,7 +69,7 @@ func (s *stepCtx) enhanceRequest(key string) (provider.EnhanceRequest, error) {
 		if s.quote.SourceMicros > 0 {
 			maxSource = float64(s.quote.SourceMicros+billing.OutputSlackMicros) / 1e6
 		}
-		return provider.EnhanceRequest{IdempotencyKey: key, Tenant: s.c.TenantID, Key: s.c.KeyID, Model: s.req.Model, ToolVersion: e.ToolVersion,
+		return provider.EnhanceRequest{IdempotencyKey: key, Tenant: s.c.TenantID, Key: s.c.KeyID, Model: s.req.modelOn(enhAccount(s.req, s.st)), ToolVersion: e.ToolVersion,
 			Source: provider.Source{URL: e.VideoURL}, Resolution: e.Resolution, ShortSide: e.ResolutionLimit,
 			MaxSourceSeconds: maxSource,
 			FPS:              e.FPS, Bitrate: e.Bitrate, BitrateLevel: e.BitrateLevel, BitDepth: e.BitDepth,
@@ -93,7 +93,7 @@ func (s *stepCtx) enhanceRequest(key string) (provider.EnhanceRequest, error) {
 	// The intermediate is bounded like a standalone source: the request's length plus the
 	// slack, what the reservation priced (keepIntermediate cut it to that already). An engine
 	// refuses a longer source and never makes a longer output.
-	return provider.EnhanceRequest{IdempotencyKey: key, Model: s.req.EnhanceModel, ToolVersion: productionTool(p.Tier),
+	return provider.EnhanceRequest{IdempotencyKey: key, Model: s.req.enhanceModelOn(enhAccount(s.req, s.st)), ToolVersion: productionTool(p.Tier),
 		Source: src, Resolution: p.Resolution, FPS: p.FPS, Bitrate: p.Bitrate, BitrateLevel: p.BitrateLevel,
 		BitDepth: p.BitDepth, Scene: p.Scene, EnhanceStyle: p.EnhanceStyle, Prompt: r.Prompt,
 		MaxSourceSeconds: float64(s.quote.LengthBound()) / 1e6}, nil

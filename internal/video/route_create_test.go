@@ -3,6 +3,7 @@ package video
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"mediagen/internal/apierr"
@@ -29,17 +30,18 @@ tenants:
       - alias: acme-fast
         product: native
         family: fast-2.0
-        upstreams: [ark-cn, openai-main]
+        upstreams: [{name: openai-main, model: sora-2}, ark-cn]
         strategy: weighted
-        weights: [3, 1]
-        model: m
+        weights: [1, 3]
+        model: seedance-1-0-pro
     rates:
       native: {acme-fast: 1.5}
 `
 
-// A routed alias accepts only what every one of its accounts can do (a task may run on any),
-// and the accepted task carries the accounts, strategy and weights.
-func TestRoutedAliasRefusesWhatAnyAccountCannotDo(t *testing.T) {
+// A routed alias admits what at least one of its accounts can do, and the accepted task is
+// given only the accounts that can, each with its own model: a task never reaches an account
+// that would refuse it, nor sends one account's model to another.
+func TestRoutedAliasGivesEachTaskOnlyTheAccountsThatCanServeIt(t *testing.T) {
 	t.Parallel()
 	cat, err := catalog.Parse("c.yaml", []byte(routedCatalog))
 	if err != nil {
@@ -49,10 +51,20 @@ func TestRoutedAliasRefusesWhatAnyAccountCannotDo(t *testing.T) {
 	c := keys.Caller{Key: store.Key{ID: "key_1", TenantID: "acme"}, Tenant: tenant, Catalog: cat}
 	tests := []struct {
 		name, body, param string
+		want              Stored // the binding: Upstream, Model, Upstreams, Weights, Models
 	}{
-		{"480p is Ark's only: refused", `{"model":"acme-fast","prompt":"p","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, "metadata.resolution"},
-		{"5 seconds is Ark's only: refused", `{"model":"acme-fast","prompt":"p","metadata":{"duration":5,"resolution":"720p","ratio":"16:9"}}`, "metadata.duration"},
-		{"what both do is accepted", `{"model":"acme-fast","prompt":"p","metadata":{"duration":4,"resolution":"720p","ratio":"16:9"}}`, ""},
+		{"480p is Ark's only: accepted on Ark alone, with Ark's model",
+			`{"model":"acme-fast","prompt":"p","metadata":{"duration":4,"resolution":"480p","ratio":"16:9"}}`, "",
+			Stored{Upstream: "ark-cn", Model: "seedance-1-0-pro"}},
+		{"5 seconds is Ark's only: accepted on Ark alone",
+			`{"model":"acme-fast","prompt":"p","metadata":{"duration":5,"resolution":"720p","ratio":"16:9"}}`, "",
+			Stored{Upstream: "ark-cn", Model: "seedance-1-0-pro"}},
+		{"what both do is routed over both, each with its model and weight",
+			`{"model":"acme-fast","prompt":"p","metadata":{"duration":4,"resolution":"720p","ratio":"16:9"}}`, "",
+			Stored{Upstream: "openai-main", Model: "sora-2", Upstreams: []string{"openai-main", "ark-cn"}, Strategy: "weighted",
+				Weights: []int{1, 3}, Models: map[string]string{"ark-cn": "seedance-1-0-pro"}}},
+		{"what neither does is refused with the first account's reason",
+			`{"model":"acme-fast","prompt":"p","metadata":{"duration":4,"resolution":"720p","ratio":"16:9","output_format":"mov"}}`, "metadata.output_format", Stored{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,8 +85,10 @@ func TestRoutedAliasRefusesWhatAnyAccountCannotDo(t *testing.T) {
 			if err := json.Unmarshal(st.tasks[task.ID].Request, &stored); err != nil {
 				t.Fatal(err)
 			}
-			if stored.Upstream != "ark-cn" || len(stored.Upstreams) != 2 || stored.Strategy != "weighted" || len(stored.Weights) != 2 {
-				t.Errorf("stored binding %+v", stored)
+			got := Stored{Upstream: stored.Upstream, Model: stored.Model, Upstreams: stored.Upstreams, Strategy: stored.Strategy,
+				Weights: stored.Weights, Models: stored.Models}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("stored binding %+v, want %+v", got, tt.want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,12 +38,14 @@ type scriptAccount struct {
 	idempotent bool
 	jobs       map[string]int // idempotency key → jobs made
 	creates    int
+	models     []string // the model of each create, in order
 }
 
 func (a *scriptAccount) SubmitGeneration(_ context.Context, r provider.GenerateRequest) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.creates++
+	a.models = append(a.models, r.Model)
 	ans := ansOK
 	if len(a.script) > 0 {
 		ans, a.script = a.script[0], a.script[1:]
@@ -342,7 +345,7 @@ func TestStrategiesOrderAccounts(t *testing.T) {
 type scriptEnhancer struct{ scriptAccount }
 
 func (e *scriptEnhancer) SubmitEnhancement(ctx context.Context, r provider.EnhanceRequest) (string, error) {
-	return e.SubmitGeneration(ctx, provider.GenerateRequest{IdempotencyKey: r.IdempotencyKey})
+	return e.SubmitGeneration(ctx, provider.GenerateRequest{IdempotencyKey: r.IdempotencyKey, Model: r.Model})
 }
 
 func (e *scriptEnhancer) PollEnhancement(context.Context, string) (provider.Job, error) {
@@ -360,7 +363,7 @@ func TestRoutedEnhancementMovesWithItsSlot(t *testing.T) {
 		MaxInFlight: func(string) int { return 1 }, Router: &Router{Now: func() time.Time { return now }}}
 	req, _ := json.Marshal(Stored{Request: &contract.VideoRequest{Route: contract.RouteEnhancement,
 		Enhancement: &contract.EnhancementParams{VideoURL: "https://example.com/a.mp4", Resolution: "1080p"}},
-		Upstream: "x", Upstreams: []string{"x", "y"}, Model: "m"})
+		Upstream: "x", Upstreams: []string{"x", "y"}, Model: "m", Models: map[string]string{"y": "m-y"}})
 	r.c = store.TaskRun{Task: store.Task{ID: "video_2", Route: "enhancement", Status: store.StatusQueued, Request: req, Pricing: []byte(`{}`)}}
 	if _, err := r.step(); err != nil {
 		t.Fatal(err)
@@ -372,8 +375,11 @@ func TestRoutedEnhancementMovesWithItsSlot(t *testing.T) {
 	if acct, job := upstreamOf(r.c.Request, r.c.State); acct != "y" || job != st.EnhJob {
 		t.Errorf("the task's event names %s %s, want y", acct, job)
 	}
-	if u := Upstreams(r.c.Request, r.c.State); u.Account != "y" || u.EnhanceAccount != "y" || u.EnhanceJob != st.EnhJob {
-		t.Errorf("the operator's view of the task's upstreams %+v, want y", u)
+	if u := Upstreams(r.c.Request, r.c.State); u.Account != "y" || u.EnhanceAccount != "y" || u.EnhanceJob != st.EnhJob || u.Model != "m-y" {
+		t.Errorf("the operator's view of the task's upstreams %+v, want y as m-y", u)
+	}
+	if !slices.Equal(x.models, []string{"m"}) || !slices.Equal(y.models, []string{"m-y"}) {
+		t.Errorf("x was sent %v, y %v: want each account its own model", x.models, y.models)
 	}
 	if got := heldSlot(r.c.Request, r.c.State); got != "y" {
 		t.Errorf("the slot released at the end is %q's, want y's", got)
@@ -399,7 +405,8 @@ func TestRoutedProductionEnhancementMovesWithoutASlot(t *testing.T) {
 		MaxInFlight: func(string) int { return 1 }, Router: &Router{Now: func() time.Time { return now }}}
 	req, _ := json.Marshal(Stored{Request: &contract.VideoRequest{Route: contract.RouteProduction, Prompt: "p",
 		Production: &contract.ProductionParams{Duration: 5, Resolution: "1080p"}},
-		Upstream: "g", Model: "m", EnhanceUpstream: "x", EnhanceUpstreams: []string{"x", "y"}, EnhanceModel: "e"})
+		Upstream: "g", Model: "m", EnhanceUpstream: "x", EnhanceUpstreams: []string{"x", "y"}, EnhanceModel: "e",
+		EnhanceModels: map[string]string{"y": "e-y"}})
 	state, _ := json.Marshal(pipeState{GenJob: "job-g", Intermediate: "inter/video_3.mp4", SlotHeld: true, Tokens: 100})
 	r.c = store.TaskRun{Task: store.Task{ID: "video_3", Route: "production", Status: store.StatusInProgress, Request: req,
 		Pricing: []byte(`{}`)}, State: state, Step: phaseEnhSubmit}
@@ -419,8 +426,11 @@ func TestRoutedProductionEnhancementMovesWithoutASlot(t *testing.T) {
 	if got := heldSlot(r.c.Request, r.c.State); got != "g" {
 		t.Errorf("the slot released at the end is %q's, want the generation account g's", got)
 	}
-	if u := Upstreams(r.c.Request, r.c.State); u.Account != "g" || u.EnhanceAccount != "y" || u.EnhanceJob != st.EnhJob {
-		t.Errorf("the operator's view of the task's upstreams %+v, want generation on g, enhancement on y", u)
+	if u := Upstreams(r.c.Request, r.c.State); u.Account != "g" || u.EnhanceAccount != "y" || u.EnhanceJob != st.EnhJob || u.EnhanceModel != "e-y" {
+		t.Errorf("the operator's view of the task's upstreams %+v, want generation on g, enhancement on y as e-y", u)
+	}
+	if !slices.Equal(x.models, []string{"e"}) || !slices.Equal(y.models, []string{"e-y"}) {
+		t.Errorf("x was sent %v, y %v: want each enhancement account its own model", x.models, y.models)
 	}
 	if len(r.events) == 0 || !strings.Contains(strings.Join(r.events, "\n"), "left x") {
 		t.Errorf("events %q: want one saying the task left x and why", r.events)
