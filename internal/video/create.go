@@ -114,7 +114,7 @@ func (s *Service) prepare(ctx context.Context, c keys.Caller, body []byte, uploa
 		// A routed alias refuses what any of its accounts cannot do: a task may run on any.
 		for _, name := range alias.Accounts() {
 			if acc, ok := accounts(string(name)); ok {
-				if param, msg := acc.Kind.Refuse(req); param != "" {
+				if param, msg := acc.Kind.RefuseModel(alias.Model, req); param != "" {
 					return d, nil, apierr.Invalid(param, msg)
 				}
 			}

@@ -148,8 +148,11 @@ func (c *Client) request(ctx context.Context, r provider.GenerateRequest) (Creat
 		}
 	}
 	p := parameters{Resolution: r.Resolution, SampleCount: 1}
-	if r.Ratio == "16:9" || r.Ratio == "9:16" {
+	switch r.Ratio {
+	case "16:9", "9:16":
 		p.AspectRatio = r.Ratio
+	case "adaptive": // what adaptive stands for (contract/dims.go), the API's default
+		p.AspectRatio = "16:9"
 	}
 	if r.Duration > 0 {
 		p.DurationSeconds = r.Duration
