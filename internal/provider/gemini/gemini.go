@@ -49,8 +49,9 @@ type Config struct {
 	APIKey  string
 	// HTTP is the client for API calls (default: 30 s timeout). Its transport must not retry.
 	HTTP *http.Client
-	// Fetch reads a first frame's URL (default: HTTP). It gets no key.
-	Fetch *http.Client
+	// ReadImage reads a first frame (at most max bytes) to send inline: the service's fetch
+	// policy, since the link is the tenant's. nil: the account takes no first frame.
+	ReadImage func(ctx context.Context, src provider.Source, max int64) ([]byte, error)
 	// RequestsPerSecond spaces this client's calls (0: no spacing).
 	RequestsPerSecond float64
 }
@@ -61,7 +62,7 @@ type Client struct {
 	base  *url.URL
 	key   string
 	http  *http.Client
-	fetch *http.Client
+	image func(ctx context.Context, src provider.Source, max int64) ([]byte, error)
 }
 
 // New returns a client of the account.
@@ -75,11 +76,7 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	fetch := cfg.Fetch
-	if fetch == nil {
-		fetch = hc
-	}
-	return &Client{api: api, base: base, key: cfg.APIKey, http: hc, fetch: fetch}, nil
+	return &Client{api: api, base: base, key: cfg.APIKey, http: hc, image: cfg.ReadImage}, nil
 }
 
 // image is an Image of the SDK in the Gemini API's form (imageToMldev).
@@ -162,41 +159,20 @@ func (c *Client) request(ctx context.Context, r provider.GenerateRequest) (Creat
 
 // readImage reads a first frame to send inline: the Gemini API takes image bytes, not a link.
 func (c *Client) readImage(ctx context.Context, src provider.Source) (*image, error) {
-	var rc io.ReadCloser
-	typ := ""
-	if src.Open != nil {
-		r, err := src.Open(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("gemini: reading the first frame: %w", provider.ErrTransient)
-		}
-		rc = r
-	} else {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.URL, nil)
-		if err != nil {
-			return nil, &provider.Error{Code: "InvalidParameter", Message: "The first frame could not be read.", Kind: provider.ErrPermanent}
-		}
-		res, err := c.fetch.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("gemini: fetching the first frame: %w", provider.ErrTransient)
-		}
-		if res.StatusCode/100 != 2 {
-			res.Body.Close()
-			return nil, fmt.Errorf("gemini: fetching the first frame: HTTP %d: %w", res.StatusCode, provider.ErrTransient)
-		}
-		rc, typ = res.Body, res.Header.Get("Content-Type")
+	if c.image == nil {
+		return nil, &provider.Error{Code: "InvalidParameter", Message: "This model takes no first frame here.", Kind: provider.ErrPermanent}
 	}
-	defer rc.Close()
-	data, err := io.ReadAll(provider.Capped(rc, MaxImageBytes))
+	data, err := c.image(ctx, src, MaxImageBytes)
 	if errors.Is(err, provider.ErrTooLarge) {
 		return nil, &provider.Error{Code: "InvalidParameter", Message: "The first frame is larger than this model takes.", Kind: provider.ErrPermanent}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("gemini: reading the first frame: %w", provider.ErrTransient)
+		return nil, fmt.Errorf("gemini: reading the first frame: %w", err)
 	}
-	if typ == "" || !strings.HasPrefix(typ, "image/") {
-		typ = http.DetectContentType(data)
+	typ, _, _ := strings.Cut(http.DetectContentType(data), ";")
+	if !strings.HasPrefix(typ, "image/") {
+		return nil, &provider.Error{Code: "InvalidParameter", Message: "The first frame is not an image.", Kind: provider.ErrPermanent}
 	}
-	typ, _, _ = strings.Cut(typ, ";")
 	return &image{BytesBase64Encoded: base64.StdEncoding.EncodeToString(data), MimeType: typ}, nil
 }
 

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -15,7 +16,14 @@ import (
 
 func client(t *testing.T, s *geminifake.Server, key string) *Client {
 	t.Helper()
-	c, err := New(Config{BaseURL: s.Base(), APIKey: key, HTTP: s.TLSClient(), Fetch: http.DefaultClient})
+	c, err := New(Config{BaseURL: s.Base(), APIKey: key, HTTP: s.TLSClient(), ReadImage: func(ctx context.Context, src provider.Source, max int64) ([]byte, error) {
+		res, err := http.Get(src.URL)
+		if err != nil {
+			return nil, err
+		}
+		defer res.Body.Close()
+		return io.ReadAll(provider.Capped(res.Body, max))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
