@@ -12,6 +12,7 @@ package geminifake
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -92,6 +93,9 @@ func (s *Server) Base() string { return s.srv.URL }
 
 // TLS is a client configuration that trusts the server's certificate.
 func (s *Server) TLS() *tls.Config { return s.srv.Client().Transport.(*http.Transport).TLSClientConfig }
+
+// Certificate is the server's TLS certificate.
+func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
 
 // TLSClient is an HTTP client that trusts the server.
 func (s *Server) TLSClient() *http.Client { return s.srv.Client() }
