@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -51,6 +52,12 @@ type Config struct {
 	LoseAnswers bool
 	// Garbage answers every operation read with a body that is not JSON.
 	Garbage bool
+	// FaultPercent is the share of calls (creates, operation reads, downloads) that fail with
+	// one of the faults of their kind, picked at random from Seed: a create answered 429 or
+	// 503 before any job, or 500 or a cut body after its job was made (a lost answer); a read
+	// answered 503, garbage or cut; a download answered 500.
+	FaultPercent int
+	Seed         uint64
 }
 
 // Server is a running fake Gemini API.
@@ -59,6 +66,7 @@ type Server struct {
 	srv *httptest.Server
 
 	mu         sync.Mutex
+	rng        *rand.Rand
 	seq        int
 	jobs       map[string]*job // operation name → job
 	files      map[string]*job // file id → job
@@ -80,7 +88,7 @@ func Start(cfg Config) *Server {
 	if cfg.Polls <= 0 {
 		cfg.Polls = 1
 	}
-	s := &Server{cfg: cfg, jobs: map[string]*job{}, files: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{}}
+	s := &Server{cfg: cfg, jobs: map[string]*job{}, files: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed))}
 	s.srv = httptest.NewTLSServer(s)
 	return s
 }
@@ -147,6 +155,16 @@ func (s *Server) Violations() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.violations)
+}
+
+// fault picks one of n faults for a call at FaultPercent, or -1 for none.
+func (s *Server) fault(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
+		return -1
+	}
+	return s.rng.IntN(n)
 }
 
 func (s *Server) violate(format string, args ...any) {
@@ -216,7 +234,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "bad body")
 		return
 	}
-	if s.cfg.RateLimit {
+	f := s.fault(4)
+	if f == 1 {
+		apiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "overloaded")
+		return
+	}
+	if s.cfg.RateLimit || f == 0 {
 		s.mu.Lock()
 		s.limited++
 		s.mu.Unlock()
@@ -243,12 +266,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 	var raw map[string]any
 	_ = json.Unmarshal(data, &raw)
 	s.bodies[prompt] = raw
-	lose := s.cfg.LoseAnswers
+	lose := s.cfg.LoseAnswers || f >= 2
 	if lose {
 		s.lost++
 	}
 	s.mu.Unlock()
 	if lose {
+		if f == 3 {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"name": "models/`)
+			return
+		}
 		apiError(w, http.StatusInternalServerError, "INTERNAL", "internal error")
 		return
 	}
@@ -338,6 +366,18 @@ func hasType(v any, typ string) bool {
 // operation answers GET /v1beta/{name}: not done for Polls reads, then done with the
 // response, an error or, for a refusal, no sample and raiMediaFilteredCount.
 func (s *Server) operation(w http.ResponseWriter, name string) {
+	switch s.fault(3) {
+	case 0:
+		apiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "overloaded")
+		return
+	case 1:
+		_, _ = io.WriteString(w, "<html>bad gateway</html>")
+		return
+	case 2:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"name": "models/`)
+		return
+	}
 	if s.cfg.Garbage {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"name": "models/`)
@@ -379,6 +419,10 @@ func (s *Server) operation(w http.ResponseWriter, name string) {
 func (s *Server) download(w http.ResponseWriter, r *http.Request, id string) {
 	if r.URL.Query().Get("alt") != "media" {
 		s.violate("download without alt=media")
+	}
+	if s.fault(1) == 0 {
+		apiError(w, http.StatusInternalServerError, "INTERNAL", "internal error")
+		return
 	}
 	s.mu.Lock()
 	j, ok := s.files[id]
