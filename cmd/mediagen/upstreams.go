@@ -218,11 +218,21 @@ func (f frameFitter) readImage(ctx context.Context, src provider.Source, max int
 		return io.ReadAll(provider.Capped(fh, max))
 	}
 	res, err := f.fetch.Get(ctx, src.URL, safefetch.RequestOptions{MaxBytes: max})
-	if err != nil {
-		return nil, fmt.Errorf("fetch the first frame: %w", err)
+	if err == nil {
+		defer res.Body.Close()
+		var b []byte
+		if b, err = io.ReadAll(provider.Capped(res.Body, max)); err == nil {
+			return b, nil
+		}
 	}
-	defer res.Body.Close()
-	return io.ReadAll(provider.Capped(res.Body, max))
+	switch {
+	case errors.Is(err, safefetch.ErrTooLarge):
+		return nil, fmt.Errorf("fetch the first frame: %w", provider.ErrTooLarge)
+	case safefetch.Refused(err):
+		// The same on every try: the task fails, refunded, rather than waiting out its deadline.
+		return nil, &provider.Error{Code: "InvalidParameter", Message: "The first frame's URL is not allowed.", Kind: provider.ErrPermanent}
+	}
+	return nil, fmt.Errorf("fetch the first frame: %w", err)
 }
 
 func (f frameFitter) download(ctx context.Context, url, path string) error {

@@ -166,6 +166,10 @@ func (c *Client) readImage(ctx context.Context, src provider.Source) (*image, er
 	if errors.Is(err, provider.ErrTooLarge) {
 		return nil, &provider.Error{Code: "InvalidParameter", Message: "The first frame is larger than this model takes.", Kind: provider.ErrPermanent}
 	}
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		return nil, pe
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gemini: reading the first frame: %w", err)
 	}

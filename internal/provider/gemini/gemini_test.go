@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,5 +198,39 @@ func TestCheckProvesTheKey(t *testing.T) {
 	}
 	if s.Jobs() != 0 {
 		t.Fatal("check made a job")
+	}
+}
+
+// A first frame too large for the API's request, one the fetch policy refuses, or one that is
+// not an image fails the task for good before any create: no job, nothing to retry.
+func TestAFrameThatCannotBeSentFailsBeforeAnyCreate(t *testing.T) {
+	s := geminifake.Start(geminifake.Config{Key: "k"})
+	defer s.Close()
+	refused := &provider.Error{Code: "InvalidParameter", Message: "not allowed", Kind: provider.ErrPermanent}
+	for _, tc := range []struct {
+		name string
+		read func(context.Context, provider.Source, int64) ([]byte, error)
+	}{
+		{"too large", func(_ context.Context, _ provider.Source, max int64) ([]byte, error) {
+			return io.ReadAll(provider.Capped(strings.NewReader(strings.Repeat("x", int(max)+1)), max))
+		}},
+		{"refused by the fetch policy", func(context.Context, provider.Source, int64) ([]byte, error) { return nil, refused }},
+		{"not an image", func(context.Context, provider.Source, int64) ([]byte, error) { return []byte("<html>"), nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(Config{BaseURL: s.Base(), APIKey: "k", HTTP: s.TLSClient(), ReadImage: tc.read})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.SubmitGeneration(t.Context(), provider.GenerateRequest{Model: "veo-3.0-generate-001", Prompt: tc.name, Duration: 8,
+				Inputs: []provider.Input{{Type: "image_url", Role: "first_frame", Source: provider.Source{URL: "https://x/f.png"}}}})
+			var pe *provider.Error
+			if !errors.As(err, &pe) || !errors.Is(err, provider.ErrPermanent) {
+				t.Fatalf("err %v, want a permanent provider.Error", err)
+			}
+			if s.Jobs() != 0 {
+				t.Fatal("a create was made")
+			}
+		})
 	}
 }
