@@ -186,6 +186,7 @@ func TestGeminiFaultsEndEachTaskRightWithAtMostOneJob(t *testing.T) {
 		{name: "a lost create answer ends the task, never a second job", cfg: geminifake.Config{LoseAnswers: true}, prompt: "lost", status: "failed", jobs: 1, excess: billing.ExcessLostCreate},
 		{name: "an operation that never ends expires", cfg: geminifake.Config{End: end(geminifake.EndNever)}, prompt: "stuck", status: "expired", jobs: 1},
 		{name: "garbage operation answers are retried until the deadline", cfg: geminifake.Config{Garbage: true}, prompt: "garbage", status: "expired", jobs: 1},
+		{name: "a video whose first download fails is read again", cfg: geminifake.Config{ExpireFirst: true}, prompt: "expired", status: "completed", jobs: 1},
 		{name: "a longer result is cut and billed at the request", cfg: geminifake.Config{Clip: long}, prompt: "long", status: "completed", jobs: 1, excess: billing.ExcessDuration},
 		{name: "a 1080p result for a 720p request is billed at 720p", cfg: geminifake.Config{Clip: big}, prompt: "big", status: "completed", jobs: 1, excess: billing.ExcessOverRequest},
 	} {

@@ -52,6 +52,9 @@ type Config struct {
 	LoseAnswers bool
 	// Garbage answers every operation read with a body that is not JSON.
 	Garbage bool
+	// ExpireFirst answers the first download of each video 404 NOT_FOUND, as a file past its
+	// retention does; later downloads serve it.
+	ExpireFirst bool
 	// FaultPercent is the share of calls (creates, operation reads, downloads) that fail with
 	// one of the faults of their kind, picked at random from Seed: a create answered 429 or
 	// 503 before any job, or 500 or a cut body after its job was made (a lost answer); a read
@@ -80,7 +83,7 @@ type Server struct {
 
 type job struct {
 	name, model, prompt, end, file string
-	polls                          int
+	polls, downloads               int
 }
 
 // Start starts a fake Gemini API on loopback, over TLS like the real one.
@@ -426,8 +429,13 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	s.mu.Lock()
 	j, ok := s.files[id]
+	expired := false
+	if ok {
+		j.downloads++
+		expired = s.cfg.ExpireFirst && j.downloads == 1
+	}
 	s.mu.Unlock()
-	if !ok {
+	if !ok || expired {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "file not found")
 		return
 	}
