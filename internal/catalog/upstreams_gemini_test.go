@@ -93,3 +93,26 @@ func TestGeminiRefusesWhatTheAliasesVeoModelCannotMake(t *testing.T) {
 		})
 	}
 }
+
+// A production alias generates at its generate_resolution: Veo 2 makes no 1080p, so such an
+// alias is refused at load; Veo 3 at 1080p, and Veo 2 at 720p, load.
+func TestGeminiProductionAliasAt1080pNeedsVeo3(t *testing.T) {
+	t.Parallel()
+	var c Catalog
+	gen := UpstreamAccount{Name: "veo", Kind: KindGemini}
+	for _, tc := range []struct {
+		model, res string
+		refused    bool
+	}{
+		{"veo-3.0-generate-001", "1080p", false},
+		{"veo-2.0-generate-001", "720p", false},
+		{"veo-2.0-generate-001", "1080p", true},
+	} {
+		a := &Alias{Name: "acme-prod", Model: tc.model}
+		a.GenerateResolution = Resolution(tc.res)
+		errs := c.checkProductionGeneration(&Tenant{ID: "acme"}, a, gen)
+		if (len(errs) != 0) != tc.refused || tc.refused && !strings.Contains(errs[0].Error(), "cannot generate model "+tc.model+" at generate_resolution 1080p") {
+			t.Errorf("%s at %s: %v", tc.model, tc.res, errs)
+		}
+	}
+}
