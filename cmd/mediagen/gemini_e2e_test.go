@@ -45,6 +45,12 @@ func geminiCatalog(t *testing.T, dir, base string) string {
 // starts the service on a fake Gemini API.
 func startGemini(t *testing.T, cfg geminifake.Config, credit money.Micros, args ...string) (*e2e, *geminifake.Server, *syncBuffer) {
 	t.Helper()
+	return startGeminiWith(t, cfg, credit, func(base string) string { return geminiCatalog(t, t.TempDir(), base) }, args...)
+}
+
+// startGeminiWith is startGemini with the catalog written by catalogFor from the fake's base.
+func startGeminiWith(t *testing.T, cfg geminifake.Config, credit money.Micros, catalogFor func(base string) string, args ...string) (*e2e, *geminifake.Server, *syncBuffer) {
+	t.Helper()
 	tools := requireTools(t)
 	dir := t.TempDir()
 	if cfg.Clip == "" {
@@ -61,7 +67,7 @@ func startGemini(t *testing.T, cfg geminifake.Config, credit money.Micros, args 
 	var logs syncBuffer
 	m := NewMain(env(map[string]string{"GEMINI_TEST_KEY": geminiTestKey}), io.Discard, &logs)
 	m.FetchTLS = fake.TLS()
-	all := append([]string{"--fetch-allow", "loopback", "--log-level", "info", "--catalog", geminiCatalog(t, t.TempDir(), fake.Base())}, args...)
+	all := append([]string{"--fetch-allow", "loopback", "--log-level", "info", "--catalog", catalogFor(fake.Base())}, args...)
 	e := startRemote(t, m, dir, tools, credit, all...)
 	return e, fake, &logs
 }
