@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
@@ -20,7 +21,8 @@ import (
 )
 
 // One alias routed over [gemini-limited, gemini-full, ark-main] (priority; 12 tasks,
-// MEDIAGEN_GEMINI_ROUTE_TASKS sets another number): the first Gemini account answers every
+// MEDIAGEN_ROUTE_TASKS sets another number: `go run ./bench/routing -test
+// TestRouteAcrossGeminiAndArkFallsBackWithOnePaidJobPerTask -tasks 500`): the first Gemini account answers every
 // create 429 RESOURCE_EXHAUSTED (no job made), the second has room for one job at a time, and
 // Ark takes the rest. Every task completes with exactly one paid job over the three fakes;
 // the rate-limited account made none; tasks spill over from the full Gemini account to Ark;
@@ -35,7 +37,7 @@ func TestRouteAcrossGeminiAndArkFallsBackWithOnePaidJobPerTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	const tokens = 169 // 160×90×12×1/1024: what the stored clip implies; Ark reports it
-	tasks := sizeFromEnv(t, "MEDIAGEN_GEMINI_ROUTE_TASKS", 12)
+	tasks := sizeFromEnv(t, "MEDIAGEN_ROUTE_TASKS", 12)
 	limited := geminifake.Start(geminifake.Config{Key: geminiTestKey, Clip: clip, RateLimit: true})
 	full := geminifake.Start(geminifake.Config{Key: geminiTestKey, Clip: clip, Polls: 3})
 	arkf := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens})
@@ -68,6 +70,7 @@ func TestRouteAcrossGeminiAndArkFallsBackWithOnePaidJobPerTask(t *testing.T) {
 	if status, body := e.call("POST", "/v1/videos", `{"model":"demo-video-fast","prompt":"x","metadata":{"duration":5,"resolution":"720p","ratio":"16:9"}}`); status != 400 || !strings.Contains(string(body), `"param":"metadata.duration"`) {
 		t.Fatalf("a request Veo 3 cannot serve: %d %s", status, body)
 	}
+	start := time.Now()
 	ids := make([]string, tasks)
 	for i := range ids {
 		ids[i] = e.create(fmt.Sprintf(`{"model":"demo-video-fast","prompt":"mixed %d","metadata":{"duration":8,"resolution":"720p","ratio":"16:9"}}`, i))
@@ -86,7 +89,9 @@ func TestRouteAcrossGeminiAndArkFallsBackWithOnePaidJobPerTask(t *testing.T) {
 		onFull += f
 		onArk += a
 	}
-	t.Logf("%d tasks on gemini-full, %d on ark-main; gemini-limited refused %d creates", onFull, onArk, limited.RateLimited())
+	t.Logf("ROUTING %d tasks in %s over [gemini-limited, gemini-full, ark-main]\n"+
+		"  gemini-limited  paid jobs %4d  429s %d\n  gemini-full     paid jobs %4d\n  ark-main        paid jobs %4d",
+		tasks, time.Since(start).Round(time.Millisecond), limited.Jobs(), limited.RateLimited(), onFull, onArk)
 	if onFull == 0 || onArk == 0 || limited.RateLimited() == 0 {
 		t.Errorf("the tasks did not fall back and spill over: %d on gemini-full, %d on ark-main, %d rate-limited", onFull, onArk, limited.RateLimited())
 	}
