@@ -57,14 +57,17 @@ func TestRouteAcrossGeminiAndArkFallsBackWithOnePaidJobPerTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	routed := strings.NewReplacer("upstream: gemini-limited", "upstreams: [gemini-limited, gemini-full, ark-main]",
-		"model: sandbox-video-fast-2.0", "model: veo-3.0-generate-001").Replace(string(b))
+		"model: sandbox-video-fast-2.0", "model: veo-3.0-generate-001",
+		// The demo key's limits would refuse a bench's hundreds of creates at once: raise them.
+		"    requests_per_second: 100\n    burst: 200\n", "    requests_per_second: 1000\n    burst: 2000\n",
+		"    video_tasks_in_flight: 200\n", "    video_tasks_in_flight: 1000\n").Replace(string(b))
 	if err := os.WriteFile(path, []byte(routed), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
 	m := NewMain(env(map[string]string{"ARK_TEST_KEY": arkTestKey, "GEMINI_TEST_KEY": geminiTestKey}), io.Discard, &logs)
 	m.FetchTLS = &tls.Config{RootCAs: roots}
-	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--workers", "4", "--catalog", path)
+	e := startRemote(t, m, dir, tools, 1000*money.Scale, "--fetch-allow", "loopback", "--log-level", "warn", "--workers", "4", "--catalog", path)
 
 	// 5 s: Ark makes it, Veo 3 does not; every account of the list must serve a request.
 	if status, body := e.call("POST", "/v1/videos", `{"model":"demo-video-fast","prompt":"x","metadata":{"duration":5,"resolution":"720p","ratio":"16:9"}}`); status != 400 || !strings.Contains(string(body), `"param":"metadata.duration"`) {
