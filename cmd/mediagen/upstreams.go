@@ -17,6 +17,7 @@ import (
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/ark"
 	"mediagen/internal/provider/dashscope"
+	"mediagen/internal/provider/gemini"
 	"mediagen/internal/provider/kling"
 	"mediagen/internal/provider/minimax"
 	"mediagen/internal/provider/openai"
@@ -124,6 +125,12 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 		c, err = minimax.New(minimax.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	case catalog.KindDashScope:
 		c, err = dashscope.New(dashscope.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
+	case catalog.KindGemini:
+		cfg := gemini.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)}
+		if ff, ok := frames.(frameFitter); ok {
+			cfg.ReadImage = ff.readImage
+		}
+		c, err = gemini.New(cfg)
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}
@@ -197,6 +204,35 @@ func checkFramePixels(path string) error {
 		return &provider.Error{Code: "InvalidParameter", Kind: provider.ErrPermanent, Message: "The first frame image cannot be used: " + err.Error() + "."}
 	}
 	return nil
+}
+
+// readImage reads a first frame for an account that sends it inline (gemini): its local copy,
+// or its link through the fetch policy, at most max bytes.
+func (f frameFitter) readImage(ctx context.Context, src provider.Source, max int64) ([]byte, error) {
+	if src.Path != "" {
+		fh, err := os.Open(src.Path)
+		if err != nil {
+			return nil, fmt.Errorf("read the first frame: %w", err)
+		}
+		defer fh.Close()
+		return io.ReadAll(provider.Capped(fh, max))
+	}
+	res, err := f.fetch.Get(ctx, src.URL, safefetch.RequestOptions{MaxBytes: max})
+	if err == nil {
+		defer res.Body.Close()
+		var b []byte
+		if b, err = io.ReadAll(provider.Capped(res.Body, max)); err == nil {
+			return b, nil
+		}
+	}
+	switch {
+	case errors.Is(err, safefetch.ErrTooLarge):
+		return nil, fmt.Errorf("fetch the first frame: %w", provider.ErrTooLarge)
+	case safefetch.Refused(err):
+		// The same on every try: the task fails, refunded, rather than waiting out its deadline.
+		return nil, &provider.Error{Code: "InvalidParameter", Message: "The first frame's URL is not allowed.", Kind: provider.ErrPermanent}
+	}
+	return nil, fmt.Errorf("fetch the first frame: %w", err)
 }
 
 func (f frameFitter) download(ctx context.Context, url, path string) error {

@@ -46,10 +46,14 @@ const (
 	// models, over HTTPS with an API key (China or international endpoint by base_url):
 	// native generation (and production's first half). dashscope.go has its capabilities.
 	KindDashScope UpstreamKind = "dashscope"
+	// KindGemini is Google Veo through the Gemini API (models/{model}:predictLongRunning, its
+	// operations and the keyed file download) with an x-goog-api-key: native generation (and
+	// production's first half). upstreams_gemini.go has its capabilities.
+	KindGemini UpstreamKind = "gemini"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini)
 	return err
 }
 
@@ -65,7 +69,7 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return p == ProductEnhancement
 	case KindEspeak:
 		return p == ProductSpeech
-	case KindArk, KindDashScope:
+	case KindArk, KindDashScope, KindGemini:
 		return p == ProductNative || p == ProductProduction
 	case KindOpenAI:
 		return p == ProductNative || p == ProductProduction || p == ProductSpeech
@@ -98,6 +102,8 @@ func (k UpstreamKind) GenerateResolutions() []string {
 		return minimaxResolutions
 	case KindDashScope:
 		return dashscopeResolutions
+	case KindGemini:
+		return geminiResolutions
 	}
 	return nil
 }
@@ -130,6 +136,8 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		return refuseMiniMax(req, g)
 	case KindDashScope:
 		return refuseDashScope(req, g)
+	case KindGemini:
+		return refuseGemini(req, g)
 	}
 	return "", ""
 }
@@ -200,7 +208,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 
 // Remote reports a kind reached over the network with credentials.
 func (k UpstreamKind) Remote() bool {
-	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope
+	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindGemini
 }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
@@ -384,7 +392,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax or dashscope)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope or gemini)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:

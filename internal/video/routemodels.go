@@ -36,7 +36,7 @@ func capable(alias *catalog.Alias, req *contract.VideoRequest, accounts func(str
 	for i, name := range alias.Accounts() {
 		if accounts != nil {
 			if acc, ok := accounts(string(name)); ok {
-				if param, msg := acc.Kind.Refuse(req); param != "" {
+				if param, msg := acc.Kind.RefuseModel(alias.ModelOf(name), req); param != "" {
 					if refused == nil {
 						refused = apierr.Invalid(param, msg)
 					}

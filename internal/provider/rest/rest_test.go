@@ -73,3 +73,26 @@ func TestTransportFailureIsTransientWithoutTheKey(t *testing.T) {
 		t.Errorf("transport failure: %v", err)
 	}
 }
+
+// An account whose API takes its key in a header of its own (Gemini's x-goog-api-key) sends
+// it there alone: no Authorization header carries the key beside it.
+func TestKeyHeaderCarriesTheKeyAlone(t *testing.T) {
+	t.Parallel()
+	var auth, key string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth, key = r.Header.Get("Authorization"), r.Header.Get("x-goog-api-key")
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(Config{Name: "t", BaseURL: srv.URL, APIKey: "k1", KeyHeader: "x-goog-api-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Do(t.Context(), Request{Method: http.MethodGet, Path: "/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if auth != "" || key != "k1" {
+		t.Fatalf("Authorization %q, x-goog-api-key %q", auth, key)
+	}
+}
