@@ -32,6 +32,9 @@ type Config struct {
 	// RequestsPerSecond spaces this client's calls (0: no spacing). It is the account's
 	// request rate in one process.
 	RequestsPerSecond float64
+	// KeyHeader names the header that carries the key as it is (ElevenLabs' xi-api-key);
+	// empty: Authorization: Bearer.
+	KeyHeader string
 }
 
 // Client calls one account's API.
@@ -39,6 +42,7 @@ type Client struct {
 	name string
 	base string
 	key  string
+	hdr  string // KeyHeader
 	http *http.Client
 
 	gap  time.Duration // between two calls; 0: none
@@ -59,7 +63,7 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	c := &Client{name: cfg.Name, base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, http: hc}
+	c := &Client{name: cfg.Name, base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, hdr: cfg.KeyHeader, http: hc}
 	if cfg.RequestsPerSecond > 0 {
 		c.gap = time.Duration(float64(time.Second) / cfg.RequestsPerSecond)
 	}
@@ -123,7 +127,11 @@ func (c *Client) Do(ctx context.Context, r Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
+	if c.hdr != "" {
+		req.Header.Set(c.hdr, c.key)
+	} else {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
 	accept := r.Accept
 	if accept == "" {
 		accept = "application/json"
