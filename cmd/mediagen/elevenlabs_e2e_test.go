@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"mediagen/internal/billing"
+	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/money"
+	"mediagen/internal/provider/elevenlabs/elevenlabsfake"
+	"mediagen/internal/store"
+)
+
+const elevenlabsTestKey = "xi-e2e-key-0123456789"
+
+// elevenlabsCatalog is the demo catalog with the speech alias bound to an elevenlabs account
+// at base, speaking model eleven_flash_v2_5 with voice voice-e2e.
+func elevenlabsCatalog(t *testing.T, dir, base string) string {
+	t.Helper()
+	accounts := "  - name: eleven-main\n    kind: elevenlabs\n    base_url: " + base + "\n    api_key_env: ELEVENLABS_TEST_KEY\n    voice: voice-e2e\n" +
+		"    cost: {currency: USD, per_character: 0.00003}\n"
+	path := demoCatalogWith(t, dir, accounts, map[string]string{"demo-speech": "eleven-main"})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("upstream: eleven-main\n        model: sandbox-speech"), []byte("upstream: eleven-main\n        model: eleven_flash_v2_5"), 1)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Speech on an elevenlabs account runs through the real server on the fake ElevenLabs API:
+// the text and model as the SDK sends them, the account's voice in the path, billed to the
+// tenant by the measured audio and to the operator's cost by characters; references are
+// refused at submission; a 500 is tried again; a lost answer (billed upstream) and a content
+// refusal fail the speech refunded, and the lost one is never sent twice.
+func TestElevenLabsAccountSpeaksAndChargesMeasuredAudio(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	voice := filepath.Join(dir, "speech.mp3")
+	if err := tools.Speak(context.Background(), "Hello from the fake", voice, ffmpeg.SpeakOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	busy := 0
+	fake := elevenlabsfake.Start(elevenlabsfake.Config{Key: elevenlabsTestKey, Voices: []string{"voice-e2e"}, Speech: voice, Long: voice,
+		Fault: func(text string) string {
+			switch {
+			case strings.HasPrefix(text, "busy") && busy == 0:
+				busy++
+				return elevenlabsfake.Fault500
+			case strings.HasPrefix(text, "lose"):
+				return elevenlabsfake.FaultLose
+			case strings.HasPrefix(text, "refuse"):
+				return elevenlabsfake.FaultRefuse
+			}
+			return ""
+		}})
+	t.Cleanup(fake.Close)
+
+	var out, logs bytes.Buffer
+	m := NewMain(env(map[string]string{"ELEVENLABS_TEST_KEY": elevenlabsTestKey}), &out, &logs)
+	m.FetchTLS = fake.TLS()
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--catalog", elevenlabsCatalog(t, t.TempDir(), fake.Base()))
+	tenant, _ := m.cat().Tenant("demo")
+
+	// References: ElevenLabs text-to-speech takes none; refused at submission, nothing charged.
+	e.speechError(`{"model":"demo-speech","input":"x","metadata":{"references":[{"type":"audio_url","url":"https://cdn.example.com/v.mp3"}]}}`, 400, "invalid_request_error")
+	if used := e.used(); used != 0 {
+		t.Fatalf("a refused request charged %s", used)
+	}
+	if n := len(fake.Bodies()); n != 0 {
+		t.Fatalf("a refused request reached ElevenLabs %d times", n)
+	}
+
+	// Speech: input and instructions joined, as the API has one text.
+	s := e.speech(`{"model":"demo-speech","input":"Hello there","instructions":"warmly"}`)
+	if s.Duration <= 0 {
+		t.Fatalf("speech on elevenlabs: %+v", s)
+	}
+	bodies := fake.Bodies()
+	if len(bodies) != 1 || bodies[0]["model_id"] != "eleven_flash_v2_5" || !strings.Contains(bodies[0]["text"].(string), "Hello there") {
+		t.Errorf("synthesis bodies %v", bodies)
+	}
+	if want, _ := billing.SecondsCost(rate(tenant.Rates.SpeechRate()), billing.SecondsToMicros(s.Duration)); e.used() != want {
+		t.Errorf("speech charged %s, want %s for %.3f s", e.used(), want, s.Duration)
+	}
+
+	// A 500 made no audio: tried again, one synthesis billed.
+	before := e.used()
+	if s := e.speech(`{"model":"demo-speech","input":"busy at first"}`); s.Duration <= 0 {
+		t.Fatalf("speech after a 500: %+v", s)
+	}
+	if n, _ := fake.Billed(); n != 2 {
+		t.Errorf("%d syntheses billed after the 500, want 2", n)
+	}
+	if e.used() == before {
+		t.Error("a spoken retry was not charged")
+	}
+
+	// A lost answer was billed upstream: the speech fails refunded, never sent again.
+	before = e.used()
+	sent := len(fake.Bodies())
+	e.speechError(`{"model":"demo-speech","input":"lose this answer"}`, 502, "speech_generation_failed")
+	if got := len(fake.Bodies()) - sent; got != 1 || fake.Lost() != 1 {
+		t.Errorf("a lost answer was sent %d times (lost %d), want once", got, fake.Lost())
+	}
+	// A content refusal: failed, refunded, not retried.
+	e.speechError(`{"model":"demo-speech","input":"refuse this text"}`, 502, "speech_generation_failed")
+	if e.used() != before {
+		t.Errorf("failed speeches charged %s", e.used()-before)
+	}
+	if v := fake.Violations(); len(v) > 0 {
+		t.Errorf("wire format violations %v", v)
+	}
+
+	// The operator's cost: characters at the account's per_character rate, of the speeches
+	// that were delivered (the two failed texts count their characters, 16 each, at no cost).
+	now := time.Now().UTC().Truncate(time.Hour)
+	rows, err := m.db.UsageReport(context.Background(), store.UsageQuery{From: now.Add(-time.Hour), To: now.Add(2 * time.Hour),
+		GroupBy: []string{store.UsageByUpstream, store.UsageByRoute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Upstream != "eleven-main" || rows[0].Route != "speech" || rows[0].CostCurrency != "USD" ||
+		rows[0].Characters == 0 || rows[0].Cost != money.Micros(30*(rows[0].Characters-32)) {
+		t.Errorf("cost rows %+v, want speech on eleven-main at 30 micro-USD a character", rows)
+	}
+	if strings.Contains(logs.String(), elevenlabsTestKey) || strings.Contains(out.String(), elevenlabsTestKey) {
+		t.Error("the key is in the logs")
+	}
+}
