@@ -60,6 +60,8 @@ func TestElevenLabsAccountSpeaksAndChargesMeasuredAudio(t *testing.T) {
 				return elevenlabsfake.FaultLose
 			case strings.HasPrefix(text, "refuse"):
 				return elevenlabsfake.FaultRefuse
+			case strings.HasPrefix(text, "never"):
+				return elevenlabsfake.FaultNeverEnds
 			}
 			return ""
 		}})
@@ -68,7 +70,7 @@ func TestElevenLabsAccountSpeaksAndChargesMeasuredAudio(t *testing.T) {
 	var out, logs bytes.Buffer
 	m := NewMain(env(map[string]string{"ELEVENLABS_TEST_KEY": elevenlabsTestKey}), &out, &logs)
 	m.FetchTLS = fake.TLS()
-	e := startRemote(t, m, dir, tools, 100*money.Scale, "--catalog", elevenlabsCatalog(t, t.TempDir(), fake.Base()))
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--speech-timeout", "3s", "--catalog", elevenlabsCatalog(t, t.TempDir(), fake.Base()))
 	tenant, _ := m.cat().Tenant("demo")
 
 	// References: ElevenLabs text-to-speech takes none; refused at submission, nothing charged.
@@ -114,15 +116,28 @@ func TestElevenLabsAccountSpeaksAndChargesMeasuredAudio(t *testing.T) {
 	}
 	// A content refusal: failed, refunded, not retried.
 	e.speechError(`{"model":"demo-speech","input":"refuse this text"}`, 502, "speech_generation_failed")
+	// A synthesis that never answers: the wait ends it (speech_timeout), refunded; the call
+	// left, so it too may have been billed.
+	e.speechError(`{"model":"demo-speech","input":"never answers"}`, 504, "speech_timeout")
 	if e.used() != before {
 		t.Errorf("failed speeches charged %s", e.used()-before)
+	}
+	// The operator's possible loss of the two answers that were lost after the call left: one
+	// lost_create excess each, at the speech's reservation; none for the refusal.
+	ex, err := m.db.UpstreamExcess(context.Background(), store.ExcessFilter{Upstream: "eleven-main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex) != 2 || ex[0].Kind != billing.ExcessLostCreate || ex[1].Kind != billing.ExcessLostCreate || ex[0].Amount <= 0 ||
+		ex[0].Route != "speech" || ex[0].Ref == ex[1].Ref {
+		t.Errorf("upstream excess %+v, want two lost_create records", ex)
 	}
 	if v := fake.Violations(); len(v) > 0 {
 		t.Errorf("wire format violations %v", v)
 	}
 
 	// The operator's cost: characters at the account's per_character rate, of the speeches
-	// that were delivered (the two failed texts count their characters, 16 each, at no cost).
+	// that were delivered (the three failed texts count their characters, 16+16+13, at no cost).
 	now := time.Now().UTC().Truncate(time.Hour)
 	rows, err := m.db.UsageReport(context.Background(), store.UsageQuery{From: now.Add(-time.Hour), To: now.Add(2 * time.Hour),
 		GroupBy: []string{store.UsageByUpstream, store.UsageByRoute}})
@@ -130,7 +145,7 @@ func TestElevenLabsAccountSpeaksAndChargesMeasuredAudio(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(rows) != 1 || rows[0].Upstream != "eleven-main" || rows[0].Route != "speech" || rows[0].CostCurrency != "USD" ||
-		rows[0].Characters == 0 || rows[0].Cost != money.Micros(30*(rows[0].Characters-32)) {
+		rows[0].Characters == 0 || rows[0].Cost != money.Micros(30*(rows[0].Characters-45)) {
 		t.Errorf("cost rows %+v, want speech on eleven-main at 30 micro-USD a character", rows)
 	}
 	if strings.Contains(logs.String(), elevenlabsTestKey) || strings.Contains(out.String(), elevenlabsTestKey) {

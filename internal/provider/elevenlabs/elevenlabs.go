@@ -93,7 +93,7 @@ func (c *Client) Synthesize(ctx context.Context, r provider.SpeechRequest) (prov
 		ContentType: "application/json", Accept: "audio/mpeg"})
 	if err != nil {
 		var se *rest.StatusError
-		if !errors.As(err, &se) && !errors.Is(err, provider.ErrNotSent) && ctx.Err() == nil {
+		if !errors.As(err, &se) && !errors.Is(err, provider.ErrNotSent) {
 			return provider.Speech{}, lost(err)
 		}
 		return provider.Speech{}, rest.Classify(err, refusal)
