@@ -13,6 +13,7 @@ import (
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 	"mediagen/internal/provider/elevenlabs/elevenlabsfake"
+	"mediagen/internal/provider/openai/openaifake"
 	"mediagen/internal/store"
 )
 
@@ -150,5 +151,62 @@ func TestElevenLabsAccountSpeaksAndChargesMeasuredAudio(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), elevenlabsTestKey) || strings.Contains(out.String(), elevenlabsTestKey) {
 		t.Error("the key is in the logs")
+	}
+}
+
+// A speech alias over [elevenlabs, openai] falls back across kinds: the elevenlabs account
+// whose key ElevenLabs refuses is left (and avoided), the speech is spoken by the openai
+// account and charged once, its cost on the account that spoke.
+func TestRoutedSpeechFallsBackFromElevenLabsToOpenAI(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	voice := filepath.Join(dir, "speech.mp3")
+	if err := tools.Speak(context.Background(), "Hello from a fake", voice, ffmpeg.SpeakOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	el := elevenlabsfake.Start(elevenlabsfake.Config{Key: elevenlabsTestKey, Speech: voice})
+	t.Cleanup(el.Close)
+	oa := openaifake.Start(openaifake.Config{Key: openaiTestKey, Speech: voice, Clip: voice})
+	t.Cleanup(oa.Close)
+	accounts := "  - name: eleven-refused\n    kind: elevenlabs\n    base_url: " + el.Base() + "\n    api_key_env: ELEVENLABS_WRONG_KEY\n    voice: v1\n" +
+		"    cost: {currency: USD, per_character: 0.00003}\n" +
+		"  - name: openai-main\n    kind: openai\n    base_url: " + oa.Base() + "\n    api_key_env: OPENAI_TEST_KEY\n" +
+		"    cost: {currency: USD, per_character: 0.000015}\n"
+	path := demoCatalogWith(t, t.TempDir(), accounts, map[string]string{"demo-speech": "eleven-refused"})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("upstream: eleven-refused\n        model: sandbox-speech"),
+		[]byte("upstreams: [eleven-refused, openai-main]\n        model: eleven_flash_v2_5"), 1)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, logs bytes.Buffer
+	m := NewMain(env(map[string]string{"ELEVENLABS_WRONG_KEY": "xi-wrong", "OPENAI_TEST_KEY": openaiTestKey}), &out, &logs)
+	m.FetchTLS = el.TLS()
+	m.FetchTLS.RootCAs.AddCert(oa.Certificate())
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--catalog", path)
+	tenant, _ := m.cat().Tenant("demo")
+
+	s := e.speech(`{"model":"demo-speech","input":"Fall back, please"}`)
+	if n := len(oa.Speeches()); n != 1 {
+		t.Fatalf("openai spoke %d times, want once", n)
+	}
+	if n, _ := el.Billed(); n != 0 {
+		t.Errorf("ElevenLabs billed %d syntheses for a refused key", n)
+	}
+	if want, _ := billing.SecondsCost(rate(tenant.Rates.SpeechRate()), billing.SecondsToMicros(s.Duration)); e.used() != want {
+		t.Errorf("charged %s, want %s once", e.used(), want)
+	}
+	now := time.Now().UTC().Truncate(time.Hour)
+	rows, err := m.db.UsageReport(context.Background(), store.UsageQuery{From: now.Add(-time.Hour), To: now.Add(2 * time.Hour),
+		GroupBy: []string{store.UsageByUpstream}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Upstream != "openai-main" || rows[0].Cost != money.Micros(15*rows[0].Characters) {
+		t.Errorf("cost rows %+v, want the speech on openai-main", rows)
 	}
 }
