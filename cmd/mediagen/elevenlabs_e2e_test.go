@@ -210,3 +210,40 @@ func TestRoutedSpeechFallsBackFromElevenLabsToOpenAI(t *testing.T) {
 		t.Errorf("cost rows %+v, want the speech on openai-main", rows)
 	}
 }
+
+// `admin upstream check` of an elevenlabs account lists the models with the account's key
+// (GET /v1/models: free, no synthesis billed): OK with the key, FAILED with a wrong one, and
+// no key in the output.
+func TestAdminUpstreamCheckCallsElevenLabs(t *testing.T) {
+	t.Parallel()
+	fake := elevenlabsfake.Start(elevenlabsfake.Config{Key: elevenlabsTestKey})
+	t.Cleanup(fake.Close)
+	cat := elevenlabsCatalog(t, t.TempDir(), fake.Base())
+	for _, tc := range []struct {
+		name, key, want string
+		fails           bool
+	}{
+		{"with its key", elevenlabsTestKey, "eleven-main (elevenlabs): OK, listed models with the account's key at " + fake.Base(), false},
+		{"with a wrong key", "xi-wrong-key-2", "eleven-main (elevenlabs): FAILED", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			err := runAdminTLS(context.Background(), []string{"upstream", "check", "--catalog", cat, "eleven-main"},
+				env(map[string]string{"ELEVENLABS_TEST_KEY": tc.key}), &out, &errOut, fake.TLS())
+			text := out.String() + errOut.String()
+			if err != nil {
+				text += err.Error()
+			}
+			if (err != nil) != tc.fails || !strings.Contains(text, tc.want) {
+				t.Errorf("check: %v\n%s; want %q", err, text, tc.want)
+			}
+			if strings.Contains(text, tc.key) {
+				t.Errorf("the key is in the output: %s", text)
+			}
+			if n, _ := fake.Billed(); n != 0 {
+				t.Errorf("the check billed %d syntheses", n)
+			}
+		})
+	}
+}
