@@ -72,14 +72,16 @@ type Server struct {
 	bodies     []map[string]any // synthesis bodies received, in order
 	billed     int              // syntheses billed
 	characters int              // characters billed
+	byText     map[string]int   // syntheses billed per text
 	lost       int              // billed syntheses whose answer was lost or cut
+	hung       int              // syntheses that never answered
 	never      chan struct{}
 	violations []string
 }
 
 // Start starts a fake on loopback over TLS.
 func Start(cfg Config) *Server {
-	s := &Server{cfg: cfg, never: make(chan struct{})}
+	s := &Server{cfg: cfg, never: make(chan struct{}), byText: map[string]int{}}
 	s.srv = httptest.NewTLSServer(s)
 	return s
 }
@@ -115,11 +117,27 @@ func (s *Server) Billed() (syntheses, characters int) {
 	return s.billed, s.characters
 }
 
+// BilledFor is how many syntheses of text ElevenLabs would have billed: a service that
+// never pays twice for one speech keeps it at most 1.
+func (s *Server) BilledFor(text string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byText[text]
+}
+
 // Lost is how many billed syntheses lost or cut their answer.
 func (s *Server) Lost() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lost
+}
+
+// Hung is how many syntheses never answered (FaultNeverEnds): ElevenLabs may have billed
+// them, as nothing tells a client otherwise.
+func (s *Server) Hung() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hung
 }
 
 // Violations are the requests that broke the wire format.
@@ -240,6 +258,9 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, voice string) {
 		writeError(w, http.StatusBadRequest, "content_against_policy", "Refused")
 		return
 	case FaultNeverEnds:
+		s.mu.Lock()
+		s.hung++
+		s.mu.Unlock()
 		select {
 		case <-r.Context().Done():
 		case <-s.never:
@@ -259,6 +280,7 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, voice string) {
 	s.mu.Lock()
 	s.billed++
 	s.characters += chars
+	s.byText[text]++
 	id := fmt.Sprintf("req_%04d", s.billed)
 	s.mu.Unlock()
 	switch fault {
