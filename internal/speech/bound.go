@@ -89,8 +89,9 @@ var OpenAIBound = Bound{
 
 // ElevenLabsBound is the default bound of an elevenlabs account (mp3_44100_128, the voice's
 // stored speed 1). ElevenLabs' voices speak at about the pace of OpenAI's (some 150 words a
-// minute), so it is OpenAIBound's (not measured against ElevenLabs itself, which cannot be
-// reached from here). A voice stored with a slower speed (down to 0.7)
+// minute), so it is OpenAIBound's. TestElevenLabsBoundCoversTheFakesAnswers measures it as
+// OpenAIBound's is, against the fake ElevenLabs API (not against ElevenLabs itself, which
+// cannot be reached from here). A voice stored with a slower speed (down to 0.7)
 // needs the account's own speech_bound.
 var ElevenLabsBound = OpenAIBound
 
