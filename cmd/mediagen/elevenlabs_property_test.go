@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/money"
 	"mediagen/internal/provider/elevenlabs/elevenlabsfake"
 	"mediagen/internal/store"
+	"mediagen/internal/store/postgres/pgtest"
 )
 
 // The money property over the elevenlabs kind: random texts spoken through the fake
@@ -24,12 +25,17 @@ import (
 // that never answer). Whatever happens, every speech ends; a completed one is charged at most
 // its reservation and exactly its stored audio's measured seconds; a failed one is charged
 // nothing; ElevenLabs billed each speech at most once (once when completed); every billed
-// answer that was lost left a lost_create excess; the ledger balances.
+// answer that was lost left a lost_create excess; the ledger balances. On both stores.
 func TestElevenLabsMoneyPropertyHoldsUnderRandomTextsAndFaults(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("random speeches through a faulty fake upstream")
 	}
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); elevenlabsPropertyRun(t, "") })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); elevenlabsPropertyRun(t, pgtest.URL(t)) })
+}
+
+func elevenlabsPropertyRun(t *testing.T, pgURL string) {
 	tools := requireTools(t)
 	dir := t.TempDir()
 	short, long := filepath.Join(dir, "short.mp3"), filepath.Join(dir, "long.mp3")
@@ -60,7 +66,11 @@ func TestElevenLabsMoneyPropertyHoldsUnderRandomTextsAndFaults(t *testing.T) {
 	var out, logs bytes.Buffer
 	m := NewMain(env(map[string]string{"ELEVENLABS_TEST_KEY": elevenlabsTestKey}), &out, &logs)
 	m.FetchTLS = fake.TLS()
-	e := startRemote(t, m, dir, tools, 1000*money.Scale, "--speech-timeout", "3s", "--catalog", elevenlabsCatalog(t, t.TempDir(), fake.Base()))
+	args := []string{"--speech-timeout", "3s", "--catalog", elevenlabsCatalog(t, t.TempDir(), fake.Base())}
+	if pgURL != "" {
+		args = append(args, "--db", pgURL)
+	}
+	e := startRemote(t, m, dir, tools, 1000*money.Scale, args...)
 	tenant, _ := m.cat().Tenant("demo")
 
 	n := sizeFromEnv(t, "MEDIAGEN_PROPERTY_TASKS", 30)
