@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"mediagen/internal/billing"
+	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 	"mediagen/internal/provider/elevenlabs/elevenlabsfake"
@@ -245,5 +246,22 @@ func TestAdminUpstreamCheckCallsElevenLabs(t *testing.T) {
 				t.Errorf("the check billed %d syntheses", n)
 			}
 		})
+	}
+}
+
+// An elevenlabs account is handed no link (it speaks text only), so serve does not ask for
+// --public-url because of it; its key is still required.
+func TestElevenLabsAccountNeedsItsKeyButNoPublicURL(t *testing.T) {
+	t.Parallel()
+	cat, err := catalog.Load(elevenlabsCatalog(t, t.TempDir(), "https://api.elevenlabs.io"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Config{}
+	if got := c.serveNeeds(cat, env(map[string]string{"ELEVENLABS_TEST_KEY": elevenlabsTestKey}), false); len(got) != 0 {
+		t.Errorf("serve needs %v", got)
+	}
+	if got := c.serveNeeds(cat, env(nil), false); len(got) != 1 || !strings.Contains(got[0], "ELEVENLABS_TEST_KEY") {
+		t.Errorf("without the key, serve needs %v", got)
 	}
 }
