@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -263,5 +264,52 @@ func TestElevenLabsAccountNeedsItsKeyButNoPublicURL(t *testing.T) {
 	}
 	if got := c.serveNeeds(cat, env(nil), false); len(got) != 1 || !strings.Contains(got[0], "ELEVENLABS_TEST_KEY") {
 		t.Errorf("without the key, serve needs %v", got)
+	}
+}
+
+// A reload rebuilds an elevenlabs account's client: a rotated key (its file's new content)
+// and a new voice are what the next speech's call carries.
+func TestCatalogReloadRebuildsTheElevenLabsClient(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	voice := filepath.Join(dir, "speech.mp3")
+	if err := tools.Speak(context.Background(), "Hello from the fake", voice, ffmpeg.SpeakOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fake := elevenlabsfake.Start(elevenlabsfake.Config{Key: "xi-key-one", MoreKeys: []string{"xi-key-two"}, Speech: voice})
+	t.Cleanup(fake.Close)
+	keyFile := filepath.Join(dir, "eleven.key")
+	writeFile(t, keyFile, "xi-key-one\n")
+	catDir := filepath.Join(dir, "cat")
+	if err := os.MkdirAll(catDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(voice string) string {
+		path := elevenlabsCatalog(t, catDir, fake.Base())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.Replace(b, []byte("api_key_env: ELEVENLABS_TEST_KEY\n    voice: voice-e2e"), []byte("api_key_file: "+keyFile+"\n    voice: "+voice), 1)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	m := NewMain(env(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	m.FetchTLS = fake.TLS()
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--log-level", "error", "--catalog", write("voice-one"))
+	e.speech(`{"model":"demo-speech","input":"before the rotation"}`)
+
+	writeFile(t, keyFile, "xi-key-two\n")
+	write("voice-two")
+	if _, err := m.ReloadCatalog(context.Background(), triggerAPI); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	e.speech(`{"model":"demo-speech","input":"after the rotation"}`)
+	want := []elevenlabsfake.Call{{Voice: "voice-one", Key: "xi-key-one"}, {Voice: "voice-two", Key: "xi-key-two"}}
+	if got := fake.Calls(); !slices.Equal(got, want) {
+		t.Errorf("calls %+v, want %+v", got, want)
 	}
 }

@@ -56,6 +56,8 @@ var outputFormats = []string{"mp3_22050_32", "mp3_24000_48", "mp3_44100_32", "mp
 // Config sets up a Server.
 type Config struct {
 	Key    string   // the xi-api-key it accepts
+	// MoreKeys are keys it accepts too (a key rotation).
+	MoreKeys []string
 	Voices []string // voice ids it knows (empty: any)
 	Speech string   // the MP3 every synthesis answers with
 	Long   string   // the MP3 of FaultLonger
@@ -70,6 +72,7 @@ type Server struct {
 
 	mu         sync.Mutex
 	bodies     []map[string]any // synthesis bodies received, in order
+	calls      []Call           // who asked each synthesis, in order
 	billed     int              // syntheses billed
 	characters int              // characters billed
 	byText     map[string]int   // syntheses billed per text
@@ -101,6 +104,16 @@ func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
 // TLS is a client configuration that trusts the server's certificate.
 func (s *Server) TLS() *tls.Config {
 	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+}
+
+// Call is who asked a synthesis: the voice of its path and the key it carried.
+type Call struct{ Voice, Key string }
+
+// Calls are the syntheses received, in order.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
 }
 
 // Bodies are the synthesis bodies received, in order.
@@ -164,7 +177,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "" {
 		s.violate("%s %s: an Authorization header (the key goes in xi-api-key)", r.Method, r.URL.Path)
 	}
-	if r.Header.Get("xi-api-key") != s.cfg.Key {
+	if k := r.Header.Get("xi-api-key"); k != s.cfg.Key && !slices.Contains(s.cfg.MoreKeys, k) {
 		writeError(w, http.StatusUnauthorized, "invalid_api_key", "Invalid API key")
 		return
 	}
@@ -212,6 +225,7 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, voice string) {
 	}
 	s.mu.Lock()
 	s.bodies = append(s.bodies, body)
+	s.calls = append(s.calls, Call{Voice: voice, Key: r.Header.Get("xi-api-key")})
 	s.mu.Unlock()
 	for k := range body {
 		if !slices.Contains([]string{"text", "model_id", "language_code", "voice_settings", "seed", "previous_text", "next_text",
