@@ -55,12 +55,12 @@ var outputFormats = []string{"mp3_22050_32", "mp3_24000_48", "mp3_44100_32", "mp
 
 // Config sets up a Server.
 type Config struct {
-	Key    string   // the xi-api-key it accepts
+	Key string // the xi-api-key it accepts
 	// MoreKeys are keys it accepts too (a key rotation).
 	MoreKeys []string
-	Voices []string // voice ids it knows (empty: any)
-	Speech string   // the MP3 every synthesis answers with
-	Long   string   // the MP3 of FaultLonger
+	Voices   []string // voice ids it knows (empty: any)
+	Speech   string   // the MP3 every synthesis answers with
+	Long     string   // the MP3 of FaultLonger
 	// Fault picks a synthesis's fault from its text (nil: none).
 	Fault func(text string) string
 }
