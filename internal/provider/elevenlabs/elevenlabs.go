@@ -65,7 +65,7 @@ func New(cfg Config) (*Client, error) {
 // BodyTextToSpeechFull: text, model_id; the rest is left to the voice's stored settings).
 type speechRequest struct {
 	Text    string `json:"text"`
-	ModelID string `json:"model_id"`
+	ModelID string `json:"model_id,omitempty"` // absent: the API's default model
 }
 
 // errorBody is the API's error envelope: detail is an object {status, message} for the
@@ -127,7 +127,7 @@ func lost(err error) error {
 // Check makes one cheap authenticated call: the list of models (GET /v1/models, free).
 func (c *Client) Check(ctx context.Context) error {
 	var out []struct {
-		ModelID string `json:"model_id"`
+		ModelID string `json:"model_id,omitempty"` // absent: the API's default model
 	}
 	if err := rest.Classify(c.api.JSON(ctx, rest.Request{Method: http.MethodGet, Path: "/v1/models"}, &out), refusal); err != nil {
 		return err
