@@ -127,7 +127,7 @@ func lost(err error) error {
 // Check makes one cheap authenticated call: the list of models (GET /v1/models, free).
 func (c *Client) Check(ctx context.Context) error {
 	var out []struct {
-		ModelID string `json:"model_id,omitempty"` // absent: the API's default model
+		ModelID string `json:"model_id"`
 	}
 	if err := rest.Classify(c.api.JSON(ctx, rest.Request{Method: http.MethodGet, Path: "/v1/models"}, &out), refusal); err != nil {
 		return err
