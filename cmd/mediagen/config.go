@@ -334,7 +334,8 @@ func (c *Config) needsPublicURL(cat *catalog.Catalog) (catalog.UpstreamAccount, 
 		return catalog.UpstreamAccount{}, false
 	}
 	for _, acc := range cat.Accounts() {
-		if acc.Kind.Remote() {
+		// An elevenlabs account speaks text only: it is handed no link.
+		if acc.Kind.Remote() && acc.Kind != catalog.KindElevenLabs {
 			return acc, true
 		}
 	}

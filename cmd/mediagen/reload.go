@@ -404,7 +404,7 @@ func (m *Main) rebuildEngines(cat *catalog.Catalog) (*engineSet, error) {
 	for _, acc := range cat.Accounts() {
 		switch {
 		case acc.Kind.Remote():
-			speaks := acc.Kind == catalog.KindOpenAI && next.speech != nil
+			speaks := (acc.Kind == catalog.KindOpenAI || acc.Kind == catalog.KindElevenLabs) && next.speech != nil
 			if !worker && !speaks {
 				continue
 			}
@@ -412,8 +412,8 @@ func (m *Main) rebuildEngines(cat *catalog.Catalog) (*engineSet, error) {
 			if err != nil {
 				return nil, err
 			}
-			if worker {
-				next.video[acc.Name] = video.Upstream{Generator: c}
+			if g, ok := c.(provider.Generator); ok && worker {
+				next.video[acc.Name] = video.Upstream{Generator: g}
 			}
 			if sp, ok := c.(provider.Synthesizer); ok && speaks {
 				next.speech[acc.Name] = sp

@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/provider/ark"
 	"mediagen/internal/provider/dashscope"
 	"mediagen/internal/provider/gemini"
+	"mediagen/internal/provider/elevenlabs"
 	"mediagen/internal/provider/kling"
 	"mediagen/internal/provider/minimax"
 	"mediagen/internal/provider/openai"
@@ -57,10 +58,10 @@ func (m *Main) newLocalEngine(acc catalog.UpstreamAccount, tools ffmpeg.Tools, f
 	return e, nil
 }
 
-// remoteClient is the client of a remote account: a generator, with a cheap authenticated
-// check; an openai client also speaks.
+// remoteClient is the client of a remote account, with a cheap authenticated check: a
+// provider.Generator for the video kinds, a provider.Synthesizer for the speech kinds (an
+// openai client is both; an elevenlabs client only speaks).
 type remoteClient interface {
-	provider.Generator
 	Check(ctx context.Context) error
 }
 
@@ -75,7 +76,9 @@ func (m *Main) remoteUpstreams() (map[string]video.Upstream, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[acc.Name] = video.Upstream{Generator: c}
+		if g, ok := c.(provider.Generator); ok {
+			out[acc.Name] = video.Upstream{Generator: g}
+		}
 	}
 	return out, nil
 }
@@ -131,6 +134,9 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 			cfg.ReadImage = ff.readImage
 		}
 		c, err = gemini.New(cfg)
+	case catalog.KindElevenLabs:
+		c, err = elevenlabs.New(elevenlabs.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
+			Voice: acc.Voice})
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}

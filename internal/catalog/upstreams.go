@@ -50,10 +50,13 @@ const (
 	// operations and the keyed file download) with an x-goog-api-key: native generation (and
 	// production's first half). upstreams_gemini.go has its capabilities.
 	KindGemini UpstreamKind = "gemini"
+	// KindElevenLabs is ElevenLabs text-to-speech (POST /v1/text-to-speech/{voice_id}, the key
+	// in xi-api-key): speech only, text only, with the account's voice.
+	KindElevenLabs UpstreamKind = "elevenlabs"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs)
 	return err
 }
 
@@ -67,7 +70,7 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return true
 	case KindFFmpeg:
 		return p == ProductEnhancement
-	case KindEspeak:
+	case KindEspeak, KindElevenLabs:
 		return p == ProductSpeech
 	case KindArk, KindDashScope, KindGemini:
 		return p == ProductNative || p == ProductProduction
@@ -200,7 +203,7 @@ func firstFrame(req *contract.VideoRequest) bool {
 // RefuseSpeech names what of a contract-valid speech request an engine of the kind cannot
 // do, like Refuse.
 func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message string) {
-	if k == KindOpenAI && len(req.References) > 0 {
+	if (k == KindOpenAI || k == KindElevenLabs) && len(req.References) > 0 {
 		return "metadata.references", "This model speaks text only: metadata.references (voice or image references) are not available."
 	}
 	return "", ""
@@ -208,7 +211,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 
 // Remote reports a kind reached over the network with credentials.
 func (k UpstreamKind) Remote() bool {
-	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindGemini
+	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindGemini || k == KindElevenLabs
 }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
@@ -238,7 +241,8 @@ type UpstreamAccount struct {
 	TimeoutSeconds int `yaml:"timeout_seconds"`
 	// RequestsPerSecond spaces the calls to the API of each process (0: no spacing).
 	RequestsPerSecond int `yaml:"requests_per_second"`
-	// Voice is the speech voice of an openai account (default alloy).
+	// Voice is the speech voice of an openai account (default alloy), or the voice id of an
+	// elevenlabs account (required).
 	Voice string `yaml:"voice"`
 	// ResultHosts bound where a remote account's result links are read from: host names, or
 	// "*.example.com" for every name under example.com. Absent: any host the fetch policy
@@ -278,7 +282,7 @@ func (u *UpstreamAccount) checkSpeechBound() []error {
 	}
 	var errs []error
 	if !u.Kind.Serves(ProductSpeech) {
-		errs = append(errs, fmt.Errorf("upstream %q: speech_bound applies to accounts that serve speech (kinds espeak, openai, sandbox), not kind %s", u.Name, u.Kind))
+		errs = append(errs, fmt.Errorf("upstream %q: speech_bound applies to accounts that serve speech (kinds espeak, openai, elevenlabs, sandbox), not kind %s", u.Name, u.Kind))
 	}
 	for _, f := range []struct {
 		name string
@@ -392,7 +396,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope or gemini)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini or elevenlabs)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:
@@ -417,8 +421,11 @@ func (u *UpstreamAccount) checkRemote() []error {
 			add("%s", msg)
 		}
 	}
-	if u.Voice != "" && u.Kind != KindOpenAI {
-		add("voice applies to kind openai only")
+	if u.Voice != "" && u.Kind != KindOpenAI && u.Kind != KindElevenLabs {
+		add("voice applies to kinds openai and elevenlabs only")
+	}
+	if u.Kind == KindElevenLabs && strings.TrimSpace(u.Voice) == "" {
+		add("voice is required for kind elevenlabs: the id of the voice to speak with (ElevenLabs has no default voice)")
 	}
 	if !u.Kind.Remote() {
 		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 || u.RequestsPerSecond != 0 || len(u.ResultHosts) > 0 || u.klingKeysSet() {

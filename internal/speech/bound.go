@@ -87,8 +87,17 @@ var OpenAIBound = Bound{
 	MarginPercent: 10,
 }
 
+// ElevenLabsBound is the default bound of an elevenlabs account (mp3_44100_128, the voice's
+// stored speed 1). ElevenLabs' voices speak at about the pace of OpenAI's (some 150 words a
+// minute), so it is OpenAIBound's. TestElevenLabsBoundCoversTheFakesAnswers measures it as
+// OpenAIBound's is, against the fake ElevenLabs API (not against ElevenLabs itself, which
+// cannot be reached from here). A voice stored with a slower speed (down to 0.7)
+// needs the account's own speech_bound.
+var ElevenLabsBound = OpenAIBound
+
 // KindBound is the measured default bound of an account: its catalog speech_bound when it
-// sets one, else its kind's (OpenAIBound for openai, EspeakBound for espeak and sandbox).
+// sets one, else its kind's (OpenAIBound for openai, ElevenLabsBound for elevenlabs, EspeakBound for espeak and
+// sandbox).
 func KindBound(acc catalog.UpstreamAccount) Bound {
 	if b := acc.SpeechBound; b != nil {
 		return Bound{Space: b.SpaceUS, LineBreak: b.LineBreakUS, Letter: b.LetterUS, Digit: b.DigitUS,
@@ -96,6 +105,9 @@ func KindBound(acc catalog.UpstreamAccount) Bound {
 	}
 	if acc.Kind == catalog.KindOpenAI {
 		return OpenAIBound
+	}
+	if acc.Kind == catalog.KindElevenLabs {
+		return ElevenLabsBound
 	}
 	return EspeakBound
 }

@@ -108,7 +108,11 @@ func (s *Service) generate(ctx context.Context, rec store.Speech, st Stored, dea
 		return s.failed(ctx, rec, where, kindUpstream, CodeGenerationFailed, "", "Speech generation is not available for this model right now; nothing was charged.", err), nil
 	}
 	if err != nil {
-		return s.engineFailure(ctx, rec, where, err, timedOut), nil
+		var lost []billing.Excess
+		if errors.Is(err, provider.ErrOutcomeUnknown) {
+			lost = append(lost, lostSynthesis(rec, st.Upstream))
+		}
+		return s.engineFailure(ctx, rec, where, err, timedOut, q.Currency, lost...), nil
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, s.grace())
@@ -190,6 +194,17 @@ func (s *Service) generate(ctx context.Context, rec store.Speech, st Stored, dea
 	return jobs.Outcome{Done: true, Apply: apply, After: after}, nil
 }
 
+// lostSynthesis is the operator's possible loss of a speech whose engine answer was lost
+// after the call left, on an account with no idempotency key (elevenlabs): the upstream may
+// have billed a synthesis the service never delivered and did not make again. It is recorded
+// as upstream excess lost_create with the failure's settlement, in the same transaction
+// (amount: the speech's reservation, the most it was priced at), as the video lost create is
+// (internal/video/lost_create.go); the tenant is refunded in full.
+func lostSynthesis(rec store.Speech, upstream string) billing.Excess {
+	return billing.Excess{Kind: billing.ExcessLostCreate, Upstream: upstream, Claimed: rec.Reserved, Amount: rec.Reserved,
+		Detail: "the synthesis answer was lost after the call left; the upstream may have billed it; not sent again"}
+}
+
 // settleLog is log for a settlement's lines: they name the record and whose money moved (key,
 // tenant, alias), and the request that made it (logctx).
 func settleLog(ctx context.Context, log *slog.Logger, rec store.Speech) *slog.Logger {
@@ -232,14 +247,17 @@ func synthesizeUnless(ctx context.Context, e provider.Synthesizer, r provider.Sp
 }
 
 // engineFailure is the outcome of an engine that produced no audio: the record fails, refunded.
-func (s *Service) engineFailure(ctx context.Context, rec store.Speech, ran *routed, err error, timedOut bool) jobs.Outcome {
+func (s *Service) engineFailure(ctx context.Context, rec store.Speech, ran *routed, err error, timedOut bool, currency string, excess ...billing.Excess) jobs.Outcome {
+	failed := func(ctx context.Context, rec store.Speech, ran *routed, kind, code, param, msg string, cause error) jobs.Outcome {
+		return s.failedWith(ctx, rec, ran, kind, code, param, msg, cause, currency, excess)
+	}
 	var pe *provider.Error
 	switch {
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
-		return s.failed(ctx, rec, ran, kindTimeout, CodeTimeout, "",
+		return failed(ctx, rec, ran, kindTimeout, CodeTimeout, "",
 			fmt.Sprintf("Speech generation did not finish within %s; no audio was produced and the pre-charge was refunded.", s.wait()), err)
 	case errors.As(err, &pe) && pe.Code == "InvalidParameter":
-		return s.failed(ctx, rec, ran, kindInvalid, "invalid_request_error", "input",
+		return failed(ctx, rec, ran, kindInvalid, "invalid_request_error", "input",
 			"The text could not be spoken: "+sentence(pe.Message)+" Nothing was charged.", err)
 	case errors.As(err, &pe) && !errors.Is(err, provider.ErrTransient):
 		code := pe.Code
@@ -250,17 +268,23 @@ func (s *Service) engineFailure(ctx context.Context, rec store.Speech, ran *rout
 		if pe.Message != "" {
 			msg = sentence(pe.Message)
 		}
-		return s.failed(ctx, rec, ran, kindUpstream, code, "", msg+" No audio was produced and the pre-charge was refunded.", err)
+		return failed(ctx, rec, ran, kindUpstream, code, "", msg+" No audio was produced and the pre-charge was refunded.", err)
 	case errors.Is(err, provider.ErrTransient):
-		return s.failed(ctx, rec, ran, kindUpstream, CodeGenerationFailed, "",
+		return failed(ctx, rec, ran, kindUpstream, CodeGenerationFailed, "",
 			"The speech engine is temporarily unavailable; no audio was produced and the pre-charge was refunded. Retry later with a new client_request_id.", err)
 	}
-	return s.failed(ctx, rec, ran, kindUpstream, CodeGenerationFailed, "", "Speech generation failed; no audio was produced and the pre-charge was refunded.", err)
+	return failed(ctx, rec, ran, kindUpstream, CodeGenerationFailed, "", "Speech generation failed; no audio was produced and the pre-charge was refunded.", err)
 }
 
 // failed is the outcome that finishes the record as failed and refunds its reservation in
 // full (one settlement of zero), with the job's end.
 func (s *Service) failed(ctx context.Context, rec store.Speech, ran *routed, kind, code, param, msg string, cause error) jobs.Outcome {
+	return s.failedWith(ctx, rec, ran, kind, code, param, msg, cause, "", nil)
+}
+
+// failedWith is failed that also records the upstream's excess (a lost synthesis) in the
+// settlement's transaction, in currency.
+func (s *Service) failedWith(ctx context.Context, rec store.Speech, ran *routed, kind, code, param, msg string, cause error, currency string, excess []billing.Excess) jobs.Outcome {
 	now := s.now().UTC()
 	settled := false
 	apply := func(ctx context.Context, tx store.Tx) error {
@@ -272,10 +296,24 @@ func (s *Service) failed(ctx context.Context, rec store.Speech, ran *routed, kin
 			return err
 		}
 		settled = true
-		return settleFailed(ctx, tx, rec, now, s.Accounts)
+		if err := settleFailed(ctx, tx, rec, now, s.Accounts); err != nil {
+			return err
+		}
+		for _, e := range excess {
+			err := tx.RecordUpstreamExcess(ctx, store.UpstreamExcess{ID: idgen.New("uex"), Upstream: e.Upstream, Route: "speech",
+				Ref: rec.ID, KeyID: rec.KeyID, TenantID: rec.TenantID, Kind: e.Kind, Claimed: e.Claimed, Amount: e.Amount,
+				Currency: currency, Detail: e.Detail, CreatedAt: now})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	after := func() {
 		if settled {
+			if len(excess) > 0 {
+				s.Excess.Record(settleLog(ctx, s.log(), rec), "speech", currency, rec.ID, rec.KeyID, 0, excess)
+			}
 			s.Metrics.failed(code)
 			settleLog(ctx, s.log(), rec).Warn("speech failed; reservation refunded", "code", code, "reserved", rec.Reserved.String(), "cause", cause)
 		}

@@ -28,7 +28,7 @@ type Config struct {
 	BaseURL string
 	APIKey  string
 	// KeyHeader, when set, is the header the key is sent in as it is (Gemini's
-	// x-goog-api-key) instead of Authorization: Bearer.
+	// x-goog-api-key, ElevenLabs' xi-api-key) instead of Authorization: Bearer.
 	KeyHeader string
 	// HTTP is the client for API calls (default: 30 s timeout). Its transport must not retry.
 	HTTP *http.Client
