@@ -156,13 +156,13 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 				what = fmt.Sprintf("spoke and measured a %.2f s word", info.Duration)
 			}
 		}
-	case catalog.KindArk, catalog.KindOpenAI, catalog.KindKling, catalog.KindMiniMax, catalog.KindDashScope:
+	case catalog.KindArk, catalog.KindOpenAI, catalog.KindKling, catalog.KindMiniMax, catalog.KindDashScope, catalog.KindRunway:
 		var c remoteClient
 		if c, err = newRemoteClient(acc, e.getenv, e.tls, nil); err == nil {
 			if err = c.Check(ctx); err == nil {
 				what = map[catalog.UpstreamKind]string{catalog.KindArk: "listed tasks", catalog.KindOpenAI: "listed models",
 					catalog.KindKling: "read a task with a signed token", catalog.KindMiniMax: "queried a task",
-					catalog.KindDashScope: "read a task"}[acc.Kind] +
+					catalog.KindDashScope: "read a task", catalog.KindRunway: "read a task"}[acc.Kind] +
 					" with the account's key at " + acc.BaseURL
 			}
 		}

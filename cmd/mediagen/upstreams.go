@@ -20,6 +20,7 @@ import (
 	"mediagen/internal/provider/kling"
 	"mediagen/internal/provider/minimax"
 	"mediagen/internal/provider/openai"
+	"mediagen/internal/provider/runway"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/video"
 )
@@ -124,6 +125,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 		c, err = minimax.New(minimax.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	case catalog.KindDashScope:
 		c, err = dashscope.New(dashscope.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
+	case catalog.KindRunway:
+		c, err = runway.New(runway.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}

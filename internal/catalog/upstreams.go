@@ -46,10 +46,14 @@ const (
 	// models, over HTTPS with an API key (China or international endpoint by base_url):
 	// native generation (and production's first half). dashscope.go has its capabilities.
 	KindDashScope UpstreamKind = "dashscope"
+	// KindRunway is Runway's developer API (POST /v1/image_to_video, /v1/text_to_video, GET
+	// and DELETE /v1/tasks/{id}): native generation (and production's first half).
+	// upstreams_runway.go has its capabilities.
+	KindRunway UpstreamKind = "runway"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindRunway)
 	return err
 }
 
@@ -70,6 +74,8 @@ func (k UpstreamKind) Serves(p Product) bool {
 	case KindOpenAI:
 		return p == ProductNative || p == ProductProduction || p == ProductSpeech
 	case KindKling, KindMiniMax:
+		return p == ProductNative || p == ProductProduction
+	case KindRunway:
 		return p == ProductNative || p == ProductProduction
 	}
 	return false
@@ -98,6 +104,8 @@ func (k UpstreamKind) GenerateResolutions() []string {
 		return minimaxResolutions
 	case KindDashScope:
 		return dashscopeResolutions
+	case KindRunway:
+		return runwayResolutions
 	}
 	return nil
 }
@@ -130,6 +138,8 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		return refuseMiniMax(req, g)
 	case KindDashScope:
 		return refuseDashScope(req, g)
+	case KindRunway:
+		return refuseRunway(req, g)
 	}
 	return "", ""
 }
@@ -200,7 +210,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 
 // Remote reports a kind reached over the network with credentials.
 func (k UpstreamKind) Remote() bool {
-	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope
+	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindRunway
 }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
@@ -384,7 +394,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax or dashscope)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope or runway)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:

@@ -327,6 +327,7 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 		apiError(w, http.StatusTooManyRequests, "You have exceeded the rate limit")
 		return
 	}
+	expire := s.cfg.ExpiredLinks || s.fault(2) == 0 // decided before the lock fault takes
 	s.mu.Lock()
 	j, ok := s.jobs[id]
 	if !ok {
@@ -353,7 +354,7 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 			seconds += s.cfg.ExtraSeconds(j.prompt)
 		}
 		exp := time.Now().Add(24 * time.Hour)
-		if s.cfg.ExpiredLinks || s.fault(2) == 0 {
+		if expire {
 			exp = time.Now().Add(-time.Second)
 		}
 		out["status"], out["cost"] = "SUCCEEDED", map[string]any{"credits": seconds * creditsPerSecond[j.model]}
