@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -171,5 +172,41 @@ func TestRunwayExpiredOutputLinkIsReadAgain(t *testing.T) {
 	}
 	if fake.JobsFor("stale") > 1 {
 		t.Errorf("%d jobs", fake.JobsFor("stale"))
+	}
+}
+
+// upstream check of a runway account reads a task no create makes: OK with its key (the 404),
+// FAILED with a wrong one (401), the key never printed.
+func TestAdminUpstreamCheckCallsRunway(t *testing.T) {
+	t.Parallel()
+	fake := runwayfake.Start(runwayfake.Config{Key: runwayTestKey})
+	t.Cleanup(fake.Close)
+	cat := runwayCatalog(t, t.TempDir(), fake.Base())
+	for _, tc := range []struct {
+		name, key, want string
+		fails           bool
+	}{
+		{"with its key", runwayTestKey, "runway-main (runway): OK, read a task with the account's key at " + fake.Base(), false},
+		{"with a wrong key", "key_wrong_runway_2", "runway-main (runway): FAILED", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			err := runAdminTLS(context.Background(), []string{"upstream", "check", "--catalog", cat, "runway-main"},
+				env(map[string]string{"RUNWAY_TEST_KEY": tc.key}), &out, &errOut, fake.TLS())
+			text := out.String() + errOut.String()
+			if err != nil {
+				text += err.Error()
+			}
+			if (err != nil) != tc.fails || !strings.Contains(text, tc.want) {
+				t.Errorf("check: %v\n%s; want %q", err, text, tc.want)
+			}
+			if strings.Contains(text, tc.key) {
+				t.Errorf("the key is in the output: %s", text)
+			}
+			if v := fake.Violations(); len(v) > 0 {
+				t.Errorf("wire format: %v", v)
+			}
+		})
 	}
 }
