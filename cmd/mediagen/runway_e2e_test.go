@@ -160,18 +160,24 @@ func TestRunwayFaultsEndRefundedWithNeverASecondJob(t *testing.T) {
 	}
 }
 
-// An expired output link is read again from a fresh task read (Runway's links last 24-48 h).
+// An expired output link (Runway's last 24-48 h) is read again from a fresh task read: the
+// task completes with its one job, charged as any other.
 func TestRunwayExpiredOutputLinkIsReadAgain(t *testing.T) {
 	t.Parallel()
 	clip := colorClip(t, t.TempDir(), "runway.mp4", 160, 90, 12, 5)
-	e, fake := runwayRig(t, runwayfake.Config{Clip: clip, FaultPercent: 30, Seed: 3})
+	e, fake := runwayRig(t, runwayfake.Config{Clip: clip, ExpireFirst: 2})
 	id := e.create(`{"model":"demo-video-fast","prompt":"stale","metadata":{"ratio":"9:16","duration":5,"resolution":"720p"}}`)
 	task := e.wait(id)
-	if task.Status != "completed" && fake.LostAnswers() == 0 {
-		t.Fatalf("task %s %+v", task.Status, task.Error)
+	if task.Status != "completed" || fake.JobsFor("stale") != 1 {
+		t.Fatalf("task %s %+v with %d jobs; want completed with one", task.Status, task.Error, fake.JobsFor("stale"))
 	}
-	if fake.JobsFor("stale") > 1 {
-		t.Errorf("%d jobs", fake.JobsFor("stale"))
+	if n := fake.ExpiredDownloads(); n != 2 {
+		t.Errorf("%d downloads of an expired link, want the 2 handed out", n)
+	}
+	tenant, _ := e.m.cat().Tenant("demo")
+	want, _ := billing.TokenCost(rate(tenant.Rates.NativeRate("demo-video-fast")), billing.NativeTokens(160, 90, 12, 5))
+	if got := e.used(); got != want {
+		t.Errorf("charged %s, want %s", got, want)
 	}
 }
 

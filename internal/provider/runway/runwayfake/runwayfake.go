@@ -58,8 +58,10 @@ type Config struct {
 	LoseAnswers bool
 	// Garbage answers every read with a body that is not JSON; Truncated with a cut one.
 	Garbage, Truncated bool
-	// ExpiredLinks hands out output links that have already expired.
+	// ExpiredLinks hands out output links that have already expired; ExpireFirst only the
+	// first n of them.
 	ExpiredLinks bool
+	ExpireFirst  int
 }
 
 // Server is a running fake Runway.
@@ -75,6 +77,8 @@ type Server struct {
 	limited    int
 	refused    int
 	cancelled  int
+	expiredOut int // expired links handed out
+	expiredGet int // downloads refused for an expired link
 	violations []string
 	bodies     map[string]map[string]any // prompt → the last create body with it
 }
@@ -153,6 +157,13 @@ func (s *Server) Cancelled() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cancelled
+}
+
+// ExpiredDownloads is how many downloads were refused for an expired link.
+func (s *Server) ExpiredDownloads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.expiredGet
 }
 
 // Body is the last create body with the prompt (nil: none).
@@ -329,6 +340,9 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 	}
 	expire := s.cfg.ExpiredLinks || s.fault(2) == 0 // decided before the lock fault takes
 	s.mu.Lock()
+	if s.expiredOut < s.cfg.ExpireFirst {
+		expire = true
+	}
 	j, ok := s.jobs[id]
 	if !ok {
 		s.mu.Unlock()
@@ -356,6 +370,7 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 		exp := time.Now().Add(24 * time.Hour)
 		if expire {
 			exp = time.Now().Add(-time.Second)
+			s.expiredOut++
 		}
 		out["status"], out["cost"] = "SUCCEEDED", map[string]any{"credits": seconds * creditsPerSecond[j.model]}
 		out["output"] = []string{fmt.Sprintf("%s/download/%s.mp4?expires=%d", s.srv.URL, j.id, exp.Unix())}
@@ -386,6 +401,9 @@ func (s *Server) delete(w http.ResponseWriter, id string) {
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	exp, err := strconv.ParseInt(r.URL.Query().Get("expires"), 10, 64)
 	if err != nil || time.Now().Unix() > exp {
+		s.mu.Lock()
+		s.expiredGet++
+		s.mu.Unlock()
 		http.Error(w, "Request has expired", http.StatusForbidden)
 		return
 	}
