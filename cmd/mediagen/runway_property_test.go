@@ -12,6 +12,7 @@ import (
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/provider/runway/runwayfake"
 	"mediagen/internal/store"
+	"mediagen/internal/store/postgres/pgtest"
 )
 
 // The money property over the runway kind: random requests (5 s, 10 s or the model's
@@ -20,12 +21,17 @@ import (
 // charge is at most its reservation and, for a completed task, at least what its stored video
 // implies; a failed task is charged nothing and records at most a lost_create excess; a longer
 // result records its duration excess and an over-billed one usage_over; each task made at most
-// one upstream job (one when completed); the ledger balances.
+// one upstream job (one when completed); the ledger balances. On SQLite and PostgreSQL.
 func TestRunwayMoneyPropertyHoldsUnderRandomRequestsAndFaults(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("random tasks through a faulty fake upstream")
 	}
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); runwayProperty(t) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); runwayProperty(t, "--db", pgtest.URL(t)) })
+}
+
+func runwayProperty(t *testing.T, args ...string) {
 	tools := requireTools(t)
 	dir := t.TempDir()
 	lengths := []float64{3, 5, 9.5, 14}
@@ -50,7 +56,7 @@ func TestRunwayMoneyPropertyHoldsUnderRandomRequestsAndFaults(t *testing.T) {
 	}
 	tasks := sizeFromEnv(t, "MEDIAGEN_PROPERTY_TASKS", 30)
 	e, fake := runwayRig(t, runwayfake.Config{Clip: clips["len 3"], ClipFor: clipFor, ExtraSeconds: overBilled, FaultPercent: 30, Seed: 4},
-		"--workers", "6", "--task-retry-max", "1s", "--task-deadline", "90s")
+		append([]string{"--workers", "6", "--task-retry-max", "1s", "--task-deadline", "90s"}, args...)...)
 	rng := rand.New(rand.NewPCG(5, 7))
 	type sent struct {
 		id, prompt   string
