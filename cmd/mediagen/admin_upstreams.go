@@ -156,13 +156,15 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 				what = fmt.Sprintf("spoke and measured a %.2f s word", info.Duration)
 			}
 		}
-	case catalog.KindArk, catalog.KindOpenAI, catalog.KindKling, catalog.KindMiniMax, catalog.KindDashScope, catalog.KindGemini, catalog.KindElevenLabs:
+	case catalog.KindArk, catalog.KindOpenAI, catalog.KindKling, catalog.KindMiniMax, catalog.KindDashScope, catalog.KindGemini, catalog.KindElevenLabs,
+		catalog.KindRunway:
 		var c remoteClient
 		if c, err = newRemoteClient(acc, e.getenv, e.tls, nil); err == nil {
 			if err = c.Check(ctx); err == nil {
 				what = map[catalog.UpstreamKind]string{catalog.KindArk: "listed tasks", catalog.KindOpenAI: "listed models",
 					catalog.KindKling: "read a task with a signed token", catalog.KindMiniMax: "queried a task",
-					catalog.KindDashScope: "read a task", catalog.KindGemini: "read an operation", catalog.KindElevenLabs: "listed models"}[acc.Kind] +
+					catalog.KindDashScope: "read a task", catalog.KindGemini: "read an operation", catalog.KindElevenLabs: "listed models",
+					catalog.KindRunway: "read a task"}[acc.Kind] +
 					" with the account's key at " + acc.BaseURL
 			}
 		}

@@ -17,11 +17,12 @@ import (
 	"mediagen/internal/provider"
 	"mediagen/internal/provider/ark"
 	"mediagen/internal/provider/dashscope"
-	"mediagen/internal/provider/gemini"
 	"mediagen/internal/provider/elevenlabs"
+	"mediagen/internal/provider/gemini"
 	"mediagen/internal/provider/kling"
 	"mediagen/internal/provider/minimax"
 	"mediagen/internal/provider/openai"
+	"mediagen/internal/provider/runway"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/video"
 )
@@ -137,6 +138,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 	case catalog.KindElevenLabs:
 		c, err = elevenlabs.New(elevenlabs.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
 			Voice: acc.Voice})
+	case catalog.KindRunway:
+		c, err = runway.New(runway.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}

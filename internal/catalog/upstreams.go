@@ -53,10 +53,14 @@ const (
 	// KindElevenLabs is ElevenLabs text-to-speech (POST /v1/text-to-speech/{voice_id}, the key
 	// in xi-api-key): speech only, text only, with the account's voice.
 	KindElevenLabs UpstreamKind = "elevenlabs"
+	// KindRunway is Runway's developer API (POST /v1/image_to_video, /v1/text_to_video, GET
+	// and DELETE /v1/tasks/{id}): native generation (and production's first half).
+	// upstreams_runway.go has its capabilities.
+	KindRunway UpstreamKind = "runway"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs, KindRunway)
 	return err
 }
 
@@ -77,6 +81,8 @@ func (k UpstreamKind) Serves(p Product) bool {
 	case KindOpenAI:
 		return p == ProductNative || p == ProductProduction || p == ProductSpeech
 	case KindKling, KindMiniMax:
+		return p == ProductNative || p == ProductProduction
+	case KindRunway:
 		return p == ProductNative || p == ProductProduction
 	}
 	return false
@@ -107,6 +113,8 @@ func (k UpstreamKind) GenerateResolutions() []string {
 		return dashscopeResolutions
 	case KindGemini:
 		return geminiResolutions
+	case KindRunway:
+		return runwayResolutions
 	}
 	return nil
 }
@@ -141,6 +149,8 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		return refuseDashScope(req, g)
 	case KindGemini:
 		return refuseGemini(req, g)
+	case KindRunway:
+		return refuseRunway(req, g)
 	}
 	return "", ""
 }
@@ -211,7 +221,8 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 
 // Remote reports a kind reached over the network with credentials.
 func (k UpstreamKind) Remote() bool {
-	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindGemini || k == KindElevenLabs
+	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindGemini || k == KindElevenLabs ||
+		k == KindRunway
 }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
@@ -396,7 +407,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini or elevenlabs)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini, elevenlabs or runway)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:
