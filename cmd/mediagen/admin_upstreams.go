@@ -54,7 +54,7 @@ func (e *adminEnv) upstreamList() error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%-20s %-8s %s\n", "NAME", "KIND", "ALIASES")
+	fmt.Fprintf(e.stdout, "%-20s %-10s %s\n", "NAME", "KIND", "ALIASES")
 	for _, acc := range c.Accounts() {
 		n := 0
 		for _, t := range c.Tenants {
@@ -68,7 +68,7 @@ func (e *adminEnv) upstreamList() error {
 				}
 			}
 		}
-		fmt.Fprintf(e.stdout, "%-20s %-8s %d\n", acc.Name, acc.Kind, n)
+		fmt.Fprintf(e.stdout, "%-20s %-10s %d\n", acc.Name, acc.Kind, n)
 	}
 	return nil
 }
