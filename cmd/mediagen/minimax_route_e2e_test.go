@@ -20,7 +20,7 @@ import (
 )
 
 // One alias routed over [minimax-limited, minimax-full, ark-main] (priority; 12 tasks,
-// MEDIAGEN_MINIMAX_ROUTE_TASKS sets another number): the first
+// MEDIAGEN_ROUTE_TASKS sets another number): the first
 // MiniMax account answers every create with its rate limit (1002 on HTTP 200, no job made),
 // the second has room for one job at a time, and Ark takes the rest. Every task completes
 // with exactly one paid job over the three fakes; the rate-limited account made none; tasks
@@ -36,7 +36,7 @@ func TestRouteAcrossMiniMaxAndArkFallsBackWithOnePaidJobPerTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	const tokens = 169 // 160×90×12×1/1024: what the stored clip implies; Ark reports it
-	tasks := sizeFromEnv(t, "MEDIAGEN_MINIMAX_ROUTE_TASKS", 12)
+	tasks := sizeFromEnv(t, "MEDIAGEN_ROUTE_TASKS", 12)
 	limited := minimaxfake.Start(minimaxfake.Config{Key: minimaxTestKey, Clip: clip, RateLimit: true})
 	full := minimaxfake.Start(minimaxfake.Config{Key: minimaxTestKey, Clip: clip, Polls: 3})
 	arkf := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens})

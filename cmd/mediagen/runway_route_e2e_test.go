@@ -20,7 +20,7 @@ import (
 )
 
 // One alias routed over [runway-limited, runway-full, ark-main] (priority; 12 tasks,
-// MEDIAGEN_RUNWAY_ROUTE_TASKS sets another number): the first Runway account answers every
+// MEDIAGEN_ROUTE_TASKS sets another number): the first Runway account answers every
 // create 429 (no job made), the second has room for one job at a time, and Ark takes the
 // rest. Every task completes with exactly one paid job over the three fakes; the rate-limited
 // account made none; tasks spill over from the full Runway account to Ark; each is charged the
@@ -35,7 +35,7 @@ func TestRouteAcrossRunwayAndArkFallsBackWithOnePaidJobPerTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	const tokens = 169 // 160×90×12×1/1024: what the stored clip implies; Ark reports it
-	tasks := sizeFromEnv(t, "MEDIAGEN_RUNWAY_ROUTE_TASKS", 12)
+	tasks := sizeFromEnv(t, "MEDIAGEN_ROUTE_TASKS", 12)
 	limited := runwayfake.Start(runwayfake.Config{Key: runwayTestKey, Clip: clip, RateLimit: 1})
 	full := runwayfake.Start(runwayfake.Config{Key: runwayTestKey, Clip: clip, Polls: 3})
 	arkf := arkfake.Start(arkfake.Config{Key: arkTestKey, Clip: clip, Tokens: tokens})
