@@ -56,7 +56,10 @@ func TestRouteAcrossMiniMaxAndArkFallsBackWithOnePaidJobPerTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	routed := strings.NewReplacer("upstream: minimax-limited", "upstreams: [minimax-limited, minimax-full, ark-main]",
-		"model: sandbox-video-fast-2.0", "model: MiniMax-Hailuo-02").Replace(string(b))
+		"model: sandbox-video-fast-2.0", "model: MiniMax-Hailuo-02",
+		// The demo key's limits would refuse a bench's hundreds of creates at once: raise them.
+		"    requests_per_second: 100\n    burst: 200\n", "    requests_per_second: 1000\n    burst: 2000\n",
+		"    video_tasks_in_flight: 200\n", "    video_tasks_in_flight: 1000\n").Replace(string(b))
 	if err := os.WriteFile(path, []byte(routed), 0o644); err != nil {
 		t.Fatal(err)
 	}
