@@ -13,7 +13,13 @@
 // accounts, a refused key, a DashScope account dropping every create before a job, a full Ark
 // account, a working DashScope account). -test runs any other routing test of the same shape.
 //
-//	go run ./bench/routing [-tasks 500] [-mix ark|ark-kling|ark-dashscope|ark-minimax|ark-gemini|ark-runway] [-test NAME]
+// six-kinds (TestRouteAcrossSixKindsMakesOnePaidJobPerTask): one alias over six accounts of six
+// kinds — Ark refusing its key, MiniMax answering every create 429, DashScope Wan full
+// (max_in_flight 1), Kling losing every create's answer, Gemini Veo and Runway working — with
+// tasks of 5 s and 10 s (no duration is made by all six), each given only the accounts that can
+// make it; it also checks the operator's cost per account in each kind's unit.
+//
+//	go run ./bench/routing [-tasks 500] [-mix ark|ark-kling|ark-dashscope|ark-minimax|ark-gemini|ark-runway|six-kinds] [-test NAME]
 package main
 
 import (
@@ -28,7 +34,7 @@ import (
 
 func main() {
 	tasks := flag.Int("tasks", 500, "tasks through the routed alias")
-	mix := flag.String("mix", "ark", "the accounts: ark (four Ark accounts), ark-kling, ark-dashscope, ark-minimax, ark-gemini or ark-runway")
+	mix := flag.String("mix", "ark", "the accounts: ark (four Ark accounts), ark-kling, ark-dashscope, ark-minimax, ark-gemini, ark-runway or six-kinds")
 	other := flag.String("test", "", "a routing test to run instead of -mix's")
 	flag.Parse()
 	test := map[string]string{"ark": "TestRouteAcrossFourAccountsMakesOnePaidJobPerTask",
@@ -36,12 +42,13 @@ func main() {
 		"ark-dashscope": "TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver",
 		"ark-minimax":   "TestRouteAcrossMiniMaxAndArkFallsBackWithOnePaidJobPerTask",
 		"ark-gemini":    "TestRouteAcrossGeminiAndArkFallsBackWithOnePaidJobPerTask",
-		"ark-runway":    "TestRouteAcrossRunwayAndArkFallsBackWithOnePaidJobPerTask"}[*mix]
+		"ark-runway":    "TestRouteAcrossRunwayAndArkFallsBackWithOnePaidJobPerTask",
+		"six-kinds":     "TestRouteAcrossSixKindsMakesOnePaidJobPerTask"}[*mix]
 	if *other != "" {
 		test = *other
 	}
 	if test == "" {
-		fmt.Fprintln(os.Stderr, "-mix: want ark, ark-kling, ark-dashscope, ark-minimax, ark-gemini or ark-runway")
+		fmt.Fprintln(os.Stderr, "-mix: want ark, ark-kling, ark-dashscope, ark-minimax, ark-gemini, ark-runway or six-kinds")
 		os.Exit(2)
 	}
 	cmd := exec.Command("go", "test", "./cmd/mediagen/", "-run", "^"+test+"$",
