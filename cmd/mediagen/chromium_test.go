@@ -150,7 +150,8 @@ func (c *chrome) run(what string, steps ...chromedp.Action[chromedp.Void]) {
 	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
-		c.t.Fatalf("%s: %v\npage: %s", what, err, c.pageText())
+		// The page first, the error last: CI shows the tail of a failure.
+		c.t.Fatalf("page: %s\n%s: %v", c.pageText(), what, err)
 	}
 }
 
@@ -159,11 +160,40 @@ func eval[T any](c *chrome, expr string) T {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	var v T
+	err := retryContextLost(ctx, func() (err error) { v, err = chromedp.Run(ctx, chromedp.Evaluate[T](expr)); return err })
 	if err != nil {
 		c.t.Fatalf("eval %s: %v", expr, err)
 	}
 	return v
+}
+
+// retryContextLost runs call again while it fails because the page's JavaScript context it
+// was sent to is gone: right after a navigation, chromedp can still address the old
+// document's context for a moment ("Cannot find context with specified id", "Execution
+// context was destroyed"), which says nothing about the page under test. Any other error, or
+// ctx's end, is returned.
+func retryContextLost(ctx context.Context, call func() error) error {
+	for {
+		err := call()
+		if err == nil || !contextLost(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+		// An evaluation makes chromedp take up the new document's context (chromedp issue
+		// #890: a Poll retried alone can keep addressing the old one).
+		_, _ = chromedp.Run(ctx, chromedp.Evaluate[bool](`true`))
+	}
+}
+
+func contextLost(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Cannot find context with specified id") || strings.Contains(s, "Execution context was destroyed") ||
+		strings.Contains(s, "Cannot find default execution context")
 }
 
 // waitFor polls a JavaScript condition every 50 ms until it holds, for at most 20 s.
@@ -171,9 +201,14 @@ func (c *chrome) waitFor(cond string) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(c.ctx, 25*time.Second)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-		c.t.Fatalf("waiting for %s: %v\npage: %s", cond, err, c.pageText())
+	err := retryContextLost(ctx, func() error {
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
+			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second)))
+		return err
+	})
+	if err != nil {
+		// The page first, the error last: CI shows the tail of a failure.
+		c.t.Fatalf("page: %s\nwaiting for %s: %v", c.pageText(), cond, err)
 	}
 }
 
@@ -181,7 +216,11 @@ func (c *chrome) waitFor(cond string) {
 func (c *chrome) pageText() string {
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " | " + (document.body ? document.body.dataset.state + " | " + document.body.innerText : "")`))
+	var v string
+	err := retryContextLost(ctx, func() (err error) {
+		v, err = chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " | " + (document.body ? document.body.dataset.state + " | " + document.body.innerText : "")`))
+		return err
+	})
 	if err != nil {
 		return "(unreadable: " + err.Error() + ")"
 	}

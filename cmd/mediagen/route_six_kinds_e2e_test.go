@@ -70,7 +70,7 @@ func TestRouteAcrossSixKindsMakesOnePaidJobPerTask(t *testing.T) {
 	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 160, Height: 90, FPS: 12, Duration: 1, Container: "mp4", Text: "r"}, clip); err != nil {
 		t.Fatal(err)
 	}
-	const tokens = 169 // 160×90×12×1/1024: what the stored clip implies; Ark reports it
+	const tokens = 169      // 160×90×12×1/1024: what the stored clip implies; Ark reports it
 	const clipSeconds = 1.0 // its measured length: every fake serves it, whatever was asked
 	tasks := sizeFromEnv(t, "MEDIAGEN_ROUTE_TASKS", 12)
 
