@@ -13,9 +13,10 @@ import (
 	"mediagen/internal/money"
 	"mediagen/internal/provider/minimax/minimaxfake"
 	"mediagen/internal/store"
+	"mediagen/internal/store/postgres/pgtest"
 )
 
-// The money property over the minimax kind: random requests (6 s, 10 s or the model's
+// The money property over the minimax kind, through the whole service on both stores: random requests (6 s, 10 s or the model's
 // default) through the fake MiniMax at 30% random faults, its results of random lengths — some
 // within the request, some longer than it allows. Whatever happens, every task ends; every
 // charge is at most its reservation and, for a completed task, at least what its stored video
@@ -27,6 +28,11 @@ func TestMiniMaxMoneyPropertyHoldsUnderRandomRequestsAndFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("random tasks through a faulty fake upstream")
 	}
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); miniMaxPropertyRun(t) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); miniMaxPropertyRun(t, "--db", pgtest.URL(t)) })
+}
+
+func miniMaxPropertyRun(t *testing.T, storeArgs ...string) {
 	tools := requireTools(t)
 	dir := t.TempDir()
 	lengths := []float64{3, 6, 9.5, 14}
@@ -44,7 +50,7 @@ func TestMiniMaxMoneyPropertyHoldsUnderRandomRequestsAndFaults(t *testing.T) {
 	}
 	tasks := sizeFromEnv(t, "MEDIAGEN_PROPERTY_TASKS", 30)
 	e, fake, _ := startMiniMax(t, minimaxfake.Config{Clip: clips["len 3"], ClipFor: clipFor, FaultPercent: 30, Seed: 4},
-		1000*money.Scale, "--workers", "6", "--task-retry-max", "1s", "--task-deadline", "90s", "--account-extra", "    timeout_seconds: 2\n")
+		1000*money.Scale, append([]string{"--workers", "6", "--task-retry-max", "1s", "--task-deadline", "90s", "--account-extra", "    timeout_seconds: 2\n"}, storeArgs...)...)
 	rng := rand.New(rand.NewPCG(5, 5))
 	type sent struct {
 		id, prompt string
