@@ -127,15 +127,16 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			Lookup: m.videoEngine, // the engines of the catalog in force (reload.go)
 			Blobs:  blob.Traced(m.blobs, tr), Tools: tools, Fetch: fetch, LinkTTL: c.LinkTTL,
 			PollMin: 200 * time.Millisecond, PollMax: 10 * time.Second,
-			UpstreamErrors: video.NewUpstreamErrors(reg),
-			MaxInFlight:    func(name string) int { acc, _ := m.cat().Upstream(name); return acc.MaxInFlight },
-			UpstreamWaits:  video.NewUpstreamWaits(reg),
-			UpstreamCalls:  video.NewUpstreamCalls(reg),
-			AccountBroken:  video.NewAccountBroken(reg),
-			Router:         router,
-			Slots:          m.db.UpstreamSlots,
-			Logger:         m.log,
-			Tracer:         tr,
+			UpstreamErrors:  video.NewUpstreamErrors(reg),
+			MaxInFlight:     func(name string) int { acc, _ := m.cat().Upstream(name); return acc.MaxInFlight },
+			UpstreamWaits:   video.NewUpstreamWaits(reg),
+			UpstreamCalls:   video.NewUpstreamCalls(reg),
+			UpstreamCancels: video.NewUpstreamCancels(reg),
+			AccountBroken:   video.NewAccountBroken(reg),
+			Router:          router,
+			Slots:           m.db.UpstreamSlots,
+			Logger:          m.log,
+			Tracer:          tr,
 			ResultHosts: func(name string) func(string) bool {
 				acc, _ := m.cat().Upstream(name)
 				return acc.ResultHostAllowed()

@@ -117,7 +117,8 @@ func TestRunwayAccountRunsATaskAndChargesTheMeasuredVideo(t *testing.T) {
 // Runway has no idempotency key and no task list: a create whose answer is lost after the job
 // was made is never repeated; the task fails, refunded, with one job, recorded as the
 // operator's lost_create excess. Refusals end refunded; a refused key, a rate limit with or
-// without Retry-After and a job that never ends hold the task until its deadline.
+// without Retry-After and a job that never ends hold the task until its deadline; a job still
+// running when its task is given up is cancelled (DELETE /v1/tasks/{id}), the others are not.
 func TestRunwayFaultsEndRefundedWithNeverASecondJob(t *testing.T) {
 	t.Parallel()
 	clip := colorClip(t, t.TempDir(), "runway.mp4", 160, 90, 12, 5)
@@ -126,14 +127,15 @@ func TestRunwayFaultsEndRefundedWithNeverASecondJob(t *testing.T) {
 		cfg          runwayfake.Config
 		jobs         int
 		excess       bool
+		cancelled    int // jobs cancelled as the task was given up
 	}{
-		{"the create answer is lost", "failed", runwayfake.Config{LoseAnswers: true}, 1, true},
-		{"moderation refuses the output", "failed", runwayfake.Config{End: func(string) string { return runwayfake.EndRefuse }}, 1, false},
-		{"the job never ends", "expired", runwayfake.Config{End: func(string) string { return runwayfake.EndNever }}, 1, false},
-		{"429 with Retry-After", "expired", runwayfake.Config{RateLimit: 1}, 0, false},
-		{"429 without Retry-After", "expired", runwayfake.Config{RateLimit: -1}, 0, false},
-		{"the key is refused", "expired", runwayfake.Config{Key: "key_revoked"}, 0, false},
-		{"garbage task reads", "expired", runwayfake.Config{Garbage: true}, 1, false},
+		{"the create answer is lost", "failed", runwayfake.Config{LoseAnswers: true}, 1, true, 0},
+		{"moderation refuses the output", "failed", runwayfake.Config{End: func(string) string { return runwayfake.EndRefuse }}, 1, false, 0},
+		{"the job never ends", "expired", runwayfake.Config{End: func(string) string { return runwayfake.EndNever }}, 1, false, 1},
+		{"429 with Retry-After", "expired", runwayfake.Config{RateLimit: 1}, 0, false, 0},
+		{"429 without Retry-After", "expired", runwayfake.Config{RateLimit: -1}, 0, false, 0},
+		{"the key is refused", "expired", runwayfake.Config{Key: "key_revoked"}, 0, false, 0},
+		{"garbage task reads", "expired", runwayfake.Config{Garbage: true}, 1, false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -149,6 +151,9 @@ func TestRunwayFaultsEndRefundedWithNeverASecondJob(t *testing.T) {
 			}
 			if n := fake.JobsFor("p"); n != tc.jobs {
 				t.Errorf("%d upstream jobs, want %d", n, tc.jobs)
+			}
+			if n := fake.Cancelled(); n != tc.cancelled {
+				t.Errorf("%d jobs cancelled upstream, want %d", n, tc.cancelled)
 			}
 			if tc.excess {
 				e.expectExcess(id, map[string]string{billing.ExcessLostCreate: "runway-main"})

@@ -212,6 +212,20 @@ type BlindCreator interface {
 	BlindCreates()
 }
 
+// GenerationCanceler is a Generator that can stop a job it started (Runway's DELETE
+// /v1/tasks/{id}). The service calls it, best effort, when it gives a task up while its job
+// is still running upstream (the task's deadline passed, or its steps kept failing): the task
+// is refunded either way, and a job stopped early costs the operator less. A job already
+// finished or gone is not an error.
+type GenerationCanceler interface {
+	CancelGeneration(ctx context.Context, jobID string) error
+}
+
+// EnhancementCanceler is GenerationCanceler for enhancement jobs.
+type EnhancementCanceler interface {
+	CancelEnhancement(ctx context.Context, jobID string) error
+}
+
 // Enhancer runs enhancement jobs.
 type Enhancer interface {
 	SubmitEnhancement(ctx context.Context, r EnhanceRequest) (jobID string, err error)

@@ -56,6 +56,9 @@ type Pipeline struct {
 	SlotWait time.Duration
 	// UpstreamWaits, when set, counts the submits that waited for a slot, by upstream.
 	UpstreamWaits *prometheus.CounterVec
+	// UpstreamCancels, when set, counts the upstream jobs cancelled as their task was given
+	// up (cancel.go), by upstream and outcome.
+	UpstreamCancels *prometheus.CounterVec
 	// UpstreamCalls, when set, times every submit and poll call, by upstream, call and
 	// outcome (ok, error): its count of ok submits is the jobs submitted per account.
 	UpstreamCalls *prometheus.HistogramVec

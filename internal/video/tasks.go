@@ -85,6 +85,12 @@ type Stepper interface {
 	Expired(c store.TaskRun) Final
 }
 
+// Abandoner is a Stepper that can stop what a task it gives up still runs upstream
+// (Pipeline.Abandon cancels the job of an engine that can cancel).
+type Abandoner interface {
+	Abandon(ctx context.Context, c store.TaskRun)
+}
+
 // TaskRuns is what the task handler reads.
 type TaskRuns interface {
 	TaskRun(ctx context.Context, id string) (store.TaskRun, error)
@@ -219,6 +225,9 @@ func (h *Tasks) GiveUp(ctx context.Context, j jobs.Job, cause error) jobs.Outcom
 	}
 	if f.Internal == "" && cause != nil {
 		f.Internal = "gave up after attempt " + strconv.Itoa(j.Attempt) + ": " + cause.Error()
+	}
+	if a, ok := h.Steps.(Abandoner); ok {
+		a.Abandon(ctx, c)
 	}
 	return h.final(ctx, c, Outcome{Final: &f}, j.Attempt)
 }
