@@ -149,7 +149,7 @@ func TestRouteAcrossSixKindsMakesOnePaidJobPerTask(t *testing.T) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			ended[i] = e.wait(id)
+			ended[i] = e.waitWithin(id, max(3*time.Minute, time.Duration(tasks)*time.Second))
 		}()
 	}
 	wg.Wait()
