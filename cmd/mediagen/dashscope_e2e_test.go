@@ -21,8 +21,8 @@ import (
 const dashscopeTestKey = "sk-dashscope-e2e-41d07a9e"
 
 // dashscopeCatalog is the demo catalog with demo-video-fast on a dashscope account at base as
-// Wan text-to-video (wan2.2-t2v-plus) and demo-video-mini as Wan image-to-video
-// (wan2.2-i2v-plus); extra lines (indented as the account's fields) are added to the account.
+// Wan text-to-video (wan2.6-t2v) and demo-video-mini as Wan image-to-video (wan2.6-i2v): the
+// models that make every resolution and duration the kind takes; extra lines (indented as the account's fields) are added to the account.
 func dashscopeCatalog(t *testing.T, dir, base string, extra ...string) string {
 	t.Helper()
 	account := "  - name: wan-main\n    kind: dashscope\n    base_url: " + base + "\n    api_key_env: DASHSCOPE_TEST_KEY\n" +
@@ -32,9 +32,9 @@ func dashscopeCatalog(t *testing.T, dir, base string, extra ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := strings.Replace(string(b), "model: sandbox-video-fast-2.0", "model: wan2.2-t2v-plus", 1)
-	s = strings.Replace(s, "model: sandbox-video-mini-2.0", "model: wan2.2-i2v-plus", 1)
-	if s == string(b) || !strings.Contains(s, "wan2.2-i2v-plus") {
+	s := strings.Replace(string(b), "model: sandbox-video-fast-2.0", "model: wan2.6-t2v", 1)
+	s = strings.Replace(s, "model: sandbox-video-mini-2.0", "model: wan2.6-i2v", 1)
+	if s == string(b) || !strings.Contains(s, "wan2.6-i2v") {
 		t.Fatal("demo catalog layout changed")
 	}
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {

@@ -75,15 +75,27 @@ func refuseGemini(req *contract.VideoRequest, g genParams) (string, string) {
 }
 
 // RefuseModel is Refuse for an alias whose account runs the named upstream model: for a kind
-// whose models differ (gemini's Veo 2 and Veo 3) it adds what that model cannot do.
+// whose models differ (gemini's Veo 2 and Veo 3, DashScope's Wan models) it adds what that
+// model cannot do.
 func (k UpstreamKind) RefuseModel(model string, req *contract.VideoRequest) (param, message string) {
-	if param, message = k.Refuse(req); param != "" || k != KindGemini {
+	if param, message = k.Refuse(req); param != "" {
 		return param, message
 	}
 	g, ok := generation(req)
 	if !ok {
 		return "", ""
 	}
+	switch k {
+	case KindGemini:
+		return refuseVeoModel(model, g)
+	case KindDashScope:
+		return refuseWanModel(model, req, g)
+	}
+	return "", ""
+}
+
+// refuseVeoModel names what of a request the alias's Veo model cannot make.
+func refuseVeoModel(model string, g genParams) (param, message string) {
 	m := geminiModelOf(model)
 	switch {
 	case g.duration != -1 && !slices.Contains(m.seconds, g.duration):

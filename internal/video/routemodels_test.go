@@ -83,7 +83,7 @@ tenants:
         family: standard-2.0
         upstreams:
           - {name: kling-main, model: kling-v2-1}
-          - {name: wan-intl, model: wan2.5-t2v-preview}
+          - {name: wan-intl, model: wan2.6-t2v}
     rates:
       native: {acme-any: 1.5}
 `
@@ -105,11 +105,11 @@ func TestRoutedAliasOverKlingAndDashScopeBindsByCapability(t *testing.T) {
 	}{
 		{"5 s 1080p text runs on either, each as its model", `"duration":5,"resolution":"1080p","ratio":"16:9"`, "",
 			Stored{Upstream: "kling-main", Model: "kling-v2-1", Upstreams: []string{"kling-main", "wan-intl"}, Strategy: "priority",
-				Models: map[string]string{"wan-intl": "wan2.5-t2v-preview"}}},
+				Models: map[string]string{"wan-intl": "wan2.6-t2v"}}},
 		{"480p is DashScope's alone", `"duration":5,"resolution":"480p","ratio":"16:9"`, "",
-			Stored{Upstream: "wan-intl", Model: "wan2.5-t2v-preview"}},
+			Stored{Upstream: "wan-intl", Model: "wan2.6-t2v"}},
 		{"15 seconds is DashScope's alone", `"duration":15,"resolution":"720p","ratio":"16:9"`, "",
-			Stored{Upstream: "wan-intl", Model: "wan2.5-t2v-preview"}},
+			Stored{Upstream: "wan-intl", Model: "wan2.6-t2v"}},
 		{"a first and a last frame are Kling's alone", `"duration":5,"resolution":"1080p","ratio":"adaptive"` + frames, "",
 			Stored{Upstream: "kling-main", Model: "kling-v2-1"}},
 		{"what neither makes is refused", `"duration":5,"resolution":"1080p","ratio":"16:9","output_format":"mov"`, "metadata.output_format", Stored{}},
