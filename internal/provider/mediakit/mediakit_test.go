@@ -242,7 +242,7 @@ func TestFaultsAreTypedForThePipeline(t *testing.T) {
 				t.Errorf("poll: %v", err)
 			}
 		}},
-		{"a refusal by vendor code fails the job with a public code", mediakitfake.Config{End: func(string) string { return mediakitfake.EndRefuse }}, testKey, func(t *testing.T, c *mediakit.Client, _ *mediakitfake.Server) {
+		{"a refusal by vendor code fails the job with a public code", mediakitfake.Config{End: func(string, map[string]any) string { return mediakitfake.EndRefuse }}, testKey, func(t *testing.T, c *mediakit.Client, _ *mediakitfake.Server) {
 			job, err := c.SubmitEnhancement(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -252,7 +252,7 @@ func TestFaultsAreTypedForThePipeline(t *testing.T) {
 				t.Errorf("job %+v", j)
 			}
 		}},
-		{"a job that never ends stays running", mediakitfake.Config{End: func(string) string { return mediakitfake.EndNever }}, testKey, func(t *testing.T, c *mediakit.Client, _ *mediakitfake.Server) {
+		{"a job that never ends stays running", mediakitfake.Config{End: func(string, map[string]any) string { return mediakitfake.EndNever }}, testKey, func(t *testing.T, c *mediakit.Client, _ *mediakitfake.Server) {
 			job, err := c.SubmitEnhancement(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)

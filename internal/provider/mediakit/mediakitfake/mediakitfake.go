@@ -71,8 +71,9 @@ type Config struct {
 	Fetch *http.Client
 	// Polls is how many reads of a job answer running before it completes (default 1).
 	Polls int
-	// End decides a new job's end from its client_token (nil: every job succeeds).
-	End func(token string) string
+	// End decides a new job's end from its client_token and create body (nil: every job
+	// succeeds).
+	End func(token string, body map[string]any) string
 	// FaultPercent is the share of calls (creates, reads, downloads) that fail with one of the
 	// faults of their kind, picked at random from Seed.
 	FaultPercent int
@@ -322,7 +323,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	end := EndSucceed
 	if s.cfg.End != nil {
-		end = s.cfg.End(token)
+		end = s.cfg.End(token, body)
 	}
 	s.mu.Lock()
 	j := s.byToken[token]
