@@ -263,3 +263,44 @@ func TestMediaKitRoutesAProductionsEnhancementHalfAwayFromARefusedAccount(t *tes
 		t.Errorf("used %s, want %s", got, want)
 	}
 }
+
+// upstream check reads a task no create made (free: nothing is enhanced) with the account's
+// key: OK with it, FAILED with a wrong one, the key never printed; upstream list counts the
+// three aliases that run on the account (both enhancement aliases, a production's half).
+func TestAdminUpstreamCheckAndListCoverMediaKit(t *testing.T) {
+	t.Parallel()
+	fake := mediakitfake.Start(mediakitfake.Config{Key: mediakitTestKey, Dir: t.TempDir()})
+	t.Cleanup(fake.Close)
+	cat := mediakitCatalog(t, t.TempDir(), fake.Base(), "")
+	for _, tc := range []struct {
+		name string
+		args []string
+		key  string
+		want string
+		fail bool
+	}{
+		{"check with its key", []string{"upstream", "check", "--catalog", cat, "amk-main"}, mediakitTestKey,
+			"amk-main (mediakit): OK, read a task with the account's key at " + fake.Base(), false},
+		{"check with a wrong key", []string{"upstream", "check", "--catalog", cat, "amk-main"}, "amk-wrong-key-2", "amk-main (mediakit): FAILED", true},
+		{"list", []string{"upstream", "list", "--catalog", cat}, mediakitTestKey, "amk-main             mediakit   3", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errOut bytes.Buffer
+			err := runAdminTLS(context.Background(), tc.args, env(map[string]string{"MEDIAKIT_TEST_KEY": tc.key}), &out, &errOut, fake.TLS())
+			text := out.String() + errOut.String()
+			if err != nil {
+				text += err.Error()
+			}
+			if (err != nil) != tc.fail || !strings.Contains(text, tc.want) {
+				t.Errorf("%v: %v\n%s; want %q", tc.args, err, text, tc.want)
+			}
+			if strings.Contains(text, tc.key) {
+				t.Errorf("the key is in the output: %s", text)
+			}
+		})
+	}
+	if fake.Jobs() != 0 || len(fake.Violations()) > 0 {
+		t.Errorf("the check made %d jobs, violations %v", fake.Jobs(), fake.Violations())
+	}
+}
