@@ -80,7 +80,9 @@ func (f frameFitter) stageSource(ctx context.Context, key string, src provider.S
 
 // fetchSource reads a source through the fetch policy into path, at most the engines' bound.
 func (f frameFitter) fetchSource(ctx context.Context, url, path string) error {
-	res, err := f.fetch.Get(ctx, url, safefetch.RequestOptions{MaxBytes: sandbox.DefaultMaxFetchBytes})
+	// The contract allows a plain-http enhancement source (HTTPS recommended), as the local
+	// engines fetch it.
+	res, err := f.fetch.Get(ctx, url, safefetch.RequestOptions{AllowHTTP: true, MaxBytes: sandbox.DefaultMaxFetchBytes})
 	if err != nil {
 		if safefetch.Refused(err) {
 			// The same on every try: the task fails, refunded, rather than waiting out its deadline.
