@@ -101,3 +101,42 @@ func TestMediaKitFaultsEndEveryTaskWithOneJobAndTheRightMoney(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A job AI MediaKit never ends runs out the task's deadline: a standalone enhancement ends
+// failed (the contract names only completed and failed as its stop states), refunded, with
+// its one job; a refused key makes no job and the task waits for the operator until then.
+func TestMediaKitJobThatNeverEndsAndARefusedKeyEndRefunded(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	cdn := mediakitSource(t, tools, t.TempDir())
+	never := mediakitfake.Start(mediakitfake.Config{Key: mediakitTestKey, Tools: tools, Dir: t.TempDir(),
+		End: func(string, map[string]any) string { return mediakitfake.EndNever }})
+	t.Cleanup(never.Close)
+	refused := mediakitfake.Start(mediakitfake.Config{Key: mediakitTestKey, Tools: tools, Dir: t.TempDir(), Status: 403})
+	t.Cleanup(refused.Close)
+	for _, tc := range []struct {
+		name string
+		fake *mediakitfake.Server
+		jobs int
+	}{{"a job that never ends", never, 1}, {"a refused key", refused, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := NewMain(mediakitEnv(), io.Discard, io.Discard)
+			m.FetchTLS = trustBoth(tc.fake.Certificate(), cdn.Certificate())
+			e := startRemote(t, m, t.TempDir(), tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "error", "--task-deadline", "4s",
+				"--catalog", mediakitCatalog(t, t.TempDir(), tc.fake.Base(), ""))
+			id := e.create(`{"model":"demo-enhance-lite","metadata":{"video_url":"` + cdn.URL + `/clip.mp4","duration":2,"resolution_limit":360}}`)
+			task := e.wait(id)
+			if task.Status != "failed" || task.Error == nil {
+				t.Fatalf("task ended %s %+v, want failed", task.Status, task.Error)
+			}
+			t.Logf("ended %s: %+v", task.Status, task.Error)
+			if used := e.used(); used != 0 {
+				t.Errorf("charged %s", used)
+			}
+			if n := tc.fake.JobsFor(id + ":enh"); n != tc.jobs || tc.fake.Jobs() != tc.jobs {
+				t.Errorf("%d jobs, want %d", n, tc.jobs)
+			}
+		})
+	}
+}
