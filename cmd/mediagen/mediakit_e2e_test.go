@@ -304,3 +304,37 @@ func TestAdminUpstreamCheckAndListCoverMediaKit(t *testing.T) {
 		t.Errorf("the check made %d jobs, violations %v", fake.Jobs(), fake.Violations())
 	}
 }
+
+// A catalog reload that binds the enhancement alias to a mediakit account (defined before,
+// unused) makes the next task run there: the rebuilt client is an enhancer with the source
+// stage, and the task completes with one job and its measured charge.
+func TestMediaKitAccountBoundByAReloadRunsTheNextTask(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	cdn := mediakitSource(t, tools, t.TempDir())
+	fake := mediakitfake.Start(mediakitfake.Config{Key: mediakitTestKey, Tools: tools, Dir: t.TempDir()})
+	t.Cleanup(fake.Close)
+	catDir := t.TempDir()
+	catPath := demoCatalogWith(t, catDir, mediakitAccount("amk-main", fake.Base()), nil)
+	m := NewMain(mediakitEnv(), io.Discard, io.Discard)
+	m.FetchTLS = trustBoth(fake.Certificate(), cdn.Certificate())
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--log-level", "error", "--catalog", catPath)
+	body := `{"model":"demo-enhance-lite","metadata":{"video_url":"` + cdn.URL + `/clip.mp4","duration":2,"resolution_limit":360}}`
+	if task := e.wait(e.create(body)); task.Status != "completed" || fake.Jobs() != 0 {
+		t.Fatalf("before the reload (sandbox): %+v, %d mediakit jobs", task, fake.Jobs())
+	}
+	demoCatalogWith(t, catDir, mediakitAccount("amk-main", fake.Base()), map[string]string{"demo-enhance-lite": "amk-main"})
+	if _, err := m.ReloadCatalog(context.Background(), triggerAPI); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	before := e.used()
+	id := e.create(body)
+	task := e.wait(id)
+	if task.Status != "completed" || fake.JobsFor(id+":enh") != 1 {
+		t.Fatalf("after the reload: %+v %+v, %d jobs", task, task.Error, fake.JobsFor(id+":enh"))
+	}
+	if got, want := e.used()-before, measuredCharge(t, e, id, task.Metadata.VideoURL); got != want {
+		t.Errorf("charged %s, want %s", got, want)
+	}
+}
