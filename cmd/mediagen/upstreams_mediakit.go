@@ -28,6 +28,15 @@ func (f frameFitter) stageSource(ctx context.Context, key string, src provider.S
 	if task == "" || strings.ContainsAny(task, "/\\.") {
 		return "", fmt.Errorf("stage: idempotency key %q names no task", key)
 	}
+	base := video.KeyPrefix + task + "/mediakit-source"
+	// A create made again (its answer lost) reuses the copy staged for the first: it passed
+	// the measure when it was stored, and the job the first create made reads that copy, so a
+	// source that changed since cannot fail a task whose job exists.
+	for _, ext := range []string{".mp4", ".mov"} {
+		if _, err := f.blobs.Stat(ctx, base+ext); err == nil {
+			return f.link(base + ext)
+		}
+	}
 	dir, err := os.MkdirTemp("", ffmpeg.ScratchPrefix+"stage-*") // swept at start if a crash leaves it
 	if err != nil {
 		return "", err
@@ -53,7 +62,7 @@ func (f frameFitter) stageSource(ctx context.Context, key string, src provider.S
 	if info.Container == "mov" {
 		ext = ".mov"
 	}
-	obj := video.KeyPrefix + task + "/mediakit-source" + ext
+	obj := base + ext
 	if src.Path != "" { // PutFile moves its file: a caller's local copy stays where it is
 		fh, err := os.Open(src.Path)
 		if err != nil {
@@ -67,6 +76,11 @@ func (f frameFitter) stageSource(ctx context.Context, key string, src provider.S
 	} else if _, err := f.blobs.PutFile(ctx, obj, in); err != nil {
 		return "", fmt.Errorf("stage: store the source: %w", err)
 	}
+	return f.link(obj)
+}
+
+// link is a signed link to a staged source, valid --link-ttl.
+func (f frameFitter) link(obj string) (string, error) {
 	ttl := f.linkTTL
 	if ttl <= 0 {
 		ttl = 24 * time.Hour

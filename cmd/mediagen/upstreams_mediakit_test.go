@@ -48,6 +48,16 @@ func TestMediaKitStageStoresTheMeasuredSourceAndRefusesAChangedOne(t *testing.T)
 		t.Errorf("staged %+v %v behind %q; want the stored copy's signed link", info, err, link)
 	}
 
+	// A create made again (its answer lost) reuses the stored copy: the source may have
+	// changed since, the job the first create made reads the copy.
+	again, err := ff.stageSource(context.Background(), "video_stage1:enh", provider.Source{URL: media.URL + "/long.mp4"}, 2.5)
+	if err != nil || again == "" {
+		t.Errorf("staging again: %q %v; want the stored copy's link", again, err)
+	}
+	if info2, _ := store.Stat(context.Background(), "videos/video_stage1/mediakit-source.mp4"); info2.Size != info.Size {
+		t.Errorf("staging again replaced the copy: %d bytes, was %d", info2.Size, info.Size)
+	}
+
 	for _, tc := range []struct {
 		name, url, code string
 	}{
