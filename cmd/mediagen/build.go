@@ -113,7 +113,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 					upstreams[name] = video.Upstream{Enhancer: e}
 				}
 			}
-			m.frames = frameFitter{tools: tools, fetch: fetch}
+			m.frames = frameFitter{tools: tools, fetch: fetch, blobs: m.blobs, linkTTL: c.LinkTTL}
 			remotes, err := m.remoteUpstreams()
 			if err != nil {
 				return nil, err

@@ -412,8 +412,8 @@ func (m *Main) rebuildEngines(cat *catalog.Catalog) (*engineSet, error) {
 			if err != nil {
 				return nil, err
 			}
-			if g, ok := c.(provider.Generator); ok && worker {
-				next.video[acc.Name] = video.Upstream{Generator: g}
+			if u, ok := videoUpstream(c); ok && worker {
+				next.video[acc.Name] = u
 			}
 			if sp, ok := c.(provider.Synthesizer); ok && speaks {
 				next.speech[acc.Name] = sp

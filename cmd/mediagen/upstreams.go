@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
+	"mediagen/internal/blob"
 	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/media/pixels"
@@ -20,6 +22,7 @@ import (
 	"mediagen/internal/provider/elevenlabs"
 	"mediagen/internal/provider/gemini"
 	"mediagen/internal/provider/kling"
+	"mediagen/internal/provider/mediakit"
 	"mediagen/internal/provider/minimax"
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/runway"
@@ -77,8 +80,8 @@ func (m *Main) remoteUpstreams() (map[string]video.Upstream, error) {
 		if err != nil {
 			return nil, err
 		}
-		if g, ok := c.(provider.Generator); ok {
-			out[acc.Name] = video.Upstream{Generator: g}
+		if u, ok := videoUpstream(c); ok {
+			out[acc.Name] = u
 		}
 	}
 	return out, nil
@@ -140,6 +143,12 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 			Voice: acc.Voice})
 	case catalog.KindRunway:
 		c, err = runway.New(runway.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
+	case catalog.KindMediaKit:
+		cfg := mediakit.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)}
+		if ff, ok := frames.(frameFitter); ok && ff.blobs != nil {
+			cfg.Stage = ff.stageSource
+		}
+		c, err = mediakit.New(cfg)
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}
@@ -149,12 +158,25 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 	return c, nil
 }
 
+// videoUpstream is the video engine of a remote client: a generator, an enhancer (kind
+// mediakit), or neither (a speech-only client).
+func videoUpstream(c remoteClient) (video.Upstream, bool) {
+	var u video.Upstream
+	u.Generator, _ = c.(provider.Generator)
+	u.Enhancer, _ = c.(provider.Enhancer)
+	return u, u.Generator != nil || u.Enhancer != nil
+}
+
 // frameFitter fits first frames for the openai kind with ffmpeg: the image is read from its
 // local copy (an asset) or fetched through the fetch policy, and scaled and padded to
 // 1280x720, or 720x1280 when it is taller than wide.
 type frameFitter struct {
 	tools ffmpeg.Tools
 	fetch *safefetch.Client
+	// blobs and linkTTL stage the standalone sources of mediakit accounts
+	// (upstreams_mediakit.go): the vendor fetches the service's measured copy.
+	blobs   blob.Store
+	linkTTL time.Duration
 }
 
 // maxFrameBytes bounds a first-frame image fetched for fitting.

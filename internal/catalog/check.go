@@ -123,7 +123,7 @@ func (c *Catalog) checkProductionEnhancement(t *Tenant, a *Alias) []error {
 		case !ok:
 			errs = append(errs, fmt.Errorf("tenant %q alias %q: unknown enhance_upstream %q: neither sandbox nor an account of the upstreams section", t.ID, a.Name, name))
 		case !enh.Kind.Serves(ProductEnhancement):
-			errs = append(errs, fmt.Errorf("tenant %q alias %q: the enhancement half's upstream %q (kind %s) cannot serve enhancement; set enhance_upstream to an ffmpeg account or sandbox", t.ID, a.Name, name, enh.Kind))
+			errs = append(errs, fmt.Errorf("tenant %q alias %q: the enhancement half's upstream %q (kind %s) cannot serve enhancement; set enhance_upstream to an ffmpeg or mediakit account or sandbox", t.ID, a.Name, name, enh.Kind))
 		}
 	}
 	return errs

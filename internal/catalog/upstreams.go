@@ -57,10 +57,15 @@ const (
 	// and DELETE /v1/tasks/{id}): native generation (and production's first half).
 	// upstreams_runway.go has its capabilities.
 	KindRunway UpstreamKind = "runway"
+	// KindMediaKit is Volcengine/BytePlus AI MediaKit's video enhancement tools (POST
+	// /api/v1/tools/enhance-video-fast and /enhance-video, GET /api/v1/tasks/{id}) with a
+	// Bearer API key: enhancement only (standalone, and a production alias's enhancement
+	// half). upstreams_mediakit.go has its capabilities.
+	KindMediaKit UpstreamKind = "mediakit"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs, KindRunway)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs, KindRunway, KindMediaKit)
 	return err
 }
 
@@ -72,7 +77,7 @@ func (k UpstreamKind) Serves(p Product) bool {
 	switch k {
 	case KindSandbox:
 		return true
-	case KindFFmpeg:
+	case KindFFmpeg, KindMediaKit:
 		return p == ProductEnhancement
 	case KindEspeak, KindElevenLabs:
 		return p == ProductSpeech
@@ -124,6 +129,9 @@ func (k UpstreamKind) GenerateResolutions() []string {
 // at submission (400), never accepted and failed later. For production the generation
 // half's parameters are checked (its resolution is the alias's, checked at load).
 func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string) {
+	if k == KindMediaKit {
+		return refuseMediaKit(req)
+	}
 	g, ok := generation(req)
 	if !ok {
 		return "", ""
@@ -222,7 +230,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 // Remote reports a kind reached over the network with credentials.
 func (k UpstreamKind) Remote() bool {
 	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindGemini || k == KindElevenLabs ||
-		k == KindRunway
+		k == KindRunway || k == KindMediaKit
 }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
@@ -407,7 +415,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini, elevenlabs or runway)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini, elevenlabs, runway or mediakit)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:

@@ -52,7 +52,27 @@ func capable(alias *catalog.Alias, req *contract.VideoRequest, accounts func(str
 	if len(routes) > 0 {
 		refused = nil
 	}
+	if refused == nil {
+		refused = enhancementRefused(alias, req, accounts)
+	}
 	return routes, weights, refused
+}
+
+// enhancementRefused is the refusal of a production request by one of the alias's
+// enhancement accounts (an AI MediaKit account takes no bitrate in kbps, for one): the half
+// may run on any of them, so a request one of them cannot do is refused at submission.
+func enhancementRefused(alias *catalog.Alias, req *contract.VideoRequest, accounts func(string) (catalog.UpstreamAccount, bool)) error {
+	if alias.Product != catalog.ProductProduction || accounts == nil {
+		return nil
+	}
+	for _, name := range alias.EnhancementAccounts() {
+		if acc, ok := accounts(string(name)); ok && !acc.Kind.Serves(catalog.ProductProduction) {
+			if param, msg := acc.Kind.Refuse(req); param != "" {
+				return apierr.Invalid(param, msg)
+			}
+		}
+	}
+	return nil
 }
 
 // bind fills the stored request's accounts and models from the alias: the first capable
