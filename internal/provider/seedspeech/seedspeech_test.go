@@ -109,7 +109,9 @@ func TestSeedSpeechFaultsAreClassified(t *testing.T) {
 		{"a lost answer is never sent again", seedspeechfake.FaultLose, "", nil, func(err error) bool { return isPermanent(err) && errors.Is(err, provider.ErrOutcomeUnknown) }, 1},
 		{"garbage is a lost answer", seedspeechfake.FaultGarbage, "", nil, func(err error) bool { return isPermanent(err) && errors.Is(err, provider.ErrOutcomeUnknown) }, 1},
 		{"a refused text is permanent", seedspeechfake.FaultRefuse, "", nil, isPermanent, 0},
-		{"a call that never ends times out", seedspeechfake.FaultNeverEnds, "", nil, func(err error) bool { return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, provider.ErrOutcomeUnknown) }, 0},
+		{"a call that never ends times out", seedspeechfake.FaultNeverEnds, "", nil, func(err error) bool {
+			return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, provider.ErrOutcomeUnknown)
+		}, 0},
 		{"a failed training is permanent", "", seedspeechfake.TrainFail, audio("a.mp3"), isPermanent, 0},
 		{"a refused training audio is permanent", "", seedspeechfake.TrainRefuse, audio("a.mp3"), isPermanent, 0},
 		{"a reference that is no audio is permanent", "", "", audio("d.txt"), isPermanent, 0},
