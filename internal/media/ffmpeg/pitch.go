@@ -64,19 +64,29 @@ func Pitch(samples []float64, rate int) (float64, error) {
 			continue
 		}
 		x := samples[f.start : f.start+pitchFrame]
-		best, bestLag := 0.0, 0
-		for lag := minLag; lag <= maxLag && lag < len(x); lag++ {
+		r := make([]float64, maxLag+2)
+		best := 0.0
+		for lag := minLag; lag <= maxLag+1 && lag < len(x); lag++ {
 			var num, e1, e2 float64
 			for i := 0; i+lag < len(x); i++ {
 				num += x[i] * x[i+lag]
 				e1 += x[i] * x[i]
 				e2 += x[i+lag] * x[i+lag]
 			}
-			if e1 == 0 || e2 == 0 {
-				continue
+			if e1 > 0 && e2 > 0 {
+				r[lag] = num / math.Sqrt(e1*e2)
 			}
-			if r := num / math.Sqrt(e1*e2); r > best {
-				best, bestLag = r, lag
+			if lag <= maxLag {
+				best = max(best, r[lag])
+			}
+		}
+		// The period is the first peak nearly as high as the highest: its multiples
+		// correlate as well, and taking them would measure an octave (or more) too low.
+		bestLag := 0
+		for lag := minLag; lag <= maxLag; lag++ {
+			if r[lag] >= 0.9*best && r[lag] >= r[max(lag-1, minLag)] && r[lag] >= r[lag+1] {
+				bestLag = lag
+				break
 			}
 		}
 		if best > 0.5 && bestLag > 0 {

@@ -21,13 +21,15 @@ import (
 //
 //   - audio_url references: each is measured (ffmpeg.VoicePitch, the median fundamental of
 //     its voiced frames); their mean F0 picks espeak-ng's pitch, PitchFor (60 Hz → 1,
-//     300 Hz → 99, linear, clamped). A low voice makes low speech and a high voice high speech.
+//     163 Hz → 99, linear, clamped): espeak-ng's en voice at pitch p measures about
+//     60 + 1.04·p Hz, so a reference spoken by espeak-ng at pitch p is answered at about p;
+//     a low voice makes low speech and a high voice high speech.
 //   - an image_url reference: its shape picks a voice variant, read from its header only:
 //     taller than wide (a portrait) en+f3, otherwise en+m3.
 const (
 	maxRefAudioBytes = 100 << 20 // as the submission's check (speech.maxAudioRefBytes)
 	maxRefImageBytes = 32 << 20
-	lowF0, highF0    = 60.0, 300.0
+	lowF0, highF0    = 60.0, 163.0
 )
 
 // Voice variants an image reference picks.
