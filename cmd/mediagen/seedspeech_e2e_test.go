@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,5 +166,71 @@ func TestSeedSpeechClonesAVoiceFromThreeReferences(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), seedSpeechTestToken) || strings.Contains(out.String(), seedSpeechTestToken) {
 		t.Error("the token is in the logs")
+	}
+}
+
+// A speech alias over [espeak, seedspeech] sends each request only to the accounts that can
+// use it: text to espeak (first in the list), audio references to the seedspeech account
+// alone (espeak refuses references rather than ignore them), and an image reference, which
+// neither can use, is refused at submission with nothing written, reserved or sent. An
+// alias over espeak alone refuses references the same way.
+func TestRoutedSpeechSendsReferencesOnlyToSeedSpeech(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	w := startSeedSpeechWorld(t, tools, dir, nil)
+	accounts := "  - name: local-speech\n    kind: espeak\n" + seedSpeechAccount("seed-main", w.fake.Base(), "SEEDSPEECH_TEST_TOKEN")
+	path := demoCatalogWith(t, t.TempDir(), accounts, map[string]string{"demo-speech": "local-speech"})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("upstream: local-speech\n        model: sandbox-speech"),
+		[]byte("upstreams: [local-speech, seed-main]\n        model: seed-icl"), 1)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMain(env(map[string]string{"SEEDSPEECH_TEST_TOKEN": seedSpeechTestToken}), io.Discard, io.Discard)
+	m.FetchTLS = w.fake.TLS()
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--speech-timeout", "5s", "--sandbox-samples", "on", "--catalog", path)
+
+	// Text: the first account, espeak; nothing reaches the vendor.
+	if s := e.speech(`{"model":"demo-speech","input":"Plain text for espeak"}`); s.Duration <= 0 {
+		t.Fatalf("text speech: %+v", s)
+	}
+	if n := len(w.fake.Syntheses()); n != 0 {
+		t.Errorf("a text-only request reached the vendor %d times", n)
+	}
+	// Audio references: seedspeech alone, its voice trained on them.
+	if s := e.speech(`{"model":"demo-speech","input":"Cloned voice please","metadata":{` + refsJSON("audio_url", w.refs...) + `}}`); s.Duration <= 0 {
+		t.Fatalf("reference speech: %+v", s)
+	}
+	syn := w.fake.Syntheses()
+	if len(w.fake.Uploads()) != 1 || len(syn) != 1 || syn[0].Cluster != "volcano_icl" || len(syn[0].TrainedOn) != 3 {
+		t.Errorf("the reference request on the vendor: uploads %+v, syntheses %+v", w.fake.Uploads(), syn)
+	}
+	// An image reference: no account can use it; refused, nothing charged or sent.
+	before := e.used()
+	r := e.speechError(`{"model":"demo-speech","input":"x","metadata":{"client_request_id":"img-1",`+refsJSON("image_url", samples.URL("still.jpg"))+`}}`, 400, "invalid_request_error")
+	if r.Error.Param != "metadata.references" || e.used() != before || len(w.fake.Syntheses()) != 1 {
+		t.Errorf("image reference: param %q, charged %s, syntheses %d", r.Error.Param, e.used()-before, len(w.fake.Syntheses()))
+	}
+	// Nothing was written: its client_request_id is still free for another request.
+	if s := e.speech(`{"model":"demo-speech","input":"Another request","metadata":{"client_request_id":"img-1"}}`); s.Duration <= 0 {
+		t.Errorf("the refused request's client_request_id: %+v", s)
+	}
+
+	// espeak alone refuses references (it used to accept and ignore them).
+	solo := demoCatalogWith(t, t.TempDir(), "  - name: local-speech\n    kind: espeak\n", map[string]string{"demo-speech": "local-speech"})
+	m2 := NewMain(env(nil), io.Discard, io.Discard)
+	e2 := startRemote(t, m2, t.TempDir(), tools, 100*money.Scale, "--sandbox-samples", "on", "--catalog", solo)
+	for _, refs := range []string{refsJSON("audio_url", w.refs[0]), refsJSON("image_url", samples.URL("still.jpg"))} {
+		r := e2.speechError(`{"model":"demo-speech","input":"x","metadata":{`+refs+`}}`, 400, "invalid_request_error")
+		if r.Error.Param != "metadata.references" || !strings.Contains(r.Error.Message, "text only") {
+			t.Errorf("espeak with %s: %+v", refs, r.Error)
+		}
+	}
+	if e2.used() != 0 {
+		t.Errorf("refused requests charged %s", e2.used())
 	}
 }
