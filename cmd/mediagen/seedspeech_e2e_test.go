@@ -33,7 +33,7 @@ type seedSpeechWorld struct {
 	refs []string // three reference URLs
 }
 
-func startSeedSpeechWorld(t *testing.T, tools ffmpeg.Tools, dir string, fault func(string) string) seedSpeechWorld {
+func startSeedSpeechWorld(t *testing.T, tools ffmpeg.Tools, dir string, fault func(string) string, opts ...func(*seedspeechfake.Config)) seedSpeechWorld {
 	t.Helper()
 	speech := filepath.Join(dir, "speech.mp3")
 	if err := tools.Speak(context.Background(), "Hello from the fake", speech, ffmpeg.SpeakOptions{}); err != nil {
@@ -41,8 +41,12 @@ func startSeedSpeechWorld(t *testing.T, tools ffmpeg.Tools, dir string, fault fu
 	}
 	voice := samples.URL("voice.mp3")
 	w := seedSpeechWorld{refs: []string{voice, voice + "?take=2", voice + "?take=3"}}
-	w.fake = seedspeechfake.Start(seedspeechfake.Config{Token: seedSpeechTestToken, AppID: "app-e2e", Speakers: []string{"S_e2e"},
-		Voices: []string{"BV001_streaming"}, Speech: speech, Fault: fault})
+	cfg := seedspeechfake.Config{Token: seedSpeechTestToken, AppID: "app-e2e", Speakers: []string{"S_e2e"},
+		Voices: []string{"BV001_streaming"}, Speech: speech, Fault: fault}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w.fake = seedspeechfake.Start(cfg)
 	t.Cleanup(w.fake.Close)
 	return w
 }
