@@ -158,7 +158,8 @@ func (s *Server) BilledFor(text string) int {
 	return s.byText[text]
 }
 
-// Lost is how many billed syntheses lost their answer; Hung how many never answered.
+// Lost is how many billed syntheses lost their answer (dropped or garbage); Hung how many
+// never answered.
 func (s *Server) Lost() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -438,6 +439,9 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request, body map[string]any
 		conn.Close()
 		return
 	case FaultGarbage:
+		s.mu.Lock()
+		s.lost++ // billed, and nothing a client can read: lost as well
+		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte("<html>gateway</html>"))
 		return
