@@ -32,7 +32,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"mediagen/internal/provider"
@@ -88,7 +87,7 @@ type Client struct {
 	// the end of its synthesis, so two requests of this process never speak with each
 	// other's voice. trained is the digest of the references the slot last trained on here:
 	// a retry with the same references does not train again.
-	slot    sync.Mutex
+	slot    chan struct{} // a token: held while the slot is trained and spoken with
 	trained [32]byte
 }
 
@@ -106,7 +105,7 @@ func New(cfg Config) (*Client, error) {
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
-	return &Client{api: api, cfg: cfg, poll: poll}, nil
+	return &Client{api: api, cfg: cfg, poll: poll, slot: make(chan struct{}, 1)}, nil
 }
 
 // ttsRequest is the body of POST /api/v1/tts (docs 6561/79820: app, user, audio, request).
@@ -185,10 +184,12 @@ func (c *Client) Synthesize(ctx context.Context, r provider.SpeechRequest) (prov
 	if err != nil {
 		return provider.Speech{}, err
 	}
-	if err := lockCtx(ctx, &c.slot); err != nil {
-		return provider.Speech{}, err
+	select {
+	case c.slot <- struct{}{}:
+	case <-ctx.Done():
+		return provider.Speech{}, fmt.Errorf("seedspeech: waiting for the clone slot: %w: %w", ctx.Err(), provider.ErrTransient)
 	}
-	defer c.slot.Unlock()
+	defer func() { <-c.slot }()
 	if c.trained != sum {
 		c.trained = [32]byte{}
 		if err := c.train(ctx, audios); err != nil {
@@ -197,20 +198,6 @@ func (c *Client) Synthesize(ctx context.Context, r provider.SpeechRequest) (prov
 		c.trained = sum
 	}
 	return c.tts(ctx, r, ClusterClone, c.cfg.SpeakerID)
-}
-
-// lockCtx takes mu, giving up when ctx ends.
-func lockCtx(ctx context.Context, mu *sync.Mutex) error {
-	for !mu.TryLock() {
-		t := time.NewTimer(10 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("seedspeech: waiting for the clone slot: %w: %w", ctx.Err(), provider.ErrTransient)
-		case <-t.C:
-		}
-	}
-	return nil
 }
 
 // readReferences reads every audio reference (at most the API's 10 MB each) and names its

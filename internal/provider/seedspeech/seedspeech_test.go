@@ -147,3 +147,34 @@ func TestSeedSpeechCheck(t *testing.T) {
 		t.Fatalf("check with a wrong token: %v", err)
 	}
 }
+
+// Requests with different references at once never speak with each other's voice: the slot
+// is held from a training to the end of its synthesis.
+func TestSeedSpeechConcurrentClonesKeepTheirOwnVoice(t *testing.T) {
+	t.Parallel()
+	fake, c := start(t, seedspeechfake.Config{})
+	sets := map[string][]string{"r-mp3": {"a.mp3"}, "r-wav": {"b.wav"}, "r-ogg": {"c.ogg"}, "r-two": {"a.mp3", "b.wav"}}
+	errs := make(chan error, 4*len(sets))
+	for i := range 4 {
+		for key, names := range sets {
+			go func() {
+				_, err := c.Synthesize(context.Background(), provider.SpeechRequest{IdempotencyKey: key + "-" + string(rune('0'+i)), Text: "hi", References: audio(names...)})
+				errs <- err
+			}()
+		}
+	}
+	for range 4 * len(sets) {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range fake.Syntheses() {
+		var want []string
+		for _, n := range sets[s.ReqID[:len(s.ReqID)-2]] {
+			want = append(want, seedspeechfake.Digest(refs[n]))
+		}
+		if !slices.Equal(s.TrainedOn, want) {
+			t.Errorf("%s spoke with a voice trained on %v, want %v", s.ReqID, s.TrainedOn, want)
+		}
+	}
+}
