@@ -397,6 +397,10 @@ func lost(err error) error {
 		fmt.Errorf("%s: %w", strings.TrimSpace(err.Error()), provider.ErrOutcomeUnknown))
 }
 
+// BlindSyntheses marks the client a provider.BlindSynthesizer: a synthesis run again after a
+// crash is not sent again.
+func (c *Client) BlindSyntheses() {}
+
 // Check reads the clone slot's status: free, authenticated, and it proves the app and slot.
 func (c *Client) Check(ctx context.Context) error {
 	_, err := c.status(ctx)
