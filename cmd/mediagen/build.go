@@ -221,7 +221,7 @@ func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safef
 	}
 	svc.Accounts = m.catalogs.Upstream
 	for _, acc := range m.cat().Accounts() {
-		if acc.Kind != catalog.KindOpenAI && acc.Kind != catalog.KindElevenLabs {
+		if !remoteSpeaks(acc.Kind) {
 			continue
 		}
 		c, err := m.remoteClient(acc)
@@ -229,7 +229,7 @@ func (m *Main) buildSpeech(ctx context.Context, tools ffmpeg.Tools, fetch *safef
 			return nil, err
 		}
 		if sp, ok := c.(provider.Synthesizer); ok {
-			svc.Engines[acc.Name] = sp // an openai or elevenlabs account speaks without local tools
+			svc.Engines[acc.Name] = sp // an openai, elevenlabs or seedspeech account speaks without local tools
 		}
 	}
 	if m.engine != nil {

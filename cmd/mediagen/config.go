@@ -334,8 +334,9 @@ func (c *Config) needsPublicURL(cat *catalog.Catalog) (catalog.UpstreamAccount, 
 		return catalog.UpstreamAccount{}, false
 	}
 	for _, acc := range cat.Accounts() {
-		// An elevenlabs account speaks text only: it is handed no link.
-		if acc.Kind.Remote() && acc.Kind != catalog.KindElevenLabs {
+		// An elevenlabs account speaks text only, and a seedspeech account is sent the
+		// references' bytes: neither is handed a link.
+		if acc.Kind.Remote() && acc.Kind != catalog.KindElevenLabs && acc.Kind != catalog.KindSeedSpeech {
 			return acc, true
 		}
 	}

@@ -404,11 +404,11 @@ func (m *Main) rebuildEngines(cat *catalog.Catalog) (*engineSet, error) {
 	for _, acc := range cat.Accounts() {
 		switch {
 		case acc.Kind.Remote():
-			speaks := (acc.Kind == catalog.KindOpenAI || acc.Kind == catalog.KindElevenLabs) && next.speech != nil
+			speaks := remoteSpeaks(acc.Kind) && next.speech != nil
 			if !worker && !speaks {
 				continue
 			}
-			c, err := newRemoteClient(acc, m.getenv, m.FetchTLS, m.frames)
+			c, err := newRemoteClient(acc, m.getenv, m.FetchTLS, m.frames, m.reload.fetch)
 			if err != nil {
 				return nil, err
 			}

@@ -27,6 +27,7 @@ import (
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/runway"
 	"mediagen/internal/provider/sandbox"
+	"mediagen/internal/provider/seedspeech"
 	"mediagen/internal/video"
 )
 
@@ -94,7 +95,7 @@ func (m *Main) remoteClient(acc catalog.UpstreamAccount) (remoteClient, error) {
 	if c, ok := m.remotes[acc.Name]; ok {
 		return c, nil
 	}
-	c, err := newRemoteClient(acc, m.getenv, m.FetchTLS, m.frames)
+	c, err := newRemoteClient(acc, m.getenv, m.FetchTLS, m.frames, m.reload.fetch)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,8 @@ func (m *Main) remoteClient(acc catalog.UpstreamAccount) (remoteClient, error) {
 
 // newRemoteClient is the client of a remote account. tlsConfig is nil in production (the
 // system roots); tests give the roots of their fake server.
-func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfig *tls.Config, frames openai.Frames) (remoteClient, error) {
+// fetch reads a seedspeech account's reference audio (nil: an account that is only checked).
+func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tlsConfig *tls.Config, frames openai.Frames, fetch *safefetch.Client) (remoteClient, error) {
 	key, err := acc.APIKey(getenv, catalog.ReadKeyFile)
 	if err != nil {
 		return nil, err
@@ -141,6 +143,13 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 	case catalog.KindElevenLabs:
 		c, err = elevenlabs.New(elevenlabs.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
 			Voice: acc.Voice})
+	case catalog.KindSeedSpeech:
+		cfg := seedspeech.Config{BaseURL: acc.BaseURL, Token: key, AppID: acc.AppID, SpeakerID: acc.SpeakerID, Voice: acc.Voice, HTTP: hc,
+			RequestsPerSecond: float64(acc.RequestsPerSecond)}
+		if fetch != nil {
+			cfg.ReadReference = referenceReader{fetch}.read
+		}
+		c, err = seedspeech.New(cfg)
 	case catalog.KindRunway:
 		c, err = runway.New(runway.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	case catalog.KindMediaKit:

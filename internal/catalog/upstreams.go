@@ -62,10 +62,15 @@ const (
 	// Bearer API key: enhancement only (standalone, and a production alias's enhancement
 	// half). upstreams_mediakit.go has its capabilities.
 	KindMediaKit UpstreamKind = "mediakit"
+	// KindSeedSpeech is Volcengine/BytePlus Doubao speech (openspeech): the HTTP TTS API
+	// (POST /api/v1/tts) with a preset voice, or with a voice cloned from the request's
+	// audio references (POST /api/v1/mega_tts/audio/upload into the account's speaker_id,
+	// then /api/v1/mega_tts/status): speech only. upstreams_seedspeech.go.
+	KindSeedSpeech UpstreamKind = "seedspeech"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs, KindRunway, KindMediaKit)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs, KindRunway, KindMediaKit, KindSeedSpeech)
 	return err
 }
 
@@ -79,7 +84,7 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return true
 	case KindFFmpeg, KindMediaKit:
 		return p == ProductEnhancement
-	case KindEspeak, KindElevenLabs:
+	case KindEspeak, KindElevenLabs, KindSeedSpeech:
 		return p == ProductSpeech
 	case KindArk, KindDashScope, KindGemini:
 		return p == ProductNative || p == ProductProduction
@@ -220,9 +225,17 @@ func firstFrame(req *contract.VideoRequest) bool {
 
 // RefuseSpeech names what of a contract-valid speech request an engine of the kind cannot
 // do, like Refuse.
+// espeak speaks with its own voice and uses no reference, so it refuses them rather than
+// ignore them; the sandbox uses them (docs/sandbox.md); seedspeech clones a voice from audio
+// references and has no image-reference API (upstreams_seedspeech.go).
 func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message string) {
-	if (k == KindOpenAI || k == KindElevenLabs) && len(req.References) > 0 {
+	switch {
+	case len(req.References) == 0:
+		return "", ""
+	case k == KindOpenAI || k == KindElevenLabs || k == KindEspeak:
 		return "metadata.references", "This model speaks text only: metadata.references (voice or image references) are not available."
+	case k == KindSeedSpeech:
+		return refuseSeedSpeech(req)
 	}
 	return "", ""
 }
@@ -230,7 +243,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 // Remote reports a kind reached over the network with credentials.
 func (k UpstreamKind) Remote() bool {
 	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindGemini || k == KindElevenLabs ||
-		k == KindRunway || k == KindMediaKit
+		k == KindRunway || k == KindMediaKit || k == KindSeedSpeech
 }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
@@ -261,8 +274,14 @@ type UpstreamAccount struct {
 	// RequestsPerSecond spaces the calls to the API of each process (0: no spacing).
 	RequestsPerSecond int `yaml:"requests_per_second"`
 	// Voice is the speech voice of an openai account (default alloy), or the voice id of an
-	// elevenlabs account (required).
+	// elevenlabs account (required), or the preset voice_type a seedspeech account speaks
+	// text-only requests with (optional: without it, such an account serves only requests
+	// with audio references).
 	Voice string `yaml:"voice"`
+	// AppID and SpeakerID are a seedspeech account's console app id (sent in every body) and
+	// the voice-clone slot (S_…) its audio references are trained into (both required).
+	AppID     string `yaml:"app_id"`
+	SpeakerID string `yaml:"speaker_id"`
 	// ResultHosts bound where a remote account's result links are read from: host names, or
 	// "*.example.com" for every name under example.com. Absent: any host the fetch policy
 	// allows.
@@ -301,7 +320,7 @@ func (u *UpstreamAccount) checkSpeechBound() []error {
 	}
 	var errs []error
 	if !u.Kind.Serves(ProductSpeech) {
-		errs = append(errs, fmt.Errorf("upstream %q: speech_bound applies to accounts that serve speech (kinds espeak, openai, elevenlabs, sandbox), not kind %s", u.Name, u.Kind))
+		errs = append(errs, fmt.Errorf("upstream %q: speech_bound applies to accounts that serve speech (kinds espeak, openai, elevenlabs, seedspeech, sandbox), not kind %s", u.Name, u.Kind))
 	}
 	for _, f := range []struct {
 		name string
@@ -415,7 +434,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini, elevenlabs, runway or mediakit)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini, elevenlabs, runway, mediakit or seedspeech)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:
@@ -440,9 +459,10 @@ func (u *UpstreamAccount) checkRemote() []error {
 			add("%s", msg)
 		}
 	}
-	if u.Voice != "" && u.Kind != KindOpenAI && u.Kind != KindElevenLabs {
-		add("voice applies to kinds openai and elevenlabs only")
+	if u.Voice != "" && u.Kind != KindOpenAI && u.Kind != KindElevenLabs && u.Kind != KindSeedSpeech {
+		add("voice applies to kinds openai, elevenlabs and seedspeech only")
 	}
+	errs = append(errs, u.checkSeedSpeech()...)
 	if u.Kind == KindElevenLabs && strings.TrimSpace(u.Voice) == "" {
 		add("voice is required for kind elevenlabs: the id of the voice to speak with (ElevenLabs has no default voice)")
 	}

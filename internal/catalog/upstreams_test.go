@@ -223,7 +223,7 @@ func TestProductionHalvesBindToTheirOwnAccounts(t *testing.T) {
 		{"openai at 1080p is refused", "        upstream: ark-main\n        enhance_upstream: local-enhance\n        model: seedance-1-0-pro\n        generate_resolution: 720p",
 			"        upstream: openai-main\n        enhance_upstream: local-enhance\n        model: sora-2\n        generate_resolution: 1080p", `upstream "openai-main" (kind openai) cannot generate at generate_resolution 1080p`},
 		{"enhance_upstream applies to production only", "        model: gpt-4o-mini-tts\n", "        model: gpt-4o-mini-tts\n        enhance_upstream: local-enhance\n", "enhance_upstream does not apply to product speech"},
-		{"voice applies to openai only", "    api_key_env: ARK_API_KEY\n", "    api_key_env: ARK_API_KEY\n    voice: nova\n", "voice applies to kinds openai and elevenlabs only"},
+		{"voice applies to openai only", "    api_key_env: ARK_API_KEY\n", "    api_key_env: ARK_API_KEY\n    voice: nova\n", "voice applies to kinds openai, elevenlabs and seedspeech only"},
 		{"ark does not speak", "        upstream: openai-main\n", "        upstream: ark-main\n", `upstream "ark-main" (kind ark) cannot serve product speech`},
 	}
 	for _, tt := range tests {
@@ -298,7 +298,8 @@ func TestKindsRefuseWhatTheirAPIsCannotDo(t *testing.T) {
 	if p, _ := KindOpenAI.RefuseSpeech(speech); p != "metadata.references" {
 		t.Errorf("openai speech with references: %q", p)
 	}
-	if p, _ := KindEspeak.RefuseSpeech(speech); p != "" {
+	// espeak speaks with its own voice: it refuses references rather than ignore them.
+	if p, _ := KindEspeak.RefuseSpeech(speech); p != "metadata.references" {
 		t.Errorf("espeak speech with references: %q", p)
 	}
 }

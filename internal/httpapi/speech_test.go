@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,7 @@ type speechEnv struct {
 	media  *httptest.Server // HTTPS on 127.0.0.1, reached as media.example.com
 	mediaM sync.Mutex
 	ranges []string // Range headers the media server received
+	voice  string   // the body of /voice.mp3: an ID3 tag and real speech (the sandbox measures its pitch)
 }
 
 func requireSpeechTools(t testing.TB) ffmpeg.Tools {
@@ -87,7 +89,17 @@ func newSpeechEnv(t *testing.T, opts ...func(*speech.Service)) *speechEnv {
 	t.Cleanup(se.media.Close)
 	roots := se.media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	fetch := loopbackFetch(t, roots, mapResolver{"media.example.com": "127.0.0.1", "evil.example.com": "10.0.0.1"})
-	eng, err := sandbox.New(sandbox.Config{Dir: t.TempDir(), Tools: tools, Pace: -1, MaxConcurrent: 2,
+	// The sandbox uses speech references (it measures the voice's pitch): it fetches them too.
+	mp3 := filepath.Join(t.TempDir(), "voice.mp3")
+	if err := tools.Speak(context.Background(), "A reference voice.", mp3, ffmpeg.SpeakOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	spoken, err := os.ReadFile(mp3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	se.voice = "ID3\x04\x00\x00\x00\x00\x00\x00" + string(spoken)
+	eng, err := sandbox.New(sandbox.Config{Dir: t.TempDir(), Tools: tools, Pace: -1, MaxConcurrent: 2, Fetch: fetch,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +126,7 @@ func (se *speechEnv) serveMedia(w http.ResponseWriter, r *http.Request) {
 	se.mediaM.Lock()
 	se.ranges = append(se.ranges, r.Header.Get("Range"))
 	se.mediaM.Unlock()
-	id3 := "ID3\x04\x00\x00\x00\x00\x00\x00" + strings.Repeat("\x00", 4096)
+	id3 := se.voice
 	png := string(pixelstest.PNGHeader(64, 64, 8, pixelstest.RGB)) + strings.Repeat("\x00", 2048)
 	serve := func(ct, body string) {
 		w.Header().Set("Content-Type", ct)

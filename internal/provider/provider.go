@@ -255,6 +255,15 @@ type Synthesizer interface {
 	Synthesize(ctx context.Context, r SpeechRequest) (Speech, error)
 }
 
+// BlindSynthesizer is a Synthesizer whose syntheses can neither be read back nor safely
+// repeated (no idempotency key; the answer is the audio): a generation run again after its
+// process died — whose call may have left and been billed — is not sent again; it fails,
+// refunded, with the possible synthesis recorded as lost_create (speech.generator.Run).
+type BlindSynthesizer interface {
+	Synthesizer
+	BlindSyntheses()
+}
+
 // Error is a job failure with a public code, for errors returned by Synthesize and by submit
 // calls that the upstream rejected for a reason the client should see.
 type Error struct {

@@ -95,6 +95,16 @@ var OpenAIBound = Bound{
 // needs the account's own speech_bound.
 var ElevenLabsBound = OpenAIBound
 
+// SeedSpeechBound is the default bound of a seedspeech account. Its preset voices speak at
+// about OpenAI's pace, but a voice cloned from a reference keeps the reference speaker's
+// pace, which may be slower: OpenAIBound's figures with a margin of 50% instead of 10%
+// (a speaker down to some 110 words a minute). Audio past the bound is cut and billed to it
+// (docs/billing.md); an operator whose speakers are slower sets speech_bound.
+var SeedSpeechBound = Bound{
+	Space: OpenAIBound.Space, LineBreak: OpenAIBound.LineBreak, Letter: OpenAIBound.Letter, Digit: OpenAIBound.Digit,
+	Punctuation: OpenAIBound.Punctuation, Other: OpenAIBound.Other, Overhead: OpenAIBound.Overhead, MarginPercent: 50,
+}
+
 // KindBound is the measured default bound of an account: its catalog speech_bound when it
 // sets one, else its kind's (OpenAIBound for openai, ElevenLabsBound for elevenlabs, EspeakBound for espeak and
 // sandbox).
@@ -108,6 +118,9 @@ func KindBound(acc catalog.UpstreamAccount) Bound {
 	}
 	if acc.Kind == catalog.KindElevenLabs {
 		return ElevenLabsBound
+	}
+	if acc.Kind == catalog.KindSeedSpeech {
+		return SeedSpeechBound
 	}
 	return EspeakBound
 }

@@ -148,7 +148,7 @@ func (s *Service) check(c keys.Caller, body []byte) (*contract.SpeechRequest, *c
 	for _, u := range alias.Accounts() {
 		if accounts != nil {
 			if acc, ok := accounts(string(u)); ok {
-				if param, msg := acc.Kind.RefuseSpeech(req); param != "" {
+				if param, msg := acc.RefuseSpeech(req); param != "" {
 					if refused == nil {
 						refused = apierr.Invalid(param, msg)
 					}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"mediagen/internal/billing"
 	"mediagen/internal/jobs"
 	"mediagen/internal/media/budget"
+	"mediagen/internal/provider"
 	"mediagen/internal/store"
 )
 
@@ -114,7 +116,33 @@ func (g generator) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs
 		return s.failed(ctx, rec, nil, kindInternal, CodeGenerationFailed, "", "The request could not be read back; nothing was charged.",
 			fmt.Errorf("speech %s: stored request: %w", rec.ID, err)), nil
 	}
+	if recovered {
+		if blind := s.blindAccount(st); blind != "" {
+			// The dead run may have called the account, which may have billed a synthesis
+			// that nothing can read back: not sent again (docs/upstreams.md, "Never a
+			// second paid job").
+			var q Quote
+			_ = json.Unmarshal(rec.Pricing, &q)
+			return s.failedWith(ctx, rec, nil, kindUpstream, CodeGenerationFailed, "", blindMessage,
+				fmt.Errorf("speech %s: run again after an interrupted run on %s, whose syntheses cannot be repeated safely", rec.ID, blind),
+				q.Currency, []billing.Excess{lostSynthesis(rec, blind)}), nil
+		}
+	}
 	return s.generate(ctx, rec, st, deadline)
+}
+
+// blindMessage is the failure of a record whose interrupted run may have paid a synthesis.
+const blindMessage = "Speech generation was interrupted while the upstream may have been producing the audio; it was not sent again so as not to pay for it twice, and the pre-charge was refunded. Retry with a new client_request_id."
+
+// blindAccount is the first of the record's accounts whose engine is a
+// provider.BlindSynthesizer ("" : none).
+func (s *Service) blindAccount(st Stored) string {
+	for _, a := range st.accounts() {
+		if _, ok := s.engine(a).(provider.BlindSynthesizer); ok {
+			return a
+		}
+	}
+	return ""
 }
 
 // interruptedMessage is the failure of a record whose generation was interrupted (its process

@@ -30,6 +30,8 @@ type SpeakOptions struct {
 	// SpeedWPM is words per minute, MinSpeakWPM..MaxSpeakWPM; 0 uses
 	// espeak-ng's default of 175.
 	SpeedWPM int
+	// Pitch is espeak-ng's pitch adjustment, 1..99 (its -p); 0 uses the default of 50.
+	Pitch int
 	// Format is "mp3" (default: mono 24 kHz CBR 64 kbit/s) or "wav"
 	// (PCM s16le mono 24 kHz).
 	Format string
@@ -45,6 +47,9 @@ func (o SpeakOptions) validate() error {
 	}
 	if o.Voice != "" && !voiceName.MatchString(o.Voice) {
 		return bad("voice %q is not a voice name", o.Voice)
+	}
+	if o.Pitch < 0 || o.Pitch > 99 {
+		return bad("pitch %d is not 0 to 99", o.Pitch)
 	}
 	if o.SpeedWPM != 0 && (o.SpeedWPM < MinSpeakWPM || o.SpeedWPM > MaxSpeakWPM) {
 		return bad("speed %d wpm outside %d..%d", o.SpeedWPM, MinSpeakWPM, MaxSpeakWPM)
@@ -82,6 +87,9 @@ func (t Tools) Speak(ctx context.Context, text, out string, opt SpeakOptions) er
 	args := []string{"-b", "1", "-v", orDefault(opt.Voice, "en"), "-w", wav}
 	if opt.SpeedWPM != 0 {
 		args = append(args, "-s", itoa(opt.SpeedWPM))
+	}
+	if opt.Pitch != 0 {
+		args = append(args, "-p", itoa(opt.Pitch))
 	}
 	if err := run(ctx, proc{mem: t.encodeMemory(), tool: "espeak-ng", bin: t.espeakBin(), args: args, stdin: strings.NewReader(text)}); err != nil {
 		return fmt.Errorf("speak: %w", err)

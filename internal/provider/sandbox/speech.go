@@ -14,8 +14,8 @@ import (
 
 // Synthesize speaks r.Text with espeak-ng into an MP3 (mono, 24 kHz, 64 kbit/s), within
 // ctx. The same IdempotencyKey returns the same file without a second synthesis.
-// References (audio or image mode) are accepted and only logged: the sandbox does not
-// clone voices. Markers in the text: [sandbox:fail] and [sandbox:fail=CODE] return a
+// References pick the voice, observably (speech_refs.go): the reference audio's measured
+// pitch sets espeak-ng's pitch, an image's shape a voice variant; the sandbox clones no voice. Markers in the text: [sandbox:fail] and [sandbox:fail=CODE] return a
 // permanent *provider.Error (default code speech_generation_failed); [sandbox:slow=D]
 // waits D first, honouring ctx; [sandbox:transient=N] fails the first N calls with
 // provider.ErrTransient. When ctx ends, the error wraps ctx.Err().
@@ -66,8 +66,10 @@ func (e *Engine) Synthesize(ctx context.Context, r provider.SpeechRequest) (prov
 		}
 		return provider.Speech{}, permanent(code, "%s", failMessage(code, ""))
 	}
-	if len(r.References) > 0 {
-		e.log.Info("speech references noted, not used", "mode", r.Mode, "references", len(r.References))
+	// References pick the voice (speech_refs.go): measured before a speech slot is taken.
+	opt, err := e.referenceVoice(ctx, r)
+	if err != nil {
+		return provider.Speech{}, err
 	}
 
 	select {
@@ -77,7 +79,7 @@ func (e *Engine) Synthesize(ctx context.Context, r provider.SpeechRequest) (prov
 	}
 	defer func() { <-e.speech }()
 	e.syntheses.Add(1)
-	if err := e.cfg.Tools.Speak(ctx, text, out, ffmpeg.SpeakOptions{Format: "mp3"}); err != nil {
+	if err := e.cfg.Tools.Speak(ctx, text, out, opt); err != nil {
 		switch {
 		case ctx.Err() != nil:
 			return provider.Speech{}, fmt.Errorf("sandbox speech: %w", ctx.Err())

@@ -18,8 +18,7 @@ func newSpeechEngine(t *testing.T) *Engine {
 func TestSynthesizeWritesMP3Once(t *testing.T) {
 	t.Parallel()
 	e := newSpeechEngine(t)
-	req := provider.SpeechRequest{IdempotencyKey: "speech-1", Text: "Hello from the sandbox. [sandbox:transient=0]", Mode: "audio",
-		References: []provider.Input{{Type: "audio_url", Source: provider.Source{URL: "https://cdn.example/voice.mp3"}}}}
+	req := provider.SpeechRequest{IdempotencyKey: "speech-1", Text: "Hello from the sandbox. [sandbox:transient=0]", Mode: "text"}
 	s, err := e.Synthesize(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
