@@ -75,14 +75,17 @@ func refuseGemini(req *contract.VideoRequest, g genParams) (string, string) {
 }
 
 // RefuseModel is Refuse for an alias whose account runs the named upstream model: for a kind
-// whose models differ (gemini's Veo 2 and Veo 3) it adds what that model cannot do.
+// whose models differ (gemini's and vertex's Veo 2 and Veo 3) it adds what that model cannot do.
 func (k UpstreamKind) RefuseModel(model string, req *contract.VideoRequest) (param, message string) {
-	if param, message = k.Refuse(req); param != "" || k != KindGemini {
+	if param, message = k.Refuse(req); param != "" || (k != KindGemini && k != KindVertex) {
 		return param, message
 	}
 	g, ok := generation(req)
 	if !ok {
 		return "", ""
+	}
+	if k == KindVertex {
+		return refuseVertexModel(model, g)
 	}
 	m := geminiModelOf(model)
 	switch {
