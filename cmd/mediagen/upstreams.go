@@ -24,6 +24,7 @@ import (
 	"mediagen/internal/provider/openai"
 	"mediagen/internal/provider/runway"
 	"mediagen/internal/provider/sandbox"
+	"mediagen/internal/provider/vertex"
 	"mediagen/internal/video"
 )
 
@@ -140,6 +141,13 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 			Voice: acc.Voice})
 	case catalog.KindRunway:
 		c, err = runway.New(runway.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
+	case catalog.KindVertex: // the "key" is the service account's JSON key file
+		cfg := vertex.Config{BaseURL: acc.BaseURL, Project: acc.Project, Location: acc.Location, Credentials: []byte(key), TokenURL: acc.TokenURL,
+			HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)}
+		if ff, ok := frames.(frameFitter); ok {
+			cfg.ReadImage = ff.readImage
+		}
+		c, err = vertex.New(cfg)
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}
@@ -215,7 +223,7 @@ func checkFramePixels(path string) error {
 	return nil
 }
 
-// readImage reads a first frame for an account that sends it inline (gemini): its local copy,
+// readImage reads a first frame for an account that sends it inline (gemini, vertex): its local copy,
 // or its link through the fetch policy, at most max bytes.
 func (f frameFitter) readImage(ctx context.Context, src provider.Source, max int64) ([]byte, error) {
 	if src.Path != "" {
