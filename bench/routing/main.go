@@ -13,7 +13,7 @@
 // accounts, a refused key, a DashScope account dropping every create before a job, a full Ark
 // account, a working DashScope account). -test runs any other routing test of the same shape.
 //
-//	go run ./bench/routing [-tasks 500] [-mix ark|ark-kling|ark-dashscope|ark-minimax|ark-gemini|ark-runway] [-test NAME]
+//	go run ./bench/routing [-tasks 500] [-mix ark|ark-kling|ark-dashscope|ark-minimax|ark-gemini|ark-runway|ark-vertex] [-test NAME]
 package main
 
 import (
@@ -28,7 +28,7 @@ import (
 
 func main() {
 	tasks := flag.Int("tasks", 500, "tasks through the routed alias")
-	mix := flag.String("mix", "ark", "the accounts: ark (four Ark accounts), ark-kling, ark-dashscope, ark-minimax, ark-gemini or ark-runway")
+	mix := flag.String("mix", "ark", "the accounts: ark (four Ark accounts), ark-kling, ark-dashscope, ark-minimax, ark-gemini, ark-runway or ark-vertex")
 	other := flag.String("test", "", "a routing test to run instead of -mix's")
 	flag.Parse()
 	test := map[string]string{"ark": "TestRouteAcrossFourAccountsMakesOnePaidJobPerTask",
@@ -36,12 +36,13 @@ func main() {
 		"ark-dashscope": "TestRouteAcrossArkAndDashScopeFallsBackAndSpillsOver",
 		"ark-minimax":   "TestRouteAcrossMiniMaxAndArkFallsBackWithOnePaidJobPerTask",
 		"ark-gemini":    "TestRouteAcrossGeminiAndArkFallsBackWithOnePaidJobPerTask",
-		"ark-runway":    "TestRouteAcrossRunwayAndArkFallsBackWithOnePaidJobPerTask"}[*mix]
+		"ark-runway":    "TestRouteAcrossRunwayAndArkFallsBackWithOnePaidJobPerTask",
+		"ark-vertex":    "TestRouteAcrossVertexAndArkFallsBackWithOnePaidJobPerTask"}[*mix]
 	if *other != "" {
 		test = *other
 	}
 	if test == "" {
-		fmt.Fprintln(os.Stderr, "-mix: want ark, ark-kling, ark-dashscope, ark-minimax, ark-gemini or ark-runway")
+		fmt.Fprintln(os.Stderr, "-mix: want ark, ark-kling, ark-dashscope, ark-minimax, ark-gemini, ark-runway or ark-vertex")
 		os.Exit(2)
 	}
 	cmd := exec.Command("go", "test", "./cmd/mediagen/", "-run", "^"+test+"$",
