@@ -91,15 +91,17 @@ type instance struct {
 }
 
 // parameters are GenerateVideosConfig's fields the Gemini API takes
-// (generateVideosConfigToMldev). seed and generateAudio are refused by the SDK in this mode,
-// so the Gemini API is never sent them; Vertex AI (package vertex), whose body is otherwise
-// the same (generateVideosConfigToVertex), takes generateAudio, which it sets.
+// (generateVideosConfigToMldev). seed, generateAudio and outputGcsUri are refused by the SDK
+// in this mode, so the Gemini API is never sent them; Vertex AI (package vertex), whose body
+// is otherwise the same (generateVideosConfigToVertex), takes generateAudio and storageUri,
+// which it sets.
 type parameters struct {
 	AspectRatio     string `json:"aspectRatio,omitempty"`
 	Resolution      string `json:"resolution,omitempty"`
 	DurationSeconds int    `json:"durationSeconds,omitempty"`
 	SampleCount     int    `json:"sampleCount,omitempty"`
 	GenerateAudio   *bool  `json:"generateAudio,omitempty"`
+	StorageURI      string `json:"storageUri,omitempty"`
 }
 
 // CreateRequest is the body of POST …:predictLongRunning.

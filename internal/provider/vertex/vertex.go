@@ -65,6 +65,11 @@ type Config struct {
 	// HTTP is the client for API and token calls (default: 30 s timeout). Its transport must
 	// not retry.
 	HTTP *http.Client
+	// StorageURI, when set (gs://bucket/prefix/), is sent as the storageUri parameter: Veo
+	// writes the video there and the finished operation names it (gcsUri) instead of carrying
+	// it; it is read from Cloud Storage's JSON API at StorageURL (default DefaultStorageURL).
+	StorageURI string
+	StorageURL string
 	// ReadImage reads a first frame (at most max bytes) to send inline: the service's fetch
 	// policy, since the link is the tenant's. nil: the account takes no first frame.
 	ReadImage gemini.ImageReader
@@ -74,10 +79,12 @@ type Config struct {
 
 // Client calls one Vertex AI project's Veo models.
 type Client struct {
-	api    *rest.Client
-	tokens *tokens
-	prefix string // /v1/projects/{project}/locations/{location}/publishers/google/models/
-	image  gemini.ImageReader
+	api        *rest.Client
+	storage    *rest.Client // Cloud Storage's JSON API, when StorageURI is set
+	storageURI string
+	tokens     *tokens
+	prefix     string // /v1/projects/{project}/locations/{location}/publishers/google/models/
+	image      gemini.ImageReader
 }
 
 // reID: a project id or a location as Google spells them, safe in a path.
@@ -112,8 +119,22 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{api: api, tokens: tk, image: cfg.ReadImage,
-		prefix: "/" + APIVersion + "/projects/" + cfg.Project + "/locations/" + cfg.Location + "/publishers/google/models/"}, nil
+	c := &Client{api: api, tokens: tk, image: cfg.ReadImage,
+		prefix: "/" + APIVersion + "/projects/" + cfg.Project + "/locations/" + cfg.Location + "/publishers/google/models/"}
+	if cfg.StorageURI != "" {
+		if _, _, ok := ParseGCSURI(cfg.StorageURI); !ok {
+			return nil, errors.New("vertex: the storage URI must be gs://bucket/ or gs://bucket/prefix/")
+		}
+		su := cfg.StorageURL
+		if su == "" {
+			su = DefaultStorageURL
+		}
+		if c.storage, err = rest.New(rest.Config{Name: "vertex storage", BaseURL: su, Token: tk.get, HTTP: hc}); err != nil {
+			return nil, err
+		}
+		c.storageURI = cfg.StorageURI
+	}
+	return c, nil
 }
 
 // Video is one generated video of a finished operation (videoFromVertex).
@@ -152,6 +173,7 @@ func (c *Client) SubmitGeneration(ctx context.Context, r provider.GenerateReques
 		audio := r.GenerateAudio == nil || *r.GenerateAudio // Veo 3's default: sound
 		body.Parameters.GenerateAudio = &audio
 	}
+	body.Parameters.StorageURI = c.storageURI
 	b, err := json.Marshal(body)
 	if err != nil {
 		return "", fmt.Errorf("vertex: %w", err)
@@ -209,7 +231,7 @@ func (c *Client) PollGeneration(ctx context.Context, name string) (provider.Job,
 	var v *Video
 	if op.Response != nil {
 		for i := range op.Response.Videos {
-			if op.Response.Videos[i].BytesBase64Encoded != "" {
+			if op.Response.Videos[i].BytesBase64Encoded != "" || op.Response.Videos[i].GcsURI != "" {
 				v = &op.Response.Videos[i]
 				break
 			}
@@ -219,20 +241,24 @@ func (c *Client) PollGeneration(ctx context.Context, name string) (provider.Job,
 		}
 	}
 	if v == nil {
-		// A gcsUri alone is a video written to a bucket (a storageUri this adapter never
-		// sends): not readable here, and asking again cannot change it.
-		if op.Response != nil && len(op.Response.Videos) > 0 {
-			return provider.Job{Status: provider.StatusFailed, Progress: 100, ErrorCode: "video_generation_failed", ErrorMessage: "The video could not be generated."}, nil
-		}
 		return provider.Job{}, fmt.Errorf("vertex: operation done without a video: %w", provider.ErrTransient)
-	}
-	data, err := base64.StdEncoding.DecodeString(v.BytesBase64Encoded)
-	if err != nil || len(data) == 0 {
-		return provider.Job{}, fmt.Errorf("vertex: the video's bytes are not base64: %w", provider.ErrTransient)
 	}
 	typ := v.MimeType
 	if typ == "" {
 		typ = "video/mp4"
+	}
+	if v.BytesBase64Encoded == "" {
+		open, err := c.gcsVideo(v.GcsURI)
+		if err != nil {
+			// Not in the account's bucket: not read with its token, and asking again
+			// cannot change it.
+			return provider.Job{Status: provider.StatusFailed, Progress: 100, ErrorCode: "video_generation_failed", ErrorMessage: "The video could not be generated."}, nil
+		}
+		return provider.Job{Status: provider.StatusSucceeded, Progress: 100, Output: &provider.Output{ContentType: typ, Source: provider.Source{Open: open}}}, nil
+	}
+	data, err := base64.StdEncoding.DecodeString(v.BytesBase64Encoded)
+	if err != nil || len(data) == 0 {
+		return provider.Job{}, fmt.Errorf("vertex: the video's bytes are not base64: %w", provider.ErrTransient)
 	}
 	return provider.Job{Status: provider.StatusSucceeded, Progress: 100, Output: &provider.Output{ContentType: typ,
 		Source: provider.Source{Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}}}, nil

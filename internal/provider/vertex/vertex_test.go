@@ -328,3 +328,53 @@ func TestAFrameThatCannotBeSentFailsBeforeAnyCreate(t *testing.T) {
 		t.Fatalf("err %v jobs %d, want a permanent provider.Error and no job", err, s.Jobs())
 	}
 }
+
+// With a storage URI the create names it (storageUri), the finished operation names the
+// video in the bucket (gcsUri), and the video is read from Cloud Storage's JSON API with the
+// account's token; a video outside the account's bucket is not read with it: the task fails.
+func TestAStorageURIsVideoIsReadFromTheBucket(t *testing.T) {
+	s := vertexfake.Start(vertexfake.Config{Polls: 1})
+	defer s.Close()
+	c, err := New(Config{BaseURL: s.Base(), Project: vertexfake.Project, Location: vertexfake.Location, Credentials: s.KeyJSON(), HTTP: s.TLSClient(),
+		StorageURI: "gs://mediagen-veo/out/", StorageURL: s.Base()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	id, err := c.SubmitGeneration(ctx, provider.GenerateRequest{Model: "veo-2.0-generate-001", Prompt: "to a bucket", Duration: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.PollGeneration(ctx, id)
+	job, err := c.PollGeneration(ctx, id)
+	if err != nil || job.Status != provider.StatusSucceeded || job.Output == nil || job.Output.Source.Open == nil {
+		t.Fatalf("poll %+v %v", job, err)
+	}
+	s.ExpireTokens() // the read replaces a refused token once, as the API calls do
+	rc, err := job.Output.Source.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(data) != "fake mp4 "+id || s.ObjectReads() != 1 || s.TokensIssued() != 2 {
+		t.Fatalf("video %q, reads %d, tokens %d", data, s.ObjectReads(), s.TokensIssued())
+	}
+	if p := s.Body("to a bucket")["parameters"].(map[string]any); p["storageUri"] != "gs://mediagen-veo/out/" {
+		t.Fatalf("parameters %v", p)
+	}
+	if v := s.Violations(); len(v) != 0 {
+		t.Fatalf("violations %v", v)
+	}
+	other, err := New(Config{BaseURL: s.Base(), Project: vertexfake.Project, Location: vertexfake.Location, Credentials: s.KeyJSON(), HTTP: s.TLSClient(),
+		StorageURI: "gs://another-bucket/", StorageURL: s.Base()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job, err := other.PollGeneration(ctx, id); err != nil || job.Status != provider.StatusFailed {
+		t.Fatalf("a video outside the account's bucket: %+v %v", job, err)
+	}
+	if _, err := New(Config{BaseURL: s.Base(), Project: vertexfake.Project, Location: vertexfake.Location, Credentials: s.KeyJSON(), StorageURI: "https://bucket/x"}); err == nil {
+		t.Fatal("a storage URI that is not gs:// was accepted")
+	}
+}

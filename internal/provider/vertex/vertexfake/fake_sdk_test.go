@@ -160,3 +160,24 @@ func wait(t *testing.T, c *genai.Client, op *genai.GenerateVideosOperation) *gen
 	}
 	return op
 }
+
+// The SDK's outputGcsUri is the fake's storageUri: the finished operation names the video in
+// the bucket (gcsUri, the SDK's Video.URI) instead of carrying it, and the object is there.
+func TestSDKWritesToABucketOnTheFake(t *testing.T) {
+	s := Start(Config{})
+	defer s.Close()
+	c := sdkClient(t, s, s.KeyJSON(), "v1")
+	op, err := c.Models.GenerateVideos(t.Context(), "veo-2.0-generate-001", "to a bucket", nil,
+		&genai.GenerateVideosConfig{OutputGCSURI: "gs://mediagen-veo/out/", DurationSeconds: genai.Ptr[int32](6)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op = wait(t, c, op)
+	if op.Response == nil || len(op.Response.GeneratedVideos) != 1 || op.Response.GeneratedVideos[0].Video == nil ||
+		!strings.HasPrefix(op.Response.GeneratedVideos[0].Video.URI, "gs://mediagen-veo/out/") || len(op.Response.GeneratedVideos[0].Video.VideoBytes) != 0 {
+		t.Fatalf("operation %+v", op)
+	}
+	if v := s.Violations(); len(v) != 0 {
+		t.Fatalf("violations %v", v)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -100,11 +101,14 @@ type Server struct {
 	refused    int
 	violations []string
 	bodies     map[string]map[string]any
+	objects    map[string]*job // "bucket/object" → the job whose video it is
+	reads      int             // object reads served
 }
 
 type job struct {
 	name, model, prompt, end string
-	polls                    int
+	storage                  string // the create's storageUri ("": the video inline)
+	seq, polls               int
 }
 
 // Start starts a fake Vertex AI on loopback, over TLS like the real one.
@@ -119,7 +123,7 @@ func Start(cfg Config) *Server {
 	if err != nil {
 		panic(err)
 	}
-	s := &Server{cfg: cfg, key: key, tokens: map[string]bool{}, jobs: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{},
+	s := &Server{cfg: cfg, key: key, tokens: map[string]bool{}, jobs: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{}, objects: map[string]*job{},
 		rng: mrand.New(mrand.NewPCG(cfg.Seed, cfg.Seed))}
 	s.srv = httptest.NewTLSServer(s)
 	return s
@@ -287,6 +291,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusForbidden, "PERMISSION_DENIED", "Permission 'aiplatform.endpoints.predict' denied.")
 		return
 	}
+	if obj, ok := strings.CutPrefix(r.URL.EscapedPath(), "/storage/v1/b/"); ok {
+		s.object(w, r, obj)
+		return
+	}
 	p := r.URL.Path
 	// The SDK's default version is v1beta1; the reference's v1. Both serve Veo alike.
 	rest, ok := strings.CutPrefix(p, "/v1/")
@@ -378,7 +386,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 	}
 	s.mu.Lock()
 	s.seq++
-	j := &job{model: model, prompt: prompt, name: fmt.Sprintf("projects/%s/locations/%s/publishers/google/models/%s/operations/%08d-fake-op", Project, Location, model, s.seq)}
+	storage, _ := b.Parameters["storageUri"].(string)
+	j := &job{model: model, prompt: prompt, storage: storage, seq: s.seq, name: fmt.Sprintf("projects/%s/locations/%s/publishers/google/models/%s/operations/%08d-fake-op", Project, Location, model, s.seq)}
 	if s.cfg.End != nil {
 		j.end = s.cfg.End(prompt)
 	}
@@ -481,6 +490,10 @@ func (s *Server) check(model string, in, params map[string]any) (string, bool) {
 			return "", false
 		}
 	}
+	if su, ok := params["storageUri"].(string); ok && (!strings.HasPrefix(su, "gs://") || len(su) < len("gs://abc")) {
+		s.violate("create: storageUri %q is not a gs:// URI", su)
+		return "", false
+	}
 	audio, hasAudio := params["generateAudio"].(bool)
 	switch {
 	case m.veo3 && !hasAudio:
@@ -567,6 +580,14 @@ func (s *Server) operation(w http.ResponseWriter, r *http.Request, resource stri
 	case j.end == EndRefuse:
 		op["done"] = true
 		op["response"] = map[string]any{"@type": typ, "raiMediaFilteredCount": 1, "raiMediaFilteredReasons": []string{"The video was filtered."}}
+	case j.storage != "":
+		uri := strings.TrimSuffix(j.storage, "/") + fmt.Sprintf("/%d/sample_0.mp4", j.seq)
+		s.mu.Lock()
+		s.objects[strings.TrimPrefix(uri, "gs://")] = j
+		s.mu.Unlock()
+		op["done"] = true
+		op["response"] = map[string]any{"@type": typ, "raiMediaFilteredCount": 0,
+			"videos": []any{map[string]any{"gcsUri": uri, "mimeType": "video/mp4"}}}
 	default:
 		video, err := s.clip(j)
 		if err != nil {
@@ -579,6 +600,44 @@ func (s *Server) operation(w http.ResponseWriter, r *http.Request, resource stri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(op)
+}
+
+// object serves GET /storage/v1/b/{bucket}/o/{object}?alt=media, Cloud Storage's JSON API
+// read of an object's bytes (the object name escaped in the path): a video Veo wrote under a
+// create's storageUri.
+func (s *Server) object(w http.ResponseWriter, r *http.Request, escaped string) {
+	bucket, obj, ok := strings.Cut(escaped, "/o/")
+	b, err1 := url.PathUnescape(bucket)
+	o, err2 := url.PathUnescape(obj)
+	if r.Method != http.MethodGet || !ok || err1 != nil || err2 != nil || r.URL.Query().Get("alt") != "media" {
+		s.violate("storage: %s %s is not an object read with alt=media", r.Method, r.URL)
+		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "bad request")
+		return
+	}
+	s.mu.Lock()
+	j, found := s.objects[b+"/"+o]
+	if found {
+		s.reads++
+	}
+	s.mu.Unlock()
+	if !found {
+		apiError(w, http.StatusNotFound, "NOT_FOUND", "No such object.")
+		return
+	}
+	video, err := s.clip(j)
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, "INTERNAL", "internal error")
+		return
+	}
+	w.Header().Set("Content-Type", "video/mp4")
+	_, _ = w.Write(video)
+}
+
+// ObjectReads is how many videos were read from the fake's Cloud Storage.
+func (s *Server) ObjectReads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
 }
 
 // clip is a succeeded job's video.
