@@ -143,7 +143,7 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 		c, err = runway.New(runway.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
 	case catalog.KindVertex: // the "key" is the service account's JSON key file
 		cfg := vertex.Config{BaseURL: acc.BaseURL, Project: acc.Project, Location: acc.Location, Credentials: []byte(key), TokenURL: acc.TokenURL,
-			HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)}
+			StorageURI: acc.StorageURI, StorageURL: acc.StorageURL, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)}
 		if ff, ok := frames.(frameFitter); ok {
 			cfg.ReadImage = ff.readImage
 		}

@@ -33,11 +33,17 @@ func vertexAccount(name, base, keyFile, extra string) string {
 // fake, its model set to Veo 3, the account's key file written from key.
 func vertexCatalog(t *testing.T, dir string, fake *vertexfake.Server, key []byte) string {
 	t.Helper()
+	return vertexCatalogWith(t, dir, fake, key, "")
+}
+
+// vertexCatalogWith is vertexCatalog with more lines (extra) in the account.
+func vertexCatalogWith(t *testing.T, dir string, fake *vertexfake.Server, key []byte, extra string) string {
+	t.Helper()
 	keyFile := filepath.Join(dir, "vertex-sa.json")
 	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	path := demoCatalogWith(t, dir, vertexAccount("veo-vertex", fake.Base(), keyFile, ""), map[string]string{"demo-video-fast": "veo-vertex"})
+	path := demoCatalogWith(t, dir, vertexAccount("veo-vertex", fake.Base(), keyFile, extra), map[string]string{"demo-video-fast": "veo-vertex"})
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -324,5 +330,43 @@ func TestAdminUpstreamCheckFetchesAVertexTokenAndReadsAnOperation(t *testing.T) 
 		if f.Jobs() != 0 {
 			t.Error("the check made a job")
 		}
+	}
+}
+
+// An account with a storage_uri has Veo write its videos to the bucket: the create names it,
+// the operation names the object, and the service reads it from Cloud Storage's JSON API
+// (storage_url, here the fake's) with the account's token, stores, measures and charges it.
+func TestVertexAccountWithAStorageURIReadsItsVideosFromTheBucket(t *testing.T) {
+	t.Parallel()
+	tools := requireTools(t)
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "out.mp4")
+	if err := tools.Render(context.Background(), ffmpeg.RenderSpec{Width: 320, Height: 180, FPS: 24, Duration: 8, Container: "mp4", Text: "gcs"}, clip); err != nil {
+		t.Fatal(err)
+	}
+	fake := vertexfake.Start(vertexfake.Config{Clip: clip})
+	t.Cleanup(fake.Close)
+	cat := vertexCatalogWith(t, t.TempDir(), fake, fake.KeyJSON(), "    storage_uri: gs://mediagen-veo/out/\n    storage_url: "+fake.Base()+"\n")
+	m := NewMain(env(nil), io.Discard, io.Discard)
+	m.FetchTLS = fake.TLS()
+	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--catalog", cat)
+	task := e.wait(e.create(`{"model":"demo-video-fast","prompt":"to a bucket","metadata":{"ratio":"16:9","duration":8}}`))
+	if task.Status != "completed" {
+		t.Fatalf("task ended %s %+v", task.Status, task.Error)
+	}
+	if _, info := e.download(task.Metadata.URL, "gcs.mp4"); info.Width != 320 || task.Usage == nil || task.Usage.CompletionTokens != billing.NativeTokens(info.Width, info.Height, info.FPS, info.Duration) {
+		t.Errorf("result %+v usage %+v", info, task.Usage)
+	}
+	if p, _ := fake.Body("to a bucket")["parameters"].(map[string]any); p["storageUri"] != "gs://mediagen-veo/out/" {
+		t.Errorf("parameters %v", p)
+	}
+	if fake.ObjectReads() < 1 || fake.JobsFor("to a bucket") != 1 {
+		t.Errorf("object reads %d, jobs %d", fake.ObjectReads(), fake.JobsFor("to a bucket"))
+	}
+	for _, v := range fake.Violations() {
+		t.Errorf("wire format: %s", v)
+	}
+	if err := e.m.db.CheckLedger(context.Background()); err != nil {
+		t.Error(err)
 	}
 }

@@ -260,6 +260,11 @@ type UpstreamAccount struct {
 	Project  string `yaml:"project"`
 	Location string `yaml:"location"`
 	TokenURL string `yaml:"token_url"`
+	// Kind vertex: storage_uri (gs://bucket/prefix/) makes Veo write its videos there, read
+	// back from Cloud Storage's JSON API at storage_url (absent: https://storage.googleapis.com);
+	// absent, the video comes inline in the finished operation.
+	StorageURI string `yaml:"storage_uri"`
+	StorageURL string `yaml:"storage_url"`
 	// TimeoutSeconds bounds one call to the API, answer included (default 30, at most 600).
 	TimeoutSeconds int `yaml:"timeout_seconds"`
 	// RequestsPerSecond spaces the calls to the API of each process (0: no spacing).

@@ -19,7 +19,7 @@ import (
 var reGCPID = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
 func (u *UpstreamAccount) vertexSet() bool {
-	return u.Project != "" || u.Location != "" || u.TokenURL != ""
+	return u.Project != "" || u.Location != "" || u.TokenURL != "" || u.StorageURI != "" || u.StorageURL != ""
 }
 
 // checkVertex: a vertex account names its project and location, and an https token_url if
@@ -31,7 +31,7 @@ func (u *UpstreamAccount) checkVertex() []error {
 	}
 	if u.Kind != KindVertex {
 		if u.vertexSet() {
-			add("project, location and token_url apply to kind vertex only")
+			add("project, location, token_url, storage_uri and storage_url apply to kind vertex only")
 		}
 		return errs
 	}
@@ -41,12 +41,24 @@ func (u *UpstreamAccount) checkVertex() []error {
 	if !reGCPID.MatchString(u.Location) {
 		add("location is required for kind vertex: the region of the models, such as us-central1")
 	}
-	if u.TokenURL != "" {
-		if pu, err := url.Parse(u.TokenURL); err != nil || pu.Scheme != "https" || pu.Host == "" || pu.Fragment != "" {
-			add("token_url must be an https URL such as https://oauth2.googleapis.com/token (absent: the key file's token_uri)")
-		}
+	if u.TokenURL != "" && !httpsURL(u.TokenURL) {
+		add("token_url must be an https URL such as https://oauth2.googleapis.com/token (absent: the key file's token_uri)")
+	}
+	if u.StorageURI != "" && !reGCSURI.MatchString(u.StorageURI) {
+		add("storage_uri must be a Cloud Storage prefix such as gs://my-bucket/veo/ (absent: the video comes inline)")
+	}
+	if u.StorageURL != "" && (!httpsURL(u.StorageURL) || u.StorageURI == "") {
+		add("storage_url must be an https URL such as https://storage.googleapis.com, and applies with storage_uri only")
 	}
 	return errs
+}
+
+// reGCSURI: gs://bucket/ or gs://bucket/prefix…, a bucket as Cloud Storage names them.
+var reGCSURI = regexp.MustCompile(`^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s#?]*)?$`)
+
+func httpsURL(s string) bool {
+	pu, err := url.Parse(s)
+	return err == nil && pu.Scheme == "https" && pu.Host != "" && pu.Fragment == "" && pu.RawQuery == ""
 }
 
 // refuseVertexModel is what the alias's Veo model cannot make on Vertex AI: gemini's model

@@ -55,7 +55,9 @@ func TestVertexAccountFieldsAreCheckedAtLoad(t *testing.T) {
 		{"no location", "    location: us-central1\n", "", "location is required for kind vertex"},
 		{"a project with a slash", "project: my-project", "project: my/project", "project is required for kind vertex"},
 		{"an http token_url", "    location: us-central1\n", "    location: us-central1\n    token_url: http://oauth2.googleapis.com/token\n", "token_url must be an https URL"},
-		{"a project on another kind", "kind: vertex", "kind: gemini", "project, location and token_url apply to kind vertex only"},
+		{"a project on another kind", "kind: vertex", "kind: gemini", "project, location, token_url, storage_uri and storage_url apply to kind vertex only"},
+		{"a storage_uri that is not gs://", "    location: us-central1\n", "    location: us-central1\n    storage_uri: https://bucket/x\n", "storage_uri must be a Cloud Storage prefix"},
+		{"a storage_url without storage_uri", "    location: us-central1\n", "    location: us-central1\n    storage_url: https://storage.googleapis.com\n", "applies with storage_uri only"},
 		{"no key file", "    api_key_file: /etc/mediagen/vertex-sa.json\n", "", "give exactly one of api_key_env"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,9 +67,10 @@ func TestVertexAccountFieldsAreCheckedAtLoad(t *testing.T) {
 			}
 		})
 	}
-	ok := strings.Replace(withVertex, "    location: us-central1\n", "    location: us-central1\n    token_url: https://oauth2.googleapis.com/token\n", 1)
+	ok := strings.Replace(withVertex, "    location: us-central1\n", "    location: us-central1\n    token_url: https://oauth2.googleapis.com/token\n"+
+		"    storage_uri: gs://my-bucket/veo/\n    storage_url: https://storage.googleapis.com\n", 1)
 	if _, err := Parse("c.yaml", []byte(ok)); err != nil {
-		t.Fatalf("an https token_url: %v", err)
+		t.Fatalf("an https token_url and a storage_uri: %v", err)
 	}
 }
 
