@@ -60,6 +60,18 @@ func vertexCatalogWith(t *testing.T, dir string, fake *vertexfake.Server, key []
 // key file is of a key the fake does not know.
 func startVertex(t *testing.T, cfg vertexfake.Config, other bool, credit money.Micros, args ...string) (*e2e, *vertexfake.Server, *syncBuffer) {
 	t.Helper()
+	return startVertexWith(t, cfg, func(fake *vertexfake.Server) string {
+		key := fake.KeyJSON()
+		if other {
+			key = fake.OtherKeyJSON()
+		}
+		return vertexCatalog(t, t.TempDir(), fake, key)
+	}, credit, args...)
+}
+
+// startVertexWith is startVertex with the catalog written by catalogFor from the fake.
+func startVertexWith(t *testing.T, cfg vertexfake.Config, catalogFor func(fake *vertexfake.Server) string, credit money.Micros, args ...string) (*e2e, *vertexfake.Server, *syncBuffer) {
+	t.Helper()
 	tools := requireTools(t)
 	dir := t.TempDir()
 	if cfg.Clip == "" {
@@ -70,14 +82,10 @@ func startVertex(t *testing.T, cfg vertexfake.Config, other bool, credit money.M
 	}
 	fake := vertexfake.Start(cfg)
 	t.Cleanup(fake.Close)
-	key := fake.KeyJSON()
-	if other {
-		key = fake.OtherKeyJSON()
-	}
 	var logs syncBuffer
 	m := NewMain(env(nil), io.Discard, &logs)
 	m.FetchTLS = fake.TLS()
-	all := append([]string{"--fetch-allow", "loopback", "--log-level", "info", "--catalog", vertexCatalog(t, t.TempDir(), fake, key)}, args...)
+	all := append([]string{"--fetch-allow", "loopback", "--log-level", "info", "--catalog", catalogFor(fake)}, args...)
 	e := startRemote(t, m, dir, tools, credit, all...)
 	return e, fake, &logs
 }
