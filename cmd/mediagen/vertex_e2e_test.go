@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"mediagen/internal/billing"
+	"mediagen/internal/catalog"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 	"mediagen/internal/provider/vertex/vertexfake"
@@ -376,5 +377,31 @@ func TestVertexAccountWithAStorageURIReadsItsVideosFromTheBucket(t *testing.T) {
 	}
 	if err := e.m.db.CheckLedger(context.Background()); err != nil {
 		t.Error(err)
+	}
+}
+
+// A reload refuses to move a vertex account to another project, location or storage_uri:
+// the operations of its tasks in flight, and their videos, live at the old ones.
+func TestReloadRefusesMovingAVertexAccount(t *testing.T) {
+	t.Parallel()
+	acc := catalog.UpstreamAccount{Name: "veo-vertex", Kind: catalog.KindVertex, BaseURL: "https://us-central1-aiplatform.googleapis.com",
+		Project: "p-one", Location: "us-central1", StorageURI: "gs://b/x/"}
+	old := &catalog.Catalog{Upstreams: []*catalog.UpstreamAccount{&acc}}
+	for _, tc := range []struct {
+		name string
+		edit func(*catalog.UpstreamAccount)
+		want bool
+	}{
+		{"a new project", func(a *catalog.UpstreamAccount) { a.Project = "p-two" }, true},
+		{"a new location", func(a *catalog.UpstreamAccount) { a.Location = "europe-west4" }, true},
+		{"a new storage_uri", func(a *catalog.UpstreamAccount) { a.StorageURI = "gs://b/y/" }, true},
+		{"a new token_url", func(a *catalog.UpstreamAccount) { a.TokenURL = "https://oauth2.example.com/token" }, false},
+	} {
+		next := acc
+		tc.edit(&next)
+		got := accountChanges(old, &catalog.Catalog{Upstreams: []*catalog.UpstreamAccount{&next}})
+		if (len(got) == 1 && strings.Contains(got[0], "project, location or storage_uri changes")) != tc.want || !tc.want && len(got) != 0 {
+			t.Errorf("%s: %v", tc.name, got)
+		}
 	}
 }
