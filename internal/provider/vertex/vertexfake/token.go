@@ -9,7 +9,6 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 
@@ -30,12 +29,6 @@ func (s *Server) OtherKeyJSON() []byte {
 		panic(err)
 	}
 	return keyJSON(k, s.TokenURL())
-}
-
-// WriteKey writes KeyJSON to a file of dir and returns its path.
-func (s *Server) WriteKey(dir string) (string, error) {
-	p := dir + "/vertex-key.json"
-	return p, os.WriteFile(p, s.KeyJSON(), 0o600)
 }
 
 func keyJSON(k *rsa.PrivateKey, tokenURL string) []byte {
