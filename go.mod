@@ -3,6 +3,7 @@ module mediagen
 go 1.26.8
 
 require (
+	cloud.google.com/go/auth v0.18.2
 	code.dny.dev/ssrf v0.3.0
 	github.com/abema/go-mp4 v1.6.0
 	github.com/chromedp/cdproto v0.159.0
@@ -32,7 +33,6 @@ require (
 
 require (
 	cloud.google.com/go v0.116.0 // indirect
-	cloud.google.com/go/auth v0.18.2 // indirect
 	cloud.google.com/go/compute/metadata v0.9.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect

@@ -19,7 +19,7 @@
 // tasks of 5 s and 10 s (no duration is made by all six), each given only the accounts that can
 // make it; it also checks the operator's cost per account in each kind's unit.
 //
-//	go run ./bench/routing [-tasks 500] [-mix ark|ark-kling|ark-dashscope|ark-minimax|ark-gemini|ark-runway|six-kinds] [-test NAME]
+//	go run ./bench/routing [-tasks 500] [-mix ark|ark-kling|ark-dashscope|ark-minimax|ark-gemini|ark-runway|ark-vertex|six-kinds] [-test NAME]
 package main
 
 import (
@@ -34,7 +34,7 @@ import (
 
 func main() {
 	tasks := flag.Int("tasks", 500, "tasks through the routed alias")
-	mix := flag.String("mix", "ark", "the accounts: ark (four Ark accounts), ark-kling, ark-dashscope, ark-minimax, ark-gemini, ark-runway or six-kinds")
+	mix := flag.String("mix", "ark", "the accounts: ark (four Ark accounts), ark-kling, ark-dashscope, ark-minimax, ark-gemini, ark-runway, ark-vertex or six-kinds")
 	other := flag.String("test", "", "a routing test to run instead of -mix's")
 	flag.Parse()
 	test := map[string]string{"ark": "TestRouteAcrossFourAccountsMakesOnePaidJobPerTask",
@@ -43,12 +43,13 @@ func main() {
 		"ark-minimax":   "TestRouteAcrossMiniMaxAndArkFallsBackWithOnePaidJobPerTask",
 		"ark-gemini":    "TestRouteAcrossGeminiAndArkFallsBackWithOnePaidJobPerTask",
 		"ark-runway":    "TestRouteAcrossRunwayAndArkFallsBackWithOnePaidJobPerTask",
+		"ark-vertex":    "TestRouteAcrossVertexAndArkFallsBackWithOnePaidJobPerTask",
 		"six-kinds":     "TestRouteAcrossSixKindsMakesOnePaidJobPerTask"}[*mix]
 	if *other != "" {
 		test = *other
 	}
 	if test == "" {
-		fmt.Fprintln(os.Stderr, "-mix: want ark, ark-kling, ark-dashscope, ark-minimax, ark-gemini, ark-runway or six-kinds")
+		fmt.Fprintln(os.Stderr, "-mix: want ark, ark-kling, ark-dashscope, ark-minimax, ark-gemini, ark-runway, ark-vertex or six-kinds")
 		os.Exit(2)
 	}
 	cmd := exec.Command("go", "test", "./cmd/mediagen/", "-run", "^"+test+"$",

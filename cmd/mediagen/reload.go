@@ -376,7 +376,7 @@ func (c *Config) serveNeeds(cat *catalog.Catalog, getenv func(string) string, pu
 }
 
 // accountChanges lists the changes of an account a reload refuses: its kind and its base URL
-// are where its jobs live, so a task in flight on it would be polled at an API that never
+// (and a vertex account's project, location and storage_uri) are where its jobs live, so a task in flight on it would be polled at an API that never
 // heard of its job. Add an account under a new name and bind the aliases to it instead.
 func accountChanges(old, next *catalog.Catalog) []string {
 	var out []string
@@ -388,6 +388,10 @@ func accountChanges(old, next *catalog.Catalog) []string {
 			out = append(out, fmt.Sprintf("upstream %q: kind changes from %s to %s; the jobs of tasks in flight live at the old one: add a new account and bind the aliases to it", acc.Name, was.Kind, acc.Kind))
 		case was.BaseURL != acc.BaseURL:
 			out = append(out, fmt.Sprintf("upstream %q: base_url changes; the jobs of tasks in flight live at the old one: add a new account and bind the aliases to it", acc.Name))
+		case was.Project != acc.Project || was.Location != acc.Location || was.StorageURI != acc.StorageURI:
+			// A vertex operation lives in its project and location, and its video under the
+			// storage_uri it was created with: the client reads neither elsewhere.
+			out = append(out, fmt.Sprintf("upstream %q: project, location or storage_uri changes; the jobs of tasks in flight live at the old one: add a new account and bind the aliases to it", acc.Name))
 		}
 	}
 	return out

@@ -28,6 +28,7 @@ import (
 	"mediagen/internal/provider/runway"
 	"mediagen/internal/provider/sandbox"
 	"mediagen/internal/provider/seedspeech"
+	"mediagen/internal/provider/vertex"
 	"mediagen/internal/video"
 )
 
@@ -158,6 +159,13 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 			cfg.Stage = ff.stageSource
 		}
 		c, err = mediakit.New(cfg)
+	case catalog.KindVertex: // the "key" is the service account's JSON key file
+		cfg := vertex.Config{BaseURL: acc.BaseURL, Project: acc.Project, Location: acc.Location, Credentials: []byte(key), TokenURL: acc.TokenURL,
+			StorageURI: acc.StorageURI, StorageURL: acc.StorageURL, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)}
+		if ff, ok := frames.(frameFitter); ok {
+			cfg.ReadImage = ff.readImage
+		}
+		c, err = vertex.New(cfg)
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}
@@ -246,7 +254,7 @@ func checkFramePixels(path string) error {
 	return nil
 }
 
-// readImage reads a first frame for an account that sends it inline (gemini): its local copy,
+// readImage reads a first frame for an account that sends it inline (gemini, vertex): its local copy,
 // or its link through the fetch policy, at most max bytes.
 func (f frameFitter) readImage(ctx context.Context, src provider.Source, max int64) ([]byte, error) {
 	if src.Path != "" {

@@ -106,9 +106,9 @@ func (c *Catalog) checkProductionGeneration(t *Tenant, a *Alias, gen UpstreamAcc
 		return []error{fmt.Errorf("tenant %q alias %q: upstream %q (kind %s) cannot generate at generate_resolution %s (it does %s)",
 			t.ID, a.Name, gen.Name, gen.Kind, a.GenerateResolution, strings.Join(rs, ", "))}
 	}
-	if gen.Kind == KindGemini && a.GenerateResolution == "1080p" && !geminiModelOf(a.Model).fullHD {
-		return []error{fmt.Errorf("tenant %q alias %q: upstream %q (kind gemini) cannot generate model %s at generate_resolution 1080p (it does 720p)",
-			t.ID, a.Name, gen.Name, a.Model)}
+	if (gen.Kind == KindGemini || gen.Kind == KindVertex) && a.GenerateResolution == "1080p" && !geminiModelOf(a.Model).fullHD {
+		return []error{fmt.Errorf("tenant %q alias %q: upstream %q (kind %s) cannot generate model %s at generate_resolution 1080p (it does 720p)",
+			t.ID, a.Name, gen.Name, gen.Kind, a.Model)}
 	}
 	return nil
 }

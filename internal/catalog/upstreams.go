@@ -67,10 +67,15 @@ const (
 	// audio references (POST /api/v1/mega_tts/audio/upload into the account's speaker_id,
 	// then /api/v1/mega_tts/status): speech only. upstreams_seedspeech.go.
 	KindSeedSpeech UpstreamKind = "seedspeech"
+	// KindVertex is Google Veo on Vertex AI (publishers/google/models/{model}:
+	// predictLongRunning and :fetchPredictOperation in the account's project and location)
+	// with OAuth2 access tokens the account's service-account key gets: native generation
+	// (and production's first half). upstreams_vertex.go has its capabilities.
+	KindVertex UpstreamKind = "vertex"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs, KindRunway, KindMediaKit, KindSeedSpeech)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs, KindRunway, KindMediaKit, KindSeedSpeech, KindVertex)
 	return err
 }
 
@@ -86,7 +91,7 @@ func (k UpstreamKind) Serves(p Product) bool {
 		return p == ProductEnhancement
 	case KindEspeak, KindElevenLabs, KindSeedSpeech:
 		return p == ProductSpeech
-	case KindArk, KindDashScope, KindGemini:
+	case KindArk, KindDashScope, KindGemini, KindVertex:
 		return p == ProductNative || p == ProductProduction
 	case KindOpenAI:
 		return p == ProductNative || p == ProductProduction || p == ProductSpeech
@@ -121,7 +126,7 @@ func (k UpstreamKind) GenerateResolutions() []string {
 		return minimaxResolutions
 	case KindDashScope:
 		return dashscopeResolutions
-	case KindGemini:
+	case KindGemini, KindVertex:
 		return geminiResolutions
 	case KindRunway:
 		return runwayResolutions
@@ -160,7 +165,7 @@ func (k UpstreamKind) Refuse(req *contract.VideoRequest) (param, message string)
 		return refuseMiniMax(req, g)
 	case KindDashScope:
 		return refuseDashScope(req, g)
-	case KindGemini:
+	case KindGemini, KindVertex:
 		return refuseGemini(req, g)
 	case KindRunway:
 		return refuseRunway(req, g)
@@ -243,7 +248,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 // Remote reports a kind reached over the network with credentials.
 func (k UpstreamKind) Remote() bool {
 	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindGemini || k == KindElevenLabs ||
-		k == KindRunway || k == KindMediaKit || k == KindSeedSpeech
+		k == KindRunway || k == KindMediaKit || k == KindSeedSpeech || k == KindVertex
 }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
@@ -269,6 +274,18 @@ type UpstreamAccount struct {
 	AccessKeyFile string `yaml:"access_key_file"`
 	SecretKeyEnv  string `yaml:"secret_key_env"`
 	SecretKeyFile string `yaml:"secret_key_file"`
+	// Kind vertex: the Google Cloud project and location (region) whose Veo models the
+	// account calls, and where its service account's signed JWT is exchanged for access
+	// tokens (absent: the key file's token_uri). Its api_key_file (or api_key_env) holds the
+	// service account's JSON key (upstreams_vertex.go).
+	Project  string `yaml:"project"`
+	Location string `yaml:"location"`
+	TokenURL string `yaml:"token_url"`
+	// Kind vertex: storage_uri (gs://bucket/prefix/) makes Veo write its videos there, read
+	// back from Cloud Storage's JSON API at storage_url (absent: https://storage.googleapis.com);
+	// absent, the video comes inline in the finished operation.
+	StorageURI string `yaml:"storage_uri"`
+	StorageURL string `yaml:"storage_url"`
 	// TimeoutSeconds bounds one call to the API, answer included (default 30, at most 600).
 	TimeoutSeconds int `yaml:"timeout_seconds"`
 	// RequestsPerSecond spaces the calls to the API of each process (0: no spacing).
@@ -434,7 +451,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini, elevenlabs, runway, mediakit or seedspeech)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini, elevenlabs, runway, vertex, mediakit or seedspeech)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:
@@ -466,6 +483,7 @@ func (u *UpstreamAccount) checkRemote() []error {
 	if u.Kind == KindElevenLabs && strings.TrimSpace(u.Voice) == "" {
 		add("voice is required for kind elevenlabs: the id of the voice to speak with (ElevenLabs has no default voice)")
 	}
+	errs = append(errs, u.checkVertex()...)
 	if !u.Kind.Remote() {
 		if u.BaseURL != "" || u.APIKeyEnv != "" || u.APIKeyFile != "" || u.TimeoutSeconds != 0 || u.RequestsPerSecond != 0 || len(u.ResultHosts) > 0 || u.klingKeysSet() {
 			add("base_url, api_key_env, api_key_file, timeout_seconds, requests_per_second and result_hosts do not apply to kind %s", u.Kind)

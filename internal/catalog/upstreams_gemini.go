@@ -75,8 +75,8 @@ func refuseGemini(req *contract.VideoRequest, g genParams) (string, string) {
 }
 
 // RefuseModel is Refuse for an alias whose account runs the named upstream model: for a kind
-// whose models differ (gemini's Veo 2 and Veo 3, DashScope's Wan models) it adds what that
-// model cannot do.
+// whose models differ (gemini's and vertex's Veo 2 and Veo 3, DashScope's Wan models) it adds
+// what that model cannot do.
 func (k UpstreamKind) RefuseModel(model string, req *contract.VideoRequest) (param, message string) {
 	if param, message = k.Refuse(req); param != "" {
 		return param, message
@@ -88,6 +88,8 @@ func (k UpstreamKind) RefuseModel(model string, req *contract.VideoRequest) (par
 	switch k {
 	case KindGemini:
 		return refuseVeoModel(model, g)
+	case KindVertex:
+		return refuseVertexModel(model, g)
 	case KindDashScope:
 		return refuseWanModel(model, req, g)
 	}

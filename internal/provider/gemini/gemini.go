@@ -62,7 +62,7 @@ type Client struct {
 	base  *url.URL
 	key   string
 	http  *http.Client
-	image func(ctx context.Context, src provider.Source, max int64) ([]byte, error)
+	image ImageReader
 }
 
 // New returns a client of the account.
@@ -91,13 +91,17 @@ type instance struct {
 }
 
 // parameters are GenerateVideosConfig's fields the Gemini API takes
-// (generateVideosConfigToMldev). seed and generateAudio are refused by the SDK in this mode,
-// so they are never sent.
+// (generateVideosConfigToMldev). seed, generateAudio and outputGcsUri are refused by the SDK
+// in this mode, so the Gemini API is never sent them; Vertex AI (package vertex), whose body
+// is otherwise the same (generateVideosConfigToVertex), takes generateAudio and storageUri,
+// which it sets.
 type parameters struct {
 	AspectRatio     string `json:"aspectRatio,omitempty"`
 	Resolution      string `json:"resolution,omitempty"`
 	DurationSeconds int    `json:"durationSeconds,omitempty"`
 	SampleCount     int    `json:"sampleCount,omitempty"`
+	GenerateAudio   *bool  `json:"generateAudio,omitempty"`
+	StorageURI      string `json:"storageUri,omitempty"`
 }
 
 // CreateRequest is the body of POST …:predictLongRunning.
@@ -132,12 +136,18 @@ type Operation struct {
 	} `json:"response"`
 }
 
-// request builds the create body. One sample: a task pays for one video.
-func (c *Client) request(ctx context.Context, r provider.GenerateRequest) (CreateRequest, error) {
+// ImageReader reads a first frame (at most max bytes) to send inline.
+type ImageReader func(ctx context.Context, src provider.Source, max int64) ([]byte, error)
+
+// BuildRequest builds the create body of Veo's predictLongRunning, the same on the Gemini API
+// and on Vertex AI (imageToMldev and imageToVertex both send bytesBase64Encoded and
+// mimeType). One sample: a task pays for one video. read nil: the account takes no first
+// frame.
+func BuildRequest(ctx context.Context, r provider.GenerateRequest, read ImageReader) (CreateRequest, error) {
 	in := instance{Prompt: r.Prompt}
 	for _, it := range r.Inputs {
 		if it.Type == "image_url" && it.Role == "first_frame" {
-			img, err := c.readImage(ctx, it.Source)
+			img, err := readImage(ctx, read, it.Source)
 			if err != nil {
 				return CreateRequest{}, err
 			}
@@ -157,12 +167,12 @@ func (c *Client) request(ctx context.Context, r provider.GenerateRequest) (Creat
 	return CreateRequest{Instances: []instance{in}, Parameters: p}, nil
 }
 
-// readImage reads a first frame to send inline: the Gemini API takes image bytes, not a link.
-func (c *Client) readImage(ctx context.Context, src provider.Source) (*image, error) {
-	if c.image == nil {
+// readImage reads a first frame to send inline: the API takes image bytes, not a link.
+func readImage(ctx context.Context, read ImageReader, src provider.Source) (*image, error) {
+	if read == nil {
 		return nil, &provider.Error{Code: "InvalidParameter", Message: "This model takes no first frame here.", Kind: provider.ErrPermanent}
 	}
-	data, err := c.image(ctx, src, MaxImageBytes)
+	data, err := read(ctx, src, MaxImageBytes)
 	if errors.Is(err, provider.ErrTooLarge) {
 		return nil, &provider.Error{Code: "InvalidParameter", Message: "The first frame is larger than this model takes.", Kind: provider.ErrPermanent}
 	}
@@ -171,7 +181,7 @@ func (c *Client) readImage(ctx context.Context, src provider.Source) (*image, er
 		return nil, pe
 	}
 	if err != nil {
-		return nil, fmt.Errorf("gemini: reading the first frame: %w", err)
+		return nil, fmt.Errorf("reading the first frame: %w", err)
 	}
 	typ, _, _ := strings.Cut(http.DetectContentType(data), ";")
 	if !strings.HasPrefix(typ, "image/") {
@@ -183,7 +193,7 @@ func (c *Client) readImage(ctx context.Context, src provider.Source) (*image, er
 // SubmitGeneration starts a long-running operation, once: any failure goes back to the job
 // engine. The job id is the operation's name.
 func (c *Client) SubmitGeneration(ctx context.Context, r provider.GenerateRequest) (string, error) {
-	body, err := c.request(ctx, r)
+	body, err := BuildRequest(ctx, r, c.image)
 	if err != nil {
 		return "", err
 	}
@@ -228,7 +238,7 @@ func (c *Client) PollGeneration(ctx context.Context, name string) (provider.Job,
 		return provider.Job{Status: provider.StatusRunning, Progress: 50}, nil
 	}
 	if op.Error != nil {
-		return provider.Job{Status: provider.StatusFailed, Progress: 100, ErrorCode: "video_generation_failed", ErrorMessage: publicMessage(op.Error.Status)}, nil
+		return provider.Job{Status: provider.StatusFailed, Progress: 100, ErrorCode: "video_generation_failed", ErrorMessage: PublicMessage(op.Error.Status)}, nil
 	}
 	var uri string
 	if op.Response != nil && op.Response.GenerateVideoResponse != nil {
@@ -307,13 +317,13 @@ func (c *Client) call(ctx context.Context, r rest.Request, out any) error {
 			Error Status `json:"error"`
 		}
 		_ = json.Unmarshal(se.Body, &e)
-		return &provider.Error{Code: "video_generation_failed", Message: publicMessage(e.Error.Status), Kind: provider.ErrPermanent}
+		return &provider.Error{Code: "video_generation_failed", Message: PublicMessage(e.Error.Status), Kind: provider.ErrPermanent}
 	})
 }
 
-// publicMessage is a sanitized sentence for a refusal or a failed operation, from the
-// google.rpc status name: never the upstream's own text.
-func publicMessage(status string) string {
+// PublicMessage is a sanitized sentence for a refusal or a failed operation, from the
+// google.rpc status name: never the upstream's own text (Vertex AI's too).
+func PublicMessage(status string) string {
 	switch status {
 	case "INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE":
 		return "The upstream rejected the request's parameters."

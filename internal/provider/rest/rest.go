@@ -30,6 +30,10 @@ type Config struct {
 	// KeyHeader, when set, is the header the key is sent in as it is (Gemini's
 	// x-goog-api-key, ElevenLabs' xi-api-key) instead of Authorization: Bearer.
 	KeyHeader string
+	// Token, when set, gives the Bearer token of each call instead of APIKey: an account that
+	// exchanges its credentials for short-lived tokens (vertex's OAuth2 service account). Its
+	// error is the call's, marked provider.ErrNotSent: no byte reached the API.
+	Token func(ctx context.Context) (string, error)
 	// HTTP is the client for API calls (default: 30 s timeout). Its transport must not retry.
 	HTTP *http.Client
 	// RequestsPerSecond spaces this client's calls (0: no spacing). It is the account's
@@ -43,6 +47,7 @@ type Client struct {
 	base string
 	key  string
 	hdr  string // KeyHeader
+	tok  func(ctx context.Context) (string, error)
 	http *http.Client
 
 	gap  time.Duration // between two calls; 0: none
@@ -56,14 +61,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, fmt.Errorf("%s: base URL must be an absolute URL", cfg.Name)
 	}
-	if cfg.APIKey == "" {
+	if cfg.APIKey == "" && cfg.Token == nil {
 		return nil, fmt.Errorf("%s: no API key", cfg.Name)
 	}
 	hc := cfg.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	c := &Client{name: cfg.Name, base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, hdr: cfg.KeyHeader, http: hc}
+	c := &Client{name: cfg.Name, base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, hdr: cfg.KeyHeader, tok: cfg.Token, http: hc}
 	if cfg.RequestsPerSecond > 0 {
 		c.gap = time.Duration(float64(time.Second) / cfg.RequestsPerSecond)
 	}
@@ -123,14 +128,21 @@ func (c *Client) Do(ctx context.Context, r Request) (*http.Response, error) {
 		return nil, err
 	}
 	call := r.Method + " " + r.Path
+	key := c.key
+	if c.tok != nil {
+		var err error
+		if key, err = c.tok(ctx); err != nil {
+			return nil, fmt.Errorf("%s %s: %w: %w", c.name, call, err, provider.ErrNotSent)
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, r.Method, c.base+r.Path, r.Body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
 	if c.hdr != "" {
-		req.Header.Set(c.hdr, c.key)
+		req.Header.Set(c.hdr, key)
 	} else {
-		req.Header.Set("Authorization", "Bearer "+c.key)
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	accept := r.Accept
 	if accept == "" {
@@ -146,9 +158,9 @@ func (c *Client) Do(ctx context.Context, r Request) (*http.Response, error) {
 	res, err := c.http.Do(req)
 	if err != nil {
 		if notSent(err) {
-			return nil, fmt.Errorf("%s %s: %s: %w: %w", c.name, call, c.scrub(err.Error()), provider.ErrTransient, provider.ErrNotSent)
+			return nil, fmt.Errorf("%s %s: %s: %w: %w", c.name, call, c.scrub(err.Error(), key), provider.ErrTransient, provider.ErrNotSent)
 		}
-		return nil, fmt.Errorf("%s %s: %s: %w", c.name, call, c.scrub(err.Error()), provider.ErrTransient)
+		return nil, fmt.Errorf("%s %s: %s: %w", c.name, call, c.scrub(err.Error(), key), provider.ErrTransient)
 	}
 	if res.StatusCode/100 != 2 {
 		defer res.Body.Close()
@@ -213,5 +225,11 @@ func retryAfter(h string) time.Duration {
 	return time.Duration(min(n, 600)) * time.Second
 }
 
-// scrub removes the key from an error text (a transport error can quote a request).
-func (c *Client) scrub(s string) string { return strings.ReplaceAll(s, c.key, "[key]") }
+// scrub removes the key (or the call's token) from an error text (a transport error can
+// quote a request).
+func (c *Client) scrub(s, key string) string {
+	if key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "[key]")
+}
