@@ -35,6 +35,10 @@ type Config struct {
 	// RequestsPerSecond spaces this client's calls (0: no spacing). It is the account's
 	// request rate in one process.
 	RequestsPerSecond float64
+	// Sign, when set, authenticates each request instead of the key: it is called last, on the
+	// finished request, so it can sign its headers and body (Volcengine's AK/SK signature V4
+	// for kind ark_assets). APIKey is then not needed.
+	Sign func(req *http.Request) error
 }
 
 // Client calls one account's API.
@@ -44,6 +48,7 @@ type Client struct {
 	key  string
 	hdr  string // KeyHeader
 	http *http.Client
+	sign func(*http.Request) error
 
 	gap  time.Duration // between two calls; 0: none
 	mu   sync.Mutex
@@ -56,14 +61,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, fmt.Errorf("%s: base URL must be an absolute URL", cfg.Name)
 	}
-	if cfg.APIKey == "" {
+	if cfg.APIKey == "" && cfg.Sign == nil {
 		return nil, fmt.Errorf("%s: no API key", cfg.Name)
 	}
 	hc := cfg.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	c := &Client{name: cfg.Name, base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, hdr: cfg.KeyHeader, http: hc}
+	c := &Client{name: cfg.Name, base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, hdr: cfg.KeyHeader, http: hc, sign: cfg.Sign}
 	if cfg.RequestsPerSecond > 0 {
 		c.gap = time.Duration(float64(time.Second) / cfg.RequestsPerSecond)
 	}
@@ -127,9 +132,11 @@ func (c *Client) Do(ctx context.Context, r Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
-	if c.hdr != "" {
+	switch {
+	case c.sign != nil:
+	case c.hdr != "":
 		req.Header.Set(c.hdr, c.key)
-	} else {
+	default:
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
 	accept := r.Accept
@@ -142,6 +149,11 @@ func (c *Client) Do(ctx context.Context, r Request) (*http.Response, error) {
 	}
 	for k, v := range r.Header {
 		req.Header.Set(k, v)
+	}
+	if c.sign != nil {
+		if err := c.sign(req); err != nil {
+			return nil, fmt.Errorf("%s %s: signing: %w", c.name, call, err)
+		}
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
@@ -214,4 +226,9 @@ func retryAfter(h string) time.Duration {
 }
 
 // scrub removes the key from an error text (a transport error can quote a request).
-func (c *Client) scrub(s string) string { return strings.ReplaceAll(s, c.key, "[key]") }
+func (c *Client) scrub(s string) string {
+	if c.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.key, "[key]")
+}
