@@ -157,14 +157,14 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 			}
 		}
 	case catalog.KindArk, catalog.KindOpenAI, catalog.KindKling, catalog.KindMiniMax, catalog.KindDashScope, catalog.KindGemini, catalog.KindElevenLabs,
-		catalog.KindRunway:
+		catalog.KindRunway, catalog.KindArkAssets:
 		var c remoteClient
 		if c, err = newRemoteClient(acc, e.getenv, e.tls, nil); err == nil {
 			if err = c.Check(ctx); err == nil {
 				what = map[catalog.UpstreamKind]string{catalog.KindArk: "listed tasks", catalog.KindOpenAI: "listed models",
 					catalog.KindKling: "read a task with a signed token", catalog.KindMiniMax: "queried a task",
 					catalog.KindDashScope: "read a task", catalog.KindGemini: "read an operation", catalog.KindElevenLabs: "listed models",
-					catalog.KindRunway: "read a task"}[acc.Kind] +
+					catalog.KindRunway: "read a task", catalog.KindArkAssets: "listed asset groups with a signed request"}[acc.Kind] +
 					" with the account's key at " + acc.BaseURL
 			}
 		}

@@ -115,7 +115,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 	var c remoteClient
 	switch acc.Kind {
 	case catalog.KindArk:
-		c, err = ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
+		c, err = ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
+			AssetLibrary: acc.AssetLibrary})
 	case catalog.KindOpenAI:
 		c, err = openai.New(openai.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
 			Voice: acc.Voice, Frames: frames})
@@ -140,6 +141,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 			Voice: acc.Voice})
 	case catalog.KindRunway:
 		c, err = runway.New(runway.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
+	case catalog.KindArkAssets:
+		c, err = newArkAssets(acc, getenv, hc)
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}
