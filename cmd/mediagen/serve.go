@@ -90,6 +90,9 @@ type Main struct {
 	// AssetLibraryPoll, when set before Run, is the wait between two reads of an asset's
 	// status in its upstream library (tests shorten it); 0: asset.DefaultUpstreamPoll.
 	AssetLibraryPoll time.Duration
+	// AssetLibraryDeadline, when set before Run, is how long an asset may wait for its
+	// upstream library before it fails (tests shorten it); 0: asset.DefaultUpstreamDeadline.
+	AssetLibraryDeadline time.Duration
 
 	served   chan error
 	closed   sync.Once

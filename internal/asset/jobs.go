@@ -51,7 +51,9 @@ func (s *Service) Kinds() []jobs.Kind {
 		{
 			// Each run is one or a few calls to the library; a run that fails is retried
 			// by the handler itself (RunIn) until the asset's deadline.
-			Name: UpstreamKind, Handler: registrar{s}, Workers: s.cfg.Concurrency, Poll: s.cfg.PollInterval,
+			// Poll: a run comes back after RunIn (the library's poll) only when the engine
+			// looks, so it looks that often.
+			Name: UpstreamKind, Handler: registrar{s}, Workers: s.cfg.Concurrency, Poll: min(s.cfg.PollInterval, s.upstreamPoll()),
 			Timeout: 2 * time.Minute, MaxAttempts: 10,
 		},
 	}

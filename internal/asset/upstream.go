@@ -161,7 +161,7 @@ func (h registrar) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs
 	}
 	wait := max(s.upstreamPoll(), provider.RetryDelay(err))
 	if errors.Is(err, provider.ErrAccount) {
-		wait = max(wait, time.Minute) // the operator has to fix the account's keys
+		wait = max(wait, 12*s.upstreamPoll()) // the operator has to fix the account's keys
 	}
 	s.log.WarnContext(ctx, "asset library call failed; trying again", "asset", a.ID, "upstream", a.Upstream, "err", err)
 	return jobs.Outcome{RunIn: wait}, nil

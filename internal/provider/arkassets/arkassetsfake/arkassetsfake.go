@@ -74,6 +74,8 @@ type Server struct {
 	n          int
 	lost       int
 	calls      map[string]int
+	faulted    int  // calls answered with the Status or Garbage fault
+	refuseAll  bool // SetRefuse
 	urls       []string
 	violations []string
 }
@@ -127,6 +129,27 @@ func (s *Server) SetStatus(status int) {
 	s.mu.Lock()
 	s.cfg.Status = status
 	s.mu.Unlock()
+}
+
+// SetGarbage changes whether every call is answered with garbage.
+func (s *Server) SetGarbage(garbage bool) {
+	s.mu.Lock()
+	s.cfg.Garbage = garbage
+	s.mu.Unlock()
+}
+
+// SetRefuse makes the review refuse every asset created from now on.
+func (s *Server) SetRefuse(refuse bool) {
+	s.mu.Lock()
+	s.refuseAll = refuse
+	s.mu.Unlock()
+}
+
+// Faulted is how many calls were answered with the Status or Garbage fault.
+func (s *Server) Faulted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faulted
 }
 
 // SetNever changes whether assets stay Processing.
@@ -255,6 +278,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	status, garbage := s.cfg.Status, s.cfg.Garbage
+	if status != 0 || garbage {
+		s.faulted++
+	}
 	s.mu.Unlock()
 	switch {
 	case status != 0:
@@ -426,7 +452,10 @@ func (s *Server) createAsset(w http.ResponseWriter, in map[string]any) {
 		return
 	}
 	status := "Processing"
-	if s.cfg.Refuse != nil && s.cfg.Refuse(src) {
+	s.mu.Lock()
+	refuseAll := s.refuseAll
+	s.mu.Unlock()
+	if refuseAll || (s.cfg.Refuse != nil && s.cfg.Refuse(src)) {
 		status = "Failed"
 	}
 	if s.cfg.Fetch != nil {
