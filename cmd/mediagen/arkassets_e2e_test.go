@@ -255,3 +255,96 @@ func TestArkAssetsFaultsAreWaitedOutOrEndTheAsset(t *testing.T) {
 		t.Fatalf("wire format violations: %q", v)
 	}
 }
+
+// Real-person verification of a tenant bound to ModelArk's library runs on the vendor's H5
+// page: validate-session/create hands out the vendor's H5Link (this service's own page refuses
+// the token), validate-result/get is pending until the person passes there, then returns our
+// GroupId bound to the vendor's real-person group; an asset created in it is registered in that
+// vendor group (no group is made) and reaches Seedance as the vendor's id; the rival tenant can
+// use neither the token, the group nor the asset.
+func TestArkAssetsRealPersonVerifiedByTheVendor(t *testing.T) {
+	t.Parallel()
+	e := startArkAssets(t)
+	const prefix = "/v1/vidgen/real-human"
+	s := e.post(e.key, prefix+"/validate-session/create", `{"CallbackURL":"`+e.cdn.URL+`/done"}`, 200)
+	link, token := s["H5Link"].(string), s["VerifyToken"].(string)
+	if !strings.HasPrefix(link, e.lib.Base()+"/h5/") {
+		t.Fatalf("H5Link %q is not the vendor's", link)
+	}
+	if res, err := http.Get(e.m.URL() + "/verify/" + token); err == nil {
+		res.Body.Close()
+		if res.StatusCode != 404 {
+			t.Fatalf("this service's own page answered %d for a vendor session", res.StatusCode)
+		}
+	}
+	res := e.post(e.key, prefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`, 400)
+	if errObj, _ := res["error"].(map[string]any); errObj["code"] != "verification_pending" {
+		t.Fatalf("before the pass: %v", res)
+	}
+	e.post(e.rival, prefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`, 404)
+
+	// The person passes on the vendor's page, which sends them to the tenant's CallbackURL.
+	hc := e.lib.Client()
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	page, err := hc.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	if !strings.Contains(string(html), `id="pass"`) {
+		t.Fatalf("the vendor's page: %s", html)
+	}
+	pass, err := hc.Post(strings.Replace(link, "?", "/pass?", 1), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass.Body.Close()
+	if loc := pass.Header.Get("Location"); !strings.HasPrefix(loc, e.cdn.URL+"/done") || !strings.Contains(loc, "resultCode=10000") {
+		t.Fatalf("after the pass the person is sent to %q", loc)
+	}
+
+	group := e.post(e.key, prefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`, 200)["GroupId"].(string)
+	if !strings.HasPrefix(group, "grp_") {
+		t.Fatalf("GroupId %q is not ours", group)
+	}
+	res = e.post(e.key, prefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`, 400)
+	if errObj, _ := res["error"].(map[string]any); errObj["code"] != "verify_token_used" {
+		t.Fatalf("a second redeem: %v", res)
+	}
+	e.post(e.rival, prefix+"/asset-groups/get", `{"Id":"`+group+`"}`, 404)
+	e.post(e.rival, prefix+"/assets/create", fmt.Sprintf(`{"GroupId":%q,"URL":%q,"AssetType":"Image"}`, group, e.image("x.png", 640, 480)), 404)
+
+	id := e.post(e.key, prefix+"/assets/create", fmt.Sprintf(`{"GroupId":%q,"URL":%q,"AssetType":"Image"}`, group, e.image("person.png", 480, 640)), 202)["Id"].(string)
+	var a map[string]any
+	testkit.WaitEvery(t, 50*time.Millisecond, 30*time.Second, "real-human asset still Processing", func() bool {
+		a = e.post(e.key, prefix+"/assets/get", `{"Id":"`+id+`"}`, 200)
+		return a["Status"] != "Processing"
+	})
+	if a["Status"] != "Active" {
+		t.Fatalf("real-human asset %v", a)
+	}
+	if n := e.lib.Calls("CreateAssetGroup"); n != 0 {
+		t.Fatalf("%d vendor groups were made for a real person; the vendor's own group is the one", n)
+	}
+
+	body := `{"model":"demo-video-fast","prompt":"@Image1 smiles","metadata":{"duration":5,"resolution":"720p","content":[{"type":"image_url","role":"reference_image","image_url":{"url":"asset://` + id + `"}}]}}`
+	old := e.key
+	e.key = e.rival
+	if status, b := e.call("POST", "/v1/videos", body); status != 400 || !strings.Contains(string(b), "was not found") {
+		t.Fatalf("the rival's task with the person's asset: %d %s", status, b)
+	}
+	e.key = old
+	if got := e.wait(e.create(body)); got.Status != "completed" {
+		t.Fatalf("task %+v", got)
+	}
+	urls := e.ark.URLs()
+	if len(urls) != 1 || !strings.HasPrefix(urls[0], "asset://") || e.lib.AssetGroup(strings.TrimPrefix(urls[0], "asset://")) == "" {
+		t.Fatalf("Seedance was sent %q; want the vendor's id of the person's asset", urls)
+	}
+	for _, f := range [][]string{e.lib.Violations(), e.ark.Violations()} {
+		if len(f) > 0 {
+			t.Fatalf("wire format violations: %q", f)
+		}
+	}
+}
