@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -346,5 +347,40 @@ func TestArkAssetsRealPersonVerifiedByTheVendor(t *testing.T) {
 		if len(f) > 0 {
 			t.Fatalf("wire format violations: %q", f)
 		}
+	}
+}
+
+// `upstream check` of an ark_assets account makes one signed call: with the account's keys it
+// passes, with a wrong secret the fake refuses the signature and the check fails; neither
+// key is ever printed.
+func TestArkAssetsUpstreamCheckSignsWithTheAccountsKeys(t *testing.T) {
+	t.Parallel()
+	fake := arkassetsfake.Start(arkassetsfake.Config{AccessKey: arkAssetsTestAccess, SecretKey: arkAssetsTestSecret, Region: "cn-beijing"})
+	t.Cleanup(fake.Close)
+	account := "  - name: ark-lib\n    kind: ark_assets\n    base_url: " + fake.Base() + "\n    region: cn-beijing\n" +
+		"    access_key_env: VOLC_TEST_ACCESSKEY\n    secret_key_env: VOLC_TEST_SECRETKEY\n"
+	cat := demoCatalogWith(t, t.TempDir(), account, nil)
+	for _, tc := range []struct {
+		name, secret, want string
+		fails              bool
+	}{
+		{"with its keys", arkAssetsTestSecret, "ark-lib (ark_assets): OK, listed asset groups with a signed request with the account's key at " + fake.Base(), false},
+		{"with a wrong secret", "d3Jvbmctc2VjcmV0LWtleQ==", "ark-lib (ark_assets): FAILED", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := runAdminTLS(context.Background(), []string{"upstream", "check", "--catalog", cat, "ark-lib"},
+				env(map[string]string{"VOLC_TEST_ACCESSKEY": arkAssetsTestAccess, "VOLC_TEST_SECRETKEY": tc.secret}), &out, &errOut, fake.TLS())
+			text := out.String() + errOut.String()
+			if err != nil {
+				text += err.Error()
+			}
+			if (err != nil) != tc.fails || !strings.Contains(text, tc.want) {
+				t.Errorf("check: %v\n%s; want %q", err, text, tc.want)
+			}
+			if strings.Contains(text, tc.secret) {
+				t.Errorf("the secret key is in the output: %s", text)
+			}
+		})
 	}
 }
