@@ -32,10 +32,11 @@ const (
 // the same ModelArk account, and a CDN with the tenants' images.
 type arkAssetsE2E struct {
 	*assetE2E
-	lib *arkassetsfake.Server
-	ark *arkfake.Server
-	cdn *httptest.Server
-	dir string // the CDN's files
+	lib  *arkassetsfake.Server
+	ark  *arkfake.Server
+	cdn  *httptest.Server
+	dir  string // the CDN's files
+	logs *syncBuffer
 }
 
 func trustAll(certs ...*x509.Certificate) *tls.Config {
@@ -107,7 +108,7 @@ func startArkAssets(t *testing.T) *arkAssetsE2E {
 	e := startRemote(t, m, dir, tools, 100*money.Scale, "--fetch-allow", "loopback", "--catalog", catPath)
 	ae := &assetE2E{e2e: e}
 	ae.rival = ae.newKey("rival", 100*money.Scale)
-	return &arkAssetsE2E{assetE2E: ae, lib: lib, ark: ark, cdn: cdn, dir: files}
+	return &arkAssetsE2E{assetE2E: ae, lib: lib, ark: ark, cdn: cdn, dir: files, logs: logs}
 }
 
 // image puts a w×h PNG on the CDN and returns its URL.
@@ -196,6 +197,18 @@ func TestArkAssetsVirtualAssetReachesSeedanceAsTheVendorID(t *testing.T) {
 			t.Fatalf("wire format violations: %q", f)
 		}
 	}
+	// The keys are read, never written: not in the log, not in any file the service wrote.
+	if strings.Contains(e.logs.String(), arkAssetsTestSecret) || strings.Contains(e.logs.String(), arkAssetsTestAccess) {
+		t.Error("a key of the library is in serve's log")
+	}
+	_ = filepath.WalkDir(e.m.Config.DataDir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), arkAssetsTestSecret) {
+				t.Errorf("the secret key is in %s", path)
+			}
+		}
+		return nil
+	})
 }
 
 // Faults of the library: a lost create answer is found by name (one vendor group and one vendor
