@@ -397,3 +397,49 @@ func TestArkAssetsUpstreamCheckSignsWithTheAccountsKeys(t *testing.T) {
 		})
 	}
 }
+
+// The vendor's verification faults: while ModelArk cannot be reached (5xx, a refused key),
+// validate-session/create and validate-result/get answer 503 verification_unavailable and a
+// pending session stays pending; a check the person failed on the vendor's page is
+// verification_declined, and no group is made.
+func TestArkAssetsVerificationFaults(t *testing.T) {
+	t.Parallel()
+	e := startArkAssets(t)
+	const prefix = "/v1/vidgen/real-human"
+	code := func(res map[string]any) any {
+		errObj, _ := res["error"].(map[string]any)
+		return errObj["code"]
+	}
+	for _, status := range []int{503, 401} {
+		e.lib.SetStatus(status)
+		if c := code(e.post(e.key, prefix+"/validate-session/create", `{}`, 503)); c != "verification_unavailable" {
+			t.Fatalf("create with the vendor answering %d: %v", status, c)
+		}
+		e.lib.SetStatus(0)
+	}
+	token := e.post(e.key, prefix+"/validate-session/create", `{}`, 200)["VerifyToken"].(string)
+	e.lib.SetStatus(500)
+	if c := code(e.post(e.key, prefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`, 503)); c != "verification_unavailable" {
+		t.Fatalf("result with the vendor down: %v", c)
+	}
+	e.lib.SetStatus(0)
+	if c := code(e.post(e.key, prefix+"/validate-result/get", `{"VerifyToken":"`+token+`"}`, 400)); c != "verification_pending" {
+		t.Fatalf("result after the vendor is back: %v", c)
+	}
+
+	s := e.post(e.key, prefix+"/validate-session/create", `{}`, 200)
+	link := s["H5Link"].(string)
+	res, err := e.lib.Client().Post(strings.Replace(link, "?", "/fail?", 1), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	for range 2 { // declined, and stays declined
+		if c := code(e.post(e.key, prefix+"/validate-result/get", `{"VerifyToken":"`+s["VerifyToken"].(string)+`"}`, 400)); c != "verification_declined" {
+			t.Fatalf("a failed check: %v", c)
+		}
+	}
+	if list := e.post(e.key, prefix+"/asset-groups/list", `{}`, 200); list["TotalCount"] != 0.0 {
+		t.Fatalf("groups after no pass: %v", list)
+	}
+}

@@ -10,7 +10,8 @@
 // CreateAsset; so does the fake (Fetch), and it records the URL. An asset is Processing for
 // Config.Polls GetAssets, then Active (or Failed for a refused URL, or Processing for ever).
 // The visual validation's H5 page is a tiny HTML page at /h5/{token} whose pass button
-// (POST /h5/{token}/pass) passes the person, makes a real-person group and redirects to the
+// (POST /h5/{token}/pass) passes the person (POST /h5/{token}/fail fails the check: the result
+// is then the error ValidateFailed), makes a real-person group and redirects to the
 // session's CallbackURL with bytedToken and resultCode=10000, as the vendor's page does.
 //
 // Faults: a create whose answer is lost after the object was made (LoseCreates), a fixed HTTP
@@ -91,7 +92,7 @@ type asset struct {
 
 type session struct {
 	token, callback, group string
-	passed                 bool
+	passed, failed         bool
 }
 
 // Start starts the fake on loopback over TLS.
@@ -547,15 +548,17 @@ func (s *Server) getResult(w http.ResponseWriter, in map[string]any) {
 	}
 	s.mu.Lock()
 	v, ok := s.sessions[str(in, "BytedToken")]
-	var passed bool
+	var passed, failed bool
 	var groupID string
 	if ok {
-		passed, groupID = v.passed, v.group
+		passed, failed, groupID = v.passed, v.failed, v.group
 	}
 	s.mu.Unlock()
 	switch {
 	case !ok:
 		writeEnvelope(w, http.StatusNotFound, "GetVisualValidateResult", "NotFound.BytedToken", nil)
+	case failed:
+		writeEnvelope(w, http.StatusBadRequest, "GetVisualValidateResult", "ValidateFailed", nil)
 	case !passed:
 		writeEnvelope(w, http.StatusBadRequest, "GetVisualValidateResult", "ValidatePending", nil)
 	default:
@@ -566,12 +569,22 @@ func (s *Server) getResult(w http.ResponseWriter, in map[string]any) {
 // h5 is the person's page: GET shows a pass button, POST …/pass passes the check.
 func (s *Server) h5(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/h5/")
-	token, pass := strings.CutSuffix(rest, "/pass")
+	token, fail := strings.CutSuffix(rest, "/fail")
+	token, pass := strings.CutSuffix(token, "/pass")
 	s.mu.Lock()
 	v, ok := s.sessions[token]
 	s.mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)
+		return
+	}
+	if fail && r.Method == http.MethodPost {
+		s.mu.Lock()
+		if !v.passed {
+			v.failed = true
+		}
+		s.mu.Unlock()
+		_, _ = io.WriteString(w, "failed")
 		return
 	}
 	if !pass || r.Method != http.MethodPost {
