@@ -37,6 +37,9 @@ const (
 // CodeImageOutsideLimits is the 400 of an image the tenant's upstream library cannot take.
 const CodeImageOutsideLimits = "image_outside_library_limits"
 
+// libraryCheckTimeout bounds the read of an image's header at submission.
+const libraryCheckTimeout = 10 * time.Second
+
 // Defaults of the upstream settings of Config.
 const (
 	DefaultUpstreamPoll     = 5 * time.Second
@@ -103,6 +106,10 @@ func outsideLimits(w, h int, n int64) string {
 // cannot be read now is left to processing, which fails it with the reason (and checks the
 // stored copy's measurements again before registering it).
 func (s *Service) checkLibraryImage(ctx context.Context, src string) *apierr.Error {
+	// The request waits for this read: bounded well below the fetch client's total timeout,
+	// which is sized for the largest accepted file.
+	ctx, cancel := context.WithTimeout(ctx, libraryCheckTimeout)
+	defer cancel()
 	resp, err := s.cfg.Fetch.Get(ctx, src, safefetch.RequestOptions{MaxBytes: s.cfg.MaxImageBytes})
 	if err != nil {
 		return nil
