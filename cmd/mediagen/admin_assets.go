@@ -45,7 +45,8 @@ func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.
 	}
 	cfg := asset.Config{Store: m.db, Catalogs: m.cat, Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
 		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg), Notify: m.jobs.Notify,
-		Tracer: m.tracing.Tracer(), Now: m.Now}
+		Tracer: m.tracing.Tracer(), Now: m.Now, Libraries: m.libraries().get, UpstreamPoll: m.AssetLibraryPoll,
+		UpstreamDeadline: m.AssetLibraryDeadline}
 	if c.VerifyTTL > 0 {
 		cfg.VerifyTTL = c.VerifyTTL
 	}

@@ -158,7 +158,7 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 			}
 		}
 	case catalog.KindArk, catalog.KindOpenAI, catalog.KindKling, catalog.KindMiniMax, catalog.KindDashScope, catalog.KindGemini, catalog.KindElevenLabs,
-		catalog.KindRunway, catalog.KindMediaKit, catalog.KindSeedSpeech, catalog.KindVertex:
+		catalog.KindRunway, catalog.KindMediaKit, catalog.KindSeedSpeech, catalog.KindVertex, catalog.KindArkAssets:
 		var c remoteClient
 		if c, err = newRemoteClient(acc, e.getenv, e.tls, nil, nil); err == nil {
 			if err = c.Check(ctx); err == nil {
@@ -167,7 +167,8 @@ func (e *adminEnv) upstreamCheck(ctx context.Context, name string) error {
 					catalog.KindDashScope: "read a task", catalog.KindGemini: "read an operation", catalog.KindElevenLabs: "listed models",
 					catalog.KindRunway: "read a task", catalog.KindMediaKit: "read a task",
 					catalog.KindSeedSpeech: "read the clone slot " + acc.SpeakerID + "'s status",
-					catalog.KindVertex:     "fetched a token and read an operation of " + vertex.CheckModel}[acc.Kind] +
+					catalog.KindVertex:     "fetched a token and read an operation of " + vertex.CheckModel,
+					catalog.KindArkAssets:  "listed asset groups with a signed request"}[acc.Kind] +
 					" with the account's key at " + acc.BaseURL
 			}
 		}

@@ -87,6 +87,12 @@ type Main struct {
 	// Now, when set before Run, is the asset service's clock: verification tokens expire by
 	// it (tests move it past a token's lifetime instead of waiting it out). nil: time.Now.
 	Now func() time.Time
+	// AssetLibraryPoll, when set before Run, is the wait between two reads of an asset's
+	// status in its upstream library (tests shorten it); 0: asset.DefaultUpstreamPoll.
+	AssetLibraryPoll time.Duration
+	// AssetLibraryDeadline, when set before Run, is how long an asset may wait for its
+	// upstream library before it fails (tests shorten it); 0: asset.DefaultUpstreamDeadline.
+	AssetLibraryDeadline time.Duration
 
 	served   chan error
 	closed   sync.Once

@@ -121,7 +121,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 	var c remoteClient
 	switch acc.Kind {
 	case catalog.KindArk:
-		c, err = ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond)})
+		c, err = ark.New(ark.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
+			AssetLibrary: acc.AssetLibrary})
 	case catalog.KindOpenAI:
 		c, err = openai.New(openai.Config{BaseURL: acc.BaseURL, APIKey: key, HTTP: hc, RequestsPerSecond: float64(acc.RequestsPerSecond),
 			Voice: acc.Voice, Frames: frames})
@@ -166,6 +167,8 @@ func newRemoteClient(acc catalog.UpstreamAccount, getenv func(string) string, tl
 			cfg.ReadImage = ff.readImage
 		}
 		c, err = vertex.New(cfg)
+	case catalog.KindArkAssets:
+		c, err = newArkAssets(acc, getenv, hc)
 	default:
 		err = fmt.Errorf("kind %s is not a remote kind", acc.Kind)
 	}

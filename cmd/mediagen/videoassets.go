@@ -24,5 +24,5 @@ func (a videoAssets) Resolve(ctx context.Context, tenantID, assetID string) (vid
 		return video.Asset{}, err
 	}
 	return video.Asset{ID: r.ID, Type: r.Type, Status: r.Status, Duration: r.Duration,
-		AccessURL: r.AccessURL, Path: r.Path, Key: r.Key}, nil
+		AccessURL: r.AccessURL, Path: r.Path, Key: r.Key, Library: r.Library, LibraryID: r.LibraryID}, nil
 }

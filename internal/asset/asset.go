@@ -143,6 +143,12 @@ type Config struct {
 	// Notify wakes the job engine when a job of the kind was enqueued (may be nil: the
 	// engine finds it within PollInterval).
 	Notify func(kind string)
+	// Libraries returns the client of an ark_assets account by name (nil: no upstream
+	// library; every tenant uses the service's own). upstream.go.
+	Libraries func(name string) (Library, bool)
+	// UpstreamPoll is the wait between two reads of an asset's status in its upstream
+	// library; UpstreamDeadline how long an asset may wait for the library before it fails.
+	UpstreamPoll, UpstreamDeadline time.Duration
 }
 
 // Service implements the asset library. Its background work (processing, callbacks) runs as

@@ -48,6 +48,14 @@ func (s *Service) Kinds() []jobs.Kind {
 			Name: CallbackKind, Handler: callbacks{s}, Workers: 2, Poll: s.cfg.PollInterval,
 			Timeout: 2 * s.cfg.CallbackTimeout,
 		},
+		{
+			// Each run is one or a few calls to the library; a run that fails is retried
+			// by the handler itself (RunIn) until the asset's deadline.
+			// Poll: a run comes back after RunIn (the library's poll) only when the engine
+			// looks, so it looks that often.
+			Name: UpstreamKind, Handler: registrar{s}, Workers: s.cfg.Concurrency, Poll: min(s.cfg.PollInterval, s.upstreamPoll()),
+			Timeout: 2 * time.Minute, MaxAttempts: 10,
+		},
 	}
 }
 
@@ -131,6 +139,12 @@ func (h ingest) GiveUp(ctx context.Context, j jobs.Job, cause error) jobs.Outcom
 func (h ingest) record(ctx context.Context, a store.Asset, j jobs.Job, out store.AssetOutcome) jobs.Outcome {
 	s := h.s
 	out.ID, out.Attempts, out.At = a.ID, j.Attempt, s.now()
+	// An asset of an upstream library is Active only once the library says so: its stored
+	// copy is recorded, it stays Processing, and asset.upstream registers it (upstream.go).
+	upstream := a.Upstream != "" && out.Status == store.AssetActive
+	if upstream {
+		out.Status = store.AssetProcessing
+	}
 	var gone bool
 	return jobs.Outcome{
 		Done: true,
@@ -139,6 +153,9 @@ func (h ingest) record(ctx context.Context, a store.Asset, j jobs.Job, out store
 			if errors.Is(err, store.ErrLeaseLost) {
 				gone = true
 				return nil
+			}
+			if err == nil && upstream {
+				err = tx.EnqueueJob(ctx, UpstreamJob(a, out.At))
 			}
 			return err
 		},
@@ -149,6 +166,10 @@ func (h ingest) record(ctx context.Context, a store.Asset, j jobs.Job, out store
 			}
 			if out.Status == store.AssetFailed {
 				s.log.InfoContext(ctx, "asset failed", "asset", a.ID, "code", out.FailureCode)
+			}
+			if upstream {
+				s.notify(UpstreamKind)
+				return // counted when the library settles it
 			}
 			if s.cfg.Processed != nil {
 				s.cfg.Processed.WithLabelValues(a.Type, out.Status, out.FailureCode).Inc()

@@ -298,9 +298,21 @@ func (s *Service) createAsset(library string) func(context.Context, keys.Caller,
 		if g.Status != store.GroupActive {
 			return nil, notAuthorized()
 		}
+		// A tenant bound to an upstream library (catalog asset_library) registers its virtual
+		// assets there too, and its real-human assets in a group the vendor's verification
+		// made; an image the library cannot take is refused now, with nothing written.
+		var upstream string
+		if lib := c.Tenant.AssetLibrary; lib != "" && (library == store.LibraryVirtual || (g.Upstream == lib && g.UpstreamID != "")) {
+			upstream = lib
+			if typ == TypeImage {
+				if aerr := s.checkLibraryImage(ctx, src); aerr != nil {
+					return nil, aerr
+				}
+			}
+		}
 		now := s.now()
 		a := store.Asset{ID: idgen.New("asset"), TenantID: c.Tenant.ID, KeyID: c.Key.ID, GroupID: g.ID, Library: library,
-			Name: name, Type: typ, SourceURL: src, Status: store.AssetProcessing, CreatedAt: now, UpdatedAt: now}
+			Name: name, Type: typ, SourceURL: src, Status: store.AssetProcessing, Upstream: upstream, CreatedAt: now, UpdatedAt: now}
 		err = s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 			if err := tx.CreateAsset(ctx, a); err != nil {
 				return err

@@ -34,6 +34,10 @@ type Resolved struct {
 	Path string
 	// Key is the stored copy's key in the shared object store, when it has no local path.
 	Key string
+	// Library and LibraryID are the ark_assets account the asset is registered in and the
+	// vendor's id there ("" for the service's own library only): an ark account of the same
+	// ModelArk account sends asset://<LibraryID> instead of a link.
+	Library, LibraryID string
 }
 
 // Resolve resolves an asset:// reference of a video request. The asset must exist and belong
@@ -65,6 +69,9 @@ func (s *Service) Resolve(ctx context.Context, tenantID, assetID string) (Resolv
 			Message: fmt.Sprintf("Asset %q is in an asset group that is no longer authorized for this account; it cannot be used. Contact the operator.", assetID)}
 	}
 	v := Resolved{ID: a.ID, Type: a.Type, Status: a.Status, Duration: a.Duration}
+	if a.Status == store.AssetActive && a.UpstreamStatus == "Active" {
+		v.Library, v.LibraryID = a.Upstream, a.UpstreamID
+	}
 	if a.Status == store.AssetActive {
 		v.AccessURL, _ = s.cfg.Blobs.SignedURL(a.BlobKey, s.taskLinkTTL())
 		var local bool

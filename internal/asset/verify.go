@@ -56,6 +56,9 @@ func (s *Service) createSession(ctx context.Context, c keys.Caller, raw []byte) 
 			return nil, aerr
 		}
 	}
+	if lib := c.Tenant.AssetLibrary; lib != "" {
+		return s.createUpstreamSession(ctx, c, lib, cb)
+	}
 	token := tokenPrefix + idgen.Secret(20)
 	now := s.now()
 	v := store.VerifySession{ID: idgen.New("vs"), TokenHash: tokenHash(token), TenantID: c.Tenant.ID, KeyID: c.Key.ID,
@@ -116,6 +119,15 @@ func (s *Service) getResult(ctx context.Context, c keys.Caller, raw []byte) (any
 	}
 	if err != nil {
 		return nil, err
+	}
+	if vendorPending(v, s.now()) {
+		res, err := s.upstreamResult(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		if res != nil {
+			return *res, nil
+		}
 	}
 	switch {
 	case !v.RedeemedAt.IsZero():
@@ -209,8 +221,10 @@ func (s *Service) session(ctx context.Context, token string) (store.VerifySessio
 		return store.VerifySession{}, ErrUnknownToken
 	}
 	v, err := s.cfg.Store.VerifySessionByToken(ctx, tokenHash(token))
-	if errors.Is(err, store.ErrNotFound) {
-		return v, ErrUnknownToken
+	if errors.Is(err, store.ErrNotFound) || (err == nil && v.Upstream != "") {
+		// A session the vendor runs is checked on the vendor's page only: this page
+		// must never pass it.
+		return store.VerifySession{}, ErrUnknownToken
 	}
 	return v, err
 }

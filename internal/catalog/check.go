@@ -59,6 +59,7 @@ func (c *Catalog) check() error {
 	}
 	errs = append(errs, c.checkVirtualGroups()...)
 	errs = append(errs, c.checkUpstreams()...)
+	errs = append(errs, c.checkArkAssets()...)
 	errs = append(errs, c.checkBindings()...)
 	c.warnings = c.costWarnings()
 	return errors.Join(errs...)

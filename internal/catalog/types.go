@@ -83,6 +83,10 @@ type Tenant struct {
 	Rates    Rates    `yaml:"rates"`
 	// VirtualGroups are virtual asset groups the operator grants to the tenant (optional).
 	VirtualGroups []*VirtualGroup `yaml:"virtual_groups"`
+	// AssetLibrary, when set, names the ark_assets account the tenant's virtual assets are
+	// registered in and its real-person verifications run on (upstreams_arkassets.go); absent:
+	// the service's own library.
+	AssetLibrary string `yaml:"asset_library"`
 	// LimitSettings are the tenant's own limits (limits.go); Limits() resolves them.
 	LimitSettings LimitSettings `yaml:"limits"`
 	// WeightSetting is the tenant's share of the job engine's workers against other tenants

@@ -72,10 +72,14 @@ const (
 	// with OAuth2 access tokens the account's service-account key gets: native generation
 	// (and production's first half). upstreams_vertex.go has its capabilities.
 	KindVertex UpstreamKind = "vertex"
+	// KindArkAssets is ModelArk's asset library (virtual groups and assets, real-person visual
+	// validation) through its OpenAPI, signed with an access key and a secret key: no
+	// product; a tenant's asset_library. upstreams_arkassets.go.
+	KindArkAssets UpstreamKind = "ark_assets"
 )
 
 func (k *UpstreamKind) UnmarshalYAML(n *yaml.Node) (err error) {
-	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs, KindRunway, KindMediaKit, KindSeedSpeech, KindVertex)
+	*k, err = enum(n, "upstream kind", KindSandbox, KindFFmpeg, KindEspeak, KindArk, KindOpenAI, KindKling, KindMiniMax, KindDashScope, KindGemini, KindElevenLabs, KindRunway, KindMediaKit, KindSeedSpeech, KindVertex, KindArkAssets)
 	return err
 }
 
@@ -248,7 +252,7 @@ func (k UpstreamKind) RefuseSpeech(req *contract.SpeechRequest) (param, message 
 // Remote reports a kind reached over the network with credentials.
 func (k UpstreamKind) Remote() bool {
 	return k == KindArk || k == KindOpenAI || k == KindKling || k == KindMiniMax || k == KindDashScope || k == KindGemini || k == KindElevenLabs ||
-		k == KindRunway || k == KindMediaKit || k == KindSeedSpeech || k == KindVertex
+		k == KindRunway || k == KindMediaKit || k == KindSeedSpeech || k == KindVertex || k == KindArkAssets
 }
 
 // UpstreamAccount is a named upstream in the catalog's upstreams section. Aliases bind to it
@@ -268,8 +272,9 @@ type UpstreamAccount struct {
 	BaseURL    string `yaml:"base_url"`
 	APIKeyEnv  string `yaml:"api_key_env"`
 	APIKeyFile string `yaml:"api_key_file"`
-	// Kind kling signs its own tokens from two keys instead of an API key: the access key
-	// and the secret key, each from an environment variable or a file (upstreams_kling.go).
+	// Kinds kling and ark_assets sign their requests from two keys instead of an API key: the
+	// access key and the secret key, each from an environment variable or a file
+	// (upstreams_kling.go).
 	AccessKeyEnv  string `yaml:"access_key_env"`
 	AccessKeyFile string `yaml:"access_key_file"`
 	SecretKeyEnv  string `yaml:"secret_key_env"`
@@ -311,6 +316,14 @@ type UpstreamAccount struct {
 	// SpeechBound is the account's speech reservation bound (absent: its kind's measured
 	// default, speech.EspeakBound or speech.OpenAIBound).
 	SpeechBound *SpeechBound `yaml:"speech_bound"`
+	// Region is an ark_assets account's signing region (cn-beijing, ap-southeast-1);
+	// ProjectName its ModelArk project (absent: the vendor's default project).
+	Region      string `yaml:"region"`
+	ProjectName string `yaml:"project_name"`
+	// AssetLibrary, on an ark account, names the ark_assets account of the same ModelArk
+	// account: its Seedance tasks get that library's assets as asset://<vendor id>
+	// (upstreams_arkassets.go).
+	AssetLibrary string `yaml:"asset_library"`
 }
 
 // SpeechBound is an upper bound of the audio an engine makes for a text, in microseconds per
@@ -451,7 +464,7 @@ func (c *Catalog) checkUpstreams() []error {
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("upstream %q is defined twice (sandbox is built in)", u.Name))
 		case u.Kind == "":
-			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini, elevenlabs, runway, vertex, mediakit or seedspeech)", u.Name))
+			errs = append(errs, fmt.Errorf("upstream %q: kind is required (ffmpeg, espeak, ark, openai, kling, minimax, dashscope, gemini, elevenlabs, runway, vertex, mediakit, seedspeech or ark_assets)", u.Name))
 		case u.MaxConcurrent < 0 || u.MaxInFlight < 0:
 			errs = append(errs, fmt.Errorf("upstream %q: max_concurrent and max_in_flight must not be negative", u.Name))
 		default:
@@ -504,7 +517,7 @@ func (u *UpstreamAccount) checkRemote() []error {
 	if pu, err := url.Parse(u.BaseURL); err != nil || pu.Scheme != "https" || pu.Host == "" || pu.RawQuery != "" || pu.Fragment != "" {
 		add("base_url must be an https URL such as https://ark.cn-beijing.volces.com/api/v3")
 	}
-	if u.Kind == KindKling || u.klingKeysSet() {
+	if u.Kind == KindKling || u.Kind == KindArkAssets || u.klingKeysSet() {
 		return append(errs, u.checkKlingKeys()...)
 	}
 	if (u.APIKeyEnv == "") == (u.APIKeyFile == "") {
@@ -542,7 +555,7 @@ var ErrKeyFileTooLarge = fmt.Errorf("larger than the limit of %d KiB for an API 
 // APIKey reads the account's API key from where the catalog says it is. The error names the
 // account and the variable or file, never a key.
 func (u UpstreamAccount) APIKey(getenv func(string) string, readFile func(string) ([]byte, error)) (string, error) {
-	if u.Kind == KindKling { // both keys must be readable; the access key stands for them
+	if u.Kind == KindKling || u.Kind == KindArkAssets { // both keys must be readable; the access key stands for them
 		access, _, err := u.KlingKeys(getenv, readFile)
 		return access, err
 	}

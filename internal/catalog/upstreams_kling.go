@@ -69,12 +69,12 @@ func (u *UpstreamAccount) checkKlingKeys() []error {
 	add := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("upstream %q: "+format, append([]any{u.Name}, args...)...))
 	}
-	if u.Kind != KindKling {
-		add("access_key_env, access_key_file, secret_key_env and secret_key_file apply to kind kling only")
+	if u.Kind != KindKling && u.Kind != KindArkAssets {
+		add("access_key_env, access_key_file, secret_key_env and secret_key_file apply to kinds kling and ark_assets only")
 		return errs
 	}
 	if u.APIKeyEnv != "" || u.APIKeyFile != "" {
-		add("kind kling signs its tokens from an access key and a secret key: give access_key_env or access_key_file and secret_key_env or secret_key_file, not api_key_env or api_key_file")
+		add("kind %s signs its requests from an access key and a secret key: give access_key_env or access_key_file and secret_key_env or secret_key_file, not api_key_env or api_key_file", u.Kind)
 	}
 	if (u.AccessKeyEnv == "") == (u.AccessKeyFile == "") {
 		add("give exactly one of access_key_env and access_key_file for the access key; the key itself never goes in the catalog")

@@ -70,7 +70,7 @@ func TestKlingAccountMistakesStopTheLoad(t *testing.T) {
 		{"no secret key is refused", "    secret_key_file: /run/secrets/kling-secret\n", "", "give exactly one of secret_key_env and secret_key_file"},
 		{"two access key places are refused", "    access_key_env: KLING_ACCESS_KEY\n", "    access_key_env: KLING_ACCESS_KEY\n    access_key_file: /k\n", "give exactly one of access_key_env and access_key_file"},
 		{"an api key is refused", "    access_key_env: KLING_ACCESS_KEY\n", "    access_key_env: KLING_ACCESS_KEY\n    api_key_env: K\n", "not api_key_env"},
-		{"another kind takes no kling keys", "kind: kling", "kind: ark", "apply to kind kling only"},
+		{"another kind takes no kling keys", "kind: kling", "kind: ark", "apply to kinds kling and ark_assets only"},
 		{"a local kind takes no kling keys", "kind: kling\n    base_url: https://api-singapore.klingai.com\n", "kind: ffmpeg\n", "do not apply to kind ffmpeg"},
 	}
 	for _, tt := range tests {

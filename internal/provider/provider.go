@@ -99,6 +99,11 @@ type Source struct {
 	// Key is an object of the service's own blob store, which a local engine with the
 	// store's credentials reads directly (an S3 bucket: no public link needed).
 	Key string `json:",omitempty"`
+	// Library and LibraryID name an asset registered in an upstream asset library (an
+	// ark_assets account) and its id there: an ark engine of that library sends
+	// asset://<LibraryID> instead of URL. Every other engine reads URL, Path or Key.
+	Library   string `json:",omitempty"`
+	LibraryID string `json:",omitempty"`
 	// Open, when set on an output, streams it: for an upstream whose result is fetched with
 	// the account's credentials (openai's GET /videos/{id}/content), or a body already read.
 	// The reader is the caller's to close.

@@ -59,6 +59,9 @@ type AssetGroup struct {
 	UpdatedAt   time.Time
 	// AssetCount is filled by reads: the assets the group holds, in any status.
 	AssetCount int
+	// Upstream is the ark_assets account the group is mirrored in and UpstreamID the vendor's
+	// group there ("" for the service's own library, or before its first asset registered).
+	Upstream, UpstreamID string
 }
 
 // AssetGroupQuery selects groups; empty fields do not filter. Results are newest first.
@@ -92,6 +95,20 @@ type Asset struct {
 	Attempts      int // processing attempts started (a Processing asset's are its job's)
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// Upstream is the ark_assets account the asset is registered in ("": the service's own
+	// library only), frozen at creation; UpstreamID and UpstreamStatus are the vendor's id and
+	// status once registered. Such an asset stays Processing until the vendor says Active.
+	Upstream, UpstreamID, UpstreamStatus string
+}
+
+// AssetUpstream is the vendor's side of an asset: its id and status, and, when the vendor
+// settled it, the asset's end (Status Active or Failed; "" keeps it Processing).
+type AssetUpstream struct {
+	ID                         string
+	UpstreamID, UpstreamStatus string
+	Status                     string
+	FailureCode, FailureReason string
+	At                         time.Time
 }
 
 // AssetQuery selects assets; empty fields do not filter. Results are newest first.
@@ -140,6 +157,9 @@ type VerifySession struct {
 	CallbackBody     []byte // the JSON payload, fixed when the user finished
 	CallbackState    string // "", CallbackPending, CallbackDelivered, CallbackFailed
 	CallbackAttempts int
+	// Upstream is the ark_assets account that runs the check ("": the service's own page)
+	// and UpstreamToken the vendor's token of it (BytedToken).
+	Upstream, UpstreamToken string
 }
 
 // AssetStore is the read side of the asset library. Its background work (ingestion,
@@ -154,6 +174,8 @@ type AssetStore interface {
 
 	VerifySessionByToken(ctx context.Context, tokenHash []byte) (VerifySession, error)
 	VerifySession(ctx context.Context, id string) (VerifySession, error)
+	// AssetGroupByUpstream finds the group bound to a vendor group (ErrNotFound: none).
+	AssetGroupByUpstream(ctx context.Context, upstream, upstreamID string) (AssetGroup, error)
 }
 
 // AssetTx is the write side of the asset library, inside Store.Transact.
@@ -188,9 +210,22 @@ type AssetTx interface {
 	// FinishAsset ends processing of an asset that is still Processing; otherwise (deleted,
 	// or finished by a run that took over) it fails with ErrLeaseLost and changes nothing.
 	// The caller's job lease, checked in the same transaction, fences runs. The asset's
-	// ingestion stops counting in flight.
+	// ingestion stops counting in flight — unless o.Status is AssetProcessing: the copy is
+	// stored and the asset waits for its upstream library, still in flight until
+	// SetAssetUpstream ends it.
 	FinishAsset(ctx context.Context, o AssetOutcome) error
 	// FinishCallback records a delivery attempt of a pending callback: the new state and the
 	// attempts made. ErrLeaseLost when the callback is no longer pending.
 	FinishCallback(ctx context.Context, id, state string, attempts int) error
+
+	// SetAssetGroupUpstream replaces a group's vendor binding (oldUpstream, oldID) with
+	// (upstream, upstreamID), compare-and-swap; ErrConflict when it changed meanwhile or the
+	// vendor group is bound to another group already.
+	SetAssetGroupUpstream(ctx context.Context, id, oldUpstream, oldID, upstream, upstreamID string) error
+	// SetAssetUpstream records the vendor's id and status of a Processing asset and, with a
+	// Status, ends it (and it stops counting in flight); ErrLeaseLost when it is gone or no
+	// longer Processing.
+	SetAssetUpstream(ctx context.Context, u AssetUpstream) error
+	// SetVerifyUpstream records the vendor's token of a session the vendor runs.
+	SetVerifyUpstream(ctx context.Context, id, upstream, token string) error
 }

@@ -26,7 +26,7 @@ func (s *stepCtx) inputs() []provider.Input {
 	for i, it := range s.req.Request.Content {
 		src := provider.Source{URL: it.URL}
 		if a, ok := s.req.Assets[i]; ok {
-			src = provider.Source{URL: a.AccessURL, Path: a.Path, Key: a.Key}
+			src = provider.Source{URL: a.AccessURL, Path: a.Path, Key: a.Key, Library: a.Library, LibraryID: a.LibraryID}
 		}
 		in = append(in, provider.Input{Type: string(it.Type), Role: string(it.Role), Source: src})
 	}

@@ -42,6 +42,10 @@ type Asset struct {
 	// path (an S3 bucket shared by the cluster): a local engine on any replica reads it
 	// with the store's credentials.
 	Key string
+	// Library and LibraryID: the ark_assets account the asset is registered in and its id
+	// there; an engine of the same ModelArk account refers to it by that id (asset://).
+	Library   string `json:",omitempty"`
+	LibraryID string `json:",omitempty"`
 }
 
 // Assets resolves asset:// references of a tenant. Nil means no asset library: every

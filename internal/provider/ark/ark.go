@@ -33,10 +33,17 @@ type Config struct {
 	// RequestsPerSecond spaces this client's calls (0: no spacing). It is the account's
 	// request rate in one process.
 	RequestsPerSecond float64
+	// AssetLibrary is the ark_assets account of the same ModelArk account (catalog
+	// asset_library): its assets are sent as asset://<vendor id>, which Seedance 2.0 takes
+	// where it refuses a real face by URL. "": every input is sent by its link.
+	AssetLibrary string
 }
 
 // Client calls one Ark account.
-type Client struct{ api *rest.Client }
+type Client struct {
+	api     *rest.Client
+	library string
+}
 
 // New returns a client of the account.
 func New(cfg Config) (*Client, error) {
@@ -44,7 +51,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{api: api}, nil
+	return &Client{api: api, library: cfg.AssetLibrary}, nil
 }
 
 // contentItem is one item of the request's content array.
@@ -110,8 +117,9 @@ type apiError struct {
 }
 
 // request builds the create body of a generation request: the prompt as a text item, then the
-// inputs in request order with their roles; -1 (the model's default duration) is left out.
-func request(r provider.GenerateRequest) createRequest {
+// inputs in request order with their roles; -1 (the model's default duration) is left out. An
+// input registered in the account's asset library (library) goes as asset://<its vendor id>.
+func request(r provider.GenerateRequest, library string) createRequest {
 	body := createRequest{Model: r.Model, Ratio: r.Ratio, Resolution: r.Resolution, Seed: r.Seed,
 		Watermark: r.Watermark, GenerateAudio: r.GenerateAudio}
 	if r.IdempotencyKey != "" {
@@ -129,6 +137,9 @@ func request(r provider.GenerateRequest) createRequest {
 	}
 	for _, in := range r.Inputs {
 		ref := &urlRef{URL: in.Source.URL}
+		if library != "" && in.Source.Library == library && in.Source.LibraryID != "" {
+			ref.URL = "asset://" + in.Source.LibraryID
+		}
 		it := contentItem{Type: in.Type, Role: in.Role}
 		switch in.Type {
 		case "image_url":
@@ -146,7 +157,7 @@ func request(r provider.GenerateRequest) createRequest {
 // SubmitGeneration creates a generation task, once: any failure is returned to the job
 // engine, which decides about another attempt.
 func (c *Client) SubmitGeneration(ctx context.Context, r provider.GenerateRequest) (string, error) {
-	b, err := json.Marshal(request(r))
+	b, err := json.Marshal(request(r, c.library))
 	if err != nil {
 		return "", fmt.Errorf("ark: %w", err)
 	}

@@ -142,7 +142,7 @@ func TestSubmitSendsTheDocumentedFieldsOnce(t *testing.T) {
 
 func TestModelDefaultDurationIsLeftOut(t *testing.T) {
 	t.Parallel()
-	b, _ := json.Marshal(request(provider.GenerateRequest{Model: "m", Prompt: "p", Duration: -1}))
+	b, _ := json.Marshal(request(provider.GenerateRequest{Model: "m", Prompt: "p", Duration: -1}, ""))
 	if strings.Contains(string(b), "duration") {
 		t.Errorf("duration -1 sent: %s", b)
 	}
@@ -276,5 +276,25 @@ func TestRequestRateSpacesCalls(t *testing.T) {
 	}
 	if d := time.Since(start); d < 190*time.Millisecond {
 		t.Errorf("5 calls at 20/s took %v, want at least 200 ms", d)
+	}
+}
+
+func TestLibraryAssetsGoAsAssetIDsOnlyToTheirOwnAccount(t *testing.T) {
+	t.Parallel()
+	in := provider.Input{Type: "image_url", Role: "reference_image", Source: provider.Source{URL: "https://svc.example/files/assets/x.png?sig=1",
+		Library: "ark-lib", LibraryID: "asset-20261129-abc"}}
+	for _, tc := range []struct {
+		name, library, want string
+	}{
+		{"the account of the library sends the vendor id", "ark-lib", "asset://asset-20261129-abc"},
+		{"an account of another library sends the link", "other-lib", "https://svc.example/files/assets/x.png?sig=1"},
+		{"an account without a library sends the link", "", "https://svc.example/files/assets/x.png?sig=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := request(provider.GenerateRequest{Model: "m", Prompt: "p", Inputs: []provider.Input{in}}, tc.library)
+			if got := body.Content[1].ImageURL.URL; got != tc.want {
+				t.Errorf("url %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -39,6 +39,10 @@ type Config struct {
 	// RequestsPerSecond spaces this client's calls (0: no spacing). It is the account's
 	// request rate in one process.
 	RequestsPerSecond float64
+	// Sign, when set, authenticates each request instead of the key: it is called last, on the
+	// finished request, so it can sign its headers and body (Volcengine's AK/SK signature V4
+	// for kind ark_assets). APIKey is then not needed.
+	Sign func(req *http.Request) error
 }
 
 // Client calls one account's API.
@@ -49,6 +53,7 @@ type Client struct {
 	hdr  string // KeyHeader
 	tok  func(ctx context.Context) (string, error)
 	http *http.Client
+	sign func(*http.Request) error
 
 	gap  time.Duration // between two calls; 0: none
 	mu   sync.Mutex
@@ -61,14 +66,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, fmt.Errorf("%s: base URL must be an absolute URL", cfg.Name)
 	}
-	if cfg.APIKey == "" && cfg.Token == nil {
+	if cfg.APIKey == "" && cfg.Token == nil && cfg.Sign == nil {
 		return nil, fmt.Errorf("%s: no API key", cfg.Name)
 	}
 	hc := cfg.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	c := &Client{name: cfg.Name, base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, hdr: cfg.KeyHeader, tok: cfg.Token, http: hc}
+	c := &Client{name: cfg.Name, base: strings.TrimRight(cfg.BaseURL, "/"), key: cfg.APIKey, hdr: cfg.KeyHeader, tok: cfg.Token, http: hc, sign: cfg.Sign}
 	if cfg.RequestsPerSecond > 0 {
 		c.gap = time.Duration(float64(time.Second) / cfg.RequestsPerSecond)
 	}
@@ -139,9 +144,11 @@ func (c *Client) Do(ctx context.Context, r Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
-	if c.hdr != "" {
+	switch {
+	case c.sign != nil:
+	case c.hdr != "":
 		req.Header.Set(c.hdr, key)
-	} else {
+	default:
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	accept := r.Accept
@@ -154,6 +161,11 @@ func (c *Client) Do(ctx context.Context, r Request) (*http.Response, error) {
 	}
 	for k, v := range r.Header {
 		req.Header.Set(k, v)
+	}
+	if c.sign != nil {
+		if err := c.sign(req); err != nil {
+			return nil, fmt.Errorf("%s %s: signing: %w", c.name, call, err)
+		}
 	}
 	res, err := c.http.Do(req)
 	if err != nil {

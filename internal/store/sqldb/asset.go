@@ -14,13 +14,13 @@ import (
 // ---------------------------------------------------------------------------------------------
 
 const groupColumns = `g.id, g.tenant_id, g.library, g.name, g.description, g.origin, g.status, g.created_at,
-	g.updated_at, (SELECT COUNT(*) FROM assets a WHERE a.group_id = g.id)`
+	g.updated_at, (SELECT COUNT(*) FROM assets a WHERE a.group_id = g.id), g.upstream, g.upstream_id`
 
 func scanGroup(row scanner) (store.AssetGroup, error) {
 	var g store.AssetGroup
 	var created, updated int64
 	if err := row.Scan(&g.ID, &g.TenantID, &g.Library, &g.Name, &g.Description, &g.Origin, &g.Status,
-		&created, &updated, &g.AssetCount); err != nil {
+		&created, &updated, &g.AssetCount, &g.Upstream, &g.UpstreamID); err != nil {
 		return store.AssetGroup{}, noRows(err)
 	}
 	g.CreatedAt, g.UpdatedAt = fromMicros(created), fromMicros(updated)
@@ -85,9 +85,10 @@ func page(offset, limit int) string {
 
 // CreateAssetGroup inserts a group.
 func (t *Tx) CreateAssetGroup(ctx context.Context, g store.AssetGroup) error {
-	_, err := t.exec(ctx, `INSERT INTO asset_groups (id, tenant_id, library, name, description, origin, status, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		g.ID, g.TenantID, g.Library, g.Name, g.Description, g.Origin, g.Status, micros(g.CreatedAt), micros(g.UpdatedAt))
+	_, err := t.exec(ctx, `INSERT INTO asset_groups (id, tenant_id, library, name, description, origin, status, created_at, updated_at,
+		upstream, upstream_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		g.ID, g.TenantID, g.Library, g.Name, g.Description, g.Origin, g.Status, micros(g.CreatedAt), micros(g.UpdatedAt),
+		g.Upstream, g.UpstreamID)
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create asset group %s: %w", g.ID, store.ErrConflict)
@@ -132,20 +133,22 @@ func affectedOne(res sql.Result, err error, what string, none error) error {
 // ---------------------------------------------------------------------------------------------
 
 const assetColumns = `id, tenant_id, group_id, library, name, asset_type, source_url, status, failure_code,
-	failure_reason, blob_key, content_type, size_bytes, duration, width, height, attempts, created_at, updated_at, key_id`
+	failure_reason, blob_key, content_type, size_bytes, duration, width, height, attempts, created_at, updated_at, key_id,
+	upstream, upstream_id, upstream_status`
 
 // assetSelect reads assetColumns; a Processing asset's attempts are those of its ingestion job
 // (internal/asset's job kind "asset.ingest"), which counts them as runs start.
 const assetSelect = `id, tenant_id, group_id, library, name, asset_type, source_url, status, failure_code,
 	failure_reason, blob_key, content_type, size_bytes, duration, width, height,
-	COALESCE((SELECT j.attempts FROM jobs j WHERE j.id = 'asset.ingest:' || assets.id), attempts), created_at, updated_at, key_id`
+	COALESCE((SELECT j.attempts FROM jobs j WHERE j.id = 'asset.ingest:' || assets.id), attempts), created_at, updated_at, key_id,
+	upstream, upstream_id, upstream_status`
 
 func scanAsset(row scanner, extra ...any) (store.Asset, error) {
 	var a store.Asset
 	var created, updated int64
 	dest := []any{&a.ID, &a.TenantID, &a.GroupID, &a.Library, &a.Name, &a.Type, &a.SourceURL, &a.Status,
 		&a.FailureCode, &a.FailureReason, &a.BlobKey, &a.ContentType, &a.Bytes, &a.Duration, &a.Width, &a.Height,
-		&a.Attempts, &created, &updated, &a.KeyID}
+		&a.Attempts, &created, &updated, &a.KeyID, &a.Upstream, &a.UpstreamID, &a.UpstreamStatus}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return store.Asset{}, noRows(err)
 	}
@@ -196,10 +199,10 @@ func (db *DB) Assets(ctx context.Context, q store.AssetQuery) ([]store.Asset, in
 // CreateAsset inserts an asset; its caller enqueues the job that processes it. A Processing
 // asset is counted in flight (and its counter rows locked) in the same transaction.
 func (t *Tx) CreateAsset(ctx context.Context, a store.Asset) error {
-	_, err := t.exec(ctx, `INSERT INTO assets (`+assetColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, `INSERT INTO assets (`+assetColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.TenantID, a.GroupID, a.Library, a.Name, a.Type, a.SourceURL, a.Status, a.FailureCode,
 		a.FailureReason, a.BlobKey, a.ContentType, a.Bytes, a.Duration, a.Width, a.Height, a.Attempts,
-		micros(a.CreatedAt), micros(a.UpdatedAt), a.KeyID)
+		micros(a.CreatedAt), micros(a.UpdatedAt), a.KeyID, a.Upstream, a.UpstreamID, a.UpstreamStatus)
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create asset %s: %w", a.ID, store.ErrConflict)
@@ -248,6 +251,11 @@ func (t *Tx) FinishAsset(ctx context.Context, o store.AssetOutcome) error {
 	if err := affectedOne(res, err, "finish asset "+o.ID, store.ErrLeaseLost); err != nil {
 		return err
 	}
+	if o.Status == store.AssetProcessing {
+		// The copy is stored and the asset waits for its upstream library
+		// (SetAssetUpstream ends it): still in flight.
+		return nil
+	}
 	// The update applied only to a Processing asset, so this runs once per ingestion.
 	return t.dropInFlight(ctx, store.InFlightAssets, o.ID)
 }
@@ -257,14 +265,14 @@ func (t *Tx) FinishAsset(ctx context.Context, o store.AssetOutcome) error {
 // ---------------------------------------------------------------------------------------------
 
 const verifyColumns = `id, token_hash, tenant_id, key_id, callback_url, status, group_id, created_at, expires_at,
-	started_at, finished_at, redeemed_at, callback_body, callback_state, callback_attempts`
+	started_at, finished_at, redeemed_at, callback_body, callback_state, callback_attempts, upstream, upstream_token`
 
 func scanVerify(row scanner, extra ...any) (store.VerifySession, error) {
 	var v store.VerifySession
 	var created, expires, started, finished, redeemed int64
 	var body string
 	dest := []any{&v.ID, &v.TokenHash, &v.TenantID, &v.KeyID, &v.CallbackURL, &v.Status, &v.GroupID, &created, &expires,
-		&started, &finished, &redeemed, &body, &v.CallbackState, &v.CallbackAttempts}
+		&started, &finished, &redeemed, &body, &v.CallbackState, &v.CallbackAttempts, &v.Upstream, &v.UpstreamToken}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return store.VerifySession{}, noRows(err)
 	}
@@ -296,10 +304,10 @@ func (db *DB) VerifySession(ctx context.Context, id string) (store.VerifySession
 
 // CreateVerifySession inserts a pending session.
 func (t *Tx) CreateVerifySession(ctx context.Context, v store.VerifySession) error {
-	_, err := t.exec(ctx, `INSERT INTO verify_sessions (`+verifyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, `INSERT INTO verify_sessions (`+verifyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		v.ID, v.TokenHash, v.TenantID, v.KeyID, v.CallbackURL, v.Status, v.GroupID, micros(v.CreatedAt), micros(v.ExpiresAt),
 		micros(v.StartedAt), micros(v.FinishedAt), micros(v.RedeemedAt), string(v.CallbackBody), v.CallbackState,
-		v.CallbackAttempts)
+		v.CallbackAttempts, v.Upstream, v.UpstreamToken)
 	if err != nil {
 		if t.db.d.IsUniqueViolation(err) {
 			return fmt.Errorf("create verify session %s: %w", v.ID, store.ErrConflict)
@@ -335,4 +343,57 @@ func (t *Tx) FinishCallback(ctx context.Context, id, state string, attempts int)
 	res, err := t.exec(ctx, `UPDATE verify_sessions SET callback_state = ?, callback_attempts = ?
 		WHERE id = ? AND callback_state = 'pending'`, state, attempts, id)
 	return affectedOne(res, err, "finish callback "+id, store.ErrLeaseLost)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Upstream asset libraries (kind ark_assets)
+// ---------------------------------------------------------------------------------------------
+
+// SetAssetGroupUpstream binds a group to its vendor group, replacing the binding it had
+// (upstream and id of "" for none): compare-and-swap, so two runs that each made a vendor group
+// for it agree on the first. ErrConflict when the binding changed meanwhile or the vendor group
+// is already another group's.
+func (t *Tx) SetAssetGroupUpstream(ctx context.Context, id, oldUpstream, oldID, upstream, upstreamID string) error {
+	res, err := t.exec(ctx, `UPDATE asset_groups SET upstream = ?, upstream_id = ? WHERE id = ? AND upstream = ? AND upstream_id = ?`,
+		upstream, upstreamID, id, oldUpstream, oldID)
+	if err != nil && t.db.d.IsUniqueViolation(err) {
+		return fmt.Errorf("bind asset group %s: %w", id, store.ErrConflict)
+	}
+	return affectedOne(res, err, "bind asset group "+id, store.ErrConflict)
+}
+
+// AssetGroupByUpstream finds the group bound to a vendor group.
+func (db *DB) AssetGroupByUpstream(ctx context.Context, upstream, upstreamID string) (store.AssetGroup, error) {
+	g, err := scanGroup(db.read.QueryRowContext(ctx, db.q(`SELECT `+groupColumns+` FROM asset_groups g WHERE g.upstream = ? AND g.upstream_id = ?`),
+		upstream, upstreamID))
+	if err != nil {
+		return g, fmt.Errorf("asset group of %s %s: %w", upstream, upstreamID, err)
+	}
+	return g, nil
+}
+
+// SetAssetUpstream records the vendor's side of an asset still Processing: its vendor id and
+// status, and, when the vendor settled it, the asset's own end (Active, or Failed with a code
+// and reason). ErrLeaseLost when the asset is gone or no longer Processing.
+func (t *Tx) SetAssetUpstream(ctx context.Context, u store.AssetUpstream) error {
+	status := u.Status
+	if status == "" {
+		status = store.AssetProcessing
+	}
+	res, err := t.exec(ctx, `UPDATE assets SET upstream_id = ?, upstream_status = ?, status = ?, failure_code = ?, failure_reason = ?,
+		updated_at = ? WHERE id = ? AND status = 'Processing'`,
+		u.UpstreamID, u.UpstreamStatus, status, u.FailureCode, u.FailureReason, micros(u.At), u.ID)
+	if err := affectedOne(res, err, "record upstream of asset "+u.ID, store.ErrLeaseLost); err != nil {
+		return err
+	}
+	if status == store.AssetProcessing {
+		return nil
+	}
+	return t.dropInFlight(ctx, store.InFlightAssets, u.ID)
+}
+
+// SetVerifyUpstream records the vendor's token of a session it runs.
+func (t *Tx) SetVerifyUpstream(ctx context.Context, id, upstream, token string) error {
+	res, err := t.exec(ctx, `UPDATE verify_sessions SET upstream = ?, upstream_token = ? WHERE id = ?`, upstream, token, id)
+	return affectedOne(res, err, "record upstream of verify session "+id, store.ErrNotFound)
 }

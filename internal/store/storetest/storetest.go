@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 		{"AssetClaimLeaseFinish", testAssetClaimLeaseFinish},
 		{"AssetConcurrentClaimersDisjoint", testAssetConcurrentClaimersDisjoint},
 		{"VerifySessionsAndCallbacks", testVerifySessions},
+		{"AssetUpstreamBindsOnceAndCountsInFlight", testAssetUpstream},
 		{"InFlightFollowsCreateAndEnd", testInFlightFollowsCreateAndEnd},
 		{"InFlightLimitHoldsUnderConcurrentCreates", testInFlightLimitHoldsUnderConcurrentCreates},
 		{"SharedCreatesOfOneKeyKeepEveryRule", testSharedCreatesOfOneKey},

@@ -56,6 +56,10 @@ type Config struct {
 	// LoseAnswers makes every create make its job and then answer 500: an account whose
 	// create answers are all lost.
 	LoseAnswers bool
+	// KnownAsset, when set, is the account's asset library: a content item's
+	// asset://<id> (how Seedance 2.0 takes a library asset) must name an id it knows, or it
+	// is a violation. Without it, asset:// references are violations.
+	KnownAsset func(id string) bool
 }
 
 // Server is a running fake Ark.
@@ -75,6 +79,7 @@ type Server struct {
 	refused    int // calls refused for their key (401)
 	stalls     int // poll answers that stalled
 	violations []string
+	urls       []string // every content item's URL, in the order received
 }
 
 type job struct {
@@ -155,6 +160,13 @@ func (s *Server) Stalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stalls
+}
+
+// URLs are the content items' URLs of every create received, in order.
+func (s *Server) URLs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.urls)
 }
 
 // Violations are the requests that broke the wire format, described.
@@ -484,7 +496,17 @@ func (s *Server) check(b map[string]any) (string, bool) {
 			ref, isObj := m[typ].(map[string]any)
 			u, _ := ref["url"].(string)
 			role, _ := m["role"].(string)
-			if !isObj || !strings.HasPrefix(u, "http") || !slices.Contains(roles[typ], role) || len(m) != 3 {
+			s.mu.Lock()
+			s.urls = append(s.urls, u)
+			s.mu.Unlock()
+			if id, isAsset := strings.CutPrefix(u, "asset://"); isAsset {
+				if s.cfg.KnownAsset == nil || !s.cfg.KnownAsset(id) {
+					bad("%s item names asset %q, which is not an Active asset of the account's library", typ, id)
+				}
+			} else if !strings.HasPrefix(u, "http") {
+				bad("%s item %v", typ, m)
+			}
+			if !isObj || !slices.Contains(roles[typ], role) || len(m) != 3 {
 				bad("%s item %v", typ, m)
 			}
 		default:
