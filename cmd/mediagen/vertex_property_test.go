@@ -13,10 +13,11 @@ import (
 	"mediagen/internal/money"
 	"mediagen/internal/provider/vertex/vertexfake"
 	"mediagen/internal/store"
+	"mediagen/internal/store/postgres/pgtest"
 )
 
-// The money property over the vertex kind: random requests (Veo 3's 8 s or the model's
-// default, with or without sound) through the fake Vertex AI at 30% random faults of creates
+// The money property over the vertex kind, through the whole service on both stores: random
+// requests (Veo 3's 8 s or the model's default, with or without sound) through the fake Vertex AI at 30% random faults of creates
 // and operation reads, a revoked token now and then, its results of random lengths — some
 // within the request, some longer than it allows. Whatever happens, every task ends; every
 // charge is at most its reservation and, for a completed task, at least what its stored video
@@ -28,6 +29,11 @@ func TestVertexMoneyPropertyHoldsUnderRandomRequestsAndFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("random tasks through a faulty fake upstream")
 	}
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); vertexPropertyRun(t) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); vertexPropertyRun(t, "--db", pgtest.URL(t)) })
+}
+
+func vertexPropertyRun(t *testing.T, storeArgs ...string) {
 	tools := requireTools(t)
 	dir := t.TempDir()
 	lengths := []float64{3, 8, 11.5, 14}
@@ -45,7 +51,7 @@ func TestVertexMoneyPropertyHoldsUnderRandomRequestsAndFaults(t *testing.T) {
 	}
 	tasks := sizeFromEnv(t, "MEDIAGEN_PROPERTY_TASKS", 30)
 	e, fake, _ := startVertex(t, vertexfake.Config{Clip: clips["len 3"], ClipFor: clipFor, FaultPercent: 30, Seed: 4}, false,
-		1000*money.Scale, "--workers", "6", "--task-retry-max", "1s", "--task-deadline", "90s")
+		1000*money.Scale, append([]string{"--workers", "6", "--task-retry-max", "1s", "--task-deadline", "90s"}, storeArgs...)...)
 	rng := rand.New(rand.NewPCG(5, 5))
 	type sent struct {
 		id, prompt string
