@@ -29,16 +29,39 @@ func (t Tools) VoicePitch(ctx context.Context, in string) (float64, error) {
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
 	var pcm bytes.Buffer
+	// WAV, not raw s16le: the tests' lean ffmpeg (scripts/ensure-lean-ffmpeg.sh) builds only
+	// the muxers the service uses, and wav is one of them.
 	args := append(ffmpegArgs(), "-t", itoa(pitchSeconds), "-i", fileURL(in), "-map", "0:a:0", "-ac", "1", "-ar", itoa(pitchRate),
-		"-f", "s16le", "-c:a", "pcm_s16le", "pipe:1")
+		"-map_metadata", "-1", "-f", "wav", "-c:a", "pcm_s16le", "pipe:1")
 	if err := run(ctx, proc{mem: t.decodeMemory(), tool: "ffmpeg", bin: t.ffmpegBin(), args: args, stdout: &pcm}); err != nil {
 		return 0, fmt.Errorf("voice pitch: %w", err)
 	}
-	samples := make([]float64, pcm.Len()/2)
+	data, err := wavData(pcm.Bytes())
+	if err != nil {
+		return 0, fmt.Errorf("voice pitch: %w", err)
+	}
+	samples := make([]float64, len(data)/2)
 	for i := range samples {
-		samples[i] = float64(int16(binary.LittleEndian.Uint16(pcm.Bytes()[2*i:]))) / 32768
+		samples[i] = float64(int16(binary.LittleEndian.Uint16(data[2*i:]))) / 32768
 	}
 	return Pitch(samples, pitchRate)
+}
+
+// wavData is the sample bytes of a RIFF WAVE file written to a pipe: everything after the
+// "data" chunk's header (its size field cannot be trusted, as a piped muxer cannot seek back
+// to fill it in).
+func wavData(b []byte) ([]byte, error) {
+	if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
+		return nil, errors.New("not a WAVE stream")
+	}
+	for p := 12; p+8 <= len(b); {
+		id, size := string(b[p:p+4]), int(binary.LittleEndian.Uint32(b[p+4:p+8]))
+		if id == "data" {
+			return b[p+8:], nil
+		}
+		p += 8 + size + size%2
+	}
+	return nil, errors.New("no data chunk in the WAVE stream")
 }
 
 // Pitch is VoicePitch's measure of mono samples at rate Hz.
