@@ -64,7 +64,15 @@ func startE2E(t *testing.T, extra ...string) *e2e {
 	media := httptest.NewTLSServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(media.Close)
 	var out bytes.Buffer
-	m := NewMain(env(nil), &out, io.Discard)
+	var logs syncBuffer
+	m := NewMain(env(nil), &out, &logs)
+	// A failed test shows what the server logged (warn and above): a 500's cause is only there.
+	t.Cleanup(func() {
+		if t.Failed() {
+			l := logs.String()
+			t.Logf("server log (last 8 KiB):\n%s", l[max(0, len(l)-8<<10):])
+		}
+	})
 	m.FetchTLS = &tls.Config{RootCAs: media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--sandbox-pace", "200ms",
 		"--fetch-allow", "loopback", "--log-level", "warn"}, extra...)
