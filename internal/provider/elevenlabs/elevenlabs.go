@@ -158,3 +158,9 @@ func refusal(se *rest.StatusError) error {
 	}
 	return &provider.Error{Code: "InvalidParameter", Message: "The upstream rejected the request.", Kind: provider.ErrPermanent}
 }
+
+// BlindSyntheses marks the client a provider.BlindSynthesizer: ElevenLabs has no idempotency
+// key and its answer is the audio, so a synthesis whose run died mid-call (its process
+// stopped) is not sent again when the run is picked up — it may have been billed already; the
+// speech fails refunded with the possible synthesis recorded as lost_create.
+func (c *Client) BlindSyntheses() {}
