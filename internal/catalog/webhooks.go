@@ -37,3 +37,17 @@ func (w Webhooks) check(add func(format string, args ...any)) {
 		add("webhooks.max_endpoints %d must be 1 to %d", w.MaxEndpoints, MaxWebhookEndpoints)
 	}
 }
+
+// AnyWebhooks reports whether any tenant has webhooks on: while none has, the webhook routes
+// are unknown paths for every caller, authenticated or not.
+func (c *Catalog) AnyWebhooks() bool {
+	if c == nil {
+		return false
+	}
+	for _, t := range c.Tenants {
+		if t.WebhooksEnabled() {
+			return true
+		}
+	}
+	return false
+}
