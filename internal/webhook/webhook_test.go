@@ -394,3 +394,25 @@ func TestRotationSignsWithBothSecretsWhenAsked(t *testing.T) {
 		t.Fatalf("after a plain rotation only the new secret may verify: %v", r.header)
 	}
 }
+
+// test sends one signed sample event now and answers the receiver's status code.
+func TestTestSendsASignedSampleAndAnswersTheStatus(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, func(n int, w http.ResponseWriter) bool { w.WriteHeader(202); return true })
+	e := newEnv(t, rc, fast)
+	ep := e.create(rc.url("/"))
+	res, err := e.svc.Test(context.Background(), "demo", ep.ID, []byte(`{"event_type":"video.failed"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res != (TestResult{Object: "webhook_endpoint.test", EventType: "video.failed", StatusCode: 202, Success: true, WebhookEndpointID: ep.ID}) {
+		t.Fatalf("result %+v", res)
+	}
+	r := rc.requests()
+	if len(r) != 1 || !verify(ep.SigningSecret, r[0].header, r[0].body, time.Now()) || !strings.Contains(string(r[0].body), `"type":"video.failed"`) {
+		t.Fatalf("received %+v", r)
+	}
+	if _, err := e.svc.Test(context.Background(), "other", ep.ID, []byte(`{"event_type":"video.failed"}`)); err == nil {
+		t.Fatal("another tenant tested the endpoint")
+	}
+}
