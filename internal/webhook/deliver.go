@@ -125,7 +125,9 @@ func (s *Service) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs.
 	}
 	sc := s.schedule()
 	if a.N >= sc.Attempts {
-		s.metrics.count(outcomeGaveUp)
+		if !refused {
+			s.metrics.count(outcomeGaveUp)
+		}
 		s.log().Warn("webhook delivery given up", "delivery", d.ID, "endpoint", ep.ID, "attempts", a.N, "err", a.Error)
 		return jobs.Outcome{Done: true, Apply: func(ctx context.Context, tx store.Tx) error {
 			if err := tx.RecordWebhookAttempt(ctx, a, store.DeliveryFailed); err != nil {

@@ -7,7 +7,7 @@ const (
 	outcomeDelivered = "delivered" // 2xx
 	outcomeRetry     = "retry"     // failed, another attempt scheduled
 	outcomeGaveUp    = "gave_up"   // failed, the schedule is over
-	outcomeRefused   = "refused"   // the address policy refused the destination
+	outcomeRefused   = "refused"   // the address policy refused the destination (retried or not)
 	outcomeDropped   = "dropped"   // endpoint deleted or disabled, or the tenant's switch off
 )
 
@@ -16,7 +16,7 @@ type metrics struct{ deliveries *prometheus.CounterVec }
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagen_webhook_deliveries_total",
-		Help: "Webhook delivery attempts by outcome: delivered, retry, gave_up, refused, dropped.",
+		Help: "Webhook delivery attempts by outcome (each attempt counted once): delivered, retry, gave_up, refused, dropped.",
 	}, []string{"outcome"})}
 	for _, o := range []string{outcomeDelivered, outcomeRetry, outcomeGaveUp, outcomeRefused, outcomeDropped} {
 		m.deliveries.WithLabelValues(o)
