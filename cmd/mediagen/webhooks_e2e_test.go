@@ -181,6 +181,9 @@ func TestWebhooksEndToEndCompletionAndFailure(t *testing.T) {
 	if len(want) != 0 {
 		t.Fatalf("missing events for %v", want)
 	}
+	testkit.WaitFor(t, 5*time.Second, "the metric", func() bool {
+		return strings.Contains(e.metrics(), `mediagen_webhook_deliveries_total{outcome="delivered"} 2`)
+	})
 	if status, _ := e.hookCall("DELETE", "/v1/webhook_endpoints/"+ep["id"].(string), ""); status != 200 {
 		t.Fatalf("delete: %d", status)
 	}

@@ -416,3 +416,47 @@ func TestTestSendsASignedSampleAndAnswersTheStatus(t *testing.T) {
 		t.Fatal("another tenant tested the endpoint")
 	}
 }
+
+// An event is durable with the state change: written while no process runs deliveries (the
+// one that committed it died before sending), it is sent by the next engine to start.
+func TestEventWrittenBeforeAnyEngineRunsIsDeliveredLater(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	db := testkit.SQLite(t)
+	cat := catalog.Demo()
+	tn, _ := cat.Tenant("demo")
+	tn.WebhooksSetting = catalog.Webhooks{Enabled: true}
+	roots := rc.ts.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	svc := &Service{Store: db, Catalogs: catalog.Static(cat), Schedule: &fast,
+		Client: testkit.LoopbackFetch(t, roots, testkit.Names{"example.com": "127.0.0.1"}),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ep, err := svc.Create(context.Background(), "demo", 1, []byte(`{"name":"n","url":"`+rc.url("/")+`","event_types":["video.completed"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	if err := db.Transact(context.Background(), func(tx store.Tx) (err error) {
+		id, err = svc.Announce(context.Background(), tx, Event{TenantID: "demo", Type: VideoCompleted, ObjectID: "video_1", At: time.Now()})
+		return err
+	}); err != nil || id == "" {
+		t.Fatalf("announce: %q, %v", id, err)
+	}
+	if n := len(rc.requests()); n != 0 {
+		t.Fatalf("%d requests before any engine ran", n)
+	}
+	e := jobs.New(jobs.Config{Store: db, Logger: svc.Logger})
+	for _, k := range svc.Kinds() {
+		if err := e.Register(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	testkit.WaitFor(t, 5*time.Second, "the delivery", func() bool { return len(rc.requests()) == 1 })
+	r := rc.requests()[0]
+	if r.header.Get("webhook-id") != id || !verify(ep.SigningSecret, r.header, r.body, time.Now()) {
+		t.Fatalf("delivered %v", r.header)
+	}
+}
