@@ -37,6 +37,9 @@ const (
 	attemptTimeout = 15 * time.Second // request sent to answer read
 	maxAnswerBytes = 4 << 10          // what is read of the receiver's answer, then dropped
 	maxRetryAfter  = 12 * time.Hour
+	// noDeclaredCap keeps the client from refusing an answer for its declared length: only its
+	// status counts, and no more than maxAnswerBytes of it is ever read.
+	noDeclaredCap = 1 << 50
 )
 
 // NewClient is the SSRF-safe client deliveries use: https to public addresses on 443 (opts
@@ -52,9 +55,7 @@ func NewClient(opts safefetch.Options) *safefetch.Client {
 	if opts.TotalTimeout == 0 {
 		opts.TotalTimeout = attemptTimeout
 	}
-	if opts.MaxBytes == 0 {
-		opts.MaxBytes = maxAnswerBytes
-	}
+	opts.MaxBytes = noDeclaredCap
 	return safefetch.New(opts)
 }
 
@@ -216,14 +217,21 @@ func (e errStatus) Error() string { return "answered HTTP " + strconv.Itoa(int(e
 // status (0 without an answer), the Retry-After of a 429 or 503, and nil only for a 2xx. The
 // error's text is short and carries no address: it is kept in the delivery log.
 func (s *Service) send(ctx context.Context, ep store.WebhookEndpoint, d store.WebhookDelivery, now time.Time) (int, time.Duration, error) {
-	return post(ctx, s.Client, ep.URL, d.EventID, secrets(ep, now), d.Payload, now)
+	return post(ctx, s.Client, s.timeout(), ep.URL, d.EventID, secrets(ep, now), d.Payload, now)
 }
 
-func post(ctx context.Context, c *safefetch.Client, url, id string, secrets []string, body []byte, now time.Time) (int, time.Duration, error) {
+func (s *Service) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return attemptTimeout
+}
+
+func post(ctx context.Context, c *safefetch.Client, timeout time.Duration, url, id string, secrets []string, body []byte, now time.Time) (int, time.Duration, error) {
 	if c == nil {
 		return 0, 0, errors.New("no delivery client configured")
 	}
-	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -236,6 +244,9 @@ func post(ctx context.Context, c *safefetch.Client, url, id string, secrets []st
 	req.Header.Set("webhook-signature", sign(secrets, id, now, body))
 	resp, err := c.HTTPClient().Do(req)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", safefetch.ErrTimeout, err)
+		}
 		return 0, 0, sendError{err}
 	}
 	defer resp.Body.Close()

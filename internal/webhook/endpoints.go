@@ -412,7 +412,7 @@ func (s *Service) Test(ctx context.Context, tenantID, id string, body []byte) (T
 	if err != nil {
 		return TestResult{}, err
 	}
-	code, _, sendErr := post(ctx, s.Client, ep.URL, evID, secrets(ep, now), payloadBytes, now)
+	code, _, sendErr := post(ctx, s.Client, s.timeout(), ep.URL, evID, secrets(ep, now), payloadBytes, now)
 	if code == 0 {
 		return TestResult{}, &apierr.Error{Kind: apierr.KindInvalid, Code: "webhook_test_failed", Param: "url",
 			Message: "The test event could not be delivered: " + sendErr.Error()}

@@ -52,6 +52,8 @@ type Service struct {
 	Notify func(kind string)
 	// Schedule overrides the retry schedule (tests); nil: DefaultSchedule.
 	Schedule *Schedule
+	// Timeout bounds one attempt, request sent to answer read (0: 15 s).
+	Timeout time.Duration
 	// DisableAfter is the run of deliveries given up in a row that disables an endpoint
 	// (0: DefaultDisableAfter).
 	DisableAfter int

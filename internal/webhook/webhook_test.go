@@ -460,3 +460,43 @@ func TestEventWrittenBeforeAnyEngineRunsIsDeliveredLater(t *testing.T) {
 		t.Fatalf("delivered %v", r.header)
 	}
 }
+
+// An answer's size never matters, only its status: a 2xx with a large body is delivered and
+// at most maxAnswerBytes of it read. A receiver that never answers is a failed attempt after
+// the timeout, retried with the same webhook-id.
+func TestAnswerSizeIgnoredAndSilenceTimesOut(t *testing.T) {
+	t.Parallel()
+	big := newReceiver(t, func(n int, w http.ResponseWriter) bool {
+		w.Header().Set("Content-Length", strconv.Itoa(1<<20))
+		_, _ = w.Write(make([]byte, 1<<20))
+		return true
+	})
+	e := newEnv(t, big, fast)
+	ep := e.create(big.url("/"))
+	id := e.announce(VideoCompleted, "v")
+	if d := e.deliveries(t, id, ep.ID); d.Status != store.DeliveryDelivered {
+		t.Fatalf("a 200 with a 1 MiB body: %+v", d)
+	}
+
+	release := make(chan struct{})
+	silent := newReceiver(t, func(n int, w http.ResponseWriter) bool {
+		if n == 1 {
+			<-release // never answers within the attempt's timeout
+		}
+		return true
+	})
+	t.Cleanup(func() { close(release) }) // after the receiver's Close in cleanup order: LIFO
+	e2 := newEnv(t, silent, fast)
+	e2.svc.Timeout = 200 * time.Millisecond
+	ep2 := e2.create(silent.url("/"))
+	id2 := e2.announce(VideoCompleted, "v")
+	d := e2.deliveries(t, id2, ep2.ID)
+	log, _ := e2.db.WebhookAttempts(context.Background(), d.ID)
+	if d.Status != store.DeliveryDelivered || len(log) != 2 || !strings.Contains(log[0].Error, "did not answer in time") || log[0].StatusCode != 0 {
+		t.Fatalf("delivery %+v, log %+v", d, log)
+	}
+	r := silent.requests()
+	if len(r) != 2 || r[0].header.Get("webhook-id") != r[1].header.Get("webhook-id") {
+		t.Fatalf("requests %d", len(r))
+	}
+}
