@@ -83,6 +83,36 @@ func (s *Service) Kinds() []jobs.Kind {
 	return []jobs.Kind{{Name: Kind, Handler: s, Workers: 16, Timeout: 2 * attemptTimeout, MaxAttempts: 20}}
 }
 
+// PerEndpoint is how many attempts to one endpoint run at once in a process: a slow endpoint
+// holds at most this many of the kind's workers, the rest serve other endpoints and tenants.
+const PerEndpoint = 4
+
+// busyWait is when a delivery whose endpoint is at its bound is looked at again (no attempt
+// is made or counted).
+const busyWait = 200 * time.Millisecond
+
+// acquire takes one of the endpoint's places in this process; false when all are taken.
+func (s *Service) acquire(endpointID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight == nil {
+		s.inFlight = map[string]int{}
+	}
+	if s.inFlight[endpointID] >= PerEndpoint {
+		return false
+	}
+	s.inFlight[endpointID]++
+	return true
+}
+
+func (s *Service) release(endpointID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[endpointID]--; s.inFlight[endpointID] <= 0 {
+		delete(s.inFlight, endpointID)
+	}
+}
+
 // Run makes one attempt of a delivery and records it with its next step, under the lease.
 func (s *Service) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs.Outcome, error) {
 	d, err := s.Store.WebhookDelivery(ctx, j.Ref)
@@ -108,7 +138,11 @@ func (s *Service) Run(ctx context.Context, j jobs.Job, _ jobs.Checkpoint) (jobs.
 	case ep.Status != store.WebhookEnabled:
 		return s.drop(d, a, "endpoint disabled"), nil
 	}
+	if !s.acquire(ep.ID) {
+		return jobs.Outcome{RunIn: busyWait}, nil
+	}
 	status, retryAfter, sendErr := s.send(ctx, ep, d, now)
+	s.release(ep.ID)
 	a.StatusCode, a.Latency = status, s.now().Sub(now)
 	if sendErr == nil {
 		s.metrics.count(outcomeDelivered)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -58,7 +59,9 @@ type Service struct {
 	// (0: DefaultDisableAfter).
 	DisableAfter int
 
-	metrics *metrics
+	metrics  *metrics
+	mu       sync.Mutex
+	inFlight map[string]int // attempts running per endpoint in this process (PerEndpoint)
 }
 
 // Event is what Announce writes: the object it is about and what happened to it.

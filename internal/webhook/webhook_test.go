@@ -500,3 +500,38 @@ func TestAnswerSizeIgnoredAndSilenceTimesOut(t *testing.T) {
 		t.Fatalf("requests %d", len(r))
 	}
 }
+
+// A slow endpoint holds at most PerEndpoint of the workers: more of its deliveries wait
+// without an attempt, and all are delivered in the end.
+func TestSlowEndpointHoldsAtMostItsBound(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var now, peak int
+	rc := newReceiver(t, func(n int, w http.ResponseWriter) bool {
+		mu.Lock()
+		now++
+		peak = max(peak, now)
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond) // the slow receiver's own pace
+		mu.Lock()
+		now--
+		mu.Unlock()
+		return true
+	})
+	e := newEnv(t, rc, fast)
+	ep := e.create(rc.url("/"))
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, e.announce(VideoCompleted, "v"+strconv.Itoa(i)))
+	}
+	for _, id := range ids {
+		if d := e.deliveries(t, id, ep.ID); d.Status != store.DeliveryDelivered || d.Attempts != 1 {
+			t.Fatalf("delivery %+v", d)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak > PerEndpoint || peak < 2 {
+		t.Fatalf("%d attempts at once; want 2 to %d", peak, PerEndpoint)
+	}
+}
