@@ -114,7 +114,12 @@ type env struct {
 // running engine with a fast schedule.
 func newEnv(t *testing.T, rc *receiver, sc Schedule) *env {
 	t.Helper()
-	db := testkit.SQLite(t)
+	return newEnvOn(t, testkit.SQLite(t), rc, sc)
+}
+
+// newEnvOn is newEnv on the given store.
+func newEnvOn(t *testing.T, db store.Store, rc *receiver, sc Schedule) *env {
+	t.Helper()
 	cat := catalog.Demo()
 	tn, _ := cat.Tenant("demo")
 	tn.WebhooksSetting = catalog.Webhooks{Enabled: true, MaxEndpoints: 3}
