@@ -77,11 +77,13 @@ test: tools lint
 	cd client && $(GO) vet ./... && $(STATICCHECK) ./... && $(GO) test -count=1 ./... # the Go client is its own module
 	@set -e; url=$$(scripts/ensure-postgres.sh); minio=$$(scripts/ensure-minio.sh); \
 	  nodesdk=$$(scripts/ensure-node-sdk.sh); elevensdk=$$(scripts/ensure-elevenlabs-sdk.sh); runwaysdk=$$(scripts/ensure-runway-sdk.sh); \
+	  webhookssdk=$$(scripts/ensure-webhooks-sdk.sh); \
 	  ff=$$(scripts/ensure-lean-ffmpeg.sh); \
 	  echo "PostgreSQL for tests: $$url"; echo "MinIO for tests: $${minio:-none}"; echo "OpenAI Node SDK for tests: $$nodesdk"; \
 	  echo "ffmpeg for tests: $${ff:-Debian's, on PATH}"; [ -z "$$ff" ] || bench/leanffmpeg/compare.sh -q "$$ff"; \
 	  PATH="$${ff:+$$ff:}$$PATH" MEDIAGEN_TEST_POSTGRES_URL="$$url" MEDIAGEN_TEST_MINIO="$$minio" MEDIAGEN_TEST_NODE_SDK="$$nodesdk" \
 	  MEDIAGEN_TEST_ELEVENLABS_SDK="$$elevensdk" MEDIAGEN_TEST_RUNWAY_SDK="$$runwaysdk" \
+	  MEDIAGEN_TEST_WEBHOOKS_SDK="$$webhookssdk" \
 	  $(GO) run ./scripts/testreport -count=1 -timeout 15m -parallel $(TEST_PARALLEL) ./...
 	@set -e; p=$$(scripts/ensure-promtool.sh); if [ -n "$$p" ]; then $$p check rules deploy/prometheus/*.yml && $$p test rules deploy/prometheus/tests/*.yml; fi
 	@$(MAKE) --no-print-directory fuzz

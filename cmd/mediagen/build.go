@@ -28,6 +28,7 @@ import (
 	"mediagen/internal/routing"
 	"mediagen/internal/speech"
 	"mediagen/internal/video"
+	"mediagen/internal/webhook"
 )
 
 // build assembles the service from the configuration: storage, the sandbox engine, the
@@ -71,6 +72,13 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	excess := billing.NewExcessMetrics(reg)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.bgStop = stop
+
+	// Webhook deliveries go through a client of their own: the same address policy as every
+	// fetch (--fetch-allow), no sandbox samples, short timeouts and a small read (webhook.NewClient).
+	hookOpts := fetchOpts
+	hookOpts.Samples = nil
+	hooks := &webhook.Service{Store: m.db, Catalogs: m.catalogs, Client: webhook.NewClient(hookOpts), Logger: m.log, Notify: m.jobs.Notify}
+	hooks.RegisterMetrics(reg)
 
 	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch, Slots: video.NewProbeSlots(c.MaxProbes), Tracer: tr}, Accounts: m.catalogs.Upstream}
 	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg)
@@ -143,7 +151,8 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 			},
 		}
 		tasks = &video.Tasks{Store: m.db, Steps: pipeline, Logger: m.log, Metrics: video.NewTaskMetrics(reg), Overages: overages, Excess: excess,
-			Accounts: m.catalogs.Upstream, Workers: c.Workers, Deadline: c.TaskDeadline, RetryMax: c.TaskRetryMax, Tracer: tr}
+			Accounts: m.catalogs.Upstream, Workers: c.Workers, Deadline: c.TaskDeadline, RetryMax: c.TaskRetryMax, Tracer: tr,
+			Events: hooks}
 		videos.Scheduled = func(string) { m.jobs.Notify(video.TaskKind) }
 	}
 	speechSvc, err := m.buildSpeech(ctx, tools, fetch, reg)
@@ -157,7 +166,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	speechSvc.Lookup = m.speechEngine
 	speechSvc.Notify = m.jobs.Notify
 	m.setEngines(engines)
-	if err := m.registerJobs(m.jobs, assets, tasks, speechSvc); err != nil {
+	if err := m.registerJobs(m.jobs, assets, tasks, speechSvc, hooks); err != nil {
 		return nil, err
 	}
 	if err := m.jobs.Start(bg); err != nil {
@@ -173,6 +182,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		Downloads:   limits.NewDownloads(time.Now, limits.DownloadLimits{Total: m.edge.Downloads}),
 		Proxies:     c.proxies,
 		Tracer:      tr,
+		Webhooks:    hooks,
 	})
 	if c.Role != "worker" {
 		// The tenant console is on the public listener, which browsers reach at --public-url:

@@ -10,6 +10,7 @@ import (
 	"mediagen/internal/jobs"
 	"mediagen/internal/speech"
 	"mediagen/internal/video"
+	"mediagen/internal/webhook"
 )
 
 // Job kinds this binary registers that live in no service: they are wiring of a handler that
@@ -22,9 +23,11 @@ const retentionKind = "blob.retention"
 // process that fetched it, or in the cluster's bucket), speech generation in every role that
 // serves the API (a request's generation starts at once in the process that accepted it),
 // video tasks and the retention sweep in the worker role.
-func (m *Main) registerJobs(e *jobs.Engine, assets *asset.Service, tasks *video.Tasks, speechSvc *speech.Service) error {
+func (m *Main) registerJobs(e *jobs.Engine, assets *asset.Service, tasks *video.Tasks, speechSvc *speech.Service, hooks *webhook.Service) error {
 	c := &m.Config
-	kinds := assets.Kinds()
+	// Webhook deliveries run in every role: an event is due the moment its outcome commits,
+	// whichever process committed it.
+	kinds := append(assets.Kinds(), hooks.Kinds()...)
 	if c.Role != "worker" {
 		kinds = append(kinds, speechSvc.Kinds()...)
 	}

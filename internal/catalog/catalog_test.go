@@ -93,6 +93,9 @@ func TestParseRejectsBrokenCatalogs(t *testing.T) {
 		{"missing family", "        family: fast-2.0\n", "", "family is required"},
 		{"zero weight", "    currency: EUR\n", "    currency: EUR\n    weight: 0\n", "weight 0 must be 1 to 100"},
 		{"weight above the bound", "    currency: EUR\n", "    currency: EUR\n    weight: 101\n", "weight 101 must be 1 to 100"},
+		{"webhook endpoints above the bound", "    currency: EUR\n", "    currency: EUR\n    webhooks: {enabled: true, max_endpoints: 51}\n", "webhooks.max_endpoints 51 must be 1 to 50"},
+		{"webhook endpoints negative", "    currency: EUR\n", "    currency: EUR\n    webhooks: {enabled: true, max_endpoints: -1}\n", "webhooks.max_endpoints -1 must be 1 to 50"},
+		{"webhooks unknown field", "    currency: EUR\n", "    currency: EUR\n    webhooks: {enabled: true, url: x}\n", "line 5"},
 		{"weight not a number", "    currency: EUR\n", "    currency: EUR\n    weight: heavy\n", "line 5"},
 		{"negative spend cap", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      monthly: -5\n", `line 6: spend cap "-5": a cap must be an amount from 0 to 1000000000000`},
 		{"spend cap above the ceiling", "    currency: EUR\n", "    currency: EUR\n    spend_caps:\n      daily: 1000000000000.000001\n", `line 6: spend cap "1000000000000.000001": a cap must be an amount from 0 to 1000000000000`},
@@ -389,6 +392,34 @@ func TestTenantWeightDefaultsToOne(t *testing.T) {
 	}
 	if got := c.Weights(); len(got) != 1 || got["acme"] != 3 {
 		t.Fatalf("weights %v; want acme: 3", got)
+	}
+}
+
+// Webhooks are off unless the operator switches them on; the endpoint bound then defaults.
+func TestTenantWebhooksOffByDefault(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("c.yaml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tn, _ := c.Tenant("acme"); tn.WebhooksEnabled() || tn.WebhookEndpointLimit() != 0 {
+		t.Fatalf("enabled %v, limit %d; want off, 0", tn.WebhooksEnabled(), tn.WebhookEndpointLimit())
+	}
+	for _, tc := range []struct {
+		yaml string
+		want int
+	}{
+		{"    webhooks: {enabled: true}\n", DefaultMaxWebhookEndpoints},
+		{"    webhooks: {enabled: true, max_endpoints: 2}\n", 2},
+		{"    webhooks: {enabled: false, max_endpoints: 2}\n", 0},
+	} {
+		c, err := Parse("c.yaml", []byte(strings.Replace(minimal, "    currency: EUR\n", "    currency: EUR\n"+tc.yaml, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tn, _ := c.Tenant("acme"); tn.WebhookEndpointLimit() != tc.want {
+			t.Errorf("%q: limit %d; want %d", tc.yaml, tn.WebhookEndpointLimit(), tc.want)
+		}
 	}
 }
 

@@ -141,6 +141,7 @@ func (t *Tenant) check(upstreamModels map[string]bool) []error {
 	if w := t.WeightSetting; w != nil && (*w < 1 || *w > MaxWeight) {
 		add("weight %d must be 1 to %d", *w, MaxWeight)
 	}
+	t.WebhooksSetting.check(add)
 	p := t.Packages.Production
 	for _, r := range p.Resolutions {
 		if r != Res1080p && r != Res2K && r != Res4K {

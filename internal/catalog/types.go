@@ -97,6 +97,8 @@ type Tenant struct {
 	// (optional; docs/billing.md, "Spend caps"). They live here, not in the database, because
 	// tenants themselves do: a tenant is a catalog entry, and its caps change with it.
 	SpendCaps SpendCaps `yaml:"spend_caps"`
+	// WebhooksSetting is the tenant's webhook switch (webhooks.go), off unless set.
+	WebhooksSetting Webhooks `yaml:"webhooks"`
 
 	byAlias map[string]*Alias
 	limits  Limits

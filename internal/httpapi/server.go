@@ -21,6 +21,7 @@ import (
 	"mediagen/internal/speech"
 	"mediagen/internal/store"
 	"mediagen/internal/video"
+	"mediagen/internal/webhook"
 )
 
 // DefaultMaxBodyBytes bounds JSON request bodies. The largest legitimate body, a request with
@@ -88,6 +89,9 @@ type Config struct {
 	WriteStall, BodyReadStall, BodyReadTimeout time.Duration
 	// Tracer, when set, makes each request a server span (trace.go); nil: no tracing.
 	Tracer trace.Tracer
+	// Webhooks serves /v1/webhook_endpoints for tenants whose operator switched webhooks on
+	// (nil: those paths are unknown routes for everyone).
+	Webhooks *webhook.Service
 }
 
 // Server is the API.
@@ -125,6 +129,8 @@ type Server struct {
 	// console serves /console/ (SetConsole); nil: those paths are the API's 404.
 	console atomic.Pointer[http.Handler]
 	tracer  trace.Tracer // nil: no spans
+	// webhooks serves the endpoint routes (nil: unknown routes; webhooks.go).
+	webhooks *webhook.Service
 }
 
 // New builds the server and its routing table.
@@ -181,6 +187,7 @@ func New(c Config) *Server {
 	}
 	s.assets = c.Assets
 	s.tracer = c.Tracer
+	s.webhooks = c.Webhooks
 	s.routes()
 	return s
 }
@@ -205,6 +212,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/videos/{task_id}", s.auth(s.deleteVideo))
 	s.handle("POST /v1/audio/speech", s.auth(s.createSpeech))
 	s.assetRoutes()
+	s.webhookRoutes()
 	s.mux.Handle("/console/", route{http.HandlerFunc(s.serveConsole)})
 	s.mux.Handle("/console", route{http.HandlerFunc(s.serveConsole)})
 	if s.files != nil {

@@ -166,6 +166,7 @@ type Store interface {
 	AdminStore
 	ConsoleStore
 	OverviewStore
+	WebhookStore
 
 	// CheckLedger verifies the ledger invariants: every transaction sums to zero, every
 	// account's balance equals the sum of its entries, and no reserved or spent account is
@@ -211,4 +212,5 @@ type Tx interface {
 	SupportTx
 	AdminTx
 	CatalogTx
+	WebhookTx
 }

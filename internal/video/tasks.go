@@ -16,6 +16,7 @@ import (
 	"mediagen/internal/logctx"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
+	"mediagen/internal/webhook"
 )
 
 // TaskKind is the job kind of a video task: one job per task, enqueued with it.
@@ -121,6 +122,24 @@ type Tasks struct {
 	// Tracer, when set, makes the terminal update and settlement a span "task.settle"
 	// inside the job's final transaction (trace.go); nil: none.
 	Tracer trace.Tracer
+	// Events announces a task's terminal state to the tenant's webhook endpoints, written in
+	// the settlement's transaction (nil: none; internal/webhook).
+	Events Announcer
+}
+
+// Announcer writes an event in the transaction of the state change it announces, and wakes
+// its sender once that committed (webhook.Service).
+type Announcer interface {
+	Announce(ctx context.Context, tx store.Tx, e webhook.Event) (string, error)
+	Wake()
+}
+
+// outcomeEvent is the webhook event type of a terminal status.
+func outcomeEvent(status string) string {
+	if status == store.StatusCompleted {
+		return webhook.VideoCompleted
+	}
+	return webhook.VideoFailed
 }
 
 // Kinds are the video tasks' job kinds, to register with the engine of the processes that
@@ -342,6 +361,7 @@ func (h *Tasks) final(ctx context.Context, c store.TaskRun, o Outcome, attempt i
 	}
 	account, job := upstreamOf(c.Request, state)
 	var overage bool
+	var announced string
 	return jobs.Outcome{
 		Done: true,
 		Apply: h.traceSettle(c.ID, f.Status, func(ctx context.Context, tx store.Tx) error {
@@ -351,6 +371,15 @@ func (h *Tasks) final(ctx context.Context, c store.TaskRun, o Outcome, attempt i
 				Attempt: attempt, Upstream: account, UpstreamJob: job, Detail: truncate(f.Internal, maxDetail)}
 			if err := tx.AdvanceTask(ctx, a); err != nil {
 				return err
+			}
+			if h.Events != nil {
+				// After the compare-and-swap: an outcome is announced once, with its commit.
+				var err error
+				announced, err = h.Events.Announce(ctx, tx, webhook.Event{TenantID: c.TenantID, KeyID: c.KeyID,
+					RequestID: logctx.RequestID(ctx), Type: outcomeEvent(f.Status), ObjectID: c.ID, At: now})
+				if err != nil {
+					return err
+				}
 			}
 			if account := heldSlot(c.Request, state); account != "" {
 				if err := tx.ReleaseSlot(ctx, store.SlotHolder{Account: account, TaskID: c.ID, TenantID: c.TenantID, KeyID: c.KeyID}); err != nil {
@@ -379,6 +408,9 @@ func (h *Tasks) final(ctx context.Context, c store.TaskRun, o Outcome, attempt i
 			return nil
 		}),
 		After: func() {
+			if announced != "" {
+				h.Events.Wake()
+			}
 			// The settlement's line names whose money moved: key, tenant and alias, and the
 			// request that started the task.
 			log := logctx.Logger(ctx, h.log()).With("task", c.ID, "route", c.Route, "key_id", c.KeyID, "tenant_id", c.TenantID, "alias", c.Model)
