@@ -30,6 +30,11 @@ RUN set -eu; export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; \
     cat /out/runtime-packages; /out/ffmpeg -hide_banner -version | head -1; \
     rm -rf /cache /var/lib/apt/lists/*
 
+# Debian's certificate authorities, without openssl and libssl (8 MB) that the ca-certificates
+# package needs to make the bundle: mediagen is Go and reads only the bundle.
+FROM ${BASE_IMAGE} AS certs
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ca-certificates >/dev/null
+
 FROM ${GO_IMAGE} AS build
 WORKDIR /src
 # The module download is its own layer: it is rebuilt only when go.mod or go.sum change.
@@ -37,7 +42,10 @@ COPY go.mod go.sum ./
 # go.mod replaces the Go client's module with ./client.
 COPY client/go.mod ./client/
 RUN go mod download
-COPY . .
+# Only what the binary is built from (docs and deploy files changing do not compile it again).
+COPY cmd ./cmd
+COPY internal ./internal
+COPY client ./client
 ARG VERSION=dev
 RUN CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
       -o /out/mediagen ./cmd/mediagen && /out/mediagen version
@@ -55,11 +63,12 @@ LABEL org.opencontainers.image.title="mediagen" \
       org.opencontainers.image.licenses="${LICENSE}"
 COPY --from=ffmpeg /out/runtime-packages /tmp/runtime-packages
 RUN set -eu; export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; \
-    apt-get install -y -qq --no-install-recommends ca-certificates espeak-ng fonts-dejavu-core \
+    apt-get install -y -qq --no-install-recommends espeak-ng fonts-dejavu-core \
       $(cat /tmp/runtime-packages) >/dev/null; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/* /tmp/runtime-packages /usr/share/doc /usr/share/man; \
     useradd --system --uid 10001 --user-group --home-dir /var/lib/mediagen --shell /usr/sbin/nologin mediagen; \
     mkdir -p /var/lib/mediagen; chown mediagen:mediagen /var/lib/mediagen; chmod 1777 /tmp
+COPY --from=certs /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=ffmpeg /out/ffmpeg /out/ffprobe /usr/local/bin/
 COPY --from=build /out/mediagen /usr/local/bin/mediagen
 # Listen on every interface of the container; the data directory is the volume.
