@@ -134,11 +134,13 @@ image:
 	docker build -t $(IMAGE) -t mediagen:latest --build-arg VERSION=$(VERSION) --build-arg SOURCE=$(IMAGE_SOURCE) .
 	@docker image inspect $(IMAGE) --format '$(IMAGE): {{.Size}} bytes' && docker run --rm $(IMAGE) version
 
-# The image's own test (deploy/image_test.go): `version`, size, a read-only serve on SQLite that
-# completes a sandbox task, its HEALTHCHECK. Not in `make test` yet: the first build of the
+# The image's tests (deploy/image_test.go, compose_test.go): `version`, size, a read-only serve
+# on SQLite that completes a sandbox task, its HEALTHCHECK; the compose stack up, a task through
+# api and worker, the data kept across a second up. Not in `make test` yet: the first build of the
 # image takes minutes (bench/README.md "Container image").
 image-test: image
-	cd deploy && MEDIAGEN_TEST_IMAGE=$(IMAGE) $(GO) test -count=1 -run 'TestImage' -v .
+	@MEDIAGEN_BASE_IMAGES="postgres minio" scripts/ensure-base-images.sh
+	cd deploy && MEDIAGEN_TEST_IMAGE=$(IMAGE) $(GO) test -count=1 -run 'TestImage|TestCompose' -v .
 
 # The compose stack (docs/deploy.md "docker compose"): the image, the PostgreSQL and MinIO images
 # (made locally when no registry answers), then `docker compose up -d` and the first-start note.
