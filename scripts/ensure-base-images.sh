@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Makes the public base images the project's Dockerfile and deploy/compose name — from Debian
-# packages, on a machine that can reach Debian's mirror but no image registry — and tags them
-# with the public names, so the SAME Dockerfile and compose file build and run unchanged here
-# and, on an operator's machine, from Docker Hub. Each image is made once: a tag that exists
+# Makes the public base images the project's Dockerfile and deploy/compose name — pulled when a
+# registry answers, else from Debian packages (a machine that reaches Debian's mirror but no
+# image registry) — and tags them with the public names, so the SAME Dockerfile and compose
+# file build and run unchanged here and, on an operator's machine, from Docker Hub. Each image is made once: a tag that exists
 # is kept (MEDIAGEN_BASE_IMAGES_REBUILD=1 makes them anew). Starts dockerd when no daemon
 # answers (as root; Debian's docker.io). Prints nothing on success but what it does, on stderr.
 #
@@ -63,7 +63,15 @@ ensure_docker() {
   die "dockerd did not answer within 30 s: $(tail -n 5 /var/log/dockerd.log)"
 }
 
-have() { docker image inspect "$1" >/dev/null 2>&1 && [ "${MEDIAGEN_BASE_IMAGES_REBUILD:-0}" != 1 ]; }
+# have TAG: the image is here, or a registry gave it (an operator's machine pulls the public
+# image rather than making a stand-in; MEDIAGEN_BASE_IMAGES_PULL=0 skips the attempt). Where no
+# registry answers, the pull fails at once (no such host) and the image is made locally.
+have() {
+  [ "${MEDIAGEN_BASE_IMAGES_REBUILD:-0}" = 1 ] && return 1
+  docker image inspect "$1" >/dev/null 2>&1 && return 0
+  [ "${MEDIAGEN_BASE_IMAGES_PULL:-1}" = 1 ] && timeout 300 docker pull -q "$1" >/dev/null 2>&1 && { log "pulled $1"; return 0; }
+  return 1
+}
 
 mirror() {
   if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "$DEBIAN_MIRROR"; return; fi
