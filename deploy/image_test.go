@@ -2,6 +2,8 @@ package deploy_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -20,7 +22,7 @@ const imageSizeBound = 175e6
 // `mediagen version` is the version its labels state, it stays within its size bound, and a
 // `serve` on SQLite with a read-only root file system as the image's unprivileged user answers
 // /healthz, turns healthy by its own HEALTHCHECK, and completes a sandbox video task (ffmpeg
-// and ffprobe in the image render it).
+// and ffprobe in the image render it) and a speech request (espeak-ng, LAME).
 //
 // It runs only when MEDIAGEN_TEST_IMAGE names a built image (`make image-test` builds it and
 // sets it): building takes minutes, so `make test` does not run it yet. Set, it fails rather
@@ -79,6 +81,21 @@ func TestImageServesASandboxTaskOnAReadOnlyRoot(t *testing.T) {
 		t.Fatalf("no secret in mediagen admin key create's output:\n%s", out)
 	}
 	taskCompletes(t, base, m[1])
+
+	// Speech: espeak-ng speaks, the lean ffmpeg encodes MP3 with Debian's LAME.
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/audio/speech",
+		strings.NewReader(`{"model":"demo-speech","input":"Your order has shipped."}`))
+	req.Header.Set("Authorization", "Bearer "+m[1])
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"duration":`) {
+		t.Errorf("speech in the image: %d %s", res.StatusCode, body)
+	}
 
 	// The image's own HEALTHCHECK (bash's /dev/tcp to /healthz) turns the container healthy.
 	health := ""
