@@ -16,8 +16,12 @@
 #                           (scripts/base-images/postgres)
 #   minio/minio:<tag>       the MinIO server scripts/ensure-minio.sh builds, on bookworm-slim
 #                           (scripts/base-images/minio); the tag is deploy/compose's
+#   prom/prometheus:<tag>   Debian's prometheus (scripts/base-images/prometheus), only when
+#                           asked for: MEDIAGEN_BASE_IMAGES=prometheus (the compose `metrics`
+#                           profile; Grafana is not in Debian and is not made)
 #
-# Settings: MEDIAGEN_BASE_IMAGES (space-separated subset of: debian golang postgres minio),
+# Settings: MEDIAGEN_BASE_IMAGES (space-separated, of: debian golang postgres minio prometheus;
+# default the first four),
 # DEBIAN_MIRROR (default: the first deb URI in this machine's apt sources, else deb.debian.org).
 # Under CI=true a failure is fatal; otherwise too (an image cannot be half made).
 set -euo pipefail
@@ -32,6 +36,8 @@ POSTGRES_TAG=postgres:15-bookworm
 # The tag deploy/compose/compose.yaml names (checked by the test that builds the stack).
 MINIO_TAG=$(sed -n 's/^ *image: *\(minio\/minio:[^ ]*\).*/\1/p' deploy/compose/compose.yaml 2>/dev/null | head -1 || true)
 MINIO_TAG=${MINIO_TAG:-minio/minio:latest}
+PROMETHEUS_TAG=$(sed -n 's/^ *image: *\(prom\/prometheus:[^ ]*\).*/\1/p' deploy/compose/compose.yaml 2>/dev/null | head -1 || true)
+PROMETHEUS_TAG=${PROMETHEUS_TAG:-prom/prometheus:latest}
 
 want="${MEDIAGEN_BASE_IMAGES:-debian golang postgres minio}"
 
@@ -144,6 +150,12 @@ for w in $want; do
       cp scripts/base-images/minio/* "$ctx/" && cp "$bin" "$ctx/minio"
       docker build -q -t "$MINIO_TAG" "$ctx" >/dev/null
     fi ;;
-  *) die "unknown base image $w (want debian golang postgres minio)" ;;
+  prometheus)
+    if ! have "$PROMETHEUS_TAG"; then
+      have "$DEBIAN_TAG" || MEDIAGEN_BASE_IMAGES=debian "$0"
+      log "building $PROMETHEUS_TAG from Debian's prometheus"
+      docker build -q -t "$PROMETHEUS_TAG" scripts/base-images/prometheus >/dev/null
+    fi ;;
+  *) die "unknown base image $w (want debian golang postgres minio prometheus)" ;;
   esac
 done
