@@ -20,7 +20,11 @@ set -euo pipefail
 log() { echo "ensure-lean-ffmpeg: $*" >&2; }
 [ "${MEDIAGEN_LEAN_FFMPEG:-1}" = 0 ] && exit 0
 
-if ! ver=$(dpkg-query -W -f='${Version}' ffmpeg 2>/dev/null) || [ -z "$ver" ]; then
+# MEDIAGEN_FFMPEG_VERSION names the Debian version to build where Debian's ffmpeg is not
+# installed (the Dockerfile's ffmpeg stage: apt's candidate version).
+if [ -n "${MEDIAGEN_FFMPEG_VERSION:-}" ]; then
+  ver=$MEDIAGEN_FFMPEG_VERSION
+elif ! ver=$(dpkg-query -W -f='${Version}' ffmpeg 2>/dev/null) || [ -z "$ver" ]; then
   log "Debian's ffmpeg package is not installed; using ffmpeg from PATH"; exit 0
 fi
 cache="${MEDIAGEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mediagen}"
