@@ -176,6 +176,25 @@ func (e *e2e) wait(id string) apiTask {
 	return e.waitWithin(id, 3*time.Minute)
 }
 
+// waitRefusedAndBack waits until refused reports the account refused a call (its fake
+// counted it), then until the task is past the step that made the call — the fake counts a
+// refusal before the service has read the answer and put the task back to wait — and
+// returns the task as it then is.
+func (e *e2e) waitRefusedAndBack(id string, refused func() int) apiTask {
+	e.t.Helper()
+	testkit.WaitEvery(e.t, 50*time.Millisecond, time.Minute, "no call was refused", func() bool { return refused() > 0 })
+	var task apiTask
+	testkit.WaitEvery(e.t, 50*time.Millisecond, 30*time.Second, "the task never went back to wait", func() bool {
+		_, b := e.call("GET", "/v1/videos/"+id, "")
+		task = apiTask{}
+		if err := json.Unmarshal(b, &task); err != nil {
+			e.t.Fatal(err)
+		}
+		return task.Status != "in_progress"
+	})
+	return task
+}
+
 // waitWithin is wait with another bound: a bench's hundreds of tasks created at once end long
 // after the first.
 func (e *e2e) waitWithin(id string, bound time.Duration) apiTask {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,14 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 	"mediagen/internal/provider/gemini/geminifake"
 	"mediagen/internal/store"
-	"mediagen/internal/testkit"
 )
 
 const geminiTestKey = "gm-e2e-8c1f0b7a92"
@@ -202,11 +199,7 @@ func TestGeminiFaultsEndEachTaskRightWithAtMostOneJob(t *testing.T) {
 			id := e.create(`{"model":"demo-video-fast","prompt":"` + tc.prompt + `","metadata":{"ratio":"16:9","duration":8,"resolution":"720p"}}`)
 			var task apiTask
 			if tc.status == "queued" {
-				testkit.WaitEvery(t, 50*time.Millisecond, time.Minute, "no create was refused", func() bool { return fake.Refused() > 0 })
-				_, b := e.call("GET", "/v1/videos/"+id, "")
-				if err := json.Unmarshal(b, &task); err != nil {
-					t.Fatal(err)
-				}
+				task = e.waitRefusedAndBack(id, fake.Refused)
 			} else {
 				task = e.wait(id)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,14 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"mediagen/internal/billing"
 	"mediagen/internal/media/ffmpeg"
 	"mediagen/internal/money"
 	"mediagen/internal/provider/minimax/minimaxfake"
 	"mediagen/internal/store"
-	"mediagen/internal/testkit"
 )
 
 const minimaxTestKey = "mm-e2e-5f3a9c21d7"
@@ -204,11 +201,7 @@ func TestMiniMaxFaultsEndEachTaskRightWithAtMostOneJob(t *testing.T) {
 			if tc.status == "queued" {
 				// The account, not the task, is refused: the task waits for the operator (30 s
 				// at a time, its attempts unspent) instead of failing or counting as lost.
-				testkit.WaitEvery(t, 50*time.Millisecond, time.Minute, "no create was refused", func() bool { return fake.Refused() > 0 })
-				_, b := e.call("GET", "/v1/videos/"+id, "")
-				if err := json.Unmarshal(b, &task); err != nil {
-					t.Fatal(err)
-				}
+				task = e.waitRefusedAndBack(id, fake.Refused)
 			} else {
 				task = e.wait(id)
 			}

@@ -12,8 +12,8 @@ import (
 // of random lengths — some within the request, some longer than it allows.
 func TestMiniMaxMoneyPropertyHoldsUnderRandomRequestsAndFaults(t *testing.T) {
 	blindProperty{upstream: "minimax-main", durations: []int{6, 10, -1}, lengths: []float64{3, 6, 9.5, 14},
-		start: func(t *testing.T, clip string, clipFor func(string) string, args ...string) (*e2e, blindFake, func(int), func() string) {
-			e, fake, _ := startMiniMax(t, minimaxfake.Config{Clip: clip, ClipFor: clipFor, FaultPercent: 30, Seed: 4}, 1000*money.Scale,
+		start: func(t *testing.T, clip string, clipFor func(string) string, loseFor func(string) bool, args ...string) (*e2e, blindFake, func(int), func() string) {
+			e, fake, _ := startMiniMax(t, minimaxfake.Config{Clip: clip, ClipFor: clipFor, LoseFor: loseFor, FaultPercent: 30, Seed: 4}, 1000*money.Scale,
 				append(args, "--account-extra", "    timeout_seconds: 2\n")...)
 			return e, fake, nil, nil
 		}}.runOnBothStores(t)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -237,11 +236,7 @@ func TestVertexFaultsEndEachTaskRightWithAtMostOneJob(t *testing.T) {
 			}
 			var task apiTask
 			if tc.status == "queued" {
-				testkit.WaitEvery(t, 50*time.Millisecond, time.Minute, "no call was refused", func() bool { return fake.Refused() > 0 })
-				_, b := e.call("GET", "/v1/videos/"+id, "")
-				if err := json.Unmarshal(b, &task); err != nil {
-					t.Fatal(err)
-				}
+				task = e.waitRefusedAndBack(id, fake.Refused)
 			} else {
 				task = e.wait(id)
 			}

@@ -18,8 +18,8 @@ func TestVertexMoneyPropertyHoldsUnderRandomRequestsAndFaults(t *testing.T) {
 		meta: func(rng *rand.Rand) string {
 			return fmt.Sprintf(`,"generate_audio":%v`, []bool{true, false}[rng.IntN(2)])
 		},
-		start: func(t *testing.T, clip string, clipFor func(string) string, args ...string) (*e2e, blindFake, func(int), func() string) {
-			e, fake, _ := startVertex(t, vertexfake.Config{Clip: clip, ClipFor: clipFor, FaultPercent: 30, Seed: 4}, false, 1000*money.Scale, args...)
+		start: func(t *testing.T, clip string, clipFor func(string) string, loseFor func(string) bool, args ...string) (*e2e, blindFake, func(int), func() string) {
+			e, fake, _ := startVertex(t, vertexfake.Config{Clip: clip, ClipFor: clipFor, LoseFor: loseFor, FaultPercent: 30, Seed: 4}, false, 1000*money.Scale, args...)
 			expire := func(i int) {
 				if i%10 == 9 {
 					fake.ExpireTokens() // revoked mid-run: the next call of the account fetches a new one

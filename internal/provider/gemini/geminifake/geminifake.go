@@ -48,8 +48,10 @@ type Config struct {
 	// Retry-After in seconds (0: none).
 	RateLimit      bool
 	RetryAfterSecs int
-	// LoseAnswers makes every create make its job and then answer 500.
+	// LoseAnswers makes every create make its job and then answer 500; LoseFor, the creates
+	// of the prompts it is true for.
 	LoseAnswers bool
+	LoseFor     func(prompt string) bool
 	// Garbage answers every operation read with a body that is not JSON.
 	Garbage bool
 	// ExpireFirst answers the first download of each video 404 NOT_FOUND, as a file past its
@@ -269,7 +271,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 	var raw map[string]any
 	_ = json.Unmarshal(data, &raw)
 	s.bodies[prompt] = raw
-	lose := s.cfg.LoseAnswers || f >= 2
+	lose := s.cfg.LoseAnswers || f >= 2 || (s.cfg.LoseFor != nil && s.cfg.LoseFor(prompt))
 	if lose {
 		s.lost++
 	}

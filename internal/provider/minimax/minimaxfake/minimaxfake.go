@@ -53,8 +53,10 @@ type Config struct {
 	RateLimitHTTP int
 	// Balance answers every create with base_resp 1008 (insufficient balance).
 	Balance bool
-	// LoseAnswers makes every create make its job and then answer 500.
+	// LoseAnswers makes every create make its job and then answer 500; LoseFor, the creates
+	// of the prompts it is true for.
 	LoseAnswers bool
+	LoseFor     func(prompt string) bool
 	// Garbage answers every query with a body that is not JSON.
 	Garbage bool
 }
@@ -256,7 +258,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := s.fault(5)
-	if s.cfg.LoseAnswers {
+	if prompt, _ := body["prompt"].(string); s.cfg.LoseAnswers || (s.cfg.LoseFor != nil && s.cfg.LoseFor(prompt)) {
 		f = 2
 	}
 	switch f {
