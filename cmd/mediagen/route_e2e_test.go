@@ -351,12 +351,27 @@ func TestRouteWithLostAnswersOnEveryAccountMakesOnePaidJobPerTask(t *testing.T) 
 		tasks, time.Since(start).Round(time.Millisecond), completed, perAccount, lost)
 }
 
-// checkCostPerAccount checks the usage report grouped by account, as settled and after a
-// rebuild from the records: each account counts the paid jobs it ran (perAccount), charged
-// charge each; its cost is those jobs × tokens at the account's cost rate (its catalog cost
-// block, in USD), and the margin is the charge less that cost — all exact. An account that ran
-// nothing has no row, or an empty one.
+// checkCostPerAccount is checkUsageByAccount for accounts whose cost block is per million
+// tokens: each of an account's paid jobs costs tokens at its rate.
 func checkCostPerAccount(t *testing.T, m *Main, cat *catalog.Catalog, start time.Time, names []string, perAccount map[string]int, charge money.Micros, tokens int64) {
+	t.Helper()
+	cost := map[string]money.Micros{}
+	for _, name := range names {
+		for _, u := range cat.Upstreams {
+			if u.Name == name {
+				one, _ := billing.TokenCost(rate(u.Cost.TokenRate()), tokens)
+				cost[name] = one * money.Micros(perAccount[name])
+			}
+		}
+	}
+	checkUsageByAccount(t, m, start, names, perAccount, charge, cost)
+}
+
+// checkUsageByAccount checks the usage report grouped by account, as settled and after a
+// rebuild from the records: each account counts the paid jobs it ran (perAccount), charged
+// charge each, at the operator's cost cost[account] in USD, and the margin is the charge less
+// that cost — all exact. An account that ran nothing has no row, or an empty one.
+func checkUsageByAccount(t *testing.T, m *Main, start time.Time, names []string, perAccount map[string]int, charge money.Micros, cost map[string]money.Micros) {
 	t.Helper()
 	for _, when := range []string{"settled", "rebuilt"} {
 		if when == "rebuilt" {
@@ -374,25 +389,17 @@ func checkCostPerAccount(t *testing.T, m *Main, cat *catalog.Catalog, start time
 			byAccount[r.Upstream] = r
 		}
 		for _, name := range names {
-			r := byAccount[name]
-			if perAccount[name] == 0 {
+			r, n := byAccount[name], money.Micros(perAccount[name])
+			if n == 0 {
 				if r.Count != 0 || r.Cost != 0 || r.Charged != 0 {
 					t.Errorf("%s usage of %s, which ran no job: %+v", when, name, r)
 				}
 				continue
 			}
-			var perM money.Micros
-			for _, u := range cat.Upstreams {
-				if u.Name == name {
-					perM = rate(u.Cost.TokenRate())
-				}
-			}
-			one, _ := billing.TokenCost(perM, tokens)
-			n := money.Micros(perAccount[name])
 			margin, ok := r.Margin()
-			if int(r.Count) != perAccount[name] || r.CostCurrency != "USD" || r.Cost != n*one || r.Charged != n*charge || !ok || margin != n*(charge-one) {
+			if money.Micros(r.Count) != n || r.CostCurrency != "USD" || r.Cost != cost[name] || r.Charged != n*charge || !ok || margin != n*charge-cost[name] {
 				t.Errorf("%s usage of %s: count %d, charged %s, cost %s %s, margin %s (%v); want %d paid jobs, charged %s, cost USD %s, margin %s",
-					when, name, r.Count, r.Charged, r.CostCurrency, r.Cost, margin, ok, perAccount[name], n*charge, n*one, n*(charge-one))
+					when, name, r.Count, r.Charged, r.CostCurrency, r.Cost, margin, ok, n, n*charge, cost[name], n*charge-cost[name])
 			}
 		}
 	}
