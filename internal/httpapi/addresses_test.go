@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"mediagen/internal/catalog"
 )
@@ -70,7 +70,11 @@ func TestTenantAddressRefusesAnotherTenantsKeyAsUnknown(t *testing.T) {
 			if b, err := e.store.Balance(t.Context(), limitedKey.ID); err != nil || b.Reserved != 0 || b.Available != startCredit {
 				t.Errorf("limited's balance after a refused create: %+v, %v", b, err)
 			}
-			if n := testutil.ToFloat64(e.srv.metrics.requests.WithLabelValues("POST /v1/videos", "POST", "401")); n != 1 {
+			var m dto.Metric
+			if err := e.srv.metrics.requests.WithLabelValues("POST /v1/videos", "POST", "401").Write(&m); err != nil {
+				t.Fatal(err)
+			}
+			if n := m.GetCounter().GetValue(); n != 1 {
 				t.Errorf("requests_total{POST /v1/videos, 401} = %v, want 1 (the refusal is counted as an unknown key is)", n)
 			}
 			// The service's own address serves every tenant.
