@@ -226,6 +226,12 @@ func (e *adminEnv) keyCreate(ctx context.Context, tenantID, name string, unlimit
 	if c := k.InitialCredit; c != nil {
 		fmt.Fprintf(e.stdout, "credit:  %s %s\n", c.Amount, c.Currency)
 	}
+	if t, ok := e.catalog.Tenant(k.Tenant); ok {
+		// The base URL to hand over with the key: the tenant's own address, where it has one.
+		if a := t.AddressFor(""); a != "" {
+			fmt.Fprintf(e.stdout, "address: %s (the tenant's base URL; console %s/console/)\n", a, a)
+		}
+	}
 	return nil
 }
 

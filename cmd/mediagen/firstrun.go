@@ -59,6 +59,12 @@ func (m *Main) firstRun(ctx context.Context) error {
 		return nil
 	}
 	m.log.Info("demo key made; its secret is printed on the terminal", "key_id", key.ID, "tenant", tenant.ID)
+	// The tenant's own address when the catalog gives it one: the address it is shown
+	// everywhere else.
+	base := m.Config.PublicURL
+	if a := tenant.AddressFor(""); a != "" {
+		base = a
+	}
 	fmt.Fprintf(m.stdout, `
 Demo tenant %q is ready with %s %s of credit. Its API key (shown once, keep it):
 
@@ -76,6 +82,6 @@ Make a video with the sandbox engine, then poll the task id it answers:
 
 Or open the web console, %s/console/, and sign in with the key (docs/console.md).
 
-`, tenant.ID, demoCredit, tenant.Currency, secret, secret, m.Config.PublicURL, secret, m.Config.PublicURL, secret, m.Config.PublicURL, m.Config.PublicURL)
+`, tenant.ID, demoCredit, tenant.Currency, secret, secret, base, secret, base, secret, base, base)
 	return nil
 }

@@ -371,8 +371,21 @@ func (c *Config) serveNeeds(cat *catalog.Catalog, getenv func(string) string, pu
 		if acc, ok := c.needsPublicURL(cat); ok {
 			out = append(out, fmt.Sprintf("upstream %s (kind %s) fetches asset references from this service: serve needs --public-url (MEDIAGEN_PUBLIC_URL) set to the address it can reach", acc.Name, acc.Kind))
 		}
+	} else if msg := publicURLTaken(cat, c.PublicURL); msg != "" {
+		out = append(out, msg)
 	}
 	return out
+}
+
+// publicURLTaken says why the catalog cannot run with this public URL: a tenant lists the
+// service's own host among its addresses, where requests would take only that tenant's keys
+// and every other tenant would be locked out of its own links.
+func publicURLTaken(cat *catalog.Catalog, publicURL string) string {
+	t, ok := cat.OwnerOfHost(publicURL)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("tenant %q lists an address on the host of --public-url (%s), the service's own address for every tenant; give the tenant a host of its own", t.ID, publicURL)
 }
 
 // accountChanges lists the changes of an account a reload refuses: its kind and its base URL

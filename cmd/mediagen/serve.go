@@ -183,6 +183,10 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Config.PublicURL = "http://" + ln.Addr().String()
 	}
 	m.Config.PublicURL = strings.TrimRight(m.Config.PublicURL, "/")
+	if msg := publicURLTaken(m.cat(), m.Config.PublicURL); msg != "" {
+		_ = ln.Close()
+		return errors.New(msg)
+	}
 	if demo {
 		if err := m.firstRun(ctx); err != nil {
 			return err

@@ -480,7 +480,7 @@ func (s *Service) listAssets(library string) func(context.Context, keys.Caller, 
 		}
 		out := contract.AssetList{Items: make([]contract.Asset, 0, len(assets)), PageNumber: number, PageSize: size, TotalCount: total}
 		for _, a := range assets {
-			out.Items = append(out.Items, s.assetView(a))
+			out.Items = append(out.Items, s.assetView(ctx, a))
 		}
 		return out, nil
 	}
@@ -496,7 +496,7 @@ func (s *Service) getAsset(library string) func(context.Context, keys.Caller, []
 		if err != nil {
 			return nil, err
 		}
-		return s.assetView(a), nil
+		return s.assetView(ctx, a), nil
 	}
 }
 
@@ -544,7 +544,7 @@ func (s *Service) updateAsset(library string) func(context.Context, keys.Caller,
 		} else {
 			a.Name, a.UpdatedAt = name, now
 		}
-		return s.assetView(a), nil
+		return s.assetView(ctx, a), nil
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/blob"
 	"mediagen/internal/contract"
 	"mediagen/internal/idgen"
 	"mediagen/internal/keys"
@@ -66,7 +67,13 @@ func (s *Service) createSession(ctx context.Context, c keys.Caller, raw []byte) 
 	if err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error { return tx.CreateVerifySession(ctx, v) }); err != nil {
 		return nil, err
 	}
-	return contract.VerifySession{H5Link: strings.TrimRight(s.cfg.PublicURL, "/") + VerifyPath + token, VerifyToken: token,
+	// The page is on the tenant's own address when the request named one: the end user
+	// sees the tenant's host, not the service's (blob.WithLinkBase).
+	base := blob.LinkBase(ctx)
+	if base == "" {
+		base = strings.TrimRight(s.cfg.PublicURL, "/")
+	}
+	return contract.VerifySession{H5Link: base + VerifyPath + token, VerifyToken: token,
 		ExpiresAt: v.ExpiresAt.Unix()}, nil
 }
 

@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,6 +24,13 @@ const FilesPath = "/v1/files/"
 // SignedURL implements Store. The expiry is rounded up to a whole second; a ttl under one
 // second is treated as one second. A link to an invalid key is well-formed but answers 404.
 func (s *FS) SignedURL(key string, ttl time.Duration) (string, time.Time) {
+	return s.SignedURLAt(s.publicBase, key, ttl)
+}
+
+// SignedURLAt is SignedURL with base in place of the store's public base: the same link on
+// another of the service's addresses (a tenant's own, WithLinkBase). The signature covers the
+// key and the expiry only, so a link works on every address that reaches the service.
+func (s *FS) SignedURLAt(base, key string, ttl time.Duration) (string, time.Time) {
 	ttl = max(ttl, time.Second)
 	exp := s.now().Add(ttl)
 	unix := exp.Unix()
@@ -31,7 +39,48 @@ func (s *FS) SignedURL(key string, ttl time.Duration) (string, time.Time) {
 	}
 	e := strconv.FormatInt(unix, 10)
 	sig := hex.EncodeToString(s.sign(key, e))
-	return s.publicBase + FilesPath + escapeKey(key) + "?expires=" + e + "&sig=" + sig, time.Unix(unix, 0)
+	return base + FilesPath + escapeKey(key) + "?expires=" + e + "&sig=" + sig, time.Unix(unix, 0)
+}
+
+type linkBaseKey struct{}
+
+// WithLinkBase returns ctx under which SignedURLIn mints links with base (scheme://host[:port],
+// no trailing slash) in place of the store's public base: the tenant's own address that a
+// request is answered on (internal/catalog, addresses.go). An empty base changes nothing.
+func WithLinkBase(ctx context.Context, base string) context.Context {
+	if base == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, linkBaseKey{}, base)
+}
+
+// LinkBase is what WithLinkBase attached to ctx, or "".
+func LinkBase(ctx context.Context) string {
+	b, _ := ctx.Value(linkBaseKey{}).(string)
+	return b
+}
+
+// baseLinker is a store whose links name this service's address, which can name another
+// (FS); an object store's presigned links name the bucket's endpoint instead.
+type baseLinker interface {
+	SignedURLAt(base, key string, ttl time.Duration) (string, time.Time)
+}
+
+// SignedURLIn is s.SignedURL under ctx's link base (WithLinkBase), for links shown to a
+// tenant. Links an upstream fetches keep the service's own address: mint them with SignedURL.
+func SignedURLIn(ctx context.Context, s Store, key string, ttl time.Duration) (string, time.Time) {
+	return SignedURLAt(s, LinkBase(ctx), key, ttl)
+}
+
+// SignedURLAt is s.SignedURL with base in place of the store's public base when s mints links
+// on this service's address (FS); base "" is the store's own.
+func SignedURLAt(s Store, base, key string, ttl time.Duration) (string, time.Time) {
+	if base != "" {
+		if b, ok := s.(baseLinker); ok {
+			return b.SignedURLAt(base, key, ttl)
+		}
+	}
+	return s.SignedURL(key, ttl)
 }
 
 // escapeKey escapes each segment; valid keys come out unchanged.

@@ -531,3 +531,24 @@ func TestLinker_MintsVerifiableLinks(t *testing.T) {
 		t.Fatalf("status %d body %q", resp.StatusCode, body)
 	}
 }
+
+// A link minted under a tenant's address (WithLinkBase) is the same link on that address: the
+// same path, expiry and signature, so it verifies wherever the service answers. Through the
+// tracing wrapper too; without a base, the store's own.
+func TestSignedURLIn_IsTheSameLinkOnTheTenantsAddress(t *testing.T) {
+	t.Parallel()
+	s := newTestFS(t)
+	s.publicBase = "https://media.example.com"
+	s.now = func() time.Time { return time.Unix(1_700_000_000, 0) }
+	own, _ := s.SignedURL("videos/v/result.mp4", time.Hour)
+	ctx := WithLinkBase(context.Background(), "https://acme.media.example.com")
+	for name, st := range map[string]Store{"fs": s, "traced": tracedStore{Store: s}} {
+		tenant, _ := SignedURLIn(ctx, st, "videos/v/result.mp4", time.Hour)
+		if want := strings.Replace(own, "https://media.example.com", "https://acme.media.example.com", 1); tenant != want {
+			t.Errorf("%s: link under the tenant's base %q, want %q", name, tenant, want)
+		}
+		if plain, _ := SignedURLIn(context.Background(), st, "videos/v/result.mp4", time.Hour); plain != own {
+			t.Errorf("%s: link without a base %q, want the store's own %q", name, plain, own)
+		}
+	}
+}

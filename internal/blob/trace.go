@@ -3,6 +3,7 @@ package blob
 import (
 	"context"
 	"io"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -22,6 +23,14 @@ func Traced(s Store, tr trace.Tracer) Store {
 type tracedStore struct {
 	Store
 	tr trace.Tracer
+}
+
+// SignedURLAt keeps the wrapped store's answer to SignedURLIn.
+func (t tracedStore) SignedURLAt(base, key string, ttl time.Duration) (string, time.Time) {
+	if b, ok := t.Store.(baseLinker); ok {
+		return b.SignedURLAt(base, key, ttl)
+	}
+	return t.Store.SignedURL(key, ttl)
 }
 
 func (t tracedStore) Put(ctx context.Context, key string, r io.Reader) (n int64, err error) {

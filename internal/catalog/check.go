@@ -57,6 +57,7 @@ func (c *Catalog) check() error {
 		t.limits = resolveLimits(c.Limits, t.LimitSettings)
 		errs = append(errs, t.check(upstreamModels)...)
 	}
+	errs = append(errs, c.checkAddresses()...)
 	errs = append(errs, c.checkVirtualGroups()...)
 	errs = append(errs, c.checkUpstreams()...)
 	errs = append(errs, c.checkArkAssets()...)

@@ -71,6 +71,9 @@ type Catalog struct {
 
 	byID     map[string]*Tenant
 	warnings []string
+	// byHost and byName index the tenants' addresses (addresses.go): by the host key a
+	// request's Host header is matched on, and by bare host name, the unit a tenant owns.
+	byHost, byName map[string]*Tenant
 }
 
 // Tenant is one customer organisation.
@@ -99,9 +102,14 @@ type Tenant struct {
 	SpendCaps SpendCaps `yaml:"spend_caps"`
 	// WebhooksSetting is the tenant's webhook switch (webhooks.go), off unless set.
 	WebhooksSetting Webhooks `yaml:"webhooks"`
+	// AddressesSetting are the tenant's own base URLs (optional; addresses.go): links and
+	// pages shown to the tenant use them, and requests on them take only its keys.
+	// Addresses() reads the checked, canonical form.
+	AddressesSetting []string `yaml:"addresses"`
 
-	byAlias map[string]*Alias
-	limits  Limits
+	byAlias   map[string]*Alias
+	limits    Limits
+	addresses []address
 }
 
 // SpendCaps are caps on spending per UTC calendar day and month, in the tenant's currency.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/blob"
 	"mediagen/internal/idgen"
 	"mediagen/internal/limits"
 	"mediagen/internal/netlimit"
@@ -88,6 +89,20 @@ type core struct {
 	static       http.Handler
 	staticHash   map[string]string // file name → short content hash, for cache-busting URLs
 	httpsHost    string            // PublicURL's host:port when it is https, else ""
+	// linkBase, when set, is the base URL of the links a session's pages show (the tenant
+	// console: the tenant's own address, addresses.go in internal/catalog); "" is the
+	// service's. httpsAddress reports a Host header that names an https address of it.
+	linkBase     func(r *http.Request, s *Session) string
+	httpsAddress func(host string) bool
+}
+
+type requestHostKey struct{}
+
+// requestHost is the Host header of the request whose context ctx is, set by ServeHTTP: the
+// tenant console accepts on a tenant's address only that tenant's keys.
+func requestHost(ctx context.Context) string {
+	h, _ := ctx.Value(requestHostKey{}).(string)
+	return h
 }
 
 func newCore(c Common, kind Kind, funcs template.FuncMap) (*core, error) {
@@ -117,9 +132,7 @@ func newCore(c Common, kind Kind, funcs template.FuncMap) (*core, error) {
 		return nil, err
 	}
 	k.pages = pages
-	media := strings.Join(append([]string{"'self'"}, c.MediaOrigins...), " ")
-	k.csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src " + media + " data:; media-src " + media +
-		"; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	k.csp = k.cspWith("")
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		return nil, fmt.Errorf("console static files: %w", err)
@@ -133,6 +146,18 @@ func newCore(c Common, kind Kind, funcs template.FuncMap) (*core, error) {
 	k.mux.HandleFunc("POST /console/signin", k.signIn)
 	k.mux.HandleFunc("POST /console/signout", k.signOut)
 	return k, nil
+}
+
+// cspWith is the console's Content-Security-Policy with one more origin results play from
+// (none: ""): a tenant's own address when its pages are served on another.
+func (k *core) cspWith(origin string) string {
+	origins := append([]string{"'self'"}, k.MediaOrigins...)
+	if origin != "" {
+		origins = append(origins, origin)
+	}
+	media := strings.Join(origins, " ")
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src " + media + " data:; media-src " + media +
+		"; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 }
 
 // ServeHTTP answers every console path with the security headers set first; anything the
@@ -150,7 +175,8 @@ func (k *core) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = idgen.New("req")
 		h.Set("X-Request-Id", id)
 	}
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+	r = r.WithContext(context.WithValue(ctx, requestHostKey{}, r.Host))
 	if _, pattern := k.mux.Handler(r); pattern == "" {
 		k.handle(func(w http.ResponseWriter, r *http.Request, s *Session) error {
 			return apierr.New(apierr.KindNotFound, "There is no console page at this address.")
@@ -213,6 +239,16 @@ func (k *core) handle(h PageFunc) http.HandlerFunc {
 				k.renderError(w, r, s, &apierr.Error{Kind: apierr.KindPermission, Code: "csrf_failed",
 					Message: "This form was not sent from this console page (its security token is missing or stale). Reload the page and try again."})
 				return
+			}
+		}
+		if k.linkBase != nil {
+			if base := k.linkBase(r, s); base != "" {
+				r = r.WithContext(blob.WithLinkBase(r.Context(), base))
+				if base != k.scheme(r)+"://"+strings.ToLower(r.Host) {
+					// The pages play results from the tenant's address while served on
+					// another (the service's own): the policy lets that origin in too.
+					w.Header().Set("Content-Security-Policy", k.cspWith(base))
+				}
 			}
 		}
 		if err := h(w, r, s); err != nil {

@@ -75,6 +75,9 @@ type browser struct {
 	t      *testing.T
 	base   string
 	client *http.Client
+	// host and origin, when set, are the Host header the requests name and the Origin its
+	// forms come from (a tenant's address reached on loopback).
+	host, origin string
 }
 
 func newBrowser(t *testing.T, base string) *browser {
@@ -113,6 +116,12 @@ func (b *browser) do(method, path string, form url.Values) page {
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", b.base)
+		if b.origin != "" {
+			req.Header.Set("Origin", b.origin)
+		}
+	}
+	if b.host != "" {
+		req.Host = b.host
 	}
 	res, err := b.client.Do(req)
 	if err != nil {

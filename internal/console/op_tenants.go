@@ -22,6 +22,7 @@ type tenantsPage struct {
 type tenantView struct {
 	ID, Name, Currency string
 	Weight             int
+	Addresses          []string // the tenant's own base URLs (none: the service's)
 	Packages           []string
 	Aliases            []aliasView
 	Rates              []rateView
@@ -64,7 +65,7 @@ func (o *Operator) tenants(w http.ResponseWriter, r *http.Request, s *Session) e
 }
 
 func viewTenant(t *catalog.Tenant) tenantView {
-	v := tenantView{ID: t.ID, Name: t.Name, Currency: t.Currency, Weight: t.Weight()}
+	v := tenantView{ID: t.ID, Name: t.Name, Currency: t.Currency, Weight: t.Weight(), Addresses: t.Addresses()}
 	pk := t.Packages
 	if pk.Native4K {
 		v.Packages = append(v.Packages, "native 4k")

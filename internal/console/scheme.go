@@ -15,7 +15,7 @@ import (
 
 // https reports whether r reached this console over https: TLS on this listener, a trusted
 // proxy's X-Forwarded-Proto, or (no proxy says either way) a request addressed to the host of
-// an https PublicURL.
+// an https PublicURL or of a tenant's https address.
 func (k *core) https(r *http.Request) bool {
 	if r.TLS != nil {
 		return true
@@ -26,7 +26,10 @@ func (k *core) https(r *http.Request) bool {
 	case "http":
 		return false
 	}
-	return k.httpsHost != "" && hostPort(r.Host, "https") == k.httpsHost
+	if k.httpsHost != "" && hostPort(r.Host, "https") == k.httpsHost {
+		return true
+	}
+	return k.httpsAddress != nil && k.httpsAddress(r.Host)
 }
 
 func (k *core) scheme(r *http.Request) string {

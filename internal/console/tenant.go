@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"net/http"
+	"strings"
 
 	"mediagen/internal/apierr"
 	"mediagen/internal/asset"
@@ -54,6 +56,11 @@ func NewTenant(c TenantConfig) (*Tenant, error) {
 	t := &Tenant{core: k, cfg: c}
 	k.check = t.checkKey
 	k.authenticate = t.authenticate
+	k.linkBase = func(r *http.Request, s *Session) string { return s.Caller.Tenant.AddressFor(r.Host) }
+	k.httpsAddress = func(host string) bool {
+		owner, ok := t.cfg.Catalogs.Current().TenantByHost(host)
+		return ok && strings.HasPrefix(owner.AddressFor(host), "https://")
+	}
 	t.routes()
 	return t, nil
 }
@@ -81,10 +88,15 @@ func (t *Tenant) authenticate(ctx context.Context, hash []byte, s *Session) erro
 	if err != nil {
 		return fmt.Errorf("console: key: %w", err)
 	}
+	cat := t.cfg.Catalogs.Current()
+	// On a tenant's own address only its keys sign in, and another's is refused as an
+	// unknown one is (the public API's rule, httpapi's auth).
+	if owner, ok := cat.TenantByHost(requestHost(ctx)); ok && owner.ID != key.TenantID {
+		return &apierr.Error{Kind: apierr.KindAuthentication, Code: "invalid_api_key", Message: "The API key is not valid."}
+	}
 	if no := keys.Usable(key, hash, t.Now()); no != nil {
 		return &apierr.Error{Kind: apierr.KindAuthentication, Code: no.Code, Message: no.Message}
 	}
-	cat := t.cfg.Catalogs.Current()
 	tenant, ok := cat.Tenant(key.TenantID)
 	if !ok {
 		return apierr.New(apierr.KindPermission, "The API key's account is not configured on this service. Contact the operator.")

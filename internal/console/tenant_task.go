@@ -12,6 +12,7 @@ import (
 	"mediagen/internal/contract"
 	"mediagen/internal/speech"
 	"mediagen/internal/store"
+	"mediagen/internal/video"
 )
 
 // The tenant console's task page (GET /console/tasks/{id}), its live status
@@ -93,7 +94,7 @@ func (t *Tenant) task(w http.ResponseWriter, r *http.Request, s *Session) error 
 	if err != nil {
 		return fmt.Errorf("console: events of %s: %w", task.ID, err)
 	}
-	pl := playableOf(task, t.cfg.Links)
+	pl := playableOf(task, video.LinkerIn(r.Context(), t.cfg.Links))
 	p := taskPage{Task: taskRow{task}, View: pl.View, Events: timeline(events), Currency: s.Caller.Tenant.Currency,
 		Result: pl.Result, Poster: pl.Poster, Deleted: pl.Deleted}
 	t.Render(w, r, s, "tenant_task", "Task "+task.ID, p)
@@ -157,7 +158,7 @@ func (t *Tenant) speechRecord(w http.ResponseWriter, r *http.Request, s *Session
 		if err := jsonv2.Unmarshal(sp.Result, &res); err == nil {
 			p.Duration = float64(res.DurationMicros) / 1e6
 			if res.AudioKey != "" && t.cfg.Links != nil {
-				p.Audio = t.cfg.Links.Link(res.AudioKey)
+				p.Audio = video.LinkerIn(r.Context(), t.cfg.Links).Link(res.AudioKey)
 			}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
+	"mediagen/internal/catalog"
 	"mediagen/internal/jobs"
 	"mediagen/internal/testkit"
 )
@@ -47,6 +48,12 @@ func newAssetEnv(t *testing.T) *assetEnv {
 // newAssetEnvOn is newAssetEnv on a fresh store of the driver (see openTestStore).
 func newAssetEnvOn(t *testing.T, driver string) *assetEnv {
 	t.Helper()
+	return newAssetEnvWith(t, driver, testCatalog(t))
+}
+
+// newAssetEnvWith is newAssetEnvOn with the catalog cat.
+func newAssetEnvWith(t *testing.T, driver string, cat *catalog.Catalog) *assetEnv {
+	t.Helper()
 	root := t.TempDir()
 	db := openTestStore(t, driver)
 	key := bytes.Repeat([]byte("s"), 32)
@@ -66,7 +73,6 @@ func newAssetEnvOn(t *testing.T, driver string) *assetEnv {
 	t.Cleanup(media.Close)
 	// cdn.example.com and hooks.example.com (used below) resolve to nothing: never to the network.
 	fetch := loopbackFetch(t, media.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs, mapResolver{})
-	cat := testCatalog(t)
 	clock := testkit.RunningClock()
 	engine := jobs.New(jobs.Config{Store: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now})
 	svc := asset.New(asset.Config{Store: db, Catalog: cat, Blobs: assetBlobs, Fetch: fetch, PublicURL: testPublicURL,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"mediagen/internal/apierr"
+	"mediagen/internal/blob"
 	"mediagen/internal/keys"
 	"mediagen/internal/logctx"
 	"mediagen/internal/store"
@@ -57,13 +58,19 @@ func (s *Server) auth(next handlerFunc) handlerFunc {
 			}
 			s.keys.put(hash, key, now)
 		}
+		// A tenant's own address takes only its keys: another tenant's key is refused there
+		// exactly as an unknown one is (before its state is looked at), so an address tells
+		// nothing about the keys of others (catalog addresses).
+		cat := s.catalogs.Current() // this request's catalog, to its end
+		if owner, ok := cat.TenantByHost(r.Host); ok && owner.ID != key.TenantID {
+			return authErr("invalid_api_key", "The API key is not valid.")
+		}
 		// Revocation, expiry and a rotated-out secret are checked on every request against
 		// the request's clock, cached key or not: the cache can keep a key for its TTL, never
 		// let it through past its expiry or its old secret's grace.
 		if no := keys.Usable(key, hash, now); no != nil {
 			return authErr(no.Code, no.Message)
 		}
-		cat := s.catalogs.Current() // this request's catalog, to its end
 		tenant, ok := cat.Tenant(key.TenantID)
 		if !ok {
 			return apierr.New(apierr.KindPermission, "The API key's account is not configured on this service. Contact the operator.")
@@ -73,6 +80,9 @@ func (s *Server) auth(next handlerFunc) handlerFunc {
 			info = &reqInfo{}
 			r = r.WithContext(logctx.WithCarrier(r.Context(), info))
 		}
+		// Links and pages in the answer are on the tenant's address: the one the request came
+		// in on, else its first; none: the service's own (--public-url).
+		r = r.WithContext(blob.WithLinkBase(r.Context(), tenant.AddressFor(r.Host)))
 		info.keyID = key.ID
 		info.principal = &keys.Caller{Key: key, Tenant: tenant, Catalog: cat}
 		end, err := s.admit(info.principal)

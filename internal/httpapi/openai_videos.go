@@ -55,7 +55,7 @@ func (s *Server) createVideoOpenAI(w http.ResponseWriter, r *http.Request, o vid
 	if created {
 		s.metrics.accepted.WithLabelValues(task.Route).Inc()
 	}
-	writeJSON(w, http.StatusAccepted, video.View(task, s.links))
+	writeJSON(w, http.StatusAccepted, video.View(task, video.LinkerIn(r.Context(), s.links)))
 	return created, nil
 }
 

@@ -47,7 +47,7 @@ func (s *Server) createVideo(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		s.metrics.accepted.WithLabelValues(task.Route).Inc()
 	}
-	writeJSON(w, http.StatusAccepted, video.View(task, s.links))
+	writeJSON(w, http.StatusAccepted, video.View(task, video.LinkerIn(r.Context(), s.links)))
 	return nil
 }
 
@@ -57,7 +57,7 @@ func (s *Server) getVideo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, video.View(task, s.links))
+	writeJSON(w, http.StatusOK, video.View(task, video.LinkerIn(r.Context(), s.links)))
 	return nil
 }
 
@@ -73,8 +73,9 @@ func (s *Server) listVideos(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := contract.VideoList{Object: "list", Data: make([]contract.VideoTask, 0, len(tasks)), HasMore: more}
+	links := video.LinkerIn(r.Context(), s.links)
 	for _, t := range tasks {
-		out.Data = append(out.Data, video.View(t, s.links))
+		out.Data = append(out.Data, video.View(t, links))
 	}
 	if len(tasks) > 0 {
 		out.FirstID, out.LastID = tasks[0].ID, tasks[len(tasks)-1].ID
@@ -97,7 +98,7 @@ func (s *Server) videoContent(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.KindUnavailable, "Video content cannot be linked right now. Retry later.")
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	link := s.links.Link(key)
+	link := video.LinkerIn(r.Context(), s.links).Link(key)
 	if u, err := url.Parse(link); err == nil && u.Host == r.Host {
 		http.Redirect(w, r, link, http.StatusFound)
 		return nil

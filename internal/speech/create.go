@@ -303,7 +303,7 @@ func (s *Service) await(ctx context.Context, rec store.Speech, bound time.Durati
 	for {
 		switch rec.Status {
 		case store.SpeechCompleted:
-			return s.render(rec)
+			return s.render(ctx, rec)
 		case store.SpeechFailed:
 			return nil, failure(rec)
 		}

@@ -1,10 +1,12 @@
 package speech
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/go-json-experiment/json"
 
+	"mediagen/internal/blob"
 	"mediagen/internal/contract"
 	"mediagen/internal/store"
 )
@@ -14,13 +16,13 @@ import (
 type Response = contract.SpeechResponse
 
 // render is the answer for a completed record, with a freshly minted link to the same stored
-// audio on every call.
-func (s *Service) render(rec store.Speech) (*Response, error) {
+// audio on every call, on the tenant's address when ctx names one (blob.WithLinkBase).
+func (s *Service) render(ctx context.Context, rec store.Speech) (*Response, error) {
 	var res Result
 	if err := json.Unmarshal(rec.Result, &res); err != nil || res.AudioKey == "" {
 		return nil, fmt.Errorf("speech %s: stored result: %v", rec.ID, err)
 	}
-	url, exp := s.Blobs.SignedURL(res.AudioKey, s.linkTTL())
+	url, exp := blob.SignedURLIn(ctx, s.Blobs, res.AudioKey, s.linkTTL())
 	d, od := seconds(res.DurationMicros), seconds(res.OriginalDurationMicros)
 	r := &Response{ID: rec.ID, Object: "audio.speech", Created: rec.CreatedAt.Unix(), Model: rec.Model,
 		URL: url, URLExpiresAt: exp.Unix(), Duration: d, OriginalDuration: od,

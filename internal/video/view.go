@@ -137,6 +137,19 @@ func taskNotFound() error {
 type BlobLinker struct {
 	Blobs blob.Store
 	TTL   time.Duration
+	// Base, when set, is the base URL of the links in place of the store's: the tenant's
+	// own address (LinkerIn).
+	Base string
+}
+
+// LinkerIn is l minting links under ctx's link base (blob.WithLinkBase): the address of the
+// tenant a request is answered for. A Linker of another kind is returned as it is.
+func LinkerIn(ctx context.Context, l Linker) Linker {
+	if b, ok := l.(BlobLinker); ok {
+		b.Base = blob.LinkBase(ctx)
+		return b
+	}
+	return l
 }
 
 // Expiry is when a link minted now expires: the expires_at of a task view.
@@ -146,6 +159,6 @@ func (l BlobLinker) Expiry() time.Time {
 
 // Link returns a fresh signed link to key.
 func (l BlobLinker) Link(key string) string {
-	u, _ := l.Blobs.SignedURL(key, l.TTL)
+	u, _ := blob.SignedURLAt(l.Blobs, l.Base, key, l.TTL)
 	return u
 }
