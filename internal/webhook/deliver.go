@@ -80,7 +80,9 @@ func (sc Schedule) wait(n int) time.Duration {
 func (s *Service) Kinds() []jobs.Kind {
 	// Retries are scheduled by the handler itself (the delivery's own attempt count, its
 	// Retry-After): a run returns an error only when the database failed.
-	return []jobs.Kind{{Name: Kind, Handler: s, Workers: 16, Timeout: 2 * attemptTimeout, MaxAttempts: 20}}
+	// The log's retention sweep is one periodic job for the whole cluster (the shared queue).
+	return []jobs.Kind{{Name: Kind, Handler: s, Workers: 16, Timeout: 2 * attemptTimeout, MaxAttempts: 20},
+		{Name: SweepKind, Handler: jobs.Periodic(s.SweepLog), Every: sweepEvery, Workers: 1, Timeout: 10 * time.Minute}}
 }
 
 // PerEndpoint is how many attempts to one endpoint run at once in a process: a slow endpoint
