@@ -83,6 +83,9 @@ type WebhookDeliveryQuery struct {
 type WebhookStore interface {
 	// WebhookEndpoint reads one endpoint of the tenant; ErrNotFound for another tenant's.
 	WebhookEndpoint(ctx context.Context, tenantID, id string) (WebhookEndpoint, error)
+	// WebhookEndpointByID reads one endpoint whatever its tenant: for the operator only, who
+	// acts on any tenant's endpoints by id.
+	WebhookEndpointByID(ctx context.Context, id string) (WebhookEndpoint, error)
 	// WebhookEndpoints lists the tenant's endpoints newest first, those older than the
 	// endpoint after ("" from the newest), at most limit.
 	WebhookEndpoints(ctx context.Context, tenantID, after string, limit int) ([]WebhookEndpoint, error)

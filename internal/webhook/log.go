@@ -245,51 +245,62 @@ func (s *Service) Delivery(ctx context.Context, tenantID, endpointID, id string)
 	return out, nil
 }
 
-// Redeliver sends a delivery's event again as a new delivery with its own attempt series:
-// the same event (the same webhook-id and body), signed afresh at each attempt with the
-// endpoint's secrets of that moment. It is refused while the tenant's switch is off, the
-// endpoint is disabled, or a delivery of the same event to the endpoint is still pending (one
-// series at a time: a double click does not send it twice more).
-func (s *Service) Redeliver(ctx context.Context, tenantID, endpointID, id string) (Delivery, error) {
+// NewRedelivery makes (without writing it) a new delivery of a delivery's event with its own
+// attempt series: the same event (the same webhook-id and body), signed afresh at each
+// attempt with the endpoint's secrets of that moment. It is refused while the tenant's switch
+// is off, the endpoint is disabled, or a delivery of the same event to the endpoint is still
+// pending (one series at a time: a double click does not send it twice more).
+func (s *Service) NewRedelivery(ctx context.Context, tenantID, endpointID, id string) (store.WebhookDelivery, error) {
 	if !s.Enabled(tenantID) {
-		return Delivery{}, &apierr.Error{Kind: apierr.KindInvalid, Code: "webhooks_disabled", Param: "tenant",
+		return store.WebhookDelivery{}, &apierr.Error{Kind: apierr.KindInvalid, Code: "webhooks_disabled", Param: "tenant",
 			Message: "Webhooks are switched off for this account: nothing can be sent."}
 	}
 	ep, err := s.endpointOf(ctx, tenantID, endpointID)
 	if err != nil {
-		return Delivery{}, err
+		return store.WebhookDelivery{}, err
 	}
 	if ep.Status != store.WebhookEnabled {
-		return Delivery{}, &apierr.Error{Kind: apierr.KindInvalid, Code: "webhook_endpoint_disabled", Param: "status",
+		return store.WebhookDelivery{}, &apierr.Error{Kind: apierr.KindInvalid, Code: "webhook_endpoint_disabled", Param: "status",
 			Message: "The webhook endpoint is disabled. Enable it first, then redeliver."}
 	}
 	d, err := s.deliveryOf(ctx, tenantID, endpointID, id)
 	if err != nil {
-		return Delivery{}, err
+		return store.WebhookDelivery{}, err
 	}
 	pending, err := s.Store.WebhookDeliveries(ctx, store.WebhookDeliveryQuery{TenantID: tenantID, EndpointID: endpointID,
 		EventID: d.EventID, Status: store.DeliveryPending, Limit: 1})
 	if err != nil {
-		return Delivery{}, err
+		return store.WebhookDelivery{}, err
 	}
 	if len(pending) > 0 {
-		return Delivery{}, &apierr.Error{Kind: apierr.KindInvalid, Code: "webhook_delivery_pending", Param: "delivery_id",
+		return store.WebhookDelivery{}, &apierr.Error{Kind: apierr.KindInvalid, Code: "webhook_delivery_pending", Param: "delivery_id",
 			Message: "This event is still being delivered to this endpoint (delivery " + pending[0].ID + "). Wait for it to end."}
 	}
 	now := s.now()
-	nd := store.WebhookDelivery{ID: d.EventID + "." + ep.ID + "." + idgen.New("rd"), EventID: d.EventID, EndpointID: ep.ID,
-		TenantID: tenantID, EventType: d.EventType, Payload: d.Payload, Status: store.DeliveryPending, CreatedAt: now, UpdatedAt: now}
-	err = s.Store.Transact(ctx, func(tx store.Tx) error {
-		if err := tx.CreateWebhookDelivery(ctx, nd); err != nil {
-			return err
-		}
-		j := store.Job{ID: "webhook:" + nd.ID, Kind: Kind, Ref: nd.ID, TenantID: tenantID, RunAt: now, CreatedAt: now}
-		if err := tx.EnqueueJob(ctx, j); err != nil {
-			return fmt.Errorf("webhook redelivery job: %w", err)
-		}
-		return nil
-	})
+	return store.WebhookDelivery{ID: d.EventID + "." + ep.ID + "." + idgen.New("rd"), EventID: d.EventID, EndpointID: ep.ID,
+		TenantID: tenantID, EventType: d.EventType, Payload: d.Payload, Status: store.DeliveryPending, CreatedAt: now, UpdatedAt: now}, nil
+}
+
+// EnqueueRedelivery writes a redelivery NewRedelivery made and its job, in tx (the caller
+// calls Wake after the commit).
+func EnqueueRedelivery(ctx context.Context, tx store.Tx, nd store.WebhookDelivery) error {
+	if err := tx.CreateWebhookDelivery(ctx, nd); err != nil {
+		return err
+	}
+	j := store.Job{ID: "webhook:" + nd.ID, Kind: Kind, Ref: nd.ID, TenantID: nd.TenantID, RunAt: nd.CreatedAt, CreatedAt: nd.CreatedAt}
+	if err := tx.EnqueueJob(ctx, j); err != nil {
+		return fmt.Errorf("webhook redelivery job: %w", err)
+	}
+	return nil
+}
+
+// Redeliver sends a delivery's event again (NewRedelivery) and answers the new delivery.
+func (s *Service) Redeliver(ctx context.Context, tenantID, endpointID, id string) (Delivery, error) {
+	nd, err := s.NewRedelivery(ctx, tenantID, endpointID, id)
 	if err != nil {
+		return Delivery{}, err
+	}
+	if err := s.Store.Transact(ctx, func(tx store.Tx) error { return EnqueueRedelivery(ctx, tx, nd) }); err != nil {
 		return Delivery{}, err
 	}
 	s.Wake()
@@ -302,16 +313,51 @@ func (s *Service) SetStatus(ctx context.Context, tenantID, id, status string) (E
 	if status != store.WebhookEnabled && status != store.WebhookDisabled {
 		return Endpoint{}, apierr.Invalid("status", "status must be enabled or disabled.")
 	}
-	e, err := s.change(ctx, tenantID, id, func(e *store.WebhookEndpoint) error {
-		if e.Status != status {
-			e.Status, e.FailureRun, e.UpdatedAt = status, 0, s.now()
-		}
-		return nil
+	var after store.WebhookEndpoint
+	err := s.Store.Transact(ctx, func(tx store.Tx) (err error) {
+		_, after, err = SetStatusIn(ctx, tx, tenantID, id, status, s.now())
+		return err
 	})
 	if err != nil {
 		return Endpoint{}, err
 	}
-	return wire(e), nil
+	return wire(after), nil
+}
+
+// SetStatusIn is SetStatus in tx, with the endpoint before and after (for the operator's
+// audit entry); the 404 of another tenant's or a missing endpoint.
+func SetStatusIn(ctx context.Context, tx store.Tx, tenantID, id, status string, now time.Time) (before, after store.WebhookEndpoint, err error) {
+	if status != store.WebhookEnabled && status != store.WebhookDisabled {
+		return before, after, apierr.Invalid("status", "status must be enabled or disabled.")
+	}
+	if !idgen.Plausible(id) {
+		return before, after, errNotFound()
+	}
+	before, err = tx.WebhookEndpointForUpdate(ctx, tenantID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return before, after, errNotFound()
+	}
+	if err != nil {
+		return before, after, err
+	}
+	after = before
+	if after.Status == status {
+		return before, after, nil
+	}
+	after.Status, after.FailureRun, after.UpdatedAt = status, 0, now
+	return before, after, tx.UpdateWebhookEndpoint(ctx, after)
+}
+
+// Wire is the endpoint's wire form (never its secret).
+func Wire(e store.WebhookEndpoint) Endpoint { return wire(e) }
+
+// WireDelivery is the delivery's wire form, with its attempts when given.
+func WireDelivery(d store.WebhookDelivery, attempts []store.WebhookAttempt) Delivery {
+	out := wireDelivery(d)
+	if attempts != nil {
+		out.Attempts = wireAttempts(attempts)
+	}
+	return out
 }
 
 // logRetention is the log's retention period.

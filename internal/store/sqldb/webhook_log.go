@@ -79,3 +79,12 @@ func (db *DB) SweepWebhookDeliveries(ctx context.Context, cutoff time.Time, limi
 	}
 	return int(n), nil
 }
+
+// WebhookEndpointByID reads one endpoint of any tenant (the operator's reads).
+func (db *DB) WebhookEndpointByID(ctx context.Context, id string) (store.WebhookEndpoint, error) {
+	e, err := scanWebhookEndpoint(db.readRow(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
+	if err != nil {
+		return e, fmt.Errorf("webhook endpoint %s: %w", id, err)
+	}
+	return e, nil
+}
