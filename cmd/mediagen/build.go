@@ -192,7 +192,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		common.PublicURL = c.PublicURL
 		tc, err := console.NewTenant(console.TenantConfig{
 			Common: common, Store: m.db, Catalogs: m.catalogs, Videos: videos, Speech: speechSvc, Assets: assets,
-			Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Admit: api.Admit,
+			Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Admit: api.Admit, Webhooks: hooks,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tenant console: %w", err)

@@ -215,11 +215,7 @@ func (s *Service) endpointRun(ctx context.Context, tx store.Tx, ep store.Webhook
 		cur.FailureRun = 0
 	} else {
 		cur.FailureRun++
-		limit := s.DisableAfter
-		if limit <= 0 {
-			limit = DefaultDisableAfter
-		}
-		if cur.FailureRun >= limit && cur.Status == store.WebhookEnabled {
+		if cur.FailureRun >= s.disableAfter() && cur.Status == store.WebhookEnabled {
 			cur.Status = store.WebhookDisabled
 			s.log().Warn("webhook endpoint disabled after a run of failed deliveries", "endpoint", ep.ID, "tenant_id", ep.TenantID, "run", cur.FailureRun)
 		}

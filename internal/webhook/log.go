@@ -389,3 +389,18 @@ func (s *Service) SweepLog(ctx context.Context) error {
 	}
 	return nil
 }
+
+// disableAfter is the run of deliveries given up in a row that disables an endpoint.
+func (s *Service) disableAfter() int {
+	if s.DisableAfter > 0 {
+		return s.DisableAfter
+	}
+	return DefaultDisableAfter
+}
+
+// AutoDisabled tells whether the endpoint was disabled by its run of failed deliveries
+// rather than by a person (who resets the run when changing the status): the consoles tell
+// the tenant so.
+func (s *Service) AutoDisabled(e store.WebhookEndpoint) bool {
+	return e.Status == store.WebhookDisabled && e.FailureRun >= s.disableAfter()
+}
