@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/store"
 	"mediagen/internal/testkit"
 	"mediagen/internal/video"
+	"mediagen/internal/webhook"
 )
 
 // opEnv is an operator console on a fresh SQLite store with an owner, an operator and a
@@ -150,16 +151,18 @@ func (b *browser) csrf(path string) string {
 // runs them (tests that need a finished task mark it in the store, or run under Main in
 // cmd/mediagen).
 type tenantEnv struct {
-	st     store.Store
-	svc    *admin.Service
-	cat    *catalog.Catalog
-	videos *video.Service
-	con    *Tenant
-	clock  *testkit.Clock
-	ts     *httptest.Server
-	key    string // the key's secret
-	keyID  string
-	assets *asset.Service // set by withAssets
+	st      store.Store
+	svc     *admin.Service
+	cat     *catalog.Catalog
+	videos  *video.Service
+	con     *Tenant
+	clock   *testkit.Clock
+	ts      *httptest.Server
+	key     string // the key's secret
+	keyID   string
+	assets  *asset.Service   // set by withAssets
+	hooks   *webhook.Service // set by withWebhooks
+	hookURL string           // a receiver the test button reaches (withWebhooks)
 }
 
 // tenantOption adjusts a tenant env's console config before the console is built.
