@@ -42,7 +42,8 @@ func withLinks(t *testing.T, e *tenantEnv, c *TenantConfig) {
 // usage, each create form, a preview, a form with errors, the error page and sign-in.
 func tenantPagesWithData(t *testing.T) consoleFixture {
 	t.Helper()
-	e := newTenantEnv(t, withAssets, withLinks)
+	e := newTenantEnv(t, withAssets, withLinks, withWebhooks)
+	seedEndpoint(t, e, "demo", "whe_mine")
 	te := &tasksEnv{e}
 	done := te.create(t, e.keyID, fastBody)
 	te.advance(t, store.Advance{ID: done.ID, Status: store.StatusCompleted, Step: "done", Progress: 100, Charged: 120_000,
@@ -83,6 +84,9 @@ func tenantPagesWithData(t *testing.T) consoleFixture {
 		{"speech completed", "/console/speech/speech_done", "/console/"},
 		{"usage", "/console/usage", "/console/usage"},
 		{"assets", "/console/assets", "/console/assets"},
+		{"webhooks", "/console/webhooks", "/console/webhooks"},
+		{"webhook log", "/console/webhooks/whe_mine", "/console/webhooks"},
+		{"webhook log filtered badly", "/console/webhooks/whe_mine?from=soon", "/console/webhooks"},
 		{"create", "/console/create", "/console/create"},
 		{"create native", "/console/create?route=" + routeNative, "/console/create"},
 		{"create enhancement", "/console/create?route=" + routeEnhancement, "/console/create"},
