@@ -16,14 +16,16 @@ import (
 // docs/webhooks.md. FailureRun is the deliveries given up in a row; the endpoint is disabled
 // when it reaches the documented bound.
 type WebhookEndpoint struct {
-	Object            string    `json:"object"` // "webhook_endpoint"
-	ID                string    `json:"id"`
-	Tenant            string    `json:"tenant"`
-	Name              string    `json:"name"`
-	URL               string    `json:"url"`
-	EventTypes        []string  `json:"event_types"`
-	Status            string    `json:"status"` // enabled, disabled
-	FailureRun        int       `json:"failure_run"`
+	Object     string   `json:"object"` // "webhook_endpoint"
+	ID         string   `json:"id"`
+	Tenant     string   `json:"tenant"`
+	Name       string   `json:"name"`
+	URL        string   `json:"url"`
+	EventTypes []string `json:"event_types"`
+	Status     string   `json:"status"` // enabled, disabled
+	FailureRun int      `json:"failure_run"`
+	// AutoDisabled: disabled by its run of failed deliveries rather than by a person.
+	AutoDisabled      bool      `json:"auto_disabled"`
 	SigningSecretHint string    `json:"signing_secret_hint"`
 	CreatedAt         time.Time `json:"created_at"`
 	UpdatedAt         time.Time `json:"updated_at"`
@@ -53,10 +55,11 @@ type WebhookAttempt struct {
 	Error      string    `json:"error,omitempty"`
 }
 
-func webhookEndpointView(e store.WebhookEndpoint) WebhookEndpoint {
+func webhookEndpointView(hooks *webhook.Service, e store.WebhookEndpoint) WebhookEndpoint {
 	w := webhook.Wire(e)
 	return WebhookEndpoint{Object: "webhook_endpoint", ID: e.ID, Tenant: e.TenantID, Name: e.Name, URL: e.URL, EventTypes: e.EventTypes,
-		Status: e.Status, FailureRun: e.FailureRun, SigningSecretHint: w.SigningSecretHint, CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
+		Status: e.Status, FailureRun: e.FailureRun, AutoDisabled: hooks.AutoDisabled(e), SigningSecretHint: w.SigningSecretHint,
+		CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
 }
 
 func webhookDeliveryView(d store.WebhookDelivery, attempts []store.WebhookAttempt) WebhookDelivery {
@@ -117,7 +120,7 @@ func (s *Service) WebhookEndpoints(ctx context.Context, a Actor, f WebhookEndpoi
 	rows = rows[:min(len(rows), limit)]
 	out := make([]WebhookEndpoint, 0, len(rows))
 	for _, e := range rows {
-		out = append(out, webhookEndpointView(e))
+		out = append(out, webhookEndpointView(hooks, e))
 	}
 	next := ""
 	if len(rows) > 0 {
@@ -154,7 +157,7 @@ func (s *Service) WebhookEndpoint(ctx context.Context, a Actor, id string) (Webh
 	if err != nil {
 		return WebhookEndpoint{}, err
 	}
-	return webhookEndpointView(e), nil
+	return webhookEndpointView(hooks, e), nil
 }
 
 // SetWebhookEndpointStatus disables or enables any tenant's endpoint (enabling starts its
@@ -186,8 +189,8 @@ func (s *Service) SetWebhookEndpointStatus(ctx context.Context, a Actor, id, sta
 			}
 			return WebhookEndpoint{}, Change{}, err
 		}
-		v := webhookEndpointView(after)
-		return v, Change{Action: action, TargetType: "webhook_endpoint", TargetID: id, Before: webhookEndpointView(before), After: v}, nil
+		v := webhookEndpointView(hooks, after)
+		return v, Change{Action: action, TargetType: "webhook_endpoint", TargetID: id, Before: webhookEndpointView(hooks, before), After: v}, nil
 	})
 }
 

@@ -114,6 +114,7 @@ func operatorPagesWithData(t *testing.T) consoleFixture {
 	e.addTask(t, k.ID, "video_done", store.StatusInProgress, now.Add(-time.Minute))
 	e.completeTask(t, "video_done", `{"video_key":"videos/video_done.mp4","thumbnail_key":"thumbs/video_done.jpg","duration":5,"fps":24,"width":1280,"height":720}`)
 	e.addSpeech(t, k.ID, "speech_done", true)
+	seedOpEndpoint(t, e, "demo", "whe_op1")
 	b := newBrowser(t, e.ts.URL)
 	out := []renderedPage{{name: "sign-in", path: "/console/signin", page: b.get("/console/signin")}}
 	b.signIn(e.owner)
@@ -132,6 +133,8 @@ func operatorPagesWithData(t *testing.T) consoleFixture {
 		{"task failed", "/console/tasks/video_fail", "/console/tasks"},
 		{"task completed", "/console/tasks/video_done", "/console/tasks"},
 		{"speech completed", "/console/speech/speech_done", "/console/tasks"},
+		{"webhooks", "/console/webhooks?tenant=demo", "/console/webhooks"},
+		{"webhook log", "/console/webhooks/whe_op1", "/console/webhooks"},
 		{"not found", "/console/nope", ""},
 	}
 	for _, action := range []string{"update", "rotate", "revoke", "credit", "debit"} {

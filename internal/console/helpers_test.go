@@ -39,8 +39,13 @@ func newOpEnv(t *testing.T, opts ...opOption) *opEnv {
 	t.Helper()
 	st := testkit.SQLite(t)
 	cat := catalog.Demo()
+	// The demo tenant has webhooks on; no engine runs, so a redelivery stays pending.
+	if tn, ok := cat.Tenant("demo"); ok {
+		tn.WebhooksSetting = catalog.Webhooks{Enabled: true, MaxEndpoints: 3}
+	}
 	c := testkit.NewClock(time.Now().UTC())
-	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now})
+	hooks := &webhook.Service{Store: st, Catalogs: catalog.Static(cat), Now: c.Now}
+	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now, Webhooks: hooks})
 	cfg := OperatorConfig{Common: Common{Sessions: st, Now: c.Now}, Admin: svc}
 	for _, o := range opts {
 		o(&cfg)
