@@ -209,4 +209,7 @@ func TestWebhookLogPageAndAnotherTenantsEndpoint(t *testing.T) {
 	if p := b.get("/console/webhooks/whe_mine"); !strings.Contains(p.body, "was disabled after its last 5 deliveries") {
 		t.Error("the log page does not announce the auto-disabled endpoint")
 	}
+	if p := b.get("/console/"); !strings.Contains(p.body, "disabled after a run of failed deliveries") {
+		t.Error("the overview (tasks) does not announce the auto-disabled endpoint")
+	}
 }
