@@ -61,7 +61,8 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin asset show ID [--json]
   mediagen admin asset search [--tenant T] [--key ID] [--group G] [--status S] [--since TIME] [--until TIME] …
   mediagen admin webhook list --tenant T
-  mediagen admin webhook disable|enable ENDPOINT
+  mediagen admin webhook disable ENDPOINT
+  mediagen admin webhook enable ENDPOINT
   mediagen admin webhook deliveries ENDPOINT [--status S] [--event-type T] [--event-id ID] [--limit N]
   mediagen admin webhook redeliver ENDPOINT DELIVERY
 
