@@ -143,3 +143,30 @@ func TestWebhookAdminRefusals(t *testing.T) {
 		}
 	})
 }
+
+// webhookSweep makes one exchange of each webhook route and of its refusals, for
+// TestTrafficMatchesAdminOpenAPI (this file's tests run after it).
+func webhookSweep(e *env) {
+	ep, d := e.seedWebhook()
+	base := "/admin/v1/webhook_endpoints/" + ep
+	for _, c := range []struct{ method, path, token string }{
+		{"GET", "/admin/v1/webhook_endpoints?tenant=demo&limit=1", e.viewer},
+		{"GET", "/admin/v1/webhook_endpoints", e.viewer},
+		{"GET", base, e.viewer},
+		{"GET", "/admin/v1/webhook_endpoints/whe_none", e.viewer},
+		{"GET", base + "/deliveries?status=failed&since=2000-01-01T00:00:00Z&limit=5", e.viewer},
+		{"GET", base + "/deliveries?status=lost", e.viewer},
+		{"GET", base + "/deliveries/" + d, e.viewer},
+		{"POST", base + "/disable", e.viewer},
+		{"POST", base + "/disable", e.oper},
+		{"POST", base + "/deliveries/" + d + "/redeliver", e.oper},
+		{"POST", base + "/enable", e.oper},
+		{"POST", base + "/deliveries/" + d + "/redeliver", e.oper},
+	} {
+		idem := ""
+		if c.method == "POST" {
+			idem = newIdem()
+		}
+		e.do(c.method, c.path, c.token, idem, "")
+	}
+}
