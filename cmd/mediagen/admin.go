@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/catalog"
 	"mediagen/internal/money"
 	"mediagen/internal/store/sqldb"
+	"mediagen/internal/webhook"
 )
 
 func nowUTC() time.Time { return time.Now().UTC() }
@@ -59,6 +60,11 @@ const adminUsage = `Operator commands (they work on the same database as serve):
   mediagen admin speech search [--tenant T] [--key ID] [--status S] [--alias A] [--since TIME] [--until TIME] …
   mediagen admin asset show ID [--json]
   mediagen admin asset search [--tenant T] [--key ID] [--group G] [--status S] [--since TIME] [--until TIME] …
+  mediagen admin webhook list --tenant T
+  mediagen admin webhook disable ENDPOINT
+  mediagen admin webhook enable ENDPOINT
+  mediagen admin webhook deliveries ENDPOINT [--status S] [--event-type T] [--event-id ID] [--limit N]
+  mediagen admin webhook redeliver ENDPOINT DELIVERY
 
 Every command also takes --db, --data-dir and --catalog (and their MEDIAGEN_* variables).
 The commands work on the database directly, so they are for the people who hold it (owners):
@@ -139,7 +145,7 @@ func adminCommands() []adminCmd {
 				return nil
 			}
 		}},
-	}, append(append(append(append(append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...), adminUsageCommands()...), adminSupportCommands()...), adminKeyCommands()...), adminBlobCommands()...)...)
+	}, append(append(append(append(append(append(append(append(adminAssetCommands(), adminUpstreamCommands()...), adminTokenCommands()...), adminCatalogCommands()...), adminUsageCommands()...), adminSupportCommands()...), adminKeyCommands()...), adminBlobCommands()...), adminWebhookCommands()...)...)
 }
 
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -175,7 +181,8 @@ func runAdminTLS(ctx context.Context, args []string, getenv func(string) string,
 			}
 			defer env.db.Close()
 			cat := env.catalog
-			env.svc = opadmin.New(opadmin.Config{Store: env.db, Catalog: func() *catalog.Catalog { return cat }})
+			hooks := &webhook.Service{Store: env.db, Catalogs: catalog.Static(cat)}
+			env.svc = opadmin.New(opadmin.Config{Store: env.db, Catalog: func() *catalog.Catalog { return cat }, Webhooks: hooks})
 			env.actor = opadmin.CLIActor(osUser(getenv))
 		}
 		return do(env, positional)

@@ -32,7 +32,7 @@ func (m *Main) startAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin listen on %s: %w", m.Config.AdminListen, err)
 	}
-	svc := opadmin.New(opadmin.Config{Store: m.db, Catalog: m.cat, Registerer: m.reg})
+	svc := opadmin.New(opadmin.Config{Store: m.db, Catalog: m.cat, Registerer: m.reg, Webhooks: m.hooks})
 	srv := adminapi.New(adminapi.Config{Service: svc, Logger: m.log, Registerer: m.reg})
 	m.adminRoutes(srv)
 	common := m.consoleCommon()

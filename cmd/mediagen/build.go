@@ -79,6 +79,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	hookOpts.Samples = nil
 	hooks := &webhook.Service{Store: m.db, Catalogs: m.catalogs, Client: webhook.NewClient(hookOpts), Logger: m.log, Notify: m.jobs.Notify}
 	hooks.RegisterMetrics(reg)
+	m.hooks = hooks
 
 	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch, Slots: video.NewProbeSlots(c.MaxProbes), Tracer: tr}, Accounts: m.catalogs.Upstream}
 	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg)
@@ -191,7 +192,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 		common.PublicURL = c.PublicURL
 		tc, err := console.NewTenant(console.TenantConfig{
 			Common: common, Store: m.db, Catalogs: m.catalogs, Videos: videos, Speech: speechSvc, Assets: assets,
-			Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Admit: api.Admit,
+			Links: video.BlobLinker{Blobs: m.blobs, TTL: c.LinkTTL}, Admit: api.Admit, Webhooks: hooks,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tenant console: %w", err)

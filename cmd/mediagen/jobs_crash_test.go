@@ -200,7 +200,7 @@ func TestSIGKILLMidJobLosesNoJobOfAnyKind(t *testing.T) {
 		}
 		left = append(left, fmt.Sprintf("%s=%d", kind, n))
 	}
-	if got := strings.Join(left, " "); got != "blob.retention=1" {
-		t.Errorf("jobs left: %s, want the periodic job once", got)
+	if got := strings.Join(left, " "); got != "blob.retention=1 webhook.log_retention=1" {
+		t.Errorf("jobs left: %s, want each periodic job once", got)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"mediagen/internal/store/sqlite"
 	"mediagen/internal/tracing"
 	"mediagen/internal/video"
+	"mediagen/internal/webhook"
 )
 
 // Main is the serve command as an object, so tests can start the whole service on port :0
@@ -71,6 +72,7 @@ type Main struct {
 	remotes      map[string]remoteClient    // remote upstream accounts' clients (upstreams.go)
 	frames       openai.Frames              // first-frame fitting of openai accounts (worker role)
 	jobs         *jobs.Engine
+	hooks        *webhook.Service // webhook endpoints and deliveries (built in build.go), for the admin listener
 	reg          *prometheus.Registry
 	media        *budget.Budget // the media budget (--media-slots): every media process waits in it
 	bgStop       context.CancelFunc

@@ -14,6 +14,7 @@ import (
 	"mediagen/internal/idgen"
 	"mediagen/internal/money"
 	"mediagen/internal/store"
+	"mediagen/internal/webhook"
 )
 
 // Store is what the service uses of the store.
@@ -45,6 +46,9 @@ type Config struct {
 	Now func() time.Time
 	// Registerer, when set, receives mediagen_admin_audit_entries_total.
 	Registerer prometheus.Registerer
+	// Webhooks, when set, serves the operator's webhook actions (webhooks.go); nil: they
+	// answer 404.
+	Webhooks *webhook.Service
 }
 
 // Service is the operator plane's one implementation of every operator action.
@@ -53,11 +57,12 @@ type Service struct {
 	catalog func() *catalog.Catalog
 	now     func() time.Time
 	audited *prometheus.CounterVec
+	hooks   *webhook.Service
 }
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{st: cfg.Store, catalog: cfg.Catalog, now: cfg.Now}
+	s := &Service{st: cfg.Store, catalog: cfg.Catalog, now: cfg.Now, hooks: cfg.Webhooks}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -21,6 +21,7 @@ import (
 	"mediagen/internal/store/postgres"
 	"mediagen/internal/store/postgres/pgtest"
 	"mediagen/internal/testkit"
+	"mediagen/internal/webhook"
 )
 
 // The tests' PostgreSQL databases are clones of one the migrations made once (pgtest).
@@ -73,9 +74,15 @@ func newEnv(t *testing.T, driver string) *env {
 		t.Cleanup(func() { _ = st.Close() })
 	}
 	cat := catalog.Demo()
+	// The demo tenant has webhooks switched on (webhooks_test.go); no delivery is ever sent
+	// here: no engine runs the jobs a redelivery enqueues.
+	if tn, ok := cat.Tenant("demo"); ok {
+		tn.WebhooksSetting = catalog.Webhooks{Enabled: true, MaxEndpoints: 3}
+	}
 	c := testkit.NewClock(time.Now().UTC())
 	reg := prometheus.NewRegistry()
-	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now, Registerer: reg})
+	hooks := &webhook.Service{Store: st, Catalogs: catalog.Static(cat), Now: c.Now}
+	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now, Registerer: reg, Webhooks: hooks})
 	srv := New(Config{Service: svc, Registerer: reg})
 	ts := httptest.NewServer(apidoc.Middleware(srv.Handler(), recorded.Record))
 	t.Cleanup(ts.Close)

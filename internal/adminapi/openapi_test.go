@@ -81,6 +81,7 @@ func TestTrafficMatchesAdminOpenAPI(t *testing.T) {
 		e.do(c.method, c.path, c.token, idem, c.body)
 	}
 	supportSweep(t, e)
+	webhookSweep(e)
 	idem := newIdem()
 	e.do("POST", "/admin/v1/keys", e.oper, idem, `{"tenant":"demo"}`)
 	e.do("POST", "/admin/v1/keys", e.oper, idem, `{"tenant":"demo"}`)

@@ -76,6 +76,7 @@ func New(cfg Config) *Server {
 	s.coreRoutes()
 	s.supportRoutes()
 	s.keyLifecycleRoutes()
+	s.webhookRoutes()
 	return s
 }
 

@@ -42,7 +42,8 @@ func withLinks(t *testing.T, e *tenantEnv, c *TenantConfig) {
 // usage, each create form, a preview, a form with errors, the error page and sign-in.
 func tenantPagesWithData(t *testing.T) consoleFixture {
 	t.Helper()
-	e := newTenantEnv(t, withAssets, withLinks)
+	e := newTenantEnv(t, withAssets, withLinks, withWebhooks)
+	seedEndpoint(t, e, "demo", "whe_mine")
 	te := &tasksEnv{e}
 	done := te.create(t, e.keyID, fastBody)
 	te.advance(t, store.Advance{ID: done.ID, Status: store.StatusCompleted, Step: "done", Progress: 100, Charged: 120_000,
@@ -83,6 +84,9 @@ func tenantPagesWithData(t *testing.T) consoleFixture {
 		{"speech completed", "/console/speech/speech_done", "/console/"},
 		{"usage", "/console/usage", "/console/usage"},
 		{"assets", "/console/assets", "/console/assets"},
+		{"webhooks", "/console/webhooks", "/console/webhooks"},
+		{"webhook log", "/console/webhooks/whe_mine", "/console/webhooks"},
+		{"webhook log filtered badly", "/console/webhooks/whe_mine?from=soon", "/console/webhooks"},
 		{"create", "/console/create", "/console/create"},
 		{"create native", "/console/create?route=" + routeNative, "/console/create"},
 		{"create enhancement", "/console/create?route=" + routeEnhancement, "/console/create"},
@@ -110,6 +114,7 @@ func operatorPagesWithData(t *testing.T) consoleFixture {
 	e.addTask(t, k.ID, "video_done", store.StatusInProgress, now.Add(-time.Minute))
 	e.completeTask(t, "video_done", `{"video_key":"videos/video_done.mp4","thumbnail_key":"thumbs/video_done.jpg","duration":5,"fps":24,"width":1280,"height":720}`)
 	e.addSpeech(t, k.ID, "speech_done", true)
+	seedOpEndpoint(t, e, "demo", "whe_op1")
 	b := newBrowser(t, e.ts.URL)
 	out := []renderedPage{{name: "sign-in", path: "/console/signin", page: b.get("/console/signin")}}
 	b.signIn(e.owner)
@@ -128,6 +133,8 @@ func operatorPagesWithData(t *testing.T) consoleFixture {
 		{"task failed", "/console/tasks/video_fail", "/console/tasks"},
 		{"task completed", "/console/tasks/video_done", "/console/tasks"},
 		{"speech completed", "/console/speech/speech_done", "/console/tasks"},
+		{"webhooks", "/console/webhooks?tenant=demo", "/console/webhooks"},
+		{"webhook log", "/console/webhooks/whe_op1", "/console/webhooks"},
 		{"not found", "/console/nope", ""},
 	}
 	for _, action := range []string{"update", "rotate", "revoke", "credit", "debit"} {

@@ -18,6 +18,7 @@ import (
 	"mediagen/internal/store"
 	"mediagen/internal/testkit"
 	"mediagen/internal/video"
+	"mediagen/internal/webhook"
 )
 
 // opEnv is an operator console on a fresh SQLite store with an owner, an operator and a
@@ -38,8 +39,13 @@ func newOpEnv(t *testing.T, opts ...opOption) *opEnv {
 	t.Helper()
 	st := testkit.SQLite(t)
 	cat := catalog.Demo()
+	// The demo tenant has webhooks on; no engine runs, so a redelivery stays pending.
+	if tn, ok := cat.Tenant("demo"); ok {
+		tn.WebhooksSetting = catalog.Webhooks{Enabled: true, MaxEndpoints: 3}
+	}
 	c := testkit.NewClock(time.Now().UTC())
-	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now})
+	hooks := &webhook.Service{Store: st, Catalogs: catalog.Static(cat), Now: c.Now}
+	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }, Now: c.Now, Webhooks: hooks})
 	cfg := OperatorConfig{Common: Common{Sessions: st, Now: c.Now}, Admin: svc}
 	for _, o := range opts {
 		o(&cfg)
@@ -159,16 +165,18 @@ func (b *browser) csrf(path string) string {
 // runs them (tests that need a finished task mark it in the store, or run under Main in
 // cmd/mediagen).
 type tenantEnv struct {
-	st     store.Store
-	svc    *admin.Service
-	cat    *catalog.Catalog
-	videos *video.Service
-	con    *Tenant
-	clock  *testkit.Clock
-	ts     *httptest.Server
-	key    string // the key's secret
-	keyID  string
-	assets *asset.Service // set by withAssets
+	st      store.Store
+	svc     *admin.Service
+	cat     *catalog.Catalog
+	videos  *video.Service
+	con     *Tenant
+	clock   *testkit.Clock
+	ts      *httptest.Server
+	key     string // the key's secret
+	keyID   string
+	assets  *asset.Service   // set by withAssets
+	hooks   *webhook.Service // set by withWebhooks
+	hookURL string           // a receiver the test button reaches (withWebhooks)
 }
 
 // tenantOption adjusts a tenant env's console config before the console is built.

@@ -97,4 +97,8 @@ func (o *Operator) routes() {
 	o.Page("GET /console/tasks", o.tasksSearch)
 	o.Page("GET /console/tasks/{id}", o.taskPage)
 	o.Page("GET /console/speech/{id}", o.speechPage)
+	o.Page("GET /console/webhooks", o.opWebhooks)
+	o.Page("GET /console/webhooks/{id}", o.opWebhookLog)
+	o.Page("POST /console/webhooks/{id}/status", o.opWebhookStatus)
+	o.Page("POST /console/webhooks/{id}/deliveries/{delivery}/redeliver", o.opRedeliver)
 }

@@ -15,6 +15,7 @@ import (
 	"mediagen/internal/speech"
 	"mediagen/internal/store"
 	"mediagen/internal/video"
+	"mediagen/internal/webhook"
 )
 
 // TenantStore is what the tenant console reads itself; the SQL store satisfies it.
@@ -33,6 +34,8 @@ type TenantConfig struct {
 	Speech   *speech.Service // nil: the speech form is not offered
 	Assets   *asset.Service  // nil: the assets page says the library is off
 	Links    video.Linker    // mints the signed links results are played from
+	// Webhooks serves the Webhooks page to tenants whose switch is on (nil: no page).
+	Webhooks *webhook.Service
 	// Admit applies the public API's limits to a console write as to an API request (the
 	// returned end is called when it is done); nil: no limits beyond the services' own.
 	Admit func(c keys.Caller) (end func(), err error)
@@ -119,4 +122,9 @@ func (t *Tenant) routes() {
 	t.Page("GET /console/create", t.createForm)
 	t.Page("POST /console/create/preview", t.createPreview)
 	t.Page("POST /console/create", t.createTask)
+	t.Page("GET /console/webhooks", t.webhooks)
+	t.Page("POST /console/webhooks", t.createEndpoint)
+	t.Page("GET /console/webhooks/{id}", t.endpointLog)
+	t.Page("POST /console/webhooks/{id}/{action}", t.endpointAction)
+	t.Page("POST /console/webhooks/{id}/deliveries/{delivery}/redeliver", t.redeliver)
 }

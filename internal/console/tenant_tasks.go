@@ -98,6 +98,9 @@ type tasksPage struct {
 	Speeches []speechRow
 	Next     string // the next page's URL, "" on the last page
 	Currency string
+	// HooksDown are the account's webhook endpoints disabled by their run of failed
+	// deliveries: the overview's notice, linking to the Webhooks page.
+	HooksDown []endpointRow
 }
 
 // taskRow is one task of the list.
@@ -192,6 +195,13 @@ func (t *Tenant) tasks(w http.ResponseWriter, r *http.Request, s *Session) error
 		Currency: s.Caller.Tenant.Currency}
 	if f.Speech() {
 		p.Statuses = options(speechStatuses, f.Status)
+	}
+	if hooks, err := t.webhooksOn(s); err == nil {
+		eps, err := loadEndpoints(r.Context(), hooks, s.Caller.Key.TenantID)
+		if err != nil {
+			return err
+		}
+		p.HooksDown = webhooksPage{Endpoints: eps}.AutoDisabled()
 	}
 	var aliases []string
 	for _, a := range s.Caller.Tenant.Aliases {

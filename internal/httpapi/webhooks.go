@@ -2,6 +2,13 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"mediagen/internal/apierr"
+	"mediagen/internal/webhook"
 )
 
 // webhookRoutes registers /v1/webhook_endpoints in the paths of OpenAI's API (its SDKs'
@@ -15,6 +22,11 @@ func (s *Server) webhookRoutes() {
 	s.handle("DELETE /v1/webhook_endpoints/{id}", s.webhooksOn(s.deleteWebhookEndpoint))
 	s.handle("POST /v1/webhook_endpoints/{id}/rotate_secret", s.webhooksOn(s.rotateWebhookSecret))
 	s.handle("POST /v1/webhook_endpoints/{id}/test", s.webhooksOn(s.testWebhookEndpoint))
+	// Ours, not OpenAI's (its API has no delivery log): the endpoint's deliveries, one with its
+	// attempts, and a redelivery by hand (docs/webhooks.md, "Delivery log").
+	s.handle("GET /v1/webhook_endpoints/{id}/deliveries", s.webhooksOn(s.listWebhookDeliveries))
+	s.handle("GET /v1/webhook_endpoints/{id}/deliveries/{delivery_id}", s.webhooksOn(s.getWebhookDelivery))
+	s.handle("POST /v1/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver", s.webhooksOn(s.redeliverWebhook))
 }
 
 // webhooksOn answers the unknown route's 404 unless webhooks are on: for every tenant when no
@@ -123,6 +135,53 @@ func (s *Server) testWebhookEndpoint(w http.ResponseWriter, r *http.Request) err
 	}
 	c, _ := CallerFrom(r.Context())
 	out, err := s.webhooks.Test(r.Context(), c.Key.TenantID, r.PathValue("id"), body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) error {
+	c, _ := CallerFrom(r.Context())
+	q, err := webhook.ParseLogQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	out, err := s.webhooks.Deliveries(r.Context(), c.Key.TenantID, r.PathValue("id"), q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) error {
+	c, _ := CallerFrom(r.Context())
+	out, err := s.webhooks.Delivery(r.Context(), c.Key.TenantID, r.PathValue("id"), r.PathValue("delivery_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.webhookBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(body) > 0 {
+		var m map[string]jsontext.Value
+		if err := json.Unmarshal(body, &m); err != nil {
+			return apierr.Invalid("", "The request body must be one JSON object.")
+		}
+		for k := range m {
+			return apierr.Invalid(k, "Unknown parameter "+strconv.Quote(k)+": this call takes none.")
+		}
+	}
+	c, _ := CallerFrom(r.Context())
+	out, err := s.webhooks.Redeliver(r.Context(), c.Key.TenantID, r.PathValue("id"), r.PathValue("delivery_id"))
 	if err != nil {
 		return err
 	}

@@ -64,16 +64,42 @@ type WebhookAttempt struct {
 	Error      string // short and sanitized; "" for a 2xx
 }
 
+// WebhookDeliveryQuery selects one endpoint's deliveries for its log, newest first (by
+// creation, then id). Empty fields select anything.
+type WebhookDeliveryQuery struct {
+	TenantID, EndpointID string
+	Status               string // a Delivery* status
+	EventType            string
+	EventID              string
+	Since, Until         time.Time // created in [Since, Until)
+	// BeforeAt and BeforeID are the cursor: deliveries created before the one they name
+	// (zero and "" from the newest).
+	BeforeAt time.Time
+	BeforeID string
+	Limit    int
+}
+
 // WebhookStore reads endpoints and deliveries.
 type WebhookStore interface {
 	// WebhookEndpoint reads one endpoint of the tenant; ErrNotFound for another tenant's.
 	WebhookEndpoint(ctx context.Context, tenantID, id string) (WebhookEndpoint, error)
+	// WebhookEndpointByID reads one endpoint whatever its tenant: for the operator only, who
+	// acts on any tenant's endpoints by id.
+	WebhookEndpointByID(ctx context.Context, id string) (WebhookEndpoint, error)
 	// WebhookEndpoints lists the tenant's endpoints newest first, those older than the
 	// endpoint after ("" from the newest), at most limit.
 	WebhookEndpoints(ctx context.Context, tenantID, after string, limit int) ([]WebhookEndpoint, error)
 	WebhookDelivery(ctx context.Context, id string) (WebhookDelivery, error)
 	// WebhookAttempts is a delivery's log, oldest first.
 	WebhookAttempts(ctx context.Context, deliveryID string) ([]WebhookAttempt, error)
+	// WebhookDeliveries searches one endpoint's deliveries of the tenant (q.TenantID,
+	// q.EndpointID both required), newest first, at most q.Limit.
+	WebhookDeliveries(ctx context.Context, q WebhookDeliveryQuery) ([]WebhookDelivery, error)
+	// SweepWebhookDeliveries deletes at most limit deliveries that ended (delivered or
+	// failed) and were last touched before cutoff, with their attempts, in one transaction,
+	// oldest first; it returns how many deliveries it deleted. A pending delivery is never
+	// swept: its job still reads it.
+	SweepWebhookDeliveries(ctx context.Context, cutoff time.Time, limit int) (int, error)
 }
 
 // WebhookTx writes them, in the transaction of what they go with.

@@ -80,7 +80,9 @@ func (sc Schedule) wait(n int) time.Duration {
 func (s *Service) Kinds() []jobs.Kind {
 	// Retries are scheduled by the handler itself (the delivery's own attempt count, its
 	// Retry-After): a run returns an error only when the database failed.
-	return []jobs.Kind{{Name: Kind, Handler: s, Workers: 16, Timeout: 2 * attemptTimeout, MaxAttempts: 20}}
+	// The log's retention sweep is one periodic job for the whole cluster (the shared queue).
+	return []jobs.Kind{{Name: Kind, Handler: s, Workers: 16, Timeout: 2 * attemptTimeout, MaxAttempts: 20},
+		{Name: SweepKind, Handler: jobs.Periodic(s.SweepLog), Every: sweepEvery, Workers: 1, Timeout: 10 * time.Minute}}
 }
 
 // PerEndpoint is how many attempts to one endpoint run at once in a process: a slow endpoint
@@ -213,11 +215,7 @@ func (s *Service) endpointRun(ctx context.Context, tx store.Tx, ep store.Webhook
 		cur.FailureRun = 0
 	} else {
 		cur.FailureRun++
-		limit := s.DisableAfter
-		if limit <= 0 {
-			limit = DefaultDisableAfter
-		}
-		if cur.FailureRun >= limit && cur.Status == store.WebhookEnabled {
+		if cur.FailureRun >= s.disableAfter() && cur.Status == store.WebhookEnabled {
 			cur.Status = store.WebhookDisabled
 			s.log().Warn("webhook endpoint disabled after a run of failed deliveries", "endpoint", ep.ID, "tenant_id", ep.TenantID, "run", cur.FailureRun)
 		}

@@ -11,7 +11,10 @@ const (
 	outcomeDropped   = "dropped"   // endpoint deleted or disabled, or the tenant's switch off
 )
 
-type metrics struct{ deliveries *prometheus.CounterVec }
+type metrics struct {
+	deliveries *prometheus.CounterVec
+	sweptRows  prometheus.Counter
+}
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -21,14 +24,29 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, o := range []string{outcomeDelivered, outcomeRetry, outcomeGaveUp, outcomeRefused, outcomeDropped} {
 		m.deliveries.WithLabelValues(o)
 	}
+	m.sweptRows = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mediagen_webhook_log_swept_total",
+		Help: "Ended webhook deliveries (with their attempts) deleted from the delivery log by its retention sweep.",
+	})
 	if reg != nil {
 		if err := reg.Register(m.deliveries); err != nil {
 			if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
 				m.deliveries = are.ExistingCollector.(*prometheus.CounterVec)
 			}
 		}
+		if err := reg.Register(m.sweptRows); err != nil {
+			if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
+				m.sweptRows = are.ExistingCollector.(prometheus.Counter)
+			}
+		}
 	}
 	return m
+}
+
+func (m *metrics) swept(n int) {
+	if m != nil && n > 0 {
+		m.sweptRows.Add(float64(n))
+	}
 }
 
 func (m *metrics) count(outcome string) {

@@ -58,6 +58,8 @@ type Service struct {
 	// DisableAfter is the run of deliveries given up in a row that disables an endpoint
 	// (0: DefaultDisableAfter).
 	DisableAfter int
+	// LogRetention is how long an ended delivery stays in the log (0: DefaultLogRetention).
+	LogRetention time.Duration
 
 	metrics  *metrics
 	mu       sync.Mutex

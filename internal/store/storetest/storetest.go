@@ -76,6 +76,8 @@ func Run(t *testing.T, open Opener) {
 		{"WebhookEndpointsTenantScopedBoundedAndListed", testWebhookEndpoints},
 		{"WebhookEndpointBoundHoldsUnderConcurrentCreates", testWebhookEndpointBoundUnderConcurrency},
 		{"WebhookDeliveriesWrittenOnceWithTheirLog", testWebhookDeliveries},
+		{"WebhookDeliveryLogSearchedPerEndpointNewestFirst", testWebhookDeliverySearch},
+		{"WebhookDeliveryLogSweptInBatchesNeverPending", testWebhookDeliverySweep},
 		{"UsageUpsertSumsPerHour", testUsageUpsertSumsPerHour},
 		{"UsageReportGroupsAndFilters", testUsageReportGroupsAndFilters},
 		{"UsageAgreesWithTheLedger", testUsageAgreesWithTheLedger},

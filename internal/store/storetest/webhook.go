@@ -42,6 +42,12 @@ func testWebhookEndpoints(t *testing.T, s store.Store) {
 	if _, err := s.WebhookEndpoint(ctx, "other", "whe_02"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another tenant reads it: %v", err)
 	}
+	if got, err := s.WebhookEndpointByID(ctx, "whe_02"); err != nil || got.TenantID != "acme" {
+		t.Fatalf("the operator's read by id: %+v, %v", got, err)
+	}
+	if _, err := s.WebhookEndpointByID(ctx, "whe_04"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the operator reads a refused endpoint: %v", err)
+	}
 	page, err := s.WebhookEndpoints(ctx, "acme", "", 2)
 	if err != nil || len(page) != 2 || page[0].ID != "whe_03" || page[1].ID != "whe_02" {
 		t.Fatalf("first page %+v, %v; want whe_03, whe_02", page, err)
