@@ -163,3 +163,24 @@ func TestTenantAddressAddedByReloadServesOnlyItsTenantOnBothListeners(t *testing
 		t.Errorf("after the refused reload, beta's key on acme's address: %d", st)
 	}
 }
+
+// The service's own host cannot be a tenant's address: serve, reload and catalog check say
+// which tenant lists it; another host, or another tenant's, is fine.
+func TestPublicURLOnATenantsHostIsRefused(t *testing.T) {
+	t.Parallel()
+	cat, err := catalog.Parse("c.yaml", []byte(addressesCatalog("    addresses: ['https://media.example.com']\n", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for publicURL, want := range map[string]string{
+		"https://media.example.com":      `tenant "acme" lists an address on the host of --public-url (https://media.example.com)`,
+		"http://MEDIA.example.com:8080/": `tenant "acme" lists an address on the host of --public-url`,
+		"https://api.example.com":        "",
+		"http://127.0.0.1:8080":          "",
+	} {
+		got := publicURLTaken(cat, publicURL)
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("publicURLTaken(%q) = %q, want %q", publicURL, got, want)
+		}
+	}
+}

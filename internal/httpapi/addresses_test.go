@@ -65,10 +65,14 @@ func TestTenantAddressRefusesAnotherTenantsKeyAsUnknown(t *testing.T) {
 				}
 			}
 			// A create with the other tenant's key writes nothing: no task, no reservation.
-			r := on("acme.media.example.com", limited, "POST", "/v1/videos", `{"model":"limited-fast","prompt":"x","metadata":{"duration":5}}`)
+			r := on("acme.media.example.com", limited, "POST", "/v1/videos", `{"model":"lim-video","prompt":"a paper boat","metadata":{"duration":5,"resolution":"720p"}}`)
 			checkEnvelope(t, r, 401, "authentication_error", "invalid_api_key")
 			if b, err := e.store.Balance(t.Context(), limitedKey.ID); err != nil || b.Reserved != 0 || b.Available != startCredit {
 				t.Errorf("limited's balance after a refused create: %+v, %v", b, err)
+			}
+			// The same create on the service's address is accepted: the refusal was the host's.
+			if r := on("", limited, "POST", "/v1/videos", `{"model":"lim-video","prompt":"a paper boat","metadata":{"duration":5,"resolution":"720p"}}`); r.status != 202 {
+				t.Errorf("the create on the service's address: %d %s", r.status, r.body)
 			}
 			var m dto.Metric
 			if err := e.srv.metrics.requests.WithLabelValues("POST /v1/videos", "POST", "401").Write(&m); err != nil {
