@@ -80,6 +80,7 @@ func Run(t *testing.T, open Opener) {
 		{"UsageReportGroupsAndFilters", testUsageReportGroupsAndFilters},
 		{"UsageAgreesWithTheLedger", testUsageAgreesWithTheLedger},
 		{"UsageRebuiltFromRecordsSettledWithoutRollups", testUsageRebuiltFromRecordsSettledWithoutRollups},
+		{"UsageRebuildOfARangeRewritesItAlone", testUsageRebuildOfARangeRewritesItAlone},
 		{"UsageCostStoredAndRolledUp", testUsageCostStoredAndRolledUp},
 		{"TaskEventsRecordEveryChange", testTaskEventsRecordEveryChange},
 		{"SearchTasksByEachFilter", testSearchTasksByEachFilter},
