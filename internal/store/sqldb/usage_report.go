@@ -91,10 +91,17 @@ func (db *DB) UsageReport(ctx context.Context, q store.UsageQuery) ([]store.Usag
 		source = `SELECT hour AS bucket, ` + dims + figures + ` FROM ` + grain.hourly + ` WHERE hour >= ? AND hour < ?` + filter
 		args = append(append(args, from, to), fargs...)
 	} else {
-		source = `SELECT day AS bucket, ` + dims + figures + ` FROM ` + grain.daily + ` WHERE day >= ? AND day < ?` + filter +
-			` UNION ALL SELECT hour, ` + dims + figures + ` FROM ` + grain.hourly + ` WHERE (hour >= ? AND hour < ? OR hour >= ? AND hour < ?)` + filter
+		source = `SELECT day AS bucket, ` + dims + figures + ` FROM ` + grain.daily + ` WHERE day >= ? AND day < ?` + filter
 		args = append(append(args, firstDay, lastDay), fargs...)
-		args = append(append(args, from, firstDay, lastDay, to), fargs...)
+		// Each partial day at an end is its own range of the hourly table's key, and absent
+		// when the range starts or ends on a midnight: an OR of the two made SQLite scan every
+		// hour of the table.
+		for _, edge := range [][2]int64{{from, firstDay}, {lastDay, to}} {
+			if edge[0] < edge[1] {
+				source += ` UNION ALL SELECT hour, ` + dims + figures + ` FROM ` + grain.hourly + ` WHERE hour >= ? AND hour < ?` + filter
+				args = append(append(args, edge[0], edge[1]), fargs...)
+			}
+		}
 	}
 	group := strings.Join(cols, ", ")
 	query := `SELECT ` + group + `, CAST(SUM(count) AS BIGINT), CAST(SUM(seconds_us) AS BIGINT), CAST(SUM(tokens) AS BIGINT),
