@@ -59,7 +59,7 @@ func main() {
 	flag.IntVar(&c.tenants, "tenants", 1000, "tenants (5 for the small cardinality)")
 	flag.IntVar(&c.keys, "keys", 10, "keys per tenant (4 for the small cardinality)")
 	flag.IntVar(&c.aliases, "aliases", 50, "aliases (each key uses every one; 6 for the small cardinality)")
-	flag.IntVar(&c.slots, "slots", 4, "per-alias rows per alias and hour after the rebuild (settlements make up to 4; 1: the rebuild's)")
+	flag.IntVar(&c.slots, "slots", 1, "per-alias rows per alias and hour after the rebuild, up to 4: what settlements make with sqldb.usageSlots that many (1: the rebuild's)")
 	flag.IntVar(&c.runs, "runs", 200, "report runs measured (after 5 warm-up runs)")
 	flag.Int64Var(&c.batch, "batch", 1_000_000, "tasks per fill transaction")
 	stores := flag.String("stores", "sqlite,postgres", "stores to measure")
@@ -198,7 +198,7 @@ func measure(ctx context.Context, name string, db *sqldb.DB, raw *sql.DB, fill s
 	}
 	rebuildTime := time.Since(t1)
 	// A rebuild writes each per-alias row in slot 0; settlements spread them over the key
-	// hashes' slots, up to sqldb's usageSlots (4) rows each. Copies with zero figures in
+	// hashes' slots, up to sqldb's usageSlots rows each (-slots shows what raising it costs). Copies with zero figures in
 	// slots 1–3 make the per-alias grain as many rows as a settled database's, figures unchanged.
 	if c.slots > 1 {
 		for _, table := range []string{"usage_alias_hourly", "usage_alias_daily"} {
