@@ -37,9 +37,9 @@ type usageGrain struct {
 // usageSlots is how many rows an alias's hour and day are split in (slot = a hash of the key,
 // summed at read). Settlements of one key already serialize on the key's own rows and its
 // tenant's lane, so slots by key would spread the alias rows over keys. It is 1: every slot
-// multiplies the rows the operator-wide reports read (4 slots made the overview's week by hour
-// 69 ms of SQLite CPU at 200,000 tasks instead of about 17), and the waits they would save were
-// not measurable here (bench/README.md, "Hot rows"). Raise it if PostgreSQL settlements are
+// multiplies the rows the operator-wide reports read (with 4, the overview's week by hour read
+// 4× the rows: 69 ms of SQLite CPU at 200,000 tasks), and the waits they would save were not
+// measurable here (bench/README.md, "Hot rows"). Raise it if PostgreSQL settlements are
 // seen waiting on usage_alias_* rows (pg_locks); the schema and the reads need no change.
 const usageSlots = 1
 
