@@ -1,7 +1,10 @@
 // Command console measures the web console's pages (issue 27) on a big database: GET of each
 // page of the tenant and the operator console, signed in, with 1M tasks stored.
 //
-//	go run ./bench/console [-tasks 1000000] [-runs 50] [-stores sqlite|postgres|sqlite,postgres] [-pg-url URL]
+//	go run ./bench/console [-tasks 10000000] [-tenants 1000 -keys 10 -aliases 50] [-runs 50] [-stores sqlite|postgres|sqlite,postgres] [-pg-url URL]
+//
+// The default cardinality is an operator's (issue 47): 1,000 tenants × 10 keys × 50 aliases.
+// The earlier figures were made with -tasks 1000000 -tenants 3 -keys 4 -aliases 1.
 //
 // For each store (SQLite by default) it opens a fresh database (a file in a temporary
 // directory; a fresh schema on the test PostgreSQL, dropped at the end, skipped when no server
@@ -10,7 +13,8 @@
 // and an owner admin token through admin.Service, one real task per key through video.Service
 // (its template: the stored request and quote are what the service writes), then fills -tasks
 // tasks by bulk SQL in big transactions (a recursive CTE on SQLite, generate_series on
-// PostgreSQL): task i belongs to key i % keys, is created evenly over 30 days up to now, and is
+// PostgreSQL): task i belongs to key i % keys, runs alias (i / 7) % aliases (its key's template
+// task's alias, with "-n" after it but for n = 0), is created evenly over 30 days up to now, and is
 // failed (5%), queued or in progress (0.2%) or completed. The usage rollups are then rebuilt by
 // the store's RebuildUsage, the statement an upgraded database runs.
 //
@@ -69,6 +73,8 @@ var pages = []struct{ console, path string }{
 	{"tenant", "/console/create"},
 	{"operator", "/console/"},
 	{"operator", "/console/tenants"},
+	{"operator", "/console/tenants?page=2"},
+	{"operator", "/console/tenants?q=tenant-5"},
 	{"operator", "/console/keys"},
 	{"operator", "/console/keys/{key}"},
 	{"operator", "/console/tasks"},
@@ -81,22 +87,24 @@ var pages = []struct{ console, path string }{
 type config struct {
 	tasks         int64
 	tenants, keys int
+	aliases       int
 	runs          int
 	batch         int64
 }
 
 func main() {
 	var c config
-	flag.Int64Var(&c.tasks, "tasks", 1_000_000, "tasks to fill")
-	flag.IntVar(&c.tenants, "tenants", 3, "tenants (the demo tenant and copies of it)")
-	flag.IntVar(&c.keys, "keys", 4, "keys per tenant")
+	flag.Int64Var(&c.tasks, "tasks", 10_000_000, "tasks to fill")
+	flag.IntVar(&c.tenants, "tenants", 1000, "tenants (the demo tenant and copies of it)")
+	flag.IntVar(&c.keys, "keys", 10, "keys per tenant")
+	flag.IntVar(&c.aliases, "aliases", 50, "aliases the tasks are spread over")
 	flag.IntVar(&c.runs, "runs", 50, "fetches of each page measured (after 3 warm-up fetches)")
 	flag.Int64Var(&c.batch, "batch", 250_000, "tasks per fill transaction")
 	stores := flag.String("stores", "sqlite", "stores to measure: sqlite, postgres or both (postgres adds its own fill, a few minutes)")
 	pgURL := flag.String("pg-url", envOr("MEDIAGEN_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL server for the postgres store")
 	flag.Parse()
 	ctx := context.Background()
-	fmt.Printf("console pages: %d tasks, %d tenants × %d keys, %d fetches per page\n", c.tasks, c.tenants, c.keys, c.runs)
+	fmt.Printf("console pages: %d tasks, %d tenants × %d keys, %d aliases, %d fetches per page\n", c.tasks, c.tenants, c.keys, c.aliases, c.runs)
 	failed := false
 	for _, s := range strings.Split(*stores, ",") {
 		var err error
@@ -172,7 +180,8 @@ func runPostgres(ctx context.Context, c config, base string) error {
 // Integer arithmetic, || and CASE only, so both dialects run it.
 const fillSelect = `INSERT INTO tasks (id, key_id, tenant_id, route, model, status, progress, client_request_id, payload_hash,
 		request, pricing, reserved, charged, result, error_code, error_message, created_at, updated_at, finished_at, step, state)
-	SELECT 'video_b' || i, k.key_id, k.tenant_id, t.route, t.model,
+	SELECT 'video_b' || i, k.key_id, k.tenant_id, t.route,
+		t.model || CASE WHEN (i / 7) % @A = 0 THEN '' ELSE '-' || ((i / 7) % @A) END,
 		CASE WHEN i % 20 = 0 THEN 'failed' WHEN i % 997 = 1 THEN 'queued' WHEN i % 997 = 2 THEN 'in_progress' ELSE 'completed' END,
 		CASE WHEN i % 997 = 1 THEN 0 WHEN i % 997 = 2 THEN 40 ELSE 100 END,
 		'', t.payload_hash, t.request, t.pricing, t.reserved,
@@ -240,7 +249,7 @@ func measure(ctx context.Context, name string, db *sqldb.DB, raw *sql.DB, prefix
 	span := int64(30 * 24 * time.Hour / time.Microsecond)
 	start := time.Now().Add(-30 * 24 * time.Hour).UnixMicro()
 	fill := prefix + fillSelect + from + ` JOIN bench_keys k ON k.n = i % @K JOIN tasks t ON t.id = k.template`
-	fill = strings.NewReplacer("@K", fmt.Sprint(n), "@STEP", fmt.Sprint(span/c.tasks), "@S", fmt.Sprint(start)).Replace(fill)
+	fill = strings.NewReplacer("@K", fmt.Sprint(n), "@A", fmt.Sprint(max(c.aliases, 1)), "@STEP", fmt.Sprint(span/c.tasks), "@S", fmt.Sprint(start)).Replace(fill)
 	for lo := int64(0); lo < c.tasks; lo += c.batch {
 		hi := min(lo+c.batch, c.tasks)
 		q := strings.NewReplacer("@FROM", fmt.Sprint(lo), "@TO", fmt.Sprint(hi)).Replace(fill)

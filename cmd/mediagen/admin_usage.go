@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -20,13 +21,28 @@ import (
 func adminUsageCommands() []adminCmd {
 	return []adminCmd{
 		{path: "usage rebuild", flags: func(fs *flag.FlagSet) func(*adminEnv, []string) error {
+			from := fs.String("from", "", "first day to rebuild (2026-11-01); with -to, only those days are rewritten")
+			to := fs.String("to", "", "last day to rebuild, included (2026-11-03)")
 			return func(e *adminEnv, _ []string) error {
 				// The rollups are kept by every settlement; a rebuild recomputes them from the
 				// settled records (the usage migration's backfill), idempotently, audited.
-				if _, err := e.svc.RebuildUsage(context.Background(), e.actor); err != nil {
+				if *from == "" && *to == "" {
+					if _, err := e.svc.RebuildUsage(context.Background(), e.actor); err != nil {
+						return fmt.Errorf("usage rebuild: %w", err)
+					}
+					fmt.Fprintln(e.stdout, "usage rollups rebuilt from the settled tasks and speech records")
+					return nil
+				}
+				f, errF := time.Parse(time.DateOnly, *from)
+				l, errL := time.Parse(time.DateOnly, *to)
+				if errF != nil || errL != nil {
+					return usageError{"usage rebuild: -from and -to are both dates (2026-11-01), or both absent"}
+				}
+				out, err := e.svc.RebuildUsageRange(context.Background(), e.actor, f, l.AddDate(0, 0, 1))
+				if err != nil {
 					return fmt.Errorf("usage rebuild: %w", err)
 				}
-				fmt.Fprintln(e.stdout, "usage rollups rebuilt from the settled tasks and speech records")
+				fmt.Fprintf(e.stdout, "usage rollups of %s to %s (exclusive) rebuilt from the records settled then\n", out.From, out.To)
 				return nil
 			}
 		}},

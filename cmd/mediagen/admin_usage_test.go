@@ -101,3 +101,49 @@ func TestAdminUsageReportsAndNeutralisesCSV(t *testing.T) {
 		t.Errorf("after a rebuild without settled records: %v %s", err, out.String())
 	}
 }
+
+// TestAdminUsageRebuildOfDaysLeavesTheOthers: `usage rebuild -from -to` rewrites those days
+// alone (here from no settled records: they empty), audited; one bound alone is a usage error.
+func TestAdminUsageRebuildOfDaysLeavesTheOthers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	db, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 11, 1, 13, 0, 0, 0, time.UTC)
+	err = db.Transact(ctx, func(tx store.Tx) error {
+		var ds []store.UsageDelta
+		for i := range 2 {
+			ds = append(ds, store.UsageDelta{
+				UsageKey:     store.UsageKey{Hour: day.AddDate(0, 0, i), TenantID: "demo", KeyID: "key_a", Alias: "a", Route: "native", Upstream: "sandbox", Currency: "USD", Outcome: store.OutcomeSucceeded},
+				UsageFigures: store.UsageFigures{Count: 1, Reserved: 1_000_000, Charged: 1_000_000}})
+		}
+		return tx.AddUsage(ctx, ds...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	var out bytes.Buffer
+	admin := func(args ...string) error {
+		out.Reset()
+		return runAdmin(ctx, append(args, "--db", "sqlite:"+path), env(nil), &out, io.Discard)
+	}
+	for _, bad := range [][]string{{"usage", "rebuild", "--from", "2026-11-02"}, {"usage", "rebuild", "--from", "2026-11-02", "--to", "yesterday"}} {
+		var ue usageError
+		if err := admin(bad...); !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", bad, err)
+		}
+	}
+	if err := admin("usage", "rebuild", "--from", "2026-11-02", "--to", "2026-11-02"); err != nil || !strings.Contains(out.String(), "2026-11-02 to 2026-11-03") {
+		t.Fatalf("rebuild of a day: %v %s", err, out.String())
+	}
+	if err := admin("usage", "--from", "2026-11-01", "--to", "2026-11-02", "--group-by", "day", "--format", "json"); err != nil ||
+		!strings.Contains(out.String(), `"day":"2026-11-01"`) || strings.Contains(out.String(), `"day":"2026-11-02"`) {
+		t.Errorf("after the rebuild of 2026-11-02: %v %s", err, out.String())
+	}
+	if err := admin("audit", "--action", "usage.rebuild"); err != nil || !strings.Contains(out.String(), "usage.rebuild") {
+		t.Errorf("the rebuild is not in the audit log: %v %s", err, out.String())
+	}
+}

@@ -2,6 +2,9 @@ package admin
 
 import (
 	"context"
+	"time"
+
+	"mediagen/internal/apierr"
 
 	"mediagen/internal/store"
 	"mediagen/internal/usage"
@@ -30,6 +33,31 @@ func (s *Service) Usage(ctx context.Context, a Actor, q usage.Query) (usage.Repo
 // UsageRebuilt is the answer of a rebuild.
 type UsageRebuilt struct {
 	Object string `json:"object"` // "usage.rebuild"
+	// From and To are the days rebuilt, [From, To) ("" for a rebuild of everything).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// RebuildUsageRange is RebuildUsage for the whole UTC days [from, to) alone: after a repair
+// of some days' records it rewrites those days' rollups, not every report's (owners only,
+// audited as usage.rebuild with the range).
+func (s *Service) RebuildUsageRange(ctx context.Context, a Actor, from, to time.Time) (UsageRebuilt, error) {
+	if err := need(a, RoleOwner); err != nil {
+		return UsageRebuilt{}, err
+	}
+	if !from.Equal(from.UTC().Truncate(24*time.Hour)) || !to.Equal(to.UTC().Truncate(24*time.Hour)) {
+		return UsageRebuilt{}, apierr.Invalid("from", "A rebuild takes whole UTC days: from and to are dates.")
+	}
+	if !to.After(from) {
+		return UsageRebuilt{}, apierr.Invalid("to", "to must be after from.")
+	}
+	return write(ctx, s, a, func(tx store.Tx) (UsageRebuilt, Change, error) {
+		if err := tx.RebuildUsageRange(ctx, from, to); err != nil {
+			return UsageRebuilt{}, Change{}, err
+		}
+		out := UsageRebuilt{Object: "usage.rebuild", From: from.UTC().Format(time.DateOnly), To: to.UTC().Format(time.DateOnly)}
+		return out, Change{Action: "usage.rebuild", TargetType: "usage", TargetID: "rollups", After: out}, nil
+	})
 }
 
 // RebuildUsage recomputes the usage rollups from the settled tasks and speech records (the

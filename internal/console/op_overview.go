@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -29,6 +30,11 @@ type UpstreamHealth struct {
 // overviewDays is the span of the overview's hourly charts.
 const overviewDays = 7
 
+// overviewTenants is how many tenants the overview lists by margin: the lowest, so that one
+// sold below cost shows; an operator with thousands of tenants gets a page, not a table of
+// every one (the usage report by tenant has them all).
+const overviewTenants = 10
+
 // overviewPage is the operator overview.
 type overviewPage struct {
 	Now     time.Time
@@ -36,10 +42,11 @@ type overviewPage struct {
 	Tasks   Chart
 	Revenue Chart
 	// Margins is the margin by alias over the last 7 days (operator only: tenants never
-	// see cost).
-	Margins   []marginRow
-	Queue     []admin.QueueKind
-	Upstreams []upstreamRow
+	// see cost); TenantMargins the overviewTenants tenants with the lowest known margin.
+	Margins       []marginRow
+	TenantMargins []marginRow
+	Queue         []admin.QueueKind
+	Upstreams     []upstreamRow
 	// UpstreamsNote says why the in-process figures are missing ("" when they are shown).
 	UpstreamsNote string
 	Catalog       admin.CatalogStatus
@@ -83,8 +90,8 @@ func knownMargin(r usage.Row) (cost, margin money.Micros, ok bool) {
 	return *r.Cost.Amount, *r.Cost.Margin, true
 }
 
-// margins folds a report grouped by tenant and alias (rows split by cost currency) into one
-// row per tenant, alias and currency.
+// margins folds a report grouped by alias or by tenant (rows split by cost currency) into one
+// row per alias or tenant and currency.
 func margins(rep usage.Report) []marginRow {
 	var out []marginRow
 	for _, r := range rep.Data {
@@ -105,6 +112,18 @@ func margins(rep usage.Report) []marginRow {
 		}
 	}
 	return out
+}
+
+// lowestMargins is the n rows with a known margin, lowest first (ties by tenant).
+func lowestMargins(rows []marginRow, n int) []marginRow {
+	known := slices.DeleteFunc(rows, func(m marginRow) bool { return m.Known == 0 })
+	slices.SortStableFunc(known, func(a, b marginRow) int {
+		if a.Margin != b.Margin {
+			return cmp.Compare(a.Margin, b.Margin)
+		}
+		return cmp.Compare(a.Tenant, b.Tenant)
+	})
+	return known[:min(n, len(known))]
 }
 
 // Below reports a margin below zero (sold below cost).
@@ -179,11 +198,19 @@ func (o *Operator) overview(w http.ResponseWriter, r *http.Request, s *Session) 
 	}
 	p.Today = todayOf(week, time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC))
 	p.Tasks, p.Revenue = hourlyCharts(week, from, overviewDays*24)
-	byAlias, err := o.cfg.Admin.Usage(ctx, a, usage.Query{From: from, To: hour.Add(time.Hour), GroupBy: []string{store.UsageByTenant, store.UsageByAlias}})
+	// By alias and by tenant, not by tenant and alias: each is read from its own rollup grain
+	// (a few rows per alias or tenant and day), where tenants × aliases rows would be as many
+	// as the settlements at an operator's cardinality.
+	byAlias, err := o.cfg.Admin.Usage(ctx, a, usage.Query{From: from, To: hour.Add(time.Hour), GroupBy: []string{store.UsageByAlias}})
 	if err != nil {
 		return err
 	}
 	p.Margins = margins(byAlias)
+	byTenant, err := o.cfg.Admin.Usage(ctx, a, usage.Query{From: from, To: hour.Add(time.Hour), GroupBy: []string{store.UsageByTenant}})
+	if err != nil {
+		return err
+	}
+	p.TenantMargins = lowestMargins(margins(byTenant), overviewTenants)
 
 	if p.Queue, err = o.cfg.Admin.JobQueue(ctx, a); err != nil {
 		return err

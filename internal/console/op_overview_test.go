@@ -183,6 +183,8 @@ func TestOverviewShowsCostAndMarginByAlias(t *testing.T) {
 		`<div class="stat stat-margin"><span class="v">1.80 USD</span><span class="k">Margin (USD)</span>`, // 1.0 − 0.1 + 0.9
 		`Cost unknown for 2 settled today`,
 		`Margin by alias, last 7 days`,
+		`Lowest margins by tenant, last 7 days`,
+		`<a href="/console/tenants?q=demo"><code>demo</code></a></th>`,
 		// demo-video-fast over the week: charged 1.5 + 1.0 + 1.0, cost 0.5 + 0.1 + 0.1
 		`<code>demo-video-fast</code></th>
       <td class="num" data-label="Settled">3</td>

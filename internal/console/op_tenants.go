@@ -3,18 +3,35 @@ package console
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"mediagen/internal/admin"
+	"mediagen/internal/apierr"
 	"mediagen/internal/catalog"
 )
 
-// tenantsPage is GET /console/tenants: every tenant of the catalog in force.
+// tenantsPerPage is how many tenants GET /console/tenants shows at once. Each tenant is a card
+// of its aliases, rates and limits (about 3 KB of HTML with the demo's aliases): every tenant
+// of an operator with a thousand is megabytes, so the page is paged and searchable.
+const tenantsPerPage = 20
+
+// maxTenantSearch bounds the search text (a tenant id or name is far shorter).
+const maxTenantSearch = 200
+
+// tenantsPage is GET /console/tenants: a page of the catalog's tenants, those whose id or name
+// contains Query (case-insensitive).
 type tenantsPage struct {
 	Tenants []tenantView
 	// Reloaded is the number of a reload request this page was redirected to after (0: none).
 	Reloaded int64
+	Query    string
+	// Total is how many tenants match; Page is this page's number (1 first); Prev and Next the
+	// neighbours' URLs ("" at the ends).
+	Total, Page, Pages int
+	Prev, Next         string
 }
 
 // tenantView is one tenant as the catalog says: its aliases and what they run on, packages,
@@ -42,17 +59,54 @@ type rateView struct{ What, Rate string }
 
 type limitView struct{ What, Key, Tenant string }
 
+// tenants is GET /console/tenants[?q=text][&page=n].
 func (o *Operator) tenants(w http.ResponseWriter, r *http.Request, s *Session) error {
 	list, err := o.cfg.Admin.Tenants(r.Context(), o.actor(r, s))
 	if err != nil {
 		return err
 	}
 	cat := o.cfg.Admin.Catalog()
-	p := tenantsPage{}
-	if n, err := strconv.ParseInt(r.URL.Query().Get("reloaded"), 10, 64); err == nil && n > 0 {
+	v := r.URL.Query()
+	p := tenantsPage{Query: strings.TrimSpace(v.Get("q")), Page: 1}
+	if n, err := strconv.ParseInt(v.Get("reloaded"), 10, 64); err == nil && n > 0 {
 		p.Reloaded = n
 	}
-	for _, t := range list.Data {
+	if len(p.Query) > maxTenantSearch {
+		return apierr.Invalid("q", fmt.Sprintf("The search is longer than %d characters.", maxTenantSearch))
+	}
+	if s := v.Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return apierr.Invalid("page", "page is a page number, 1 or more.")
+		}
+		p.Page = n
+	}
+	match := list.Data
+	if p.Query != "" {
+		q := strings.ToLower(p.Query)
+		match = slices.DeleteFunc(slices.Clone(list.Data), func(t admin.Tenant) bool {
+			return !strings.Contains(strings.ToLower(t.ID), q) && !strings.Contains(strings.ToLower(t.Name), q)
+		})
+	}
+	p.Total = len(match)
+	p.Pages = max(1, (p.Total+tenantsPerPage-1)/tenantsPerPage)
+	lo := min((p.Page-1)*tenantsPerPage, p.Total)
+	hi := min(lo+tenantsPerPage, p.Total)
+	link := func(page int) string {
+		q := url.Values{}
+		if p.Query != "" {
+			q.Set("q", p.Query)
+		}
+		q.Set("page", strconv.Itoa(page))
+		return "/console/tenants?" + q.Encode()
+	}
+	if p.Page > 1 {
+		p.Prev = link(min(p.Page-1, p.Pages))
+	}
+	if hi < p.Total {
+		p.Next = link(p.Page + 1)
+	}
+	for _, t := range match[lo:hi] {
 		ct, ok := cat.Tenant(t.ID)
 		if !ok {
 			p.Tenants = append(p.Tenants, tenantView{ID: t.ID, Name: t.Name, Currency: t.Currency})

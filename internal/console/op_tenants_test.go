@@ -1,14 +1,18 @@
 package console
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
 	"mediagen/internal/admin"
 	"mediagen/internal/catalog"
+	"mediagen/internal/testkit"
 )
 
 func TestTenantsPageListsTheDemoCatalogsAliases(t *testing.T) {
@@ -80,6 +84,87 @@ func TestCatalogReloadIsTheOwnersConfirmedAndAudited(t *testing.T) {
 			}
 			if p := b.get("/console/tenants?reloaded=1"); !strings.Contains(p.body, "Reload request #1 recorded") || !strings.Contains(p.body, `href="/console/tenants/reload"`) {
 				t.Errorf("tenants page after the reload:\n%s", p.body)
+			}
+		})
+	}
+}
+
+// manyTenants is the demo catalog with n tenants: demo and copies tenant-2 … tenant-n.
+func manyTenants(t *testing.T, n int) *catalog.Catalog {
+	t.Helper()
+	y := catalog.DemoYAML()
+	i := bytes.Index(y, []byte("\n  - id: demo\n"))
+	if i < 0 {
+		t.Fatal("the demo catalog has no demo tenant block")
+	}
+	block, out := string(y[i:]), bytes.Clone(y)
+	for j := 2; j <= n; j++ {
+		b := strings.Replace(block, "\n  - id: demo\n", fmt.Sprintf("\n  - id: tenant-%d\n", j), 1)
+		out = append(out, strings.Replace(b, "name: Demo tenant", fmt.Sprintf("name: Tenant %d", j), 1)...)
+	}
+	cat, err := catalog.Parse("many.yaml", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+func TestTenantsPageIsPagedAndSearchable(t *testing.T) {
+	const n = 45 // three pages of tenantsPerPage
+	st := testkit.SQLite(t)
+	cat := manyTenants(t, n)
+	svc := admin.New(admin.Config{Store: st, Catalog: func() *catalog.Catalog { return cat }})
+	op, err := NewOperator(OperatorConfig{Common: Common{Sessions: st}, Admin: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(op)
+	t.Cleanup(ts.Close)
+	made, err := svc.CreateToken(context.Background(), admin.CLIActor("tester"), admin.TokenInput{Name: "viewer", Role: string(admin.RoleViewer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, ts.URL)
+	b.signIn(made.Secret)
+	cards := func(body string) int { return strings.Count(body, `<section class="card tenant"`) }
+	for _, c := range []struct {
+		name, path string
+		status     int
+		cards      int
+		has, lacks []string
+	}{
+		{"first page", "/console/tenants", http.StatusOK, tenantsPerPage,
+			[]string{`45 tenants; page 1 of 3.`, `href="/console/tenants?page=2" rel="next"`}, []string{`rel="prev"`}},
+		{"last page", "/console/tenants?page=3", http.StatusOK, n - 2*tenantsPerPage,
+			[]string{`page 3 of 3.`, `href="/console/tenants?page=2" rel="prev"`}, []string{`rel="next"`}},
+		{"past the end", "/console/tenants?page=9", http.StatusOK, 0, []string{`href="/console/tenants?page=3" rel="prev"`}, nil},
+		{"search by name, any case", "/console/tenants?q=tenant+4", http.StatusOK, 7, // 4, 40 … 45
+			[]string{`7 tenants matching <q>tenant 4</q>`, `id="tenant-tenant-41"`}, []string{`id="tenant-tenant-3"`, `rel="next"`}},
+		{"search by id", "/console/tenants?q=DEMO", http.StatusOK, 1, []string{`id="tenant-demo"`}, nil},
+		{"no match", "/console/tenants?q=nobody", http.StatusOK, 0, []string{`No tenant matches.`}, nil},
+		{"bad page", "/console/tenants?page=0", http.StatusBadRequest, 0, nil, nil},
+		{"search too long", "/console/tenants?q=" + strings.Repeat("x", maxTenantSearch+1), http.StatusBadRequest, 0, nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := b.get(c.path)
+			if p.status != c.status {
+				t.Fatalf("%s: %d, want %d", c.path, p.status, c.status)
+			}
+			if c.status != http.StatusOK {
+				return
+			}
+			if got := cards(p.body); got != c.cards {
+				t.Errorf("%s: %d tenants shown, want %d", c.path, got, c.cards)
+			}
+			for _, s := range c.has {
+				if !strings.Contains(p.body, s) {
+					t.Errorf("%s lacks %q", c.path, s)
+				}
+			}
+			for _, s := range c.lacks {
+				if strings.Contains(p.body, s) {
+					t.Errorf("%s has %q", c.path, s)
+				}
 			}
 		})
 	}

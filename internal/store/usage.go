@@ -124,7 +124,10 @@ type RecordCost struct {
 	Micros   money.Micros
 }
 
-// UsageStore reads the rollups.
+// UsageStore reads the rollups. They are kept at three grains, each by hour and by day: per
+// key and alias, per alias (no tenant or key) and per tenant; a report reads the smallest
+// that has its groups and filters, so its cost follows its answer, not the operator's number
+// of keys × aliases.
 type UsageStore interface {
 	// UsageReport sums the rollup rows of q's range and filters per q's groups (and currency),
 	// ordered by the groups.
@@ -133,6 +136,9 @@ type UsageStore interface {
 	// records (what the settlements would have added), in one transaction; idempotent. It is
 	// the usage migration's backfill, for `mediagen admin usage rebuild`.
 	RebuildUsage(ctx context.Context) error
+	// RebuildUsageRange is RebuildUsage for the rows of the whole UTC days [from, to) alone:
+	// after a repair of some days' records, it rewrites those days, not every report's.
+	RebuildUsageRange(ctx context.Context, from, to time.Time) error
 }
 
 // UsageTx maintains the rollups.
@@ -150,4 +156,6 @@ type UsageTx interface {
 	// RebuildUsage is ClearUsage and the usage migration's backfill in this transaction (see
 	// UsageStore.RebuildUsage); it must be the transaction's own, not a shared batch's.
 	RebuildUsage(ctx context.Context) error
+	// RebuildUsageRange is RebuildUsage for the whole UTC days [from, to) alone.
+	RebuildUsageRange(ctx context.Context, from, to time.Time) error
 }

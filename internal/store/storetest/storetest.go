@@ -82,6 +82,7 @@ func Run(t *testing.T, open Opener) {
 		{"UsageReportGroupsAndFilters", testUsageReportGroupsAndFilters},
 		{"UsageAgreesWithTheLedger", testUsageAgreesWithTheLedger},
 		{"UsageRebuiltFromRecordsSettledWithoutRollups", testUsageRebuiltFromRecordsSettledWithoutRollups},
+		{"UsageRebuildOfARangeRewritesItAlone", testUsageRebuildOfARangeRewritesItAlone},
 		{"UsageCostStoredAndRolledUp", testUsageCostStoredAndRolledUp},
 		{"TaskEventsRecordEveryChange", testTaskEventsRecordEveryChange},
 		{"SearchTasksByEachFilter", testSearchTasksByEachFilter},

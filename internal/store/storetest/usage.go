@@ -300,6 +300,8 @@ func testUsageAgreesWithTheLedger(t *testing.T, s store.Store) {
 	}
 	settled := report(t, s, q)
 	check("settlement path", settled)
+	CheckUsageGrains(t, s, at.Add(-time.Hour), at.Add(100*time.Hour))
+	CheckUsageGrains(t, s, at.Add(-5*time.Hour), at.Add(53*time.Hour)) // partial days at both ends
 	checkDaysEqualHours(t, s, at.Truncate(24*time.Hour), at.Truncate(24*time.Hour).Add(72*time.Hour))
 	checkDaysEqualHours(t, s, at.Add(-5*time.Hour), at.Add(53*time.Hour)) // partial days at both ends
 	all := store.UsageQuery{From: at.Add(-time.Hour), To: at.Add(100 * time.Hour), GroupBy: []string{store.UsageByHour,
@@ -311,6 +313,7 @@ func testUsageAgreesWithTheLedger(t *testing.T, s store.Store) {
 		}
 	}
 	check("rebuilt", report(t, s, q))
+	CheckUsageGrains(t, s, at.Add(-time.Hour), at.Add(100*time.Hour))
 	after := report(t, s, all)
 	if len(after) != len(before) {
 		t.Fatalf("rebuilt %d rollup rows, the settlement path made %d", len(after), len(before))
@@ -434,4 +437,5 @@ func testUsageRebuiltFromRecordsSettledWithoutRollups(t *testing.T, s store.Stor
 		t.Fatal(err)
 	}
 	CheckUsageRows(t, s, want)
+	CheckUsageGrains(t, s, usageAt.Add(-24*time.Hour), usageAt.Add(24*time.Hour))
 }

@@ -149,10 +149,12 @@ func testUsageCostStoredAndRolledUp(t *testing.T, s store.Store) {
 	all := store.UsageQuery{From: usageAt.Add(-48 * time.Hour), To: usageAt.Add(48 * time.Hour), GroupBy: []string{store.UsageByDay,
 		store.UsageByTenant, store.UsageByKey, store.UsageByAlias, store.UsageByRoute, store.UsageByUpstream, store.UsageByOutcome}}
 	before := report(t, s, all)
+	CheckUsageGrains(t, s, all.From, all.To)
 	if err := s.RebuildUsage(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check("rebuilt")
+	CheckUsageGrains(t, s, all.From, all.To)
 	if after := report(t, s, all); !reflect.DeepEqual(after, before) {
 		t.Errorf("rebuilt rows differ:\n%+v\nsettled:\n%+v", after, before)
 	}
