@@ -81,7 +81,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	hooks.RegisterMetrics(reg)
 
 	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch, Slots: video.NewProbeSlots(c.MaxProbes), Tracer: tr}, Accounts: m.catalogs.Upstream}
-	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg)
+	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +165,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	engines.speech = speechSvc.Engines
 	speechSvc.Lookup = m.speechEngine
 	speechSvc.Notify = m.jobs.Notify
+	speechSvc.Events = hooks
 	m.setEngines(engines)
 	if err := m.registerJobs(m.jobs, assets, tasks, speechSvc, hooks); err != nil {
 		return nil, err
