@@ -80,7 +80,7 @@ func newHookedEnv(t *testing.T, driver string, failN int64) (*env, *tap, string)
 	}
 	tn, _ := cat.Tenant("acme")
 	tn.WebhooksSetting = catalog.Webhooks{Enabled: true, MaxEndpoints: 3}
-	hooks := &webhook.Service{Store: db, Catalogs: catalog.Static(cat)}
+	hooks := &webhook.Service{Store: db, Catalogs: catalog.Static(cat), Client: testkit.LoopbackFetch(t, nil, testkit.Names{"hooks.example.com": "127.0.0.1"})}
 	ep, err := hooks.Create(context.Background(), "acme", 3, []byte(`{"name":"n","url":"https://hooks.example.com/in",`+
 		`"event_types":["asset.ready","asset.failed","asset.verification.completed","asset.verification.failed"]}`))
 	if err != nil {
@@ -100,8 +100,10 @@ func event(t *testing.T, db store.Store, id, endpoint string) (store.WebhookDeli
 		t.Fatalf("delivery of %s: %v", id, err)
 	}
 	var ev struct {
-		ID, Object, Type string
-		Data             map[string]any `json:"data"`
+		ID     string         `json:"id"`
+		Object string         `json:"object"`
+		Type   string         `json:"type"`
+		Data   map[string]any `json:"data"`
 	}
 	if err := json.Unmarshal(d.Payload, &ev); err != nil {
 		t.Fatal(err)

@@ -67,7 +67,7 @@ func hooked(e *env, failN int64) (*tap, string) {
 	cat := catalog.Demo()
 	tn, _ := cat.Tenant("demo")
 	tn.WebhooksSetting = catalog.Webhooks{Enabled: true, MaxEndpoints: 3}
-	svc := &webhook.Service{Store: e.db, Catalogs: catalog.Static(cat)}
+	svc := &webhook.Service{Store: e.db, Catalogs: catalog.Static(cat), Client: testkit.LoopbackFetch(e.t, nil, testkit.Names{"hooks.example.com": "127.0.0.1"})}
 	ep, err := svc.Create(context.Background(), "demo", 3,
 		[]byte(`{"name":"n","url":"https://hooks.example.com/in","event_types":["speech.completed","speech.failed"]}`))
 	if err != nil {
@@ -116,8 +116,10 @@ func TestSpeechSettlementAnnouncedInItsTransaction(t *testing.T) {
 						t.Fatalf("delivery %+v, %v", d, err)
 					}
 					var ev struct {
-						ID, Object, Type string
-						Data             map[string]any `json:"data"`
+						ID     string         `json:"id"`
+						Object string         `json:"object"`
+						Type   string         `json:"type"`
+						Data   map[string]any `json:"data"`
 					}
 					if err := json.Unmarshal(d.Payload, &ev); err != nil {
 						t.Fatal(err)
