@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -99,6 +100,14 @@ func TestSpeechSettlementAnnouncedInItsTransaction(t *testing.T) {
 					p, endpoint := hooked(e, 1)
 					e.start()
 					rec := e.acceptOnly(`{"model":"demo-speech","input":"` + c.text + `","metadata":{"client_request_id":"req-` + c.name + `"}}`)
+					// The first settlement rolled back; its job runs again after its backoff on the
+					// env's still clock.
+					testkit.WaitFor(t, 20*time.Second, "the first settlement", func() bool {
+						p.mu.Lock()
+						defer p.mu.Unlock()
+						return len(p.ids) > 0
+					})
+					e.clock.Advance(time.Second)
 					if got := e.waitStatus(rec.ID); got.Status != c.status {
 						t.Fatalf("record %+v", got)
 					}
