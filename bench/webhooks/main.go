@@ -243,4 +243,3 @@ func storeName(pg string) string {
 	}
 	return "SQLite"
 }
-
