@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"mediagen/bench/internal/pgschema"
 	"mediagen/internal/catalog"
 	"mediagen/internal/jobs"
 	"mediagen/internal/media/safefetch"
@@ -56,7 +57,7 @@ func main() {
 	rate := flag.Int("rate", 200, "completions written a second")
 	slow := flag.Duration("slow", 2*time.Second, "how long the slow tenant's endpoint takes to answer")
 	maxWait := flag.Duration("max", 60*time.Second, "how long the run goes on after the last completion")
-	pg := flag.String("db", "", "a PostgreSQL URL (empty: SQLite in a temporary directory)")
+	pg := flag.String("db", "", "a PostgreSQL server's URL, where the run makes a schema of its own (empty: SQLite in a temporary directory)")
 	flag.Parse()
 	if err := run(*n, *rate, *slow, *maxWait, *pg); err != nil {
 		fmt.Fprintln(os.Stderr, "webhooks:", err)
@@ -106,8 +107,13 @@ type benchStore interface {
 
 func open(ctx context.Context, pg string) (benchStore, func(), error) {
 	if pg != "" {
-		db, err := postgres.Open(ctx, pg)
-		return db, func() {}, err
+		// A schema of its own on the server, dropped at the end.
+		u, drop, err := pgschema.Fresh(ctx, pg, fmt.Sprintf("bench_webhooks_%d", os.Getpid()))
+		if err != nil {
+			return nil, nil, err
+		}
+		db, err := postgres.Open(ctx, u)
+		return db, drop, err
 	}
 	dir, err := os.MkdirTemp("", "bench-webhooks-*")
 	if err != nil {
