@@ -13,6 +13,7 @@ import (
 	"mediagen/internal/asset"
 	"mediagen/internal/blob"
 	"mediagen/internal/media/safefetch"
+	"mediagen/internal/webhook"
 )
 
 // The asset library's part of the binary: its assembly for serve, and the operator commands
@@ -28,7 +29,7 @@ const assetFetchTimeout = 10 * time.Minute
 // client with the serve policy and a long total timeout, the catalog's virtual groups applied,
 // and the background processor started on bg. Every role runs the processor: it takes over
 // assets left Processing by a process that died.
-func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.Options, reg prometheus.Registerer) (*asset.Service, asset.FileServer, error) {
+func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.Options, reg prometheus.Registerer, events *webhook.Service) (*asset.Service, asset.FileServer, error) {
 	c := &m.Config
 	var blobs blob.Store
 	var files asset.FileServer = blob.NoFiles{}
@@ -46,7 +47,7 @@ func (m *Main) buildAssets(ctx context.Context, key []byte, fetchOpts safefetch.
 	cfg := asset.Config{Store: m.db, Catalogs: m.cat, Blobs: blobs, Logger: m.log, PublicURL: c.PublicURL, LinkTTL: c.LinkTTL,
 		Lease: assetFetchTimeout + 5*time.Minute, Processed: asset.NewProcessedCounter(reg), Notify: m.jobs.Notify,
 		Tracer: m.tracing.Tracer(), Now: m.Now, Libraries: m.libraries().get, UpstreamPoll: m.AssetLibraryPoll,
-		UpstreamDeadline: m.AssetLibraryDeadline}
+		UpstreamDeadline: m.AssetLibraryDeadline, Events: events}
 	if c.VerifyTTL > 0 {
 		cfg.VerifyTTL = c.VerifyTTL
 	}

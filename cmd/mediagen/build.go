@@ -82,7 +82,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	m.hooks = hooks
 
 	videos := &video.Service{Store: m.db, Prober: video.URLProber{Client: fetch, Slots: video.NewProbeSlots(c.MaxProbes), Tracer: tr}, Accounts: m.catalogs.Upstream}
-	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg)
+	assets, assetBlobs, err := m.buildAssets(ctx, key, fetchOpts, reg, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +166,7 @@ func (m *Main) build(ctx context.Context) (*httpapi.Server, error) {
 	engines.speech = speechSvc.Engines
 	speechSvc.Lookup = m.speechEngine
 	speechSvc.Notify = m.jobs.Notify
+	speechSvc.Events = hooks
 	m.setEngines(engines)
 	if err := m.registerJobs(m.jobs, assets, tasks, speechSvc, hooks); err != nil {
 		return nil, err

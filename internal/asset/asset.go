@@ -22,6 +22,7 @@ import (
 	"mediagen/internal/media/probe"
 	"mediagen/internal/media/safefetch"
 	"mediagen/internal/store"
+	"mediagen/internal/webhook"
 )
 
 // Asset types, as the API names them.
@@ -149,6 +150,10 @@ type Config struct {
 	// UpstreamPoll is the wait between two reads of an asset's status in its upstream
 	// library; UpstreamDeadline how long an asset may wait for the library before it fails.
 	UpstreamPoll, UpstreamDeadline time.Duration
+	// Events announces assets ready or failed and verifications finished to the tenant's
+	// webhook endpoints, each in the transaction of its state change (nil: none;
+	// internal/webhook).
+	Events webhook.Announcer
 }
 
 // Service implements the asset library. Its background work (processing, callbacks) runs as

@@ -48,13 +48,17 @@ type env struct {
 type envOpts struct {
 	fetch  *safefetch.Options // nil: loopback allowed, trusting the media server
 	mutate func(*Config)
-	noRun  bool // do not start the job engine (e.start does)
+	noRun  bool        // do not start the job engine (e.start does)
+	db     store.Store // nil: a fresh SQLite store
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	root := t.TempDir()
-	db := testkit.SQLite(t)
+	db := o.db
+	if db == nil {
+		db = testkit.SQLite(t)
+	}
 	blobs, err := blob.NewFS(filepath.Join(root, "assets"), bytes.Repeat([]byte("k"), 32), "http://127.0.0.1:9")
 	if err != nil {
 		t.Fatal(err)

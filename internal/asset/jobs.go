@@ -146,6 +146,11 @@ func (h ingest) record(ctx context.Context, a store.Asset, j jobs.Job, out store
 		out.Status = store.AssetProcessing
 	}
 	var gone bool
+	var announced string
+	tenantID := a.TenantID
+	if tenantID == "" {
+		tenantID = j.TenantID // the asset could not be read (GiveUp); its job names the tenant
+	}
 	return jobs.Outcome{
 		Done: true,
 		Apply: func(ctx context.Context, tx store.Tx) error {
@@ -155,7 +160,11 @@ func (h ingest) record(ctx context.Context, a store.Asset, j jobs.Job, out store
 				return nil
 			}
 			if err == nil && upstream {
-				err = tx.EnqueueJob(ctx, UpstreamJob(a, out.At))
+				return tx.EnqueueJob(ctx, UpstreamJob(a, out.At))
+			}
+			if err == nil {
+				// After the finish that changes only a Processing asset: announced once.
+				announced, err = s.announceAsset(ctx, tx, assetEvent(tenantID, j.KeyID, a.ID, out.Status, out.At))
 			}
 			return err
 		},
@@ -164,6 +173,7 @@ func (h ingest) record(ctx context.Context, a store.Asset, j jobs.Job, out store
 				s.deleteCopy(out.BlobKey)
 				return
 			}
+			s.wake(announced)
 			if out.Status == store.AssetFailed {
 				s.log.InfoContext(ctx, "asset failed", "asset", a.ID, "code", out.FailureCode)
 			}

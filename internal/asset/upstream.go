@@ -265,6 +265,7 @@ func (h registrar) end(a store.Asset, status, code, reason string) jobs.Outcome 
 	u := store.AssetUpstream{ID: a.ID, UpstreamID: a.UpstreamID, UpstreamStatus: up, Status: status, FailureCode: code,
 		FailureReason: reason, At: s.now()}
 	var gone bool
+	var announced string
 	return jobs.Outcome{Done: true,
 		Apply: func(ctx context.Context, tx store.Tx) error {
 			err := tx.SetAssetUpstream(ctx, u)
@@ -272,12 +273,16 @@ func (h registrar) end(a store.Asset, status, code, reason string) jobs.Outcome 
 				gone = true
 				return nil
 			}
+			if err == nil {
+				announced, err = s.announceAsset(ctx, tx, assetEvent(a.TenantID, a.KeyID, a.ID, status, u.At))
+			}
 			return err
 		},
 		After: func() {
 			if gone {
 				return
 			}
+			s.wake(announced)
 			if status == store.AssetFailed {
 				s.deleteCopy(a.BlobKey)
 			}

@@ -319,19 +319,27 @@ func (s *Service) finish(ctx context.Context, v store.VerifySession, token, stat
 			return err
 		}
 	}
+	var announced string
 	err := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 		if status == store.VerifyPassed {
 			if err := tx.CreateAssetGroup(ctx, g); err != nil {
 				return err
 			}
 		}
-		if err := tx.FinishVerifySession(ctx, v.ID, status, g.ID, payload, now); err != nil || v.CallbackURL == "" {
+		if err := tx.FinishVerifySession(ctx, v.ID, status, g.ID, payload, now); err != nil {
+			return err
+		}
+		var err error
+		if announced, err = s.announce(ctx, tx, verificationEvent(v, status, g.ID, now)); err != nil || v.CallbackURL == "" {
 			return err
 		}
 		return tx.EnqueueJob(ctx, CallbackJob(v, now))
 	})
 	if err == nil && v.CallbackURL != "" {
 		s.notify(CallbackKind)
+	}
+	if err == nil {
+		s.wake(announced)
 	}
 	return err
 }

@@ -71,10 +71,20 @@ func (s *Service) upstreamResult(ctx context.Context, v store.VerifySession) (*c
 	case errors.Is(err, provider.ErrPermanent):
 		// Failed, expired or refused at the vendor: the session ends declined.
 		now := s.now()
-		if ferr := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
-			return tx.FinishVerifySession(ctx, v.ID, store.VerifyDeclined, "", nil, now)
-		}); ferr != nil && !errors.Is(ferr, store.ErrConflict) {
+		var announced string
+		ferr := s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
+			if err := tx.FinishVerifySession(ctx, v.ID, store.VerifyDeclined, "", nil, now); err != nil {
+				return err
+			}
+			var err error
+			announced, err = s.announce(ctx, tx, verificationEvent(v, store.VerifyDeclined, "", now))
+			return err
+		})
+		if ferr != nil && !errors.Is(ferr, store.ErrConflict) {
 			return nil, ferr
+		}
+		if ferr == nil {
+			s.wake(announced)
 		}
 		return nil, tokenErr(apierr.KindInvalid, CodeVerificationDeclined,
 			"The verification did not pass. Start a new session with validate-session/create.")
@@ -86,6 +96,7 @@ func (s *Service) upstreamResult(ctx context.Context, v store.VerifySession) (*c
 	g := store.AssetGroup{ID: idgen.New("grp"), TenantID: v.TenantID, Library: store.LibraryRealHuman,
 		Name: "Verified person " + now.Format("2006-01-02 15:04 UTC"), Origin: store.GroupOriginVerification,
 		Status: store.GroupActive, CreatedAt: now, UpdatedAt: now, Upstream: v.Upstream, UpstreamID: vendorGroup}
+	var announced string
 	err = s.cfg.Store.Transact(ctx, func(tx store.Tx) error {
 		if err := tx.CreateAssetGroup(ctx, g); err != nil {
 			return err
@@ -93,8 +104,16 @@ func (s *Service) upstreamResult(ctx context.Context, v store.VerifySession) (*c
 		if err := tx.FinishVerifySession(ctx, v.ID, store.VerifyPassed, g.ID, nil, now); err != nil {
 			return err
 		}
-		return tx.RedeemVerifySession(ctx, v.ID, now)
+		if err := tx.RedeemVerifySession(ctx, v.ID, now); err != nil {
+			return err
+		}
+		var err error
+		announced, err = s.announce(ctx, tx, verificationEvent(v, store.VerifyPassed, g.ID, now))
+		return err
 	})
+	if err == nil {
+		s.wake(announced)
+	}
 	if errors.Is(err, store.ErrConflict) {
 		// A concurrent call settled it, or the vendor group is bound already: either way
 		// this token has been spent.

@@ -154,12 +154,17 @@ func (s *Service) generate(ctx context.Context, rec store.Speech, st Stored, dea
 	now := s.now().UTC()
 	var overage money.Micros
 	settled := false
+	var announced string
 	apply := func(ctx context.Context, tx store.Tx) error {
 		err := tx.FinishSpeech(ctx, routedFinish(where, rec, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechCompleted,
 			Charged: charge, Result: body, FinishedAt: now}))
 		if errors.Is(err, store.ErrLeaseLost) {
 			return nil // already finished: the job ends, nothing moves
 		} else if err != nil {
+			return err
+		}
+		// After the fenced finish: announced once, with its commit.
+		if announced, err = s.announce(ctx, tx, rec, store.SpeechCompleted, now); err != nil {
 			return err
 		}
 		done := rec
@@ -180,6 +185,7 @@ func (s *Service) generate(ctx context.Context, rec store.Speech, st Stored, dea
 	}
 	after := func() {
 		if settled {
+			s.wake(announced)
 			log := settleLog(ctx, s.log(), rec)
 			if overage > 0 || charge > rec.Reserved {
 				s.Overages.Record(log, "speech", q.Currency, rec.KeyID, rec.ID, rec.Reserved, charge)
@@ -287,6 +293,7 @@ func (s *Service) failed(ctx context.Context, rec store.Speech, ran *routed, kin
 func (s *Service) failedWith(ctx context.Context, rec store.Speech, ran *routed, kind, code, param, msg string, cause error, currency string, excess []billing.Excess) jobs.Outcome {
 	now := s.now().UTC()
 	settled := false
+	var announced string
 	apply := func(ctx context.Context, tx store.Tx) error {
 		err := tx.FinishSpeech(ctx, routedFinish(ran, rec, store.SpeechFinish{ID: rec.ID, Token: rec.AttemptToken, Status: store.SpeechFailed,
 			ErrorKind: kind, ErrorCode: code, ErrorMessage: msg, ErrorParam: param, ErrorDetail: detail(cause), FinishedAt: now}))
@@ -296,6 +303,9 @@ func (s *Service) failedWith(ctx context.Context, rec store.Speech, ran *routed,
 			return err
 		}
 		settled = true
+		if announced, err = s.announce(ctx, tx, rec, store.SpeechFailed, now); err != nil {
+			return err
+		}
 		if err := settleFailed(ctx, tx, rec, now, s.Accounts); err != nil {
 			return err
 		}
@@ -311,6 +321,7 @@ func (s *Service) failedWith(ctx context.Context, rec store.Speech, ran *routed,
 	}
 	after := func() {
 		if settled {
+			s.wake(announced)
 			if len(excess) > 0 {
 				s.Excess.Record(settleLog(ctx, s.log(), rec), "speech", currency, rec.ID, rec.KeyID, 0, excess)
 			}

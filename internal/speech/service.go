@@ -24,6 +24,7 @@ import (
 	"mediagen/internal/provider"
 	"mediagen/internal/routing"
 	"mediagen/internal/store"
+	"mediagen/internal/webhook"
 )
 
 // Defaults of the Service's bounds.
@@ -131,6 +132,9 @@ type Service struct {
 	// Tracer, when set, makes each engine call a span "upstream.synthesize" (trace.go);
 	// nil: no spans.
 	Tracer trace.Tracer
+	// Events announces a settled generation to the tenant's webhook endpoints, written in
+	// the settlement's transaction (nil: none; internal/webhook).
+	Events webhook.Announcer
 }
 
 func (s *Service) now() time.Time {

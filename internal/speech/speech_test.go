@@ -162,6 +162,12 @@ func (c counting) Synthesize(ctx context.Context, r provider.SpeechRequest) (pro
 // its job engine running unless an option says manualEngine.
 func newEnv(t *testing.T, opts ...func(*env)) *env {
 	t.Helper()
+	return newEnvOn(t, nil, opts...)
+}
+
+// newEnvOn is newEnv on db (nil: a fresh SQLite store).
+func newEnvOn(t *testing.T, db store.Store, opts ...func(*env)) *env {
+	t.Helper()
 	tools := ffmpeg.Tools{}
 	if err := tools.Check(context.Background()); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -169,7 +175,9 @@ func newEnv(t *testing.T, opts ...func(*env)) *env {
 		}
 		t.Skip(err)
 	}
-	db := testkit.SQLite(t)
+	if db == nil {
+		db = testkit.SQLite(t)
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng, err := sandbox.New(sandbox.Config{Dir: t.TempDir(), Tools: tools, Pace: -1, Logger: quiet})
 	if err != nil {

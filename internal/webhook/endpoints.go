@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -131,7 +132,7 @@ func eventTypes(m map[string]jsontext.Value) ([]string, bool, error) {
 			return nil, true, apierr.Invalid(param, param+" must be a string.")
 		}
 		if !slices.Contains(EventTypes, s) {
-			return nil, true, apierr.Invalid(param, "This service sends only these event types: video.completed, video.failed.")
+			return nil, true, apierr.Invalid(param, "This service sends only these event types: "+eventTypesList+".")
 		}
 		if slices.Contains(out, s) {
 			return nil, true, apierr.Invalid(param, param+" repeats an event type.")
@@ -396,7 +397,7 @@ func (s *Service) Test(ctx context.Context, tenantID, id string, body []byte) (T
 		return TestResult{}, err
 	}
 	if !slices.Contains(EventTypes, typ) {
-		return TestResult{}, apierr.Invalid("event_type", "This service sends only these event types: video.completed, video.failed.")
+		return TestResult{}, apierr.Invalid("event_type", "This service sends only these event types: "+eventTypesList+".")
 	}
 	e, err := s.Get(ctx, tenantID, id)
 	if err != nil {
@@ -408,7 +409,7 @@ func (s *Service) Test(ctx context.Context, tenantID, id string, body []byte) (T
 	}
 	now := s.now()
 	evID := idgen.New("evt")
-	payloadBytes, err := json.Marshal(payload{ID: evID, Object: "event", Type: typ, CreatedAt: now.Unix(), Data: payloadData{ID: "video_test"}})
+	payloadBytes, err := json.Marshal(payload{ID: evID, Object: "event", Type: typ, CreatedAt: now.Unix(), Data: payloadData{ID: sampleObject(typ)}})
 	if err != nil {
 		return TestResult{}, err
 	}
@@ -421,3 +422,16 @@ func (s *Service) Test(ctx context.Context, tenantID, id string, body []byte) (T
 }
 
 func publicURLProblem(err error) string { return safefetch.PublicMessage(err) }
+
+// sampleObject is the object id of a test event: a made-up id of the kind the type names.
+func sampleObject(typ string) string {
+	switch {
+	case strings.HasPrefix(typ, "speech."):
+		return "speech_test"
+	case strings.HasPrefix(typ, "asset.verification."):
+		return "vs_test"
+	case strings.HasPrefix(typ, "asset."):
+		return "asset_test"
+	}
+	return "video_test"
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,14 +26,35 @@ import (
 // Kind is the job kind of a delivery.
 const Kind = "webhook.deliver"
 
-// Event types sent today.
+// Event types: OpenAI's two for video tasks, and ours for the routes OpenAI lacks
+// (docs/webhooks.md#events).
 const (
 	VideoCompleted = "video.completed"
 	VideoFailed    = "video.failed"
+	// A speech generation settled: completed and charged, or failed and refunded.
+	SpeechCompleted = "speech.completed"
+	SpeechFailed    = "speech.failed"
+	// An asset of the library finished processing: Active (usable in tasks) or Failed.
+	AssetReady  = "asset.ready"
+	AssetFailed = "asset.failed"
+	// A real-human verification session finished: passed (its group made) or declined.
+	VerificationCompleted = "asset.verification.completed"
+	VerificationFailed    = "asset.verification.failed"
 )
 
 // EventTypes are the types an endpoint may subscribe to: the ones this service emits.
-var EventTypes = []string{VideoCompleted, VideoFailed}
+var EventTypes = []string{VideoCompleted, VideoFailed, SpeechCompleted, SpeechFailed, AssetReady, AssetFailed,
+	VerificationCompleted, VerificationFailed}
+
+// eventTypesList names EventTypes in a refusal.
+var eventTypesList = strings.Join(EventTypes, ", ")
+
+// Announcer writes an event in the transaction of the state change it announces, and wakes
+// its sender once that committed: what a service that emits events needs (Service).
+type Announcer interface {
+	Announce(ctx context.Context, tx store.Tx, e Event) (string, error)
+	Wake()
+}
 
 // Store is what the service needs of the database.
 type Store interface {
@@ -72,6 +94,22 @@ type Event struct {
 	Type                       string
 	ObjectID                   string
 	At                         time.Time
+	// Data is what the event says beyond the object's id (each field omitted when empty).
+	Data Data
+}
+
+// Data is the rest of an event's data: handles the tenant already holds, never a result
+// URL or a secret.
+type Data struct {
+	// ClientRequestID is a speech request's own client_request_id: the handle a replay of
+	// the request collects the audio with (speech has no read by id).
+	ClientRequestID string `json:"client_request_id,omitempty"`
+	// GroupID is the real-human group a passed verification made.
+	GroupID string `json:"group_id,omitempty"`
+	// VerifyTokenSHA256 is the hex SHA-256 of a verification's VerifyToken: the tenant
+	// matches it to the token it holds, while the event never carries the token itself
+	// (it redeems the group once).
+	VerifyTokenSHA256 string `json:"verify_token_sha256,omitempty"`
 }
 
 // payload is OpenAI's event shape: it names the object, never a result URL (links are fetched
@@ -85,7 +123,8 @@ type payload struct {
 }
 
 type payloadData struct {
-	ID string `json:"id"`
+	ID   string `json:"id"`
+	Data `json:",inline"`
 }
 
 func (s *Service) now() time.Time {
@@ -130,7 +169,7 @@ func (s *Service) Announce(ctx context.Context, tx store.Tx, e Event) (string, e
 		return "", err
 	}
 	eventID := idgen.New("evt")
-	body, err := json.Marshal(payload{ID: eventID, Object: "event", Type: e.Type, CreatedAt: e.At.Unix(), Data: payloadData{ID: e.ObjectID}})
+	body, err := json.Marshal(payload{ID: eventID, Object: "event", Type: e.Type, CreatedAt: e.At.Unix(), Data: payloadData{ID: e.ObjectID, Data: e.Data}})
 	if err != nil {
 		return "", fmt.Errorf("webhook event: %w", err)
 	}
