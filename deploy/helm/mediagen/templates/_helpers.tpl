@@ -111,35 +111,35 @@ Every template includes it, so `helm template` fails with the message whichever 
 {{/* The environment every container shares: (dict "ctx" $ "hook" bool). A hook reads the
 hook Secret: the chart's Secret is made only after pre-install hooks ran. */}}
 {{- define "mediagen.env" -}}
-{{- $ := .ctx -}}
-{{- $secret := include "mediagen.secretName" $ -}}
-{{- if and .hook (not $.Values.secrets.existingSecret) -}}
-{{- $secret = printf "%s-hook" (include "mediagen.fullname" $) -}}
+{{- $root := .ctx -}}
+{{- $secret := include "mediagen.secretName" $root -}}
+{{- if and .hook (not $root.Values.secrets.existingSecret) -}}
+{{- $secret = printf "%s-hook" (include "mediagen.fullname" $root) -}}
 {{- end -}}
 - name: MEDIAGEN_DB
   valueFrom:
     secretKeyRef: {name: {{ $secret }}, key: database-url}
 - name: MEDIAGEN_BLOB
-  value: {{ $.Values.blob.url | quote }}
-{{- if include "mediagen.hasS3Credentials" $ }}
+  value: {{ $root.Values.blob.url | quote }}
+{{- if include "mediagen.hasS3Credentials" $root }}
 - name: AWS_ACCESS_KEY_ID
   valueFrom:
-    secretKeyRef: {name: {{ $secret }}, key: aws-access-key-id{{ if $.Values.secrets.existingSecret }}, optional: true{{ end }}}
+    secretKeyRef: {name: {{ $secret }}, key: aws-access-key-id{{ if $root.Values.secrets.existingSecret }}, optional: true{{ end }}}
 - name: AWS_SECRET_ACCESS_KEY
   valueFrom:
-    secretKeyRef: {name: {{ $secret }}, key: aws-secret-access-key{{ if $.Values.secrets.existingSecret }}, optional: true{{ end }}}
+    secretKeyRef: {name: {{ $secret }}, key: aws-secret-access-key{{ if $root.Values.secrets.existingSecret }}, optional: true{{ end }}}
 {{- end }}
 - name: MEDIAGEN_DB_WAIT
-  value: {{ $.Values.database.wait | quote }}
+  value: {{ $root.Values.database.wait | quote }}
 - name: MEDIAGEN_LOG_FORMAT
-  value: {{ $.Values.logFormat | quote }}
+  value: {{ $root.Values.logFormat | quote }}
 - name: MEDIAGEN_LOG_LEVEL
-  value: {{ $.Values.logLevel | quote }}
-{{- if and (not .hook) (include "mediagen.hasCatalog" $) }}
+  value: {{ $root.Values.logLevel | quote }}
+{{- if and (not .hook) (include "mediagen.hasCatalog" $root) }}
 - name: MEDIAGEN_CATALOG
   value: /etc/mediagen/catalog/catalog.yaml
 {{- end }}
-{{- range $name, $value := $.Values.env }}
+{{- range $name, $value := $root.Values.env }}
 - name: {{ $name }}
   value: {{ $value | quote }}
 {{- end }}
@@ -147,28 +147,28 @@ hook Secret: the chart's Secret is made only after pre-install hooks ran. */}}
 
 {{/* What serve needs beyond the shared environment: (dict "ctx" $ "role" "api"). */}}
 {{- define "mediagen.serveEnv" -}}
-{{- $ := .ctx -}}
-{{- $v := index $.Values .role -}}
-{{- $secret := include "mediagen.secretName" $ -}}
+{{- $root := .ctx -}}
+{{- $v := index $root.Values .role -}}
+{{- $secret := include "mediagen.secretName" $root -}}
 - name: MEDIAGEN_LISTEN
   value: {{ printf ":%v" $v.port | quote }}
 - name: MEDIAGEN_METRICS_LISTEN
   value: {{ printf ":%v" $v.metricsPort | quote }}
 - name: MEDIAGEN_PUBLIC_URL
-  value: {{ include "mediagen.publicURL" $ | quote }}
+  value: {{ include "mediagen.publicURL" $root | quote }}
 - name: MEDIAGEN_SIGNING_KEY
   valueFrom:
     secretKeyRef: {name: {{ $secret }}, key: signing-key}
-{{- if include "mediagen.hasCatalog" $ }}
+{{- if include "mediagen.hasCatalog" $root }}
 - name: MEDIAGEN_CATALOG_WATCH
-  value: {{ $.Values.catalog.watch | quote }}
+  value: {{ $root.Values.catalog.watch | quote }}
 {{- end }}
-{{- range $name, $_ := $.Values.secrets.upstreamKeys }}
+{{- range $name, $_ := $root.Values.secrets.upstreamKeys }}
 - name: {{ $name }}
   valueFrom:
     secretKeyRef: {name: {{ $secret }}, key: {{ $name }}}
 {{- end }}
-{{- range $.Values.secrets.upstreamKeyNames }}
+{{- range $root.Values.secrets.upstreamKeyNames }}
 - name: {{ . }}
   valueFrom:
     secretKeyRef: {name: {{ $secret }}, key: {{ . }}}
