@@ -40,7 +40,7 @@ const (
 // What the chart says is what starts: the rendered migration Job, api and worker containers —
 // their image, command, args, environment (secretKeyRef and configMapKeyRef resolved from the
 // rendered Secrets and ConfigMaps), mounted ConfigMaps, security context (a read-only root;
-// emptyDirs as tmpfs) and user — run under `docker run --network host` against a fresh
+// emptyDirs as fresh directories) and user — run under `docker run --network host` against a fresh
 // PostgreSQL database and a MinIO of their own on loopback. The Job migrates and makes the
 // bucket; the api answers /readyz; a sandbox video task created on the api with a key of the
 // demo tenant is completed by the worker and its charge settled; then the catalog ConfigMap is
@@ -109,8 +109,8 @@ func TestChartRenderedContainersServeATask(t *testing.T) {
 	w.start(t, "api", api.Spec.Template.Spec)
 	w.start(t, "worker", worker.Spec.Template.Spec)
 	base := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	waitHTTP(t, base+"/readyz", "the api's /readyz")
-	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2]), "the worker's /readyz")
+	w.waitReady(t, "api", base+"/readyz")
+	w.waitReady(t, "worker", fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2]))
 
 	// A key of the demo tenant, made as NOTES.txt says: `mediagen admin` in the api's container.
 	apiC := api.Spec.Template.Spec.Containers[0]
@@ -271,9 +271,17 @@ func (w *world) dockerArgs(t *testing.T, pod corev1.PodSpec, c corev1.Container)
 			t.Fatalf("container %s mounts %s, which the pod does not have", c.Name, m.Name)
 		}
 		switch {
-		case v.EmptyDir != nil:
-			// An emptyDir is writable by the pod's fsGroup; a tmpfs open to all is the nearest.
+		case v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory:
 			args = append(args, "--tmpfs", m.MountPath+":rw,mode=1777")
+		case v.EmptyDir != nil:
+			// An emptyDir on the node's disk, made 0777 by the kubelet: a fresh directory. Not
+			// a --tmpfs: over a directory the image has, Docker gives it that directory's mode
+			// (0755) with root as its owner, which the pod's user cannot write.
+			dir := t.TempDir()
+			if err := os.Chmod(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, "--mount", "type=bind,source="+dir+",target="+m.MountPath)
 		case v.ConfigMap != nil:
 			data, ok := w.configMaps[v.ConfigMap.Name]
 			if !ok {
@@ -340,6 +348,21 @@ func (w *world) start(t *testing.T, role string, pod corev1.PodSpec) {
 			t.Logf("%s container log:\n%s", role, out)
 		}
 		_ = exec.Command("docker", "rm", "-f", "-v", name).Run()
+	})
+}
+
+// waitReady polls the replica's readiness URL until it answers 200, failing at once when its
+// container stopped (its log is printed by start's cleanup).
+func (w *world) waitReady(t *testing.T, role, url string) {
+	t.Helper()
+	waitFor(t, startTimeout, "the "+role+"'s "+url, func() bool {
+		if code, _ := get(t, url, ""); code == http.StatusOK {
+			return true
+		}
+		if state := docker(t, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", w.names[role]); !strings.HasPrefix(state, "running") {
+			t.Fatalf("the %s container stopped (%s) before it was ready", role, state)
+		}
+		return false
 	})
 }
 
