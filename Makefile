@@ -16,7 +16,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.version=$(VERSION)
 ARGS        ?=
 
-.PHONY: help build run test test-go fuzz lint bench chaos soak tools postgres clean console-shots cluster image image-test compose-up
+.PHONY: help build run test test-go fuzz lint bench chaos soak tools postgres clean console-shots cluster image image-test compose-up chart-test
 
 help:
 	@echo "make run    build and start the service (sandbox engine, SQLite, demo tenant; prints a key)"
@@ -30,6 +30,7 @@ help:
 	@echo "make image  the container image $(IMAGE) (Dockerfile; docs/deploy.md \"Container image\")"
 	@echo "make image-test  the image, then its test: version, size, a read-only serve that completes a task"
 	@echo "make compose-up  the image, then docker compose up in deploy/compose (PostgreSQL, MinIO, api, worker)"
+	@echo "make chart-test  the Helm chart's tests (scripts/test-chart.sh; also part of make test)"
 	@echo "make console-shots  the console's browser tests, writing screenshots of both consoles to docs/console"
 
 build:
@@ -89,6 +90,7 @@ test: tools lint
 	  MEDIAGEN_TEST_WEBHOOKS_SDK="$$webhookssdk" \
 	  $(GO) run ./scripts/testreport -count=1 -timeout 15m -parallel $(TEST_PARALLEL) ./...
 	@set -e; p=$$(scripts/ensure-promtool.sh); if [ -n "$$p" ]; then $$p check rules deploy/prometheus/*.yml && $$p test rules deploy/prometheus/tests/*.yml; fi
+	@IMAGE=$(IMAGE) GO=$(GO) scripts/test-chart.sh # the Helm chart: lint, strict render, and its containers run under Docker (its own module)
 	@$(MAKE) --no-print-directory fuzz
 
 # Runs every fuzz target briefly (FUZZTIME each, two at a time) on top of the seed corpora go
@@ -151,6 +153,11 @@ COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compos
 compose-up: image
 	@MEDIAGEN_BASE_IMAGES="postgres minio" scripts/ensure-base-images.sh
 	cd deploy/compose && MEDIAGEN_IMAGE=$(IMAGE) $(COMPOSE) up -d && $(COMPOSE) logs -f hello
+
+# The Helm chart's tests alone (deploy/helm/test): helm built once from the module proxy, the
+# image built (cached layers), then lint, strict render and the render-and-run test.
+chart-test:
+	@IMAGE=$(IMAGE) GO=$(GO) scripts/test-chart.sh
 
 clean:
 	rm -rf bin

@@ -83,7 +83,10 @@ type Config struct {
 	// CatalogPoll is how often serve looks for a reload request in the database
 	// (`mediagen admin catalog reload`, docs/catalog.md).
 	CatalogPoll time.Duration
-	DBWait      time.Duration // how long serve waits for an unreachable PostgreSQL at start
+	// CatalogWatch reloads the catalog when its file's content changes, checked at every
+	// CatalogPoll (a Kubernetes ConfigMap mount, whose kubelet swaps a symlink: catalog_watch.go).
+	CatalogWatch bool
+	DBWait       time.Duration // how long serve waits for an unreachable PostgreSQL at start
 	// LimitReplicas divides the request-rate limits among this many API replicas (docs/limits.md).
 	LimitReplicas int
 	TaskCache     int // tasks kept in memory for polling
@@ -150,6 +153,16 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		}
 		fs.IntVar(p, name, def, usage+" (env "+envName(name)+")")
 	}
+	boolean := func(p *bool, name string, def bool, usage string) {
+		if v := getenv(envName(name)); v != "" {
+			if b, err := strconv.ParseBool(v); err == nil {
+				def = b
+			} else {
+				c.envErrs = append(c.envErrs, fmt.Sprintf("%s=%q is not true or false", envName(name), v))
+			}
+		}
+		fs.BoolVar(p, name, def, usage+" (env "+envName(name)+")")
+	}
 	str(&c.DataDir, "data-dir", "data", "directory for the SQLite database and stored media")
 	str(&c.DB, "db", "", "database URL: sqlite:PATH or postgres://…; default sqlite:<data-dir>/mediagen.db")
 	str(&c.Catalog, "catalog", "", "operator catalog file (YAML); empty uses the embedded demo catalog")
@@ -181,6 +194,7 @@ func (c *Config) register(fs *flag.FlagSet, getenv func(string) string, withHTTP
 		num(&c.LimitReplicas, "limit-replicas", 1, "request-rate limits: each replica enforces 1/N of the catalog's rates and bursts; set N (at most 1000) to the number of API replicas for a cluster-wide rate, 1 to enforce the full rate in every replica (docs/limits.md)")
 		dur(&c.DBWait, "db-wait", 30*time.Second, "PostgreSQL and an S3 --blob: at start, keep trying an unreachable server this long before giving up (a replica restarted while the database or the store restarts); 0 gives up at once. A missing database, role or bucket, wrong credentials or a wrong region stop at once")
 		dur(&c.CatalogPoll, "catalog-poll", time.Second, "how often serve looks for a catalog reload request in the database (`mediagen admin catalog reload`); every replica reloads within it")
+		boolean(&c.CatalogWatch, "catalog-watch", false, "reload the catalog when the --catalog file's content changes, checked every --catalog-poll (the file is followed through symlinks, so a Kubernetes ConfigMap's update is seen); a file that does not check is refused once and the catalog in force stays")
 		dur(&c.ConsoleSessionTTL, "console-session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in (docs/console.md)")
 		dur(&c.KeyCacheTTL, "key-cache-ttl", 2*time.Second, "remember authenticated keys this long; a revocation takes effect within it (0 disables)")
 		num(&c.GCPercent, "gc-percent", 400, "Go garbage collection target of serve: the heap grows this many percent over the live heap before a collection (GOGC); higher trades memory for CPU, and 400 took a third off the CPU of a create (bench/README.md). The GOGC environment variable, when set, wins; 0 or less leaves Go's default")

@@ -36,13 +36,15 @@ import (
 // request and job step takes the catalog in force once, at its start, so none sees two. A
 // catalog that does not check is refused with all its problems and the old one stays in force.
 // Triggers: SIGHUP, a reload request in the database (`mediagen admin catalog reload`, noticed
-// by every replica's poll), and the admin API.
+// by every replica's poll), the admin API, and with --catalog-watch a change of the file's
+// content (catalog_watch.go).
 
 // Reload triggers, the values of the reloads metric's trigger label.
 const (
 	triggerSignal  = "signal"  // SIGHUP
 	triggerRequest = "request" // a request in the database (CLI, or another replica's API call)
 	triggerAPI     = "api"     // this replica's admin API
+	triggerFile    = "file"    // the file's content changed (--catalog-watch)
 )
 
 // catalogHeartbeat is how often a replica rewrites its row when nothing changed; a row older
@@ -69,6 +71,7 @@ type reloader struct {
 	tools   ffmpeg.Tools
 	fetch   *safefetch.Client
 
+	file    catalogFileState // --catalog-watch
 	metrics *reloadMetrics
 	hup     chan os.Signal
 	stop    context.CancelFunc
@@ -96,10 +99,10 @@ func newReloadMetrics(reg prometheus.Registerer) *reloadMetrics {
 		loaded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mediagen_catalog_loaded_timestamp_seconds",
 			Help: "When the catalog in force was loaded (Unix seconds)."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mediagen_catalog_reloads_total",
-			Help: "Catalog reloads by trigger (signal, request, api) and outcome (ok, refused)."}, []string{"trigger", "outcome"}),
+			Help: "Catalog reloads by trigger (signal, request, api, file) and outcome (ok, refused)."}, []string{"trigger", "outcome"}),
 	}
 	reg.MustRegister(r.info, r.loaded, r.reloads)
-	for _, t := range []string{triggerSignal, triggerRequest, triggerAPI} {
+	for _, t := range []string{triggerSignal, triggerRequest, triggerAPI, triggerFile} {
 		for _, o := range []string{"ok", "refused"} {
 			r.reloads.WithLabelValues(t, o) // at 0 from the start, for rate() and alerts
 		}
@@ -168,6 +171,7 @@ func (m *Main) startCatalogWatch(ctx context.Context) error {
 		return err
 	}
 	r.seen = seen
+	r.file = catalogFileState{hash: m.catalogs.Loaded().Hash}
 	now := time.Now()
 	// Rows of replicas killed long ago would be listed as stale for ever.
 	if n, err := m.db.PruneCatalogReplicas(ctx, now.Add(-catalogForget)); err != nil {
@@ -217,6 +221,10 @@ func (m *Main) watchCatalog(ctx context.Context) {
 		case <-m.reload.hup:
 			_, _ = m.ReloadCatalog(ctx, triggerSignal)
 		case now := <-tick.C:
+			if m.Config.CatalogWatch && m.Config.Catalog != "" && m.catalogFileChanged() {
+				_, _ = m.ReloadCatalog(ctx, triggerFile)
+				continue
+			}
 			latest, err := m.db.LatestCatalogReload(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
