@@ -50,13 +50,14 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
 # Devanagari, Georgian, Gujarati, Gurmukhi, Hangul and some other Asian scripts (ko), Kannada,
 # Malayalam, Sinhala, Tamil, Telugu (found by speaking letters of every Unicode script with voice
 # en and watching which dictionaries espeak-ng opens; deploy/image_test.go speaks them again in
-# the image and fails on a missing one). The other 99 dictionaries (about 9.5 MB) are left out.
+# the image and fails on a missing one). The other 99 dictionaries (about 9.5 MB) are left out,
+# and so are the documentation and speak-ng (the older command line, 0.5 MB).
 # The GO_IMAGE is bookworm with gcc: the same Debian packages as BASE_IMAGE.
 FROM ${GO_IMAGE} AS espeak
 COPY deploy/image/pcaudio-none.c /tmp/
 RUN set -eu; export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; \
     apt-get install -y -qq --no-install-recommends espeak-ng >/dev/null; \
-    for p in espeak-ng libespeak-ng1 espeak-ng-data; do dpkg -L "$p"; done | grep -v '^/usr/share/' | \
+    for p in espeak-ng libespeak-ng1 espeak-ng-data; do dpkg -L "$p"; done | grep -v -e '^/usr/share/' -e '^/usr/bin/speak-ng$' | \
       while read -r f; do if [ -f "$f" ] && [ ! -d "$f" ]; then echo "${f#/}"; fi; done >/tmp/files; \
     mkdir -p /out/root; tar -C / -cf - -T /tmp/files | tar -C /out/root -xf -; \
     data=$(dirname "$(find /out/root -name phontab)"); \
