@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,25 +12,34 @@ import (
 )
 
 // lettersPerScript is how many letters of each Unicode script the dictionary test speaks,
-// spread over the script's code points: enough to reach each alphabet espeak-ng switches
-// language for within a script (Hangul jamo and syllables, Devanagari's extensions), few
-// enough that espeak-ng reads the text in seconds.
-const lettersPerScript = 40
+// spread over the script's letters: enough to reach the alphabet espeak-ng switches language
+// for within a script (Georgian's mkhedruli after its asomtavruli capitals, Hangul jamo and
+// syllables), few enough that espeak-ng reads the text in seconds.
+const lettersPerScript = 10
+
+// espeakWait bounds one espeak-ng run in the image: seconds on an idle machine, a minute or two
+// on the shared 2-core development machine at a load average of 30.
+const espeakWait = 5 * time.Minute
 
 // The image keeps only the espeak-ng dictionaries the service's voice reads (Dockerfile, stage
 // espeak): en, and the languages espeak-ng switches to for words in some other scripts. Speaking
 // letters of every Unicode script with the voices the service uses (en, and the variants the
 // sandbox picks from an image reference) must open no dictionary the image left out — espeak-ng
 // would otherwise say nothing for those words, and say so on its standard error. It translates
-// only (-q): the dictionaries are opened while translating, and no audio is made.
+// only (-q): the dictionaries are opened while translating, and no audio is made. The variants
+// change the voice, not the language, so they speak a short text: their files are there.
 func TestImageHasEveryDictionaryTheServiceVoiceReads(t *testing.T) {
 	image := needImage(t)
-	text := everyScript(lettersPerScript)
-	for _, voice := range []string{"en", "en+f3", "en+m3"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	for _, c := range []struct{ voice, text string }{
+		{"en", everyScript(lettersPerScript)},
+		{"en+f3", "Your order has shipped."},
+		{"en+m3", "Your order has shipped."},
+	} {
+		voice := c.voice
+		ctx, cancel := context.WithTimeout(context.Background(), espeakWait)
 		cmd := exec.CommandContext(ctx, "docker", "run", "--rm", "-i", "--read-only", "--network", "none",
 			"--entrypoint", "espeak-ng", image, "-q", "-v", voice)
-		cmd.Stdin = strings.NewReader(text)
+		cmd.Stdin = strings.NewReader(c.text)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		err := cmd.Run()
@@ -37,10 +47,17 @@ func TestImageHasEveryDictionaryTheServiceVoiceReads(t *testing.T) {
 		if err != nil {
 			t.Fatalf("espeak-ng -v %s in the image: %v\n%s", voice, err, stderr.Bytes())
 		}
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			lines := strings.SplitN(msg, "\n", 6)
-			t.Errorf("espeak-ng -v %s in the image over letters of every script wrote to its standard error (a dictionary the image lacks?):\n%s",
-				voice, strings.Join(lines[:min(len(lines), 5)], "\n"))
+		// Only the dictionary lines count: Debian's full espeak-ng also says "No envelope" for
+		// two of these letters.
+		var missing []string
+		for line := range strings.Lines(stderr.String()) {
+			if strings.Contains(line, "dictionary") {
+				missing = append(missing, strings.TrimSpace(line))
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			t.Errorf("espeak-ng -v %s in the image lacks dictionaries its words switch to:\n%s", voice, strings.Join(slices.Compact(missing), "\n"))
 		}
 	}
 }
