@@ -15,8 +15,9 @@ import (
 	"mediagen/internal/testkit"
 )
 
-// imageSizeBound is the most the image may weigh before TestImage… fails.
-const imageSizeBound = 175e6
+// imageSizeBound is the most the image may weigh, uncompressed: issue 44's target, which is
+// what an operator pulls to every node (bench/README.md "Container image" has where the bytes go).
+const imageSizeBound = 150e6
 
 // The container image (Dockerfile, `make image`) runs on the loopback of this machine: its
 // `mediagen version` is the version its labels state, it stays within its size bound, and a
@@ -28,13 +29,7 @@ const imageSizeBound = 175e6
 // sets it): building takes minutes, so `make test` does not run it yet. Set, it fails rather
 // than skips when no Docker daemon answers.
 func TestImageServesASandboxTaskOnAReadOnlyRoot(t *testing.T) {
-	image := os.Getenv("MEDIAGEN_TEST_IMAGE")
-	if image == "" {
-		t.Skip("MEDIAGEN_TEST_IMAGE is not set (make image-test builds the image and sets it)")
-	}
-	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		t.Fatalf("MEDIAGEN_TEST_IMAGE=%s but no Docker daemon answers (scripts/ensure-base-images.sh starts one): %v\n%s", image, err, out)
-	}
+	image := needImage(t)
 
 	label := docker(t, "image", "inspect", "--format", `{{index .Config.Labels "org.opencontainers.image.version"}}`, image)
 	if got := docker(t, "run", "--rm", image, "version"); got != "mediagen "+label || label == "" {
@@ -47,9 +42,7 @@ func TestImageServesASandboxTaskOnAReadOnlyRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The target is 150 MB; the image is 169 MB today (bench/README.md "Container image" has
-	// where it goes and what would cut it), so this bound catches growth, not the gap.
-	t.Logf("image %s: %.1f MB uncompressed (target 150 MB)", image, float64(size)/1e6)
+	t.Logf("image %s: %.1f MB uncompressed (bound %.0f MB)", image, float64(size)/1e6, imageSizeBound/1e6)
 	if size > imageSizeBound {
 		t.Errorf("image %s is %.1f MB, over the %.0f MB bound", image, float64(size)/1e6, imageSizeBound/1e6)
 	}
@@ -106,6 +99,20 @@ func TestImageServesASandboxTaskOnAReadOnlyRoot(t *testing.T) {
 	if health != "healthy" {
 		t.Errorf("container health %q after a minute, want healthy", health)
 	}
+}
+
+// needImage is the image MEDIAGEN_TEST_IMAGE names, after checking that a Docker daemon
+// answers; the test is skipped when it names none.
+func needImage(t *testing.T) string {
+	t.Helper()
+	image := os.Getenv("MEDIAGEN_TEST_IMAGE")
+	if image == "" {
+		t.Skip("MEDIAGEN_TEST_IMAGE is not set (make image-test builds the image and sets it)")
+	}
+	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		t.Fatalf("MEDIAGEN_TEST_IMAGE=%s but no Docker daemon answers (scripts/ensure-base-images.sh starts one): %v\n%s", image, err, out)
+	}
+	return image
 }
 
 // docker runs the docker client with a bounded wait and returns its trimmed standard output,

@@ -15,6 +15,12 @@
 # The source comes through apt (`apt-get source`), which checks it against Debian's signed
 # index. The result lives in ${MEDIAGEN_CACHE:-~/.cache/mediagen}/ffmpeg-lean-<version>-r<recipe>/bin.
 # Set MEDIAGEN_LEAN_FFMPEG=0 to skip it.
+#
+# MEDIAGEN_FFMPEG_SHARED=1 builds FFmpeg's libraries as shared objects instead, in lib/ beside
+# bin/ (the programs find them through a RUNPATH of $ORIGIN/../lib, so the directory can be
+# copied anywhere), in a directory of its own (…-r<recipe>-shared). The container image uses it
+# (Dockerfile): ffmpeg and ffprobe then share one copy of the libraries instead of linking
+# about 9 MB each in. The tests keep the static build, which starts a little faster.
 set -euo pipefail
 
 log() { echo "ensure-lean-ffmpeg: $*" >&2; }
@@ -31,7 +37,9 @@ cache="${MEDIAGEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mediagen}"
 # The version without its epoch names the directory ("7:5.1.9-0+deb12u1" → "5.1.9-0+deb12u1");
 # the recipe's own revision is in the name too, so a changed recipe builds again.
 recipe=3
-dir="$cache/ffmpeg-lean-${ver#*:}-r$recipe"
+shared=${MEDIAGEN_FFMPEG_SHARED:-0}
+kind=""; [ "$shared" = 1 ] && kind=-shared
+dir="$cache/ffmpeg-lean-${ver#*:}-r$recipe$kind"
 if [ -x "$dir/bin/ffmpeg" ] && [ -x "$dir/bin/ffprobe" ] && "$dir/bin/ffprobe" -version >/dev/null 2>&1; then
   echo "$dir/bin"; exit 0
 fi
@@ -53,6 +61,7 @@ build() {
   # The external libraries are Debian's own: the same x264, x265, LAME, FreeType and libwebp as
   # the distribution's ffmpeg uses.
   local pkgs=(nasm pkg-config libx264-dev libx265-dev libmp3lame-dev libfreetype-dev libwebp-dev zlib1g-dev xz-utils patch make gcc)
+  [ "$shared" = 1 ] && pkgs+=(patchelf)
   local need=()
   for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p"); done
   if [ ${#need[@]} -gt 0 ]; then
@@ -123,8 +132,10 @@ build() {
   done
   [ $bad = 0 ] || return 1
 
+  local link=(--disable-shared --enable-static)
+  [ "$shared" = 1 ] && link=(--enable-shared --disable-static)
   (cd "$s" && ./configure --prefix="$work/out" --disable-doc --disable-ffplay --disable-debug \
-      --disable-autodetect --disable-shared --enable-static --enable-gpl \
+      --disable-autodetect "${link[@]}" --enable-gpl \
       --enable-libx264 --enable-libx265 --enable-libmp3lame --enable-libfreetype --enable-libwebp --enable-zlib \
       --disable-everything --enable-protocol=file,pipe --enable-indev=lavfi \
       --enable-decoder="$dec" --enable-encoder="$enc" --enable-demuxer="$demux" \
@@ -137,12 +148,23 @@ build() {
   mkdir -p "$cache"
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/bin"
   cp "$work/out/bin/ffmpeg" "$work/out/bin/ffprobe" "$dir.tmp/bin/" || return 1
+  if [ "$shared" = 1 ]; then
+    # Only the versioned files and their soname links the programs load: no development links,
+    # pkg-config files or headers. The RUNPATH is set here rather than through configure,
+    # whose evaluation of its arguments would eat the $ of $ORIGIN.
+    mkdir -p "$dir.tmp/lib" && cp -P "$work/out/lib"/lib*.so.* "$dir.tmp/lib/" || return 1
+    patchelf --set-rpath '$ORIGIN/../lib' "$dir.tmp/bin/ffmpeg" "$dir.tmp/bin/ffprobe" || return 1
+  fi
   # The same version string as Debian's, so a failure report names the FFmpeg it ran.
   "$dir.tmp/bin/ffmpeg" -hide_banner -version | head -1 >"$dir.tmp/VERSION"
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
-  # Builds for an older Debian version or recipe are not used again.
+  # Builds for an older Debian version or recipe are not used again (each kind keeps its own).
   local old
-  for old in "$cache"/ffmpeg-lean-*; do [ "$old" = "$dir" ] || rm -rf "$old"; done
+  for old in "$cache"/ffmpeg-lean-*; do
+    [ "$old" = "$dir" ] && continue
+    if [ "$shared" = 1 ]; then [[ "$old" == *-shared ]] || continue; else [[ "$old" == *-shared ]] && continue; fi
+    rm -rf "$old"
+  done
 }
 
 # build runs in an `if`, where bash ignores `set -e`: its steps that matter return on failure

@@ -100,16 +100,20 @@ func memText() string { return fmt.Sprintf("heap %.1f MiB, RSS %.1f MiB", heapMi
 // taskCacheEntries is serve's default --task-cache.
 const taskCacheEntries = 20_000
 
-func open(ctx context.Context, kind string) (*sqldb.DB, func(), error) {
+// storeBytes is what the store holds on disk: the schema's tables, indexes and TOAST on
+// PostgreSQL (pg_total_relation_size), the database file and its WAL on SQLite.
+type storeBytes func(ctx context.Context) (int64, error)
+
+func open(ctx context.Context, kind string) (*sqldb.DB, func(), storeBytes, error) {
 	if kind == "postgres" {
 		base := pgtest.BaseURL()
 		schema := "bench_" + idgen.Secret(5)
 		admin, err := sql.Open("pgx", base)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		url := base + "&search_path=" + schema
 		db, err := postgres.Open(ctx, url)
@@ -117,22 +121,39 @@ func open(ctx context.Context, kind string) (*sqldb.DB, func(), error) {
 		if err == nil {
 			err = postgres.EnableTaskCache(db, url, taskCacheEntries, time.Second, nil)
 		}
-		return db, cleanup, err
+		size := func(ctx context.Context) (int64, error) {
+			var n int64
+			err := admin.QueryRowContext(ctx, `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint
+				FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+				WHERE ns.nspname = $1 AND c.relkind IN ('r', 'm')`, schema).Scan(&n)
+			return n, err
+		}
+		return db, cleanup, size, err
 	}
 	dir, err := os.MkdirTemp("", "bench-runner-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "bench.db"))
+	path := filepath.Join(dir, "bench.db")
+	db, err := sqlite.Open(ctx, path)
 	if err == nil {
 		db.EnableTaskCache(taskCacheEntries, 0)
 	}
-	return db, func() { os.RemoveAll(dir) }, err
+	size := func(context.Context) (int64, error) {
+		var n int64
+		for _, f := range []string{path, path + "-wal"} {
+			if fi, err := os.Stat(f); err == nil {
+				n += fi.Size()
+			}
+		}
+		return n, nil
+	}
+	return db, func() { os.RemoveAll(dir) }, size, err
 }
 
 func run(kind string, n, workers, batch, drain, submitters, nkeys, ntenants int) error {
 	ctx := context.Background()
-	db, cleanup, err := open(ctx, kind)
+	db, cleanup, size, err := open(ctx, kind)
 	if err != nil {
 		return err
 	}
@@ -268,6 +289,13 @@ func run(kind string, n, workers, batch, drain, submitters, nkeys, ntenants int)
 		return fmt.Errorf("ledger after run: %w", err)
 	}
 	fmt.Println("ledger:  invariants hold")
+	// What a task costs the store's disk, for sizing it (docs/deploy.md "Capacity"): the
+	// service keeps task records, so this grows with the tasks a day times the days kept.
+	if b, err := size(ctx); err == nil {
+		fmt.Printf("store:   %.1f MB on disk with %d tasks, %d of them settled: %.0f bytes a task\n", float64(b)/1e6, n, drain, float64(b)/float64(n))
+	} else {
+		fmt.Printf("store:   size not read: %v\n", err)
+	}
 	return nil
 }
 
