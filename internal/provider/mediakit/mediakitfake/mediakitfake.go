@@ -41,7 +41,6 @@ import (
 	"time"
 
 	"mediagen/internal/media/ffmpeg"
-
 	"mediagen/internal/provider/fakekit"
 )
 
