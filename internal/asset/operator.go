@@ -25,32 +25,12 @@ import (
 // accepts is idgen.Plausible, which the API's lookups rely on.
 var ReGroupID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
-// Grant authorizes a virtual group of tenantID for the operator. With an empty id a new group
-// is made; an existing group of the tenant is authorized again (and renamed when name is
-// given); an id of another tenant or of a real-human group is refused. It reports whether the
-// group was created.
-func Grant(ctx context.Context, st Store, tenantID, id, name, description string, now time.Time) (store.AssetGroup, bool, error) {
-	return grant(ctx, st, tenantID, id, name, description, store.GroupOriginOperator, now)
-}
-
-func grant(ctx context.Context, st Store, tenantID, id, name, description, originName string, now time.Time) (store.AssetGroup, bool, error) {
-	var out store.AssetGroup
-	created := false
-	err := st.Transact(ctx, func(tx store.Tx) error {
-		var err error
-		out, created, err = grantIn(ctx, tx, tenantID, id, name, description, originName, now)
-		return err
-	})
-	return out, created, err
-}
-
-// GrantIn is Grant inside the caller's transaction (the operator plane's, which records the
-// audit entry with it). Its refusals are *apierr.Error naming the field at fault.
+// GrantIn authorizes a virtual group of tenantID for the operator, inside the caller's
+// transaction (the operator plane's, which records the audit entry with it). With an empty id
+// a new group is made; an existing group of the tenant is authorized again (and renamed when
+// name is given); an id of another tenant or of a real-human group is refused. It reports
+// whether the group was created. Its refusals are *apierr.Error naming the field at fault.
 func GrantIn(ctx context.Context, tx store.Tx, tenantID, id, name, description string, now time.Time) (store.AssetGroup, bool, error) {
-	return grantIn(ctx, tx, tenantID, id, name, description, store.GroupOriginOperator, now)
-}
-
-func grantIn(ctx context.Context, tx store.Tx, tenantID, id, name, description, originName string, now time.Time) (store.AssetGroup, bool, error) {
 	if id == "" {
 		id = idgen.New("grp")
 	} else if !ReGroupID.MatchString(id) {
@@ -64,7 +44,7 @@ func grantIn(ctx context.Context, tx store.Tx, tenantID, id, name, description, 
 			return store.AssetGroup{}, false, apierr.Invalid("name", "a new group needs a name")
 		}
 		out := store.AssetGroup{ID: id, TenantID: tenantID, Library: store.LibraryVirtual, Name: name,
-			Description: description, Origin: originName, Status: store.GroupActive, CreatedAt: now, UpdatedAt: now}
+			Description: description, Origin: store.GroupOriginOperator, Status: store.GroupActive, CreatedAt: now, UpdatedAt: now}
 		return out, true, tx.CreateAssetGroup(ctx, out)
 	case err != nil:
 		return store.AssetGroup{}, false, err

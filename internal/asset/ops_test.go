@@ -344,18 +344,26 @@ func TestOperatorGroupsAndAuthorization(t *testing.T) {
 	if _, err := e.op(acme, V+"/assets/create", `{"GroupId":"`+own+`","URL":"https://m.example.com/b.png","AssetType":"Image"}`); apiCode(err) != CodeGroupNotAuthorized {
 		t.Errorf("create in revoked own group: %v", err)
 	}
-	if _, created, err := Grant(ctx, e.db, "acme", own, "", "", time.Now()); err != nil || created {
+	// As the operator plane grants (internal/admin): GrantIn inside its transaction.
+	grant := func(tenantID, id, name string) (g store.AssetGroup, created bool, err error) {
+		err = e.db.Transact(ctx, func(tx store.Tx) error {
+			g, created, err = GrantIn(ctx, tx, tenantID, id, name, "", time.Now())
+			return err
+		})
+		return g, created, err
+	}
+	if _, created, err := grant("acme", own, ""); err != nil || created {
 		t.Fatalf("re-grant: %v %v", created, err)
 	}
 	e.createAsset(acme, own, "https://media.example.com/c.png", "Image")
-	ng, created, err := Grant(ctx, e.db, "rival", "", "Rival stock", "", time.Now())
+	ng, created, err := grant("rival", "", "Rival stock")
 	if err != nil || !created || ng.Origin != store.GroupOriginOperator {
 		t.Fatalf("grant: %+v %v %v", ng, created, err)
 	}
-	if _, _, err := Grant(ctx, e.db, "rival", own, "", "", time.Now()); err == nil {
+	if _, _, err := grant("rival", own, ""); err == nil {
 		t.Error("granted another tenant's group")
 	}
-	if _, _, err := Grant(ctx, e.db, "acme", "new group!", "x", "", time.Now()); err == nil {
+	if _, _, err := grant("acme", "new group!", "x"); err == nil {
 		t.Error("accepted a malformed id")
 	}
 	// A catalog id taken by another group stops the sync.

@@ -15,13 +15,13 @@ const (
 	MaxClientRequestIDBytes = 64 // from the contract
 )
 
-// Video is a POST /v1/videos body parsed once, with every rule of DecodeVideo: Model and
+// Video is a POST /v1/videos body parsed once, with every rule of the contract: Model and
 // Decode read the same tree, so the service's two steps (find the alias, then decode for its
 // product) cost one parse. Decoding never modifies the tree.
 type Video struct{ root object }
 
-// ParseVideo parses body strictly; the errors are those PeekModel and DecodeVideo return for
-// an unparsable body.
+// ParseVideo parses body strictly: one JSON object under the parser's limits, or the error
+// the client is answered with.
 func ParseVideo(body []byte) (*Video, *apierr.Error) {
 	root, err := parseObject(body)
 	if err != nil {
@@ -30,10 +30,15 @@ func ParseVideo(body []byte) (*Video, *apierr.Error) {
 	return &Video{root: root}, nil
 }
 
-// Model is PeekModel on the parsed body.
+// Model is the body's model alias, read strictly (a non-empty string), so that the caller can
+// look up the product before decoding the rest.
 func (v *Video) Model() (string, *apierr.Error) { return readModel(v.root) }
 
-// Decode is DecodeVideo on the parsed body.
+// Decode decodes and validates the body for the product of its alias under the tenant's
+// entitlements. It returns the first problem found, so Param points at one field. All 400
+// problems of a body are found before any 403, so a permission error means the body is
+// otherwise valid; the one exception is a production alias without production access, which
+// is refused before the body is examined.
 func (v *Video) Decode(p Product, e Entitlements) (*VideoRequest, *apierr.Error) {
 	if p.Validate() != nil || p.Route == RouteSpeech {
 		return nil, invalidf("model", "This model alias cannot be used to create video tasks.")
@@ -46,30 +51,6 @@ func (v *Video) Decode(p Product, e Entitlements) (*VideoRequest, *apierr.Error)
 	default:
 		return decodeEnhancement(v.root, p.Enh, e)
 	}
-}
-
-// PeekModel returns the model alias of a request body so that the caller can look up the
-// product before decoding the rest. The body must be one strict JSON object (the same parse
-// rules as DecodeVideo) whose model is a non-empty string.
-func PeekModel(body []byte) (string, *apierr.Error) {
-	v, err := ParseVideo(body)
-	if err != nil {
-		return "", err
-	}
-	return v.Model()
-}
-
-// DecodeVideo decodes and validates a POST /v1/videos body for the product of its alias under
-// the tenant's entitlements. It returns the first problem found, so Param points at one field.
-// All 400 problems of a body are found before any 403, so a permission error means the body is
-// otherwise valid; the one exception is a production alias without production access, which is
-// refused before the body is examined.
-func DecodeVideo(body []byte, p Product, e Entitlements) (*VideoRequest, *apierr.Error) {
-	v, err := ParseVideo(body)
-	if err != nil {
-		return nil, err
-	}
-	return v.Decode(p, e)
 }
 
 func parseObject(body []byte) (object, *apierr.Error) {

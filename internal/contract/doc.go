@@ -10,10 +10,9 @@
 //
 // # API
 //
-//	ParseVideo(body) (*Video, *apierr.Error)      one strict parse; Video.Model and Video.Decode
-//	                                              are PeekModel and DecodeVideo on it
-//	PeekModel(body) (string, *apierr.Error)       the alias, read strictly, to find the Product
-//	DecodeVideo(body, Product, Entitlements)      the whole body, decoded and validated
+//	ParseVideo(body) (*Video, *apierr.Error)      one strict parse of the whole body
+//	Video.Model() (string, *apierr.Error)         the alias, read strictly, to find the Product
+//	Video.Decode(Product, Entitlements)           the whole body, decoded and validated
 //	    (*VideoRequest, *apierr.Error)
 //	Canonical(body) ([]byte, error)               RFC 8785 form for idempotency comparison
 //	Dimensions(resolution, ratio) (w, h int)      pixel size of an output (table on Dimensions)
@@ -45,7 +44,7 @@
 // project fields, credentials, supplied input durations, inline/Base64 uploads, metadata fields
 // at the top level, fields of another route) get a message saying what to do instead.
 //
-// Errors: DecodeVideo returns the first problem found, checking in this order: JSON syntax and
+// Errors: Video.Decode returns the first problem found, checking in this order: JSON syntax and
 // limits, unknown top-level fields, model, top-level values, unknown metadata fields, content,
 // task type and mode, then each metadata value. All 400 problems come before any 403, so a
 // permission error means the body is otherwise valid; the exception is a production alias

@@ -35,7 +35,7 @@ func fuzzRoute(f *testing.F, products []Product) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, pi, eb uint8) {
 		p, e := products[int(pi)%len(products)], entFromBits(eb)
-		r, err := DecodeVideo(body, p, e)
+		r, err := decodeVideo(body, p, e)
 		if err != nil {
 			if r != nil {
 				t.Fatal("request and error both returned")
@@ -49,7 +49,7 @@ func fuzzRoute(f *testing.F, products []Product) {
 		if cerr != nil {
 			t.Fatalf("accepted body does not canonicalize: %v", cerr)
 		}
-		r2, err2 := DecodeVideo(canon, p, e)
+		r2, err2 := decodeVideo(canon, p, e)
 		if err2 != nil || !reflect.DeepEqual(r, r2) {
 			t.Fatalf("canonical form decodes differently: %v\n%+v\n%+v", err2, r, r2)
 		}
@@ -67,7 +67,7 @@ func FuzzPeekModel(f *testing.F) {
 		f.Add([]byte(c.body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		m, err := PeekModel(body)
+		m, err := peekModel(body)
 		if err != nil {
 			checkMessage(t, err)
 			return

@@ -10,6 +10,25 @@ import (
 	"mediagen/internal/apierr"
 )
 
+// decodeVideo is what the video service does with a POST /v1/videos body: one strict parse,
+// then Decode for the product of its alias.
+func decodeVideo(body []byte, p Product, e Entitlements) (*VideoRequest, *apierr.Error) {
+	v, err := ParseVideo(body)
+	if err != nil {
+		return nil, err
+	}
+	return v.Decode(p, e)
+}
+
+// peekModel is how the service finds the alias: one strict parse, then Model.
+func peekModel(body []byte) (string, *apierr.Error) {
+	v, err := ParseVideo(body)
+	if err != nil {
+		return "", err
+	}
+	return v.Model()
+}
+
 // M is a JSON object under construction; tests write bodies as maps and let builders fill in
 // a valid baseline, so each case shows only what it changes.
 type M = map[string]any
@@ -170,7 +189,7 @@ func runTable(t *testing.T, cases []tc) {
 		}
 		seen[c.name] = true
 		t.Run(c.name, func(t *testing.T) {
-			r, err := DecodeVideo([]byte(c.body), c.p, c.e)
+			r, err := decodeVideo([]byte(c.body), c.p, c.e)
 			if c.kind == ok {
 				if err != nil {
 					t.Fatalf("rejected: %v (kind %d)\nbody: %s", err, err.Kind, c.body)

@@ -62,7 +62,7 @@ func strictCases() []tc {
 func TestLimits(t *testing.T) {
 	t.Run("body over MaxBodyBytes rejected", func(t *testing.T) {
 		b := nat(nil, M{"prompt": strings.Repeat("a", MaxBodyBytes)})
-		_, err := DecodeVideo([]byte(b), p25, entNone)
+		_, err := decodeVideo([]byte(b), p25, entNone)
 		if err == nil || err.Kind != apierr.KindInvalid || err.Param != "" {
 			t.Fatalf("got %v", err)
 		}
@@ -70,14 +70,14 @@ func TestLimits(t *testing.T) {
 	})
 	t.Run("more than MaxValues values rejected", func(t *testing.T) {
 		arr := "[" + strings.TrimSuffix(strings.Repeat("0,", MaxValues), ",") + "]"
-		_, err := DecodeVideo([]byte(enh(nil, M{"prompt": raw(arr)})), eLite, entNone)
+		_, err := decodeVideo([]byte(enh(nil, M{"prompt": raw(arr)})), eLite, entNone)
 		if err == nil || err.Kind != apierr.KindInvalid || !strings.HasPrefix(err.Param, "prompt[") {
 			t.Fatalf("got %v", err)
 		}
 		checkMessage(t, err)
 	})
 	t.Run("very deep nesting fails fast", func(t *testing.T) {
-		_, err := DecodeVideo([]byte(`{"model":"e","prompt":`+nested(100000)+`}`), eLite, entNone)
+		_, err := decodeVideo([]byte(`{"model":"e","prompt":`+nested(100000)+`}`), eLite, entNone)
 		if err == nil || err.Kind != apierr.KindInvalid {
 			t.Fatalf("got %v", err)
 		}
@@ -105,7 +105,7 @@ func TestPeekModel(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := PeekModel([]byte(c.body))
+			got, err := peekModel([]byte(c.body))
 			if c.fail {
 				if err == nil || err.Param != c.param || err.Kind != apierr.KindInvalid {
 					t.Fatalf("got %q, %v; want error on %q", got, err, c.param)

@@ -32,7 +32,11 @@ func TestSpeechGeneratesAndChargesMeasuredDuration(t *testing.T) {
 	}
 	rec, _ := se.store.Speech(t.Context(), b.ID)
 	// The reservation is the sandbox engine's bound for the spoken text at 0.0002 per second.
-	want := money.Micros(speech.EstimateSeconds(speech.EspeakBound, "Hello from the speech test.\nCalm and clear.") * 200)
+	quote, err := speech.Estimate("USD", 200, speech.EspeakBound, "Hello from the speech test.\nCalm and clear.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := money.Micros(quote.EstimatedSeconds * 200)
 	if rec.Status != store.SpeechCompleted || rec.Reserved != want || rec.Charged != charge || rec.KeyID != se.keyRec.ID {
 		t.Errorf("record %+v", rec)
 	}

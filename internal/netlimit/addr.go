@@ -2,7 +2,6 @@ package netlimit
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -29,9 +28,6 @@ func ClientOf(a netip.Addr) Client {
 	p, _ := a.WithZone("").Prefix(ipv6ClientBits)
 	return Client{p}
 }
-
-// ClientOfAddr maps a net.Addr (a connection's remote address) to its Client.
-func ClientOfAddr(a net.Addr) Client { return ClientOf(peerAddr(a)) }
 
 // String is the address (IPv4) or prefix (IPv6), for logs; never a metric label.
 func (c Client) String() string {

@@ -54,7 +54,11 @@ func TestEspeakBoundCoversAdversarialTexts(t *testing.T) {
 		if info.Duration > bound {
 			t.Errorf("text %d %q speaks %.2f s, above its bound %.2f s", i, text, info.Duration, bound)
 		}
-		if est := float64(EstimateSeconds(EspeakBound, text)); info.Duration > est {
+		q, err := Estimate("USD", 200, EspeakBound, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est := float64(q.EstimatedSeconds); info.Duration > est {
 			t.Errorf("text %d %q speaks %.2f s, above its reservation of %.0f s", i, text, info.Duration, est)
 		}
 	}

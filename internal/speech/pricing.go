@@ -10,10 +10,6 @@ import (
 // Quote is the frozen pricing of a speech request (billing owns the arithmetic).
 type Quote = billing.SpeechQuote
 
-// EstimateSeconds is the reservation length of a text under the engine's bound, in whole
-// seconds rounded up, at least 1.
-func EstimateSeconds(b Bound, text string) int64 { return billing.SpeechSeconds(b.Micros(text)) }
-
 // Estimate prices the reservation of a text under the engine's bound: speech measures the
 // text, billing prices it. The engine's audio for the text is never longer than the bound.
 func Estimate(currency string, rate money.Micros, b Bound, text string) (Quote, error) {

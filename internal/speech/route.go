@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"mediagen/internal/logctx"
 	"mediagen/internal/provider"
@@ -22,8 +21,8 @@ import (
 // routing.Router shared with video tasks. A one-account alias never consults it.
 
 // DefaultAccountWait is how long an account whose key was refused is skipped by routed
-// requests (the video pipeline's AccountWait default).
-const DefaultAccountWait = 30 * time.Second
+// requests (the routing policy's default, shared with video tasks).
+const DefaultAccountWait = routing.DefaultAccountWait
 
 // router is the accounts' health routed requests consult (Router, else one per Service).
 func (s *Service) router() *routing.Router {
@@ -91,20 +90,19 @@ func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider
 		if ctx.Err() != nil {
 			return out, got, err // the wait is over: no account more
 		}
-		switch {
-		case errors.Is(err, provider.ErrAccount):
-			r.Avoid(a, s.accountWait(), "key refused (401/403)")
-		case routing.RateLimited(err):
-			r.Avoid(a, max(provider.RetryDelay(err), time.Second), "rate-limited (429)")
-		case errors.Is(err, provider.ErrTransient):
-			if r.Failure(a) {
-				logctx.Logger(ctx, s.log()).Warn("upstream account's breaker opened", "upstream", a, "err", err)
-			}
-		default:
+		v := routing.Policy{AccountWait: s.AccountWait}.Judge(r, a, err)
+		if v.Opened {
+			logctx.Logger(ctx, s.log()).Warn("upstream account's breaker opened", "upstream", a, "err", err)
+		}
+		if v.Class == routing.Rejected || v.Class == routing.Unknown {
 			return out, got, err // the request's own refusal: not retried elsewhere
 		}
-		got.route = append(got.route, store.SpeechRoute{Upstream: a, Detail: "left " + a + ": " + moved(err)})
-		logctx.Logger(ctx, s.log()).Info("routed speech left an account", "upstream", a, "why", moved(err))
+		why := v.Why
+		if why == "" {
+			why = moved(err)
+		}
+		got.route = append(got.route, store.SpeechRoute{Upstream: a, Detail: "left " + a + ": " + why})
+		logctx.Logger(ctx, s.log()).Info("routed speech left an account", "upstream", a, "why", why)
 	}
 	if last == nil {
 		if got.account == "" {
@@ -115,26 +113,13 @@ func (s *Service) synthesizeRouted(ctx context.Context, st Stored, preq provider
 	return provider.Speech{}, got, last
 }
 
-func (s *Service) accountWait() time.Duration {
-	if s.AccountWait > 0 {
-		return s.AccountWait
-	}
-	return DefaultAccountWait
-}
-
-// moved says why a routed request left an account after err.
+// moved says why a routed request left an account after a transient err (the account's own
+// refusals are explained by the routing policy's verdict).
 func moved(err error) string {
-	switch {
-	case errors.Is(err, provider.ErrAccount):
-		return "its key was refused (401/403)"
-	case routing.RateLimited(err):
-		return fmt.Sprintf("rate-limited (429, Retry-After %s)", max(provider.RetryDelay(err), time.Second))
-	case errors.Is(err, context.DeadlineExceeded):
+	if errors.Is(err, context.DeadlineExceeded) {
 		return "timed out"
-	case errors.Is(err, provider.ErrTransient):
-		return "failed, nothing made: " + detail(err)
 	}
-	return detail(err)
+	return "failed, nothing made: " + detail(err)
 }
 
 func describe(route []store.SpeechRoute) string {

@@ -47,8 +47,8 @@ func TestSpeechEstimateSecondsFollowsTheBound(t *testing.T) {
 		// (0.6 + 0.4 + 0.5) × 1.1 = 1.65 → 2 s.
 		{"a letter on its own line", "\nw", 2},
 	} {
-		if got := EstimateSeconds(b, c.text); got != c.want {
-			t.Errorf("%s: EstimateSeconds = %d, want %d", c.name, got, c.want)
+		if q, err := Estimate("USD", 200, b, c.text); err != nil || q.EstimatedSeconds != c.want {
+			t.Errorf("%s: Estimate = %+v, %v; want %d estimated seconds", c.name, q, err, c.want)
 		}
 	}
 	// Characters are code points: 13 × "漢" counts 13.

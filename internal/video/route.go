@@ -3,12 +3,10 @@ package video
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"mediagen/internal/contract"
-	"mediagen/internal/provider"
 	"mediagen/internal/routing"
 )
 
@@ -177,39 +175,20 @@ func (s *stepCtx) leave(half, account, why string) error {
 // refused, 401/403; rate-limited, 429) made no job: the account is avoided for a while and
 // the task routes again at once — unless an earlier create's answer on this account is still
 // unknown (unsure). A refusal of the request itself is not retried elsewhere. Any other
-// failure counts against the account's breaker and is retried as before (moved: false).
+// failure counts against the account's breaker and is retried as before (moved: false): a
+// create that failed with a 5xx may have made a job. The policy is routing's.
 func (s *stepCtx) fallback(half string, err error, unsure bool) (Outcome, string, error, bool) {
-	acct, r := s.account(), s.p.router()
-	var why, kind string
-	switch {
-	case errors.Is(err, provider.ErrAccount):
-		wait := s.p.AccountWait
-		if wait <= 0 {
-			wait = 30 * time.Second
-		}
-		why, kind = "its key was refused (401/403)", "account"
-		r.Avoid(acct, wait, "key refused (401/403)")
-	case rateLimited(err):
-		d := max(provider.RetryDelay(err), time.Second)
-		why, kind = fmt.Sprintf("rate-limited (429, Retry-After %s)", d), "rate_limited"
-		r.Avoid(acct, d, "rate-limited (429)")
-	case errors.Is(err, provider.ErrPermanent):
-		return Outcome{}, "", nil, false
-	default:
-		if r.Failure(acct) {
-			s.log.Warn("upstream account's breaker opened", "upstream", acct, "err", err)
-		}
+	acct := s.account()
+	v := routing.Policy{AccountWait: s.p.AccountWait, BlameUnknown: true}.Judge(s.p.router(), acct, err)
+	if v.Opened {
+		s.log.Warn("upstream account's breaker opened", "upstream", acct, "err", err)
+	}
+	if v.Why == "" || unsure || s.moves > 2*len(s.routes(half)) {
 		return Outcome{}, "", nil, false
 	}
-	if unsure || s.moves > 2*len(s.routes(half)) {
-		return Outcome{}, "", nil, false
-	}
-	s.upstreamErr("submit", kind)
-	if lerr := s.leave(half, acct, why); lerr != nil {
+	s.upstreamErr("submit", v.Class.String())
+	if lerr := s.leave(half, acct, v.Why); lerr != nil {
 		return Outcome{}, "", lerr, true
 	}
 	return Outcome{}, s.phase, nil, true
 }
-
-// rateLimited: the upstream answered 429 (its create made no job).
-func rateLimited(err error) bool { return routing.RateLimited(err) }

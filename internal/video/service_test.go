@@ -176,10 +176,7 @@ func TestCreateReservesTheEstimateAndEnqueuesTheTasksJob(t *testing.T) {
 		t.Fatalf("create: %v (created %v)", err, created)
 	}
 	alias, _ := c.Tenant.Alias("demo-video-fast")
-	req, derr := contract.DecodeVideo([]byte(nativeBody), product(alias), entitlements(c.Tenant.Packages))
-	if derr != nil {
-		t.Fatal(derr)
-	}
+	req := decodeBody(t, nativeBody, product(alias), entitlements(c.Tenant.Packages))
 	want, err := billing.EstimateNative(c.Tenant, alias, req.Native)
 	if err != nil {
 		t.Fatal(err)
@@ -280,10 +277,7 @@ func TestCreateEnhancementReservesOnTheMeasuredSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	alias, _ := c.Tenant.Alias("demo-enhance-lite")
-	req, derr := contract.DecodeVideo([]byte(body), product(alias), entitlements(c.Tenant.Packages))
-	if derr != nil {
-		t.Fatal(derr)
-	}
+	req := decodeBody(t, body, product(alias), entitlements(c.Tenant.Packages))
 	declared, _ := billing.EstimateEnhancement(c.Tenant, contract.EnhRoute(alias.Route), req.Enhancement, 0)
 	measured, _ := billing.EstimateEnhancement(c.Tenant, contract.EnhRoute(alias.Route), req.Enhancement, 60)
 	if task.Reserved != measured.Amount || task.Reserved <= declared.Amount {
@@ -401,4 +395,18 @@ func TestAssetRefusalsNameTheContentItem(t *testing.T) {
 	if revoked.Param != "" {
 		t.Errorf("the library's error was changed in place: param %q", revoked.Param)
 	}
+}
+
+// decodeBody decodes a create body as the service does (one parse, then Decode).
+func decodeBody(t *testing.T, body string, p contract.Product, e contract.Entitlements) *contract.VideoRequest {
+	t.Helper()
+	v, err := contract.ParseVideo([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := v.Decode(p, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }

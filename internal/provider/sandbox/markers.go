@@ -169,28 +169,6 @@ func failMessage(code, taskType string) string {
 	return "The task failed (" + code + ")."
 }
 
-// StripSourceMarkers returns raw without its sandbox query parameter, other parameters
-// unchanged and in order. The sandbox fetches this URL; a service handing an
-// enhancement source to a real upstream should pass this URL too, so that the
-// sandbox-only parameter never leaves the service.
-func StripSourceMarkers(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.RawQuery == "" {
-		return raw
-	}
-	var keep []string
-	for _, part := range strings.Split(u.RawQuery, "&") {
-		k, _, _ := strings.Cut(part, "=")
-		if key, err := url.QueryUnescape(k); err == nil && key == SandboxParam {
-			continue
-		}
-		keep = append(keep, part)
-	}
-	u.RawQuery = strings.Join(keep, "&")
-	u.ForceQuery = false
-	return u.String()
-}
-
 // applyList applies URL-style items: "fail", "fail:CODE", "slow:10s", comma-separated.
 func (m *markers) applyList(v string) error {
 	var errs []string

@@ -59,9 +59,6 @@ func TestParseURLMarkers(t *testing.T) {
 		if err != nil || m != tc.want || fetch != tc.fetch {
 			t.Errorf("parseURLMarkers(%q) = %+v, %q, %v; want %+v, %q", tc.in, m, fetch, err, tc.want, tc.fetch)
 		}
-		if got := StripSourceMarkers(tc.in); got != tc.fetch {
-			t.Errorf("StripSourceMarkers(%q) = %q, want %q", tc.in, got, tc.fetch)
-		}
 	}
 	for _, bad := range []string{"https://x.example/v?sandbox=boom", "https://x.example/v?sandbox=slow:forever", "https://x.example/v?sandbox=fail:"} {
 		if _, _, err := parseURLMarkers(bad); err == nil {

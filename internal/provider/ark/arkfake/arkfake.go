@@ -9,19 +9,16 @@
 package arkfake
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Ends a job can be given by Config.End.
@@ -64,22 +61,19 @@ type Config struct {
 
 // Server is a running fake Ark.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
-	rng        *rand.Rand
-	jobs       map[string]*job
-	order      []string       // job ids, oldest first
-	byTag      map[string]int // safety_identifier → jobs made
-	running    int
-	peak       int
-	lost       int // creates that made a job and lost the answer
-	limited    int // creates answered 429 (RateLimit)
-	refused    int // calls refused for their key (401)
-	stalls     int // poll answers that stalled
-	violations []string
-	urls       []string // every content item's URL, in the order received
+	jobs    map[string]*job
+	order   []string       // job ids, oldest first
+	byTag   map[string]int // safety_identifier → jobs made
+	running int
+	peak    int
+	lost    int      // creates that made a job and lost the answer
+	limited int      // creates answered 429 (RateLimit)
+	refused int      // calls refused for their key (401)
+	stalls  int      // poll answers that stalled
+	urls    []string // every content item's URL, in the order received
 }
 
 type job struct {
@@ -94,103 +88,37 @@ func Start(cfg Config) *Server {
 	if cfg.Polls <= 0 {
 		cfg.Polls = 1
 	}
-	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 7)), jobs: map[string]*job{}, byTag: map[string]int{}}
-	s.srv = httptest.NewTLSServer(s)
+	s := &Server{cfg: cfg, jobs: map[string]*job{}, byTag: map[string]int{}}
+	s.Serve(s, cfg.FaultPercent, cfg.Seed, 7)
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API base URL an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL + "/api/v3" }
-
-// Certificate is the server's TLS certificate, for a client that trusts several fakes.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config {
-	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-}
+func (s *Server) Base() string { return s.URL() + "/api/v3" }
 
 // JobsFor is how many jobs creates with the tag made (ark.Tag of a task's idempotency key).
-func (s *Server) JobsFor(tag string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byTag[tag]
-}
+func (s *Server) JobsFor(tag string) int { return fakekit.Get(&s.Kit, s.byTag, tag) }
 
 // Jobs is how many jobs were made in all.
-func (s *Server) Jobs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.jobs)
-}
+func (s *Server) Jobs() int { return fakekit.Len(&s.Kit, s.jobs) }
 
 // Peak is the most jobs running at once (made and not yet reported ended).
-func (s *Server) Peak() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.peak
-}
+func (s *Server) Peak() int { return s.Load(&s.peak) }
 
 // LostAnswers is how many creates made a job and then failed their answer.
-func (s *Server) LostAnswers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) LostAnswers() int { return s.Load(&s.lost) }
 
 // RateLimited is how many creates were answered 429 (Config.RateLimit).
-func (s *Server) RateLimited() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limited
-}
+func (s *Server) RateLimited() int { return s.Load(&s.limited) }
 
 // Refused is how many calls were refused for their key (401).
-func (s *Server) Refused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
+func (s *Server) Refused() int { return s.Load(&s.refused) }
 
 // Stalls is how many poll answers stalled (Config.Stall).
-func (s *Server) Stalls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stalls
-}
+func (s *Server) Stalls() int { return s.Load(&s.stalls) }
 
 // URLs are the content items' URLs of every create received, in order.
-func (s *Server) URLs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.urls)
-}
-
-// Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-}
-
-// fault picks one of n faults for this call, or -1 for none.
-func (s *Server) fault(n int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
-		return -1
-	}
-	return s.rng.IntN(n)
-}
+func (s *Server) URLs() []string { return fakekit.Clone(&s.Kit, &s.urls) }
 
 const apiPrefix = "/api/v3/contents/generations/tasks"
 
@@ -200,9 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+s.cfg.Key {
-		s.mu.Lock()
-		s.refused++
-		s.mu.Unlock()
+		s.Inc(&s.refused)
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, `{"error":{"code":"AuthenticationError","message":"The API key in the request is missing or invalid."}}`)
 		return
@@ -215,7 +141,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, apiPrefix+"/"):
 		s.get(w, strings.TrimPrefix(r.URL.Path, apiPrefix+"/"))
 	default:
-		s.violate("unexpected %s %s", r.Method, r.URL.Path)
+		s.Violate("unexpected %s %s", r.Method, r.URL.Path)
 		w.WriteHeader(http.StatusNotFound)
 	}
 }
@@ -228,11 +154,11 @@ func writeError(w http.ResponseWriter, status int, code string) {
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		s.violate("create Content-Type %q", ct)
+		s.Violate("create Content-Type %q", ct)
 	}
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.violate("create body is not JSON: %v", err)
+		s.Violate("create body is not JSON: %v", err)
 		writeError(w, http.StatusBadRequest, "InvalidParameter")
 		return
 	}
@@ -241,12 +167,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "InvalidParameter")
 		return
 	}
-	f := s.fault(4)
+	f := s.Fault(4)
 	switch {
 	case s.cfg.RateLimit > 0:
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RateLimit))
 		writeError(w, http.StatusTooManyRequests, "RateLimitExceeded")
 		return
@@ -268,7 +192,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.End != nil {
 		end = s.cfg.End(prompt)
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j := &job{id: fmt.Sprintf("cgt-%06d", len(s.order)+1), model: model, tag: tag, prompt: prompt, end: end, created: time.Now().Unix()}
 	s.jobs[j.id] = j
 	s.order = append(s.order, j.id)
@@ -278,17 +202,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if f >= 2 {
 		s.lost++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch f {
 	case 2: // the job is made, the answer is a 5xx
 		writeError(w, http.StatusInternalServerError, "InternalServiceError")
 		return
 	case 3: // the job is made, the connection drops before the answer
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				_ = conn.Close()
-				return
-			}
+		if fakekit.Drop(w) {
+			return
 		}
 		writeError(w, http.StatusBadGateway, "BadGateway")
 		return
@@ -302,11 +223,9 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 	if s.cfg.Stall > 0 {
 		classes = 4
 	}
-	switch s.fault(classes) {
+	switch s.Fault(classes) {
 	case 3:
-		s.mu.Lock()
-		s.stalls++
-		s.mu.Unlock()
+		s.Inc(&s.stalls)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"id":"`+id+`",`)
 		if f, ok := w.(http.Flusher); ok {
@@ -326,10 +245,10 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 		_, _ = io.WriteString(w, `{"id":"`+id+`","status":`)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[id]
 	if !ok {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		writeError(w, http.StatusNotFound, "ResourceNotFound")
 		return
 	}
@@ -348,17 +267,17 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 			s.running--
 		}
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	out := map[string]any{"id": id, "model": j.model, "status": status, "created_at": j.created, "updated_at": time.Now().Unix()}
 	switch status {
 	case "succeeded":
 		// The result link is temporary, as Ark's are: it carries its expiry, and a fault
 		// hands one out already expired (a re-poll gives a fresh one).
 		exp := time.Now().Add(time.Hour)
-		if s.fault(2) == 0 {
+		if s.Fault(2) == 0 {
 			exp = time.Now().Add(-time.Second)
 		}
-		out["content"] = map[string]any{"video_url": fmt.Sprintf("%s/files/%s.mp4?expires=%d", s.srv.URL, id, exp.Unix())}
+		out["content"] = map[string]any{"video_url": fmt.Sprintf("%s/files/%s.mp4?expires=%d", s.URL(), id, exp.Unix())}
 		tokens := s.cfg.Tokens
 		if s.cfg.TokensFor != nil && s.cfg.TokensFor(j.prompt) != 0 {
 			tokens = s.cfg.TokensFor(j.prompt)
@@ -379,21 +298,21 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		switch k {
 		case "page_num", "page_size", "filter.model", "filter.status", "filter.task_ids", "filter.service_tier":
 		default:
-			s.violate("list query parameter %q", k)
+			s.Violate("list query parameter %q", k)
 		}
 	}
 	num, err1 := strconv.Atoi(q.Get("page_num"))
 	size, err2 := strconv.Atoi(q.Get("page_size"))
 	if err1 != nil || err2 != nil || num < 1 || size < 1 || size > 500 {
-		s.violate("list page_num %q page_size %q", q.Get("page_num"), q.Get("page_size"))
+		s.Violate("list page_num %q page_size %q", q.Get("page_num"), q.Get("page_size"))
 		writeError(w, http.StatusBadRequest, "InvalidParameter")
 		return
 	}
-	if s.fault(4) == 0 {
+	if s.Fault(4) == 0 {
 		writeError(w, http.StatusInternalServerError, "InternalServiceError")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	var items []map[string]any
 	for i := len(s.order) - 1; i >= 0; i-- {
 		j := s.jobs[s.order[i]]
@@ -402,7 +321,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		items = append(items, map[string]any{"id": j.id, "model": j.model, "status": "running", "safety_identifier": j.tag, "created_at": j.created})
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	total := len(items)
 	lo := min((num-1)*size, total)
 	hi := min(lo+size, total)
@@ -418,7 +337,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Request has expired", http.StatusForbidden)
 		return
 	}
-	if s.fault(2) == 0 {
+	if s.Fault(2) == 0 {
 		http.NotFound(w, r)
 		return
 	}
@@ -443,14 +362,14 @@ var (
 // check validates a create body and returns its prompt; false when Ark would answer 400.
 func (s *Server) check(b map[string]any) (string, bool) {
 	ok := true
-	bad := func(format string, args ...any) { s.violate("create: "+format, args...); ok = false }
+	bad := func(format string, args ...any) { s.Violate("create: "+format, args...); ok = false }
 	for k, v := range b {
 		typ, known := createFields[k]
 		if !known {
 			bad("unknown field %q", k)
 			continue
 		}
-		if !hasType(v, typ) {
+		if !fakekit.HasType(v, typ) {
 			bad("%s = %v, want a %s", k, v, typ)
 		}
 	}
@@ -496,9 +415,7 @@ func (s *Server) check(b map[string]any) (string, bool) {
 			ref, isObj := m[typ].(map[string]any)
 			u, _ := ref["url"].(string)
 			role, _ := m["role"].(string)
-			s.mu.Lock()
-			s.urls = append(s.urls, u)
-			s.mu.Unlock()
+			s.Locked(func() { s.urls = append(s.urls, u) })
 			if id, isAsset := strings.CutPrefix(u, "asset://"); isAsset {
 				if s.cfg.KnownAsset == nil || !s.cfg.KnownAsset(id) {
 					bad("%s item names asset %q, which is not an Active asset of the account's library", typ, id)
@@ -517,22 +434,4 @@ func (s *Server) check(b map[string]any) (string, bool) {
 		bad("%d text items", texts)
 	}
 	return prompt, ok
-}
-
-func hasType(v any, typ string) bool {
-	switch typ {
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "bool":
-		_, ok := v.(bool)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	case "integer":
-		f, ok := v.(float64)
-		return ok && f == float64(int64(f))
-	}
-	return false
 }

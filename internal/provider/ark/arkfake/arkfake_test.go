@@ -23,7 +23,7 @@ func TestFakeRecordsEveryBrokenRequest(t *testing.T) {
 			req, _ := http.NewRequest("POST", f.Base()+"/contents/generations/tasks", strings.NewReader(tc.body))
 			req.Header.Set("Authorization", "Bearer k")
 			req.Header.Set("Content-Type", "application/json")
-			res, err := f.srv.Client().Do(req)
+			res, err := f.Client().Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

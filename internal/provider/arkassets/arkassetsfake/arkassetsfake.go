@@ -21,21 +21,19 @@ package arkassetsfake
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	volc "github.com/volcengine/volcengine-go-sdk/volcengine/base"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Config sets up a Server.
@@ -64,10 +62,9 @@ type Config struct {
 
 // Server is a running fake.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
 	groups     map[string]*group
 	groupOrder []string
 	assets     map[string]*asset
@@ -78,7 +75,6 @@ type Server struct {
 	faulted    int  // calls answered with the Status or Garbage fault
 	refuseAll  bool // SetRefuse
 	urls       []string
-	violations []string
 }
 
 type group struct {
@@ -102,135 +98,72 @@ func Start(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, groups: map[string]*group{}, assets: map[string]*asset{}, sessions: map[string]*session{},
 		calls: map[string]int{}}
-	s.srv = httptest.NewTLSServer(s)
+	s.Serve(s, 0, 0, 0) // no drawn faults: this fake injects its own
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API base URL an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL }
-
-// Certificate is the server's certificate, for the client's roots.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLS is a client configuration that trusts the server.
-func (s *Server) TLS() *tls.Config {
-	pool := x509.NewCertPool()
-	pool.AddCert(s.srv.Certificate())
-	return &tls.Config{RootCAs: pool}
-}
-
-// Client is an HTTP client that trusts the server (for a test that opens the H5 page).
-func (s *Server) Client() *http.Client { return s.srv.Client() }
+func (s *Server) Base() string { return s.URL() }
 
 // SetStatus changes the fault of every call (0: none).
 func (s *Server) SetStatus(status int) {
-	s.mu.Lock()
-	s.cfg.Status = status
-	s.mu.Unlock()
+	s.Locked(func() { s.cfg.Status = status })
 }
 
 // SetGarbage changes whether every call is answered with garbage.
 func (s *Server) SetGarbage(garbage bool) {
-	s.mu.Lock()
-	s.cfg.Garbage = garbage
-	s.mu.Unlock()
+	s.Locked(func() { s.cfg.Garbage = garbage })
 }
 
 // SetRefuse makes the review refuse every asset created from now on.
 func (s *Server) SetRefuse(refuse bool) {
-	s.mu.Lock()
-	s.refuseAll = refuse
-	s.mu.Unlock()
+	s.Locked(func() { s.refuseAll = refuse })
 }
 
 // Faulted is how many calls were answered with the Status or Garbage fault.
-func (s *Server) Faulted() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.faulted
-}
+func (s *Server) Faulted() int { return s.Load(&s.faulted) }
 
 // SetNever changes whether assets stay Processing.
 func (s *Server) SetNever(never bool) {
-	s.mu.Lock()
-	s.cfg.Never = never
-	s.mu.Unlock()
+	s.Locked(func() { s.cfg.Never = never })
 }
 
 // SetLoseCreates makes the next n creates lose their answers.
 func (s *Server) SetLoseCreates(n int) {
-	s.mu.Lock()
-	s.cfg.LoseCreates = n
-	s.mu.Unlock()
-}
-
-// Violations are the requests that broke the wire format.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
+	s.Locked(func() { s.cfg.LoseCreates = n })
 }
 
 // Calls is how many calls of the action were answered.
-func (s *Server) Calls(action string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[action]
-}
+func (s *Server) Calls(action string) int { return fakekit.Get(&s.Kit, s.calls, action) }
 
 // Groups is how many groups exist; Assets how many assets.
-func (s *Server) Groups() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.groups)
-}
+func (s *Server) Groups() int { return fakekit.Len(&s.Kit, s.groups) }
 
 // Assets is how many assets exist.
-func (s *Server) Assets() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.assets)
-}
+func (s *Server) Assets() int { return fakekit.Len(&s.Kit, s.assets) }
 
 // URLs are the asset URLs CreateAsset was given, in order.
-func (s *Server) URLs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.urls)
-}
+func (s *Server) URLs() []string { return fakekit.Clone(&s.Kit, &s.urls) }
 
 // Lost is how many creates lost their answer.
-func (s *Server) Lost() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) Lost() int { return s.Load(&s.lost) }
 
 // Known reports an Active asset id of the fake: what Seedance would accept as asset://<id>.
 func (s *Server) Known(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	a, ok := s.assets[id]
 	return ok && a.status == "Active"
 }
 
 // AssetGroup is the group of an asset id ("" when unknown).
 func (s *Server) AssetGroup(id string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	if a, ok := s.assets[id]; ok {
 		return a.group
 	}
 	return ""
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-	s.mu.Unlock()
 }
 
 func (s *Server) nextID(prefix string) string {
@@ -263,26 +196,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	action, version := r.URL.Query().Get("Action"), r.URL.Query().Get("Version")
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if r.Method != http.MethodPost || r.URL.Path != "/" {
-		s.violate("%s %s: want POST /?Action=…", r.Method, r.URL.Path)
+		s.Violate("%s %s: want POST /?Action=…", r.Method, r.URL.Path)
 		writeEnvelope(w, http.StatusNotFound, action, "InvalidActionOrVersion", nil)
 		return
 	}
 	if version != "2024-01-01" {
-		s.violate("%s: Version %q", action, version)
+		s.Violate("%s: Version %q", action, version)
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		s.violate("%s: Content-Type %q", action, ct)
+		s.Violate("%s: Content-Type %q", action, ct)
 	}
 	if !s.signed(r, body) {
 		writeEnvelope(w, http.StatusUnauthorized, action, "SignatureDoesNotMatch", nil)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	status, garbage := s.cfg.Status, s.cfg.Garbage
 	if status != 0 || garbage {
 		s.faulted++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch {
 	case status != 0:
 		code := map[int]string{401: "InvalidAccessKey", 403: "AccessDenied", 429: "FlowLimitExceeded"}[status]
@@ -298,13 +231,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var in map[string]any
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.violate("%s: body is not a JSON object: %v", action, err)
+		s.Violate("%s: body is not a JSON object: %v", action, err)
 		writeEnvelope(w, http.StatusBadRequest, action, "InvalidParameter", nil)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.calls[action]++
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch action {
 	case "CreateAssetGroup":
 		s.createGroup(w, in)
@@ -321,7 +254,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "GetVisualValidateResult":
 		s.getResult(w, in)
 	default:
-		s.violate("unknown Action %q", action)
+		s.Violate("unknown Action %q", action)
 		writeEnvelope(w, http.StatusBadRequest, action, "InvalidActionOrVersion", nil)
 	}
 }
@@ -333,11 +266,11 @@ func (s *Server) signed(r *http.Request, body []byte) bool {
 	auth := r.Header.Get("Authorization")
 	date := r.Header.Get("X-Date")
 	if !strings.HasPrefix(auth, "HMAC-SHA256 Credential="+s.cfg.AccessKey+"/") || len(date) != 16 {
-		s.violate("%s: Authorization %q is not a signature of access key %s", r.URL.Query().Get("Action"), redact(auth), s.cfg.AccessKey)
+		s.Violate("%s: Authorization %q is not a signature of access key %s", r.URL.Query().Get("Action"), redact(auth), s.cfg.AccessKey)
 		return false
 	}
 	if !strings.Contains(auth, "/"+s.cfg.Region+"/ark/request,") {
-		s.violate("credential scope of %q is not region %s, service ark", redact(auth), s.cfg.Region)
+		s.Violate("credential scope of %q is not region %s, service ark", redact(auth), s.cfg.Region)
 		return false
 	}
 	again, _ := http.NewRequest(r.Method, "https://"+r.Host+r.URL.RequestURI(), bytes.NewReader(body))
@@ -348,7 +281,7 @@ func (s *Server) signed(r *http.Request, body []byte) bool {
 	}
 	volc.Sign4(again, volc.Credentials{AccessKeyID: s.cfg.AccessKey, SecretAccessKey: s.cfg.SecretKey, Service: "ark", Region: s.cfg.Region})
 	if again.Header.Get("Authorization") != auth {
-		s.violate("%s: signature does not match the request", r.URL.Query().Get("Action"))
+		s.Violate("%s: signature does not match the request", r.URL.Query().Get("Action"))
 		return false
 	}
 	return true
@@ -366,13 +299,13 @@ func (s *Server) fields(action string, in map[string]any, required []string, opt
 	ok := true
 	for _, k := range required {
 		if v, has := in[k]; !has || v == "" || v == nil {
-			s.violate("%s: %s is missing", action, k)
+			s.Violate("%s: %s is missing", action, k)
 			ok = false
 		}
 	}
 	for k := range in {
 		if !slices.Contains(required, k) && !slices.Contains(optional, k) && k != "ProjectName" {
-			s.violate("%s: unknown field %q", action, k)
+			s.Violate("%s: unknown field %q", action, k)
 			ok = false
 		}
 	}
@@ -383,8 +316,8 @@ func str(in map[string]any, k string) string { v, _ := in[k].(string); return v 
 
 // lose reports whether this create's answer is lost (the object is made all the same).
 func (s *Server) lose() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	if s.cfg.LoseCreates > 0 {
 		s.cfg.LoseCreates--
 		s.lost++
@@ -399,16 +332,16 @@ func (s *Server) createGroup(w http.ResponseWriter, in map[string]any) {
 		return
 	}
 	if t := str(in, "GroupType"); t != "" && t != "AIGC" {
-		s.violate("CreateAssetGroup: GroupType %q (only AIGC)", t)
+		s.Violate("CreateAssetGroup: GroupType %q (only AIGC)", t)
 	}
 	if n := str(in, "Name"); len([]rune(n)) > 64 {
-		s.violate("CreateAssetGroup: Name of %d characters (at most 64)", len([]rune(n)))
+		s.Violate("CreateAssetGroup: Name of %d characters (at most 64)", len([]rune(n)))
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	g := &group{id: s.nextID("group"), name: str(in, "Name"), typ: "AIGC"}
 	s.groups[g.id] = g
 	s.groupOrder = append(s.groupOrder, g.id)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if s.lose() {
 		writeEnvelope(w, http.StatusInternalServerError, "CreateAssetGroup", "InternalError", nil)
 		return
@@ -420,7 +353,7 @@ func (s *Server) listGroups(w http.ResponseWriter, in map[string]any) {
 	s.fields("ListAssetGroups", in, nil, "Filter", "PageNumber", "PageSize")
 	f, _ := in["Filter"].(map[string]any)
 	name := str(f, "Name")
-	s.mu.Lock()
+	s.Mu.Lock()
 	items := []map[string]any{}
 	for _, id := range s.groupOrder {
 		g := s.groups[id]
@@ -428,7 +361,7 @@ func (s *Server) listGroups(w http.ResponseWriter, in map[string]any) {
 			items = append(items, map[string]any{"Id": g.id, "Name": g.name, "GroupType": g.typ})
 		}
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	writeEnvelope(w, http.StatusOK, "ListAssetGroups", "", map[string]any{"Items": items, "TotalCount": len(items)})
 }
 
@@ -439,36 +372,36 @@ func (s *Server) createAsset(w http.ResponseWriter, in map[string]any) {
 	}
 	src := str(in, "URL")
 	if !strings.HasPrefix(src, "https://") && !strings.HasPrefix(src, "http://") {
-		s.violate("CreateAsset: URL %q is not a link (Base64 is not taken)", src)
+		s.Violate("CreateAsset: URL %q is not a link (Base64 is not taken)", src)
 	}
 	if t := str(in, "AssetType"); !slices.Contains([]string{"Image", "Video", "Audio"}, t) {
-		s.violate("CreateAsset: AssetType %q", t)
+		s.Violate("CreateAsset: AssetType %q", t)
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	g, ok := s.groups[str(in, "GroupId")]
 	s.urls = append(s.urls, src)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok {
 		writeEnvelope(w, http.StatusNotFound, "CreateAsset", "NotFound.GroupId", nil)
 		return
 	}
 	status := "Processing"
-	s.mu.Lock()
+	s.Mu.Lock()
 	refuseAll := s.refuseAll
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if refuseAll || (s.cfg.Refuse != nil && s.cfg.Refuse(src)) {
 		status = "Failed"
 	}
 	if s.cfg.Fetch != nil {
 		if err := s.cfg.Fetch(src); err != nil {
-			s.violate("CreateAsset: URL %s cannot be fetched: %v", src, err)
+			s.Violate("CreateAsset: URL %s cannot be fetched: %v", src, err)
 			status = "Failed"
 		}
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	a := &asset{id: s.nextID("asset"), group: g.id, name: str(in, "Name"), typ: str(in, "AssetType"), url: src, status: status}
 	s.assets[a.id] = a
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if s.lose() {
 		writeEnvelope(w, http.StatusInternalServerError, "CreateAsset", "InternalError", nil)
 		return
@@ -493,14 +426,14 @@ func (s *Server) listAssets(w http.ResponseWriter, in map[string]any) {
 			}
 		}
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	items := []map[string]any{}
 	for _, a := range s.assets {
 		if (name == "" || a.name == name) && (len(groups) == 0 || slices.Contains(groups, a.group)) {
 			items = append(items, a.view())
 		}
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	writeEnvelope(w, http.StatusOK, "ListAssets", "", map[string]any{"Items": items, "TotalCount": len(items)})
 }
 
@@ -509,7 +442,7 @@ func (s *Server) getAsset(w http.ResponseWriter, in map[string]any) {
 		writeEnvelope(w, http.StatusBadRequest, "GetAsset", "MissingParameter", nil)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	a, ok := s.assets[str(in, "Id")]
 	if ok && a.status == "Processing" && !s.cfg.Never {
 		a.polls++
@@ -521,7 +454,7 @@ func (s *Server) getAsset(w http.ResponseWriter, in map[string]any) {
 	if ok {
 		view = a.view()
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok {
 		writeEnvelope(w, http.StatusNotFound, "GetAsset", "NotFound.Asset", nil)
 		return
@@ -531,11 +464,11 @@ func (s *Server) getAsset(w http.ResponseWriter, in map[string]any) {
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request, in map[string]any) {
 	s.fields("CreateVisualValidateSession", in, nil, "CallbackURL")
-	s.mu.Lock()
+	s.Mu.Lock()
 	v := &session{token: fmt.Sprintf("20261129%026d", s.n+1), callback: str(in, "CallbackURL")}
 	s.n++
 	s.sessions[v.token] = v
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	link := "https://" + r.Host + "/h5/" + v.token + "?bytedToken=" + v.token + "&lng=en"
 	writeEnvelope(w, http.StatusOK, "CreateVisualValidateSession", "", map[string]any{"BytedToken": v.token, "H5Link": link,
 		"CallbackURL": v.callback})
@@ -546,14 +479,14 @@ func (s *Server) getResult(w http.ResponseWriter, in map[string]any) {
 		writeEnvelope(w, http.StatusBadRequest, "GetVisualValidateResult", "MissingParameter", nil)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	v, ok := s.sessions[str(in, "BytedToken")]
 	var passed, failed bool
 	var groupID string
 	if ok {
 		passed, failed, groupID = v.passed, v.failed, v.group
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch {
 	case !ok:
 		writeEnvelope(w, http.StatusNotFound, "GetVisualValidateResult", "NotFound.BytedToken", nil)
@@ -571,19 +504,19 @@ func (s *Server) h5(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/h5/")
 	token, fail := strings.CutSuffix(rest, "/fail")
 	token, pass := strings.CutSuffix(token, "/pass")
-	s.mu.Lock()
+	s.Mu.Lock()
 	v, ok := s.sessions[token]
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
 	if fail && r.Method == http.MethodPost {
-		s.mu.Lock()
+		s.Mu.Lock()
 		if !v.passed {
 			v.failed = true
 		}
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		_, _ = io.WriteString(w, "failed")
 		return
 	}
@@ -593,7 +526,7 @@ func (s *Server) h5(w http.ResponseWriter, r *http.Request) {
 			html.EscapeString(url.PathEscape(token)))
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	if !v.passed {
 		v.passed = true
 		g := &group{id: s.nextID("group"), name: "real-person-" + token, typ: "LivenessFace"}
@@ -602,7 +535,7 @@ func (s *Server) h5(w http.ResponseWriter, r *http.Request) {
 		v.group = g.id
 	}
 	cb := v.callback
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if cb == "" {
 		_, _ = io.WriteString(w, "passed")
 		return

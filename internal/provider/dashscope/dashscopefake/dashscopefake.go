@@ -12,19 +12,16 @@
 package dashscopefake
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Ends a job can be given by Config.End.
@@ -71,11 +68,9 @@ type Config struct {
 
 // Server is a running fake DashScope.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
-	rng        *rand.Rand
 	jobs       map[string]*job
 	order      []string
 	byPrompt   map[string]int
@@ -85,7 +80,6 @@ type Server struct {
 	lists      int
 	expiredOut int // expired links handed out (ExpireFirst)
 	expiredHit int // downloads refused for an expired link
-	violations []string
 }
 
 type job struct {
@@ -100,95 +94,34 @@ func Start(cfg Config) *Server {
 	if cfg.Polls <= 0 {
 		cfg.Polls = 1
 	}
-	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 11)), jobs: map[string]*job{}, byPrompt: map[string]int{}}
-	s.srv = httptest.NewTLSServer(s)
+	s := &Server{cfg: cfg, jobs: map[string]*job{}, byPrompt: map[string]int{}}
+	s.Serve(s, cfg.FaultPercent, cfg.Seed, 11)
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API root an account's base_url names (https://dashscope.aliyuncs.com).
-func (s *Server) Base() string { return s.srv.URL }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config {
-	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-}
-
-// Client is an HTTP client that trusts the server.
-func (s *Server) Client() *http.Client { return s.srv.Client() }
+func (s *Server) Base() string { return s.URL() }
 
 // JobsFor is how many jobs creates with the prompt made.
-func (s *Server) JobsFor(prompt string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byPrompt[prompt]
-}
+func (s *Server) JobsFor(prompt string) int { return fakekit.Get(&s.Kit, s.byPrompt, prompt) }
 
 // Jobs is how many jobs were made in all.
-func (s *Server) Jobs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.jobs)
-}
+func (s *Server) Jobs() int { return fakekit.Len(&s.Kit, s.jobs) }
 
 // LostAnswers is how many creates made a job and then failed their answer.
-func (s *Server) LostAnswers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) LostAnswers() int { return s.Load(&s.lost) }
 
 // RateLimited is how many creates were answered 429.
-func (s *Server) RateLimited() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limited
-}
+func (s *Server) RateLimited() int { return s.Load(&s.limited) }
 
 // Refused is how many calls were refused for their key (401 InvalidApiKey).
-func (s *Server) Refused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
+func (s *Server) Refused() int { return s.Load(&s.refused) }
 
 // ExpiredDownloads is how many result downloads were refused for an expired link.
-func (s *Server) ExpiredDownloads() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.expiredHit
-}
+func (s *Server) ExpiredDownloads() int { return s.Load(&s.expiredHit) }
 
 // Lists is how many task lists were read.
-func (s *Server) Lists() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lists
-}
-
-// Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-}
-
-func (s *Server) fault(n int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
-		return -1
-	}
-	return s.rng.IntN(n)
-}
+func (s *Server) Lists() int { return s.Load(&s.lists) }
 
 const (
 	createPath = "/api/v1/services/aigc/video-generation/video-synthesis"
@@ -201,9 +134,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+s.cfg.Key {
-		s.mu.Lock()
-		s.refused++
-		s.mu.Unlock()
+		s.Inc(&s.refused)
 		writeError(w, http.StatusUnauthorized, "InvalidApiKey")
 		return
 	}
@@ -215,7 +146,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, tasksPath+"/"):
 		s.get(w, strings.TrimPrefix(r.URL.Path, tasksPath+"/"))
 	default:
-		s.violate("unexpected %s %s", r.Method, r.URL.Path)
+		s.Violate("unexpected %s %s", r.Method, r.URL.Path)
 		writeError(w, http.StatusNotFound, "NotFound")
 	}
 }
@@ -229,17 +160,17 @@ func writeError(w http.ResponseWriter, status int, code string) {
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		s.violate("create Content-Type %q", ct)
+		s.Violate("create Content-Type %q", ct)
 	}
 	if a := r.Header.Get("X-DashScope-Async"); a != "enable" {
 		// The service refuses a synchronous call of video synthesis.
-		s.violate("create X-DashScope-Async %q", a)
+		s.Violate("create X-DashScope-Async %q", a)
 		writeError(w, http.StatusForbidden, "AccessDenied")
 		return
 	}
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.violate("create body is not JSON: %v", err)
+		s.Violate("create body is not JSON: %v", err)
 		writeError(w, http.StatusBadRequest, "InvalidParameter")
 		return
 	}
@@ -253,15 +184,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "DataInspectionFailed")
 		return
 	}
-	f := s.fault(5)
+	f := s.Fault(5)
 	switch {
 	case s.cfg.Arrears:
 		writeError(w, http.StatusBadRequest, "Arrearage")
 		return
 	case s.cfg.RateLimit:
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		if s.cfg.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RetryAfter))
 		}
@@ -292,7 +221,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Seconds > 0 {
 		seconds = s.cfg.Seconds
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j := &job{id: fmt.Sprintf("ds-%08d", len(s.order)+1), model: model, prompt: prompt, end: end, seconds: seconds, submitted: time.Now().Add(-s.cfg.Age)}
 	s.jobs[j.id] = j
 	s.order = append(s.order, j.id)
@@ -300,7 +229,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if f >= 2 {
 		s.lost++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch f {
 	case 2:
 		writeError(w, http.StatusInternalServerError, "InternalError")
@@ -314,11 +243,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func hijackClose(w http.ResponseWriter) {
-	if hj, ok := w.(http.Hijacker); ok {
-		if conn, _, err := hj.Hijack(); err == nil {
-			_ = conn.Close()
-			return
-		}
+	if fakekit.Drop(w) {
+		return
 	}
 	writeError(w, http.StatusBadGateway, "BadGateway")
 }
@@ -329,7 +255,7 @@ const stamp = "2006-01-02 15:04:05.000"
 var zone = time.FixedZone("UTC+8", 8*3600)
 
 func (s *Server) get(w http.ResponseWriter, id string) {
-	switch s.fault(4) {
+	switch s.Fault(4) {
 	case 0:
 		writeError(w, http.StatusInternalServerError, "InternalError")
 		return
@@ -343,10 +269,10 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 		_, _ = io.WriteString(w, `<html>502 Bad Gateway</html>`)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[id]
 	if !ok {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		// The service answers an id it does not know (or no longer keeps) as UNKNOWN.
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = fmt.Fprintf(w, `{"request_id":"r","output":{"task_id":%q,"task_status":"UNKNOWN"}}`, id)
@@ -360,7 +286,7 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 	if j.end != EndNever && j.polls > s.cfg.Polls {
 		status = map[string]string{EndSucceed: "SUCCEEDED", EndRefuse: "FAILED", EndCancel: "CANCELED"}[j.end]
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	out := map[string]any{"task_id": id, "task_status": status, "submit_time": j.submitted.In(zone).Format(stamp)}
 	res := map[string]any{"request_id": "req-" + id, "output": out}
 	switch status {
@@ -368,16 +294,16 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 		// The link is valid 24 hours; a fault hands one out already expired (a fresh poll
 		// gives a fresh one).
 		exp := time.Now().Add(24 * time.Hour)
-		s.mu.Lock()
+		s.Mu.Lock()
 		stale := s.expiredOut < s.cfg.ExpireFirst
 		if stale {
 			s.expiredOut++
 		}
-		s.mu.Unlock()
-		if stale || s.fault(2) == 0 {
+		s.Mu.Unlock()
+		if stale || s.Fault(2) == 0 {
 			exp = time.Now().Add(-time.Second)
 		}
-		out["video_url"] = fmt.Sprintf("%s/files/%s.mp4?Expires=%d", s.srv.URL, id, exp.Unix())
+		out["video_url"] = fmt.Sprintf("%s/files/%s.mp4?Expires=%d", s.URL(), id, exp.Unix())
 		out["orig_prompt"] = j.prompt
 		res["usage"] = map[string]any{"video_duration": j.seconds, "video_count": 1, "SR": 1080}
 	case "FAILED":
@@ -396,7 +322,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		switch k {
 		case "model_name", "start_time", "end_time", "status", "page_no", "page_size", "api_key_id", "region":
 		default:
-			s.violate("list query parameter %q", k)
+			s.Violate("list query parameter %q", k)
 		}
 	}
 	parse := func(name string, def time.Time) time.Time {
@@ -405,7 +331,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		t, err := time.ParseInLocation("20060102150405", q.Get(name), zone)
 		if err != nil {
-			s.violate("list %s %q", name, q.Get(name))
+			s.Violate("list %s %q", name, q.Get(name))
 		}
 		return t
 	}
@@ -413,15 +339,15 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	no, err1 := strconv.Atoi(q.Get("page_no"))
 	size, err2 := strconv.Atoi(q.Get("page_size"))
 	if err1 != nil || err2 != nil || no < 1 || size < 1 || size > 100 {
-		s.violate("list page_no %q page_size %q", q.Get("page_no"), q.Get("page_size"))
+		s.Violate("list page_no %q page_size %q", q.Get("page_no"), q.Get("page_size"))
 		writeError(w, http.StatusBadRequest, "InvalidParameter")
 		return
 	}
-	if s.fault(4) == 0 {
+	if s.Fault(4) == 0 {
 		writeError(w, http.StatusInternalServerError, "InternalError")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.lists++
 	var data []map[string]any
 	for i := len(s.order) - 1; i >= 0; i-- {
@@ -436,7 +362,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		data = append(data, map[string]any{"task_id": j.id, "status": "RUNNING", "model_name": j.model,
 			"request_id": "req-" + j.id, "gmt_create": j.submitted.UnixMilli()})
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	total := len(data)
 	lo := min((no-1)*size, total)
 	hi := min(lo+size, total)
@@ -449,16 +375,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	exp, err := strconv.ParseInt(r.URL.Query().Get("Expires"), 10, 64)
 	if err != nil || time.Now().Unix() > exp {
-		s.mu.Lock()
-		s.expiredHit++
-		s.mu.Unlock()
+		s.Inc(&s.expiredHit)
 		http.Error(w, "Request has expired", http.StatusForbidden)
 		return
 	}
 	clip := s.cfg.Clip
-	s.mu.Lock()
+	s.Mu.Lock()
 	j := s.jobs[strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/files/"), ".mp4")]
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if j != nil && s.cfg.ClipFor != nil && s.cfg.ClipFor(j.prompt) != "" {
 		clip = s.cfg.ClipFor(j.prompt)
 	}
@@ -482,7 +406,7 @@ var (
 // 5); false when DashScope would answer 400.
 func (s *Server) check(b map[string]any) (string, float64, bool) {
 	ok := true
-	bad := func(format string, args ...any) { s.violate("create: "+format, args...); ok = false }
+	bad := func(format string, args ...any) { s.Violate("create: "+format, args...); ok = false }
 	for k := range b {
 		if k != "model" && k != "input" && k != "parameters" {
 			bad("unknown field %q", k)
@@ -502,7 +426,7 @@ func (s *Server) check(b map[string]any) (string, float64, bool) {
 			typ, known := fields[k]
 			if !known {
 				bad("unknown field %s.%s", where, k)
-			} else if !hasType(v, typ) {
+			} else if !fakekit.HasType(v, typ) {
 				bad("%s.%s = %v, want a %s", where, k, v, typ)
 			}
 		}
@@ -546,21 +470,3 @@ func (s *Server) check(b map[string]any) (string, float64, bool) {
 	}
 	return prompt, seconds, ok
 }
-
-func hasType(v any, typ string) bool {
-	switch typ {
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "bool":
-		_, ok := v.(bool)
-		return ok
-	case "integer":
-		f, ok := v.(float64)
-		return ok && f == float64(int64(f))
-	}
-	return false
-}
-
-// Certificate is the server's TLS certificate, for a client that trusts several fakes.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }

@@ -10,20 +10,18 @@
 package elevenlabsfake
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Faults a synthesis can be given by Config.Fault.
@@ -67,10 +65,9 @@ type Config struct {
 
 // Server is a running fake.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
 	bodies     []map[string]any // synthesis bodies received, in order
 	calls      []Call           // who asked each synthesis, in order
 	billed     int              // syntheses billed
@@ -79,92 +76,50 @@ type Server struct {
 	lost       int              // billed syntheses whose answer was lost or cut
 	hung       int              // syntheses that never answered
 	never      chan struct{}
-	violations []string
 }
 
 // Start starts a fake on loopback over TLS.
 func Start(cfg Config) *Server {
 	s := &Server{cfg: cfg, never: make(chan struct{}), byText: map[string]int{}}
-	s.srv = httptest.NewTLSServer(s)
+	s.Serve(s, 0, 0, 0) // no drawn faults: this fake injects its own
 	return s
 }
 
 // Close stops the server, first releasing syntheses that never answer.
 func (s *Server) Close() {
 	close(s.never)
-	s.srv.Close()
+	s.Kit.Close()
 }
 
 // Base is the API root an account's base_url names (the SDK's baseUrl).
-func (s *Server) Base() string { return s.srv.URL }
-
-// Certificate is the server's TLS certificate.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config {
-	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-}
+func (s *Server) Base() string { return s.URL() }
 
 // Call is who asked a synthesis: the voice of its path and the key it carried.
 type Call struct{ Voice, Key string }
 
 // Calls are the syntheses received, in order.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return fakekit.Clone(&s.Kit, &s.calls) }
 
 // Bodies are the synthesis bodies received, in order.
-func (s *Server) Bodies() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.bodies)
-}
+func (s *Server) Bodies() []map[string]any { return fakekit.Clone(&s.Kit, &s.bodies) }
 
 // Billed is how many syntheses and characters ElevenLabs would have billed.
 func (s *Server) Billed() (syntheses, characters int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	return s.billed, s.characters
 }
 
 // BilledFor is how many syntheses of text ElevenLabs would have billed: a service that
 // never pays twice for one speech keeps it at most 1.
-func (s *Server) BilledFor(text string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byText[text]
-}
+func (s *Server) BilledFor(text string) int { return fakekit.Get(&s.Kit, s.byText, text) }
 
 // Lost is how many billed syntheses lost or cut their answer.
-func (s *Server) Lost() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) Lost() int { return s.Load(&s.lost) }
 
 // Hung is how many syntheses never answered (FaultNeverEnds): ElevenLabs may have billed
 // them, as nothing tells a client otherwise.
-func (s *Server) Hung() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hung
-}
-
-// Violations are the requests that broke the wire format.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-	s.mu.Unlock()
-}
+func (s *Server) Hung() int { return s.Load(&s.hung) }
 
 // writeError writes the API's error envelope: {"detail": {"status", "message"}}.
 func writeError(w http.ResponseWriter, code int, status, message string) {
@@ -175,7 +130,7 @@ func writeError(w http.ResponseWriter, code int, status, message string) {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "" {
-		s.violate("%s %s: an Authorization header (the key goes in xi-api-key)", r.Method, r.URL.Path)
+		s.Violate("%s %s: an Authorization header (the key goes in xi-api-key)", r.Method, r.URL.Path)
 	}
 	if k := r.Header.Get("xi-api-key"); k != s.cfg.Key && !slices.Contains(s.cfg.MoreKeys, k) {
 		writeError(w, http.StatusUnauthorized, "invalid_api_key", "Invalid API key")
@@ -187,7 +142,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/text-to-speech/") && strings.Count(r.URL.Path, "/") == 3:
 		s.speech(w, r, strings.TrimPrefix(r.URL.Path, "/v1/text-to-speech/"))
 	default:
-		s.violate("unknown call %s %s", r.Method, r.URL.Path)
+		s.Violate("unknown call %s %s", r.Method, r.URL.Path)
 		writeError(w, http.StatusNotFound, "not_found", "Not found")
 	}
 }
@@ -212,25 +167,25 @@ func (s *Server) models(w http.ResponseWriter) {
 // speech answers POST /v1/text-to-speech/{voice_id}.
 func (s *Server) speech(w http.ResponseWriter, r *http.Request, voice string) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		s.violate("speech Content-Type %q", r.Header.Get("Content-Type"))
+		s.Violate("speech Content-Type %q", r.Header.Get("Content-Type"))
 	}
 	if f := r.URL.Query().Get("output_format"); f != "" && !slices.Contains(outputFormats, f) {
-		s.violate("speech output_format %q", f)
+		s.Violate("speech output_format %q", f)
 	}
 	var body map[string]any
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil {
-		s.violate("speech body is not JSON: %v", err)
+		s.Violate("speech body is not JSON: %v", err)
 		writeError(w, http.StatusUnprocessableEntity, "invalid_json", "Invalid JSON")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.bodies = append(s.bodies, body)
 	s.calls = append(s.calls, Call{Voice: voice, Key: r.Header.Get("xi-api-key")})
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	for k := range body {
 		if !slices.Contains([]string{"text", "model_id", "language_code", "voice_settings", "seed", "previous_text", "next_text",
 			"previous_request_ids", "next_request_ids", "apply_text_normalization", "pronunciation_dictionary_locators"}, k) {
-			s.violate("speech: unknown field %q", k)
+			s.Violate("speech: unknown field %q", k)
 		}
 	}
 	text, _ := body["text"].(string)
@@ -272,9 +227,7 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, voice string) {
 		writeError(w, http.StatusBadRequest, "content_against_policy", "Refused")
 		return
 	case FaultNeverEnds:
-		s.mu.Lock()
-		s.hung++
-		s.mu.Unlock()
+		s.Inc(&s.hung)
 		select {
 		case <-r.Context().Done():
 		case <-s.never:
@@ -291,12 +244,12 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, voice string) {
 		return
 	}
 	chars := utf8.RuneCountInString(text)
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.billed++
 	s.characters += chars
 	s.byText[text]++
 	id := fmt.Sprintf("req_%04d", s.billed)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch fault {
 	case FaultLose:
 		s.lose()
@@ -322,7 +275,5 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, voice string) {
 }
 
 func (s *Server) lose() {
-	s.mu.Lock()
-	s.lost++
-	s.mu.Unlock()
+	s.Inc(&s.lost)
 }

@@ -11,19 +11,16 @@
 package geminifake
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Ends a job can be given by Config.End.
@@ -67,20 +64,17 @@ type Config struct {
 
 // Server is a running fake Gemini API.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
-	rng        *rand.Rand
-	seq        int
-	jobs       map[string]*job // operation name → job
-	files      map[string]*job // file id → job
-	byPrompt   map[string]int
-	lost       int
-	limited    int
-	refused    int
-	violations []string
-	bodies     map[string]map[string]any
+	seq      int
+	jobs     map[string]*job // operation name → job
+	files    map[string]*job // file id → job
+	byPrompt map[string]int
+	lost     int
+	limited  int
+	refused  int
+	bodies   map[string]map[string]any
 }
 
 type job struct {
@@ -93,90 +87,31 @@ func Start(cfg Config) *Server {
 	if cfg.Polls <= 0 {
 		cfg.Polls = 1
 	}
-	s := &Server{cfg: cfg, jobs: map[string]*job{}, files: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed))}
-	s.srv = httptest.NewTLSServer(s)
+	s := &Server{cfg: cfg, jobs: map[string]*job{}, files: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{}}
+	s.Serve(s, cfg.FaultPercent, cfg.Seed, cfg.Seed)
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API root an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config { return s.srv.Client().Transport.(*http.Transport).TLSClientConfig }
-
-// Certificate is the server's TLS certificate.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLSClient is an HTTP client that trusts the server.
-func (s *Server) TLSClient() *http.Client { return s.srv.Client() }
+func (s *Server) Base() string { return s.URL() }
 
 // JobsFor is how many jobs creates with the prompt made.
-func (s *Server) JobsFor(prompt string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byPrompt[prompt]
-}
+func (s *Server) JobsFor(prompt string) int { return fakekit.Get(&s.Kit, s.byPrompt, prompt) }
 
 // Jobs is how many jobs were made in all.
-func (s *Server) Jobs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.jobs)
-}
+func (s *Server) Jobs() int { return fakekit.Len(&s.Kit, s.jobs) }
 
 // LostAnswers is how many creates made a job and then lost their answer.
-func (s *Server) LostAnswers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) LostAnswers() int { return s.Load(&s.lost) }
 
 // RateLimited is how many creates were refused for the rate (429).
-func (s *Server) RateLimited() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limited
-}
+func (s *Server) RateLimited() int { return s.Load(&s.limited) }
 
 // Refused is how many calls were refused for their key.
-func (s *Server) Refused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
+func (s *Server) Refused() int { return s.Load(&s.refused) }
 
 // Body is the last create body with the prompt (nil: none).
-func (s *Server) Body(prompt string) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bodies[prompt]
-}
-
-// Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
-
-// fault picks one of n faults for a call at FaultPercent, or -1 for none.
-func (s *Server) fault(n int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
-		return -1
-	}
-	return s.rng.IntN(n)
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-	s.mu.Unlock()
-}
+func (s *Server) Body(prompt string) map[string]any { return fakekit.Get(&s.Kit, s.bodies, prompt) }
 
 // apiError writes the Gemini API's error body: {"error":{code,message,status}} (the SDK's
 // APIError).
@@ -188,14 +123,12 @@ func apiError(w http.ResponseWriter, code int, status, msg string) {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("x-goog-api-key") != s.cfg.Key {
-		s.mu.Lock()
-		s.refused++
-		s.mu.Unlock()
+		s.Inc(&s.refused)
 		apiError(w, http.StatusForbidden, "PERMISSION_DENIED", "API key not valid.")
 		return
 	}
 	if r.Header.Get("Authorization") != "" {
-		s.violate("%s %s: an Authorization header beside x-goog-api-key", r.Method, r.URL.Path)
+		s.Violate("%s %s: an Authorization header beside x-goog-api-key", r.Method, r.URL.Path)
 	}
 	p := r.URL.Path
 	switch {
@@ -235,19 +168,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 	}
 	data, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(data, &b); err != nil || len(b.Instances) != 1 {
-		s.violate("create: body is not {instances:[one], parameters}")
+		s.Violate("create: body is not {instances:[one], parameters}")
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "bad body")
 		return
 	}
-	f := s.fault(4)
+	f := s.Fault(4)
 	if f == 1 {
 		apiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "overloaded")
 		return
 	}
 	if s.cfg.RateLimit || f == 0 {
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		if s.cfg.RetryAfterSecs > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RetryAfterSecs))
 		}
@@ -259,7 +190,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "invalid request")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.seq++
 	j := &job{model: model, prompt: prompt, name: fmt.Sprintf("models/%s/operations/op%d", model, s.seq), file: fmt.Sprintf("file%d", s.seq)}
 	if s.cfg.End != nil {
@@ -275,7 +206,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 	if lose {
 		s.lost++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if lose {
 		if f == 3 {
 			w.Header().Set("Content-Type", "application/json")
@@ -293,18 +224,18 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 func (s *Server) check(model string, in, params map[string]any) (string, bool) {
 	m, ok := models[model]
 	if !ok {
-		s.violate("create: model %q", model)
+		s.Violate("create: model %q", model)
 		return "", false
 	}
 	for k, v := range in {
-		if typ, ok := instanceFields[k]; !ok || !hasType(v, typ) {
-			s.violate("create: instance field %q", k)
+		if typ, ok := instanceFields[k]; !ok || !fakekit.HasType(v, typ) {
+			s.Violate("create: instance field %q", k)
 			return "", false
 		}
 	}
 	for k, v := range params {
-		if typ, ok := parameterFields[k]; !ok || !hasType(v, typ) {
-			s.violate("create: unknown parameter %q", k)
+		if typ, ok := parameterFields[k]; !ok || !fakekit.HasType(v, typ) {
+			s.Violate("create: unknown parameter %q", k)
 			return "", false
 		}
 	}
@@ -313,65 +244,44 @@ func (s *Server) check(model string, in, params map[string]any) (string, bool) {
 		b64, _ := img["bytesBase64Encoded"].(string)
 		mime, _ := img["mimeType"].(string)
 		if _, err := base64.StdEncoding.DecodeString(b64); err != nil || b64 == "" || !strings.HasPrefix(mime, "image/") {
-			s.violate("create: image is not {bytesBase64Encoded, mimeType image/*}")
+			s.Violate("create: image is not {bytesBase64Encoded, mimeType image/*}")
 			return "", false
 		}
 	}
 	if prompt == "" && in["image"] == nil {
-		s.violate("create: neither prompt nor image")
+		s.Violate("create: neither prompt nor image")
 		return "", false
 	}
 	if n, ok := params["sampleCount"].(float64); ok && (n < 1 || n > 4) {
-		s.violate("create: sampleCount %v", n)
+		s.Violate("create: sampleCount %v", n)
 		return "", false
 	}
 	if d, ok := params["durationSeconds"].(float64); ok && !slices.Contains(m.seconds, int(d)) {
-		s.violate("create: durationSeconds %v for %s", d, model)
+		s.Violate("create: durationSeconds %v for %s", d, model)
 		return "", false
 	}
 	ratio, _ := params["aspectRatio"].(string)
 	if ratio != "" && ratio != "16:9" && ratio != "9:16" {
-		s.violate("create: aspectRatio %q", ratio)
+		s.Violate("create: aspectRatio %q", ratio)
 		return "", false
 	}
 	if res, ok := params["resolution"].(string); ok {
 		if !slices.Contains(m.resolutions, res) {
-			s.violate("create: resolution %q for %s", res, model)
+			s.Violate("create: resolution %q for %s", res, model)
 			return "", false
 		}
 		if res == "1080p" && ratio == "9:16" {
-			s.violate("create: 1080p at 9:16")
+			s.Violate("create: 1080p at 9:16")
 			return "", false
 		}
 	}
 	return prompt, true
 }
 
-func hasType(v any, typ string) bool {
-	switch typ {
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "number":
-		_, ok := v.(float64)
-		return ok
-	case "bool":
-		_, ok := v.(bool)
-		return ok
-	case "object":
-		_, ok := v.(map[string]any)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	}
-	return false
-}
-
 // operation answers GET /v1beta/{name}: not done for Polls reads, then done with the
 // response, an error or, for a refusal, no sample and raiMediaFilteredCount.
 func (s *Server) operation(w http.ResponseWriter, name string) {
-	switch s.fault(3) {
+	switch s.Fault(3) {
 	case 0:
 		apiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "overloaded")
 		return
@@ -388,12 +298,12 @@ func (s *Server) operation(w http.ResponseWriter, name string) {
 		_, _ = io.WriteString(w, `{"name": "models/`)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[name]
 	if ok {
 		j.polls++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "operation not found")
 		return
@@ -414,7 +324,7 @@ func (s *Server) operation(w http.ResponseWriter, name string) {
 		op["done"] = true
 		op["response"] = map[string]any{"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningResponse",
 			"generateVideoResponse": map[string]any{"generatedSamples": []any{map[string]any{"video": map[string]any{
-				"uri": s.srv.URL + "/v1beta/files/" + j.file + ":download?alt=media"}}}}}
+				"uri": s.URL() + "/v1beta/files/" + j.file + ":download?alt=media"}}}}}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(op)
@@ -423,20 +333,20 @@ func (s *Server) operation(w http.ResponseWriter, name string) {
 // download serves a done job's video (files.go Download: alt=media).
 func (s *Server) download(w http.ResponseWriter, r *http.Request, id string) {
 	if r.URL.Query().Get("alt") != "media" {
-		s.violate("download without alt=media")
+		s.Violate("download without alt=media")
 	}
-	if s.fault(1) == 0 {
+	if s.Fault(1) == 0 {
 		apiError(w, http.StatusInternalServerError, "INTERNAL", "internal error")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.files[id]
 	expired := false
 	if ok {
 		j.downloads++
 		expired = s.cfg.ExpireFirst && j.downloads == 1
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok || expired {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "file not found")
 		return

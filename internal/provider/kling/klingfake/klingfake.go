@@ -11,21 +11,18 @@
 package klingfake
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Ends a task can be given by Config.End.
@@ -64,11 +61,9 @@ type Config struct {
 
 // Server is a running fake Kling.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
-	rng        *rand.Rand
 	tasks      map[string]*task // by task_id
 	byExternal map[string]*task
 	jobsFor    map[string]int // external_task_id → tasks made
@@ -78,7 +73,6 @@ type Server struct {
 	lost       int
 	limited    int
 	refused    int
-	violations []string
 }
 
 type task struct {
@@ -99,76 +93,35 @@ func Start(cfg Config) *Server {
 	if cfg.MaxTokenLife == 0 {
 		cfg.MaxTokenLife = 30*time.Minute + 10*time.Second
 	}
-	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 11)), tasks: map[string]*task{},
+	s := &Server{cfg: cfg, tasks: map[string]*task{},
 		byExternal: map[string]*task{}, jobsFor: map[string]int{}, tokens: map[string]bool{}}
-	s.srv = httptest.NewTLSServer(s)
+	s.Serve(s, cfg.FaultPercent, cfg.Seed, 11)
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API root an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL }
-
-// Certificate is the server's TLS certificate, for a client that trusts several fakes.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config {
-	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-}
-
-func (s *Server) locked(f func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f()
-}
+func (s *Server) Base() string { return s.URL() }
 
 // JobsFor is how many tasks creates with the external_task_id made.
-func (s *Server) JobsFor(external string) (n int) {
-	s.locked(func() { n = s.jobsFor[external] })
-	return
-}
+func (s *Server) JobsFor(external string) int { return fakekit.Get(&s.Kit, s.jobsFor, external) }
 
 // Jobs is how many tasks were made in all.
-func (s *Server) Jobs() (n int) { s.locked(func() { n = len(s.tasks) }); return }
+func (s *Server) Jobs() int { return fakekit.Len(&s.Kit, s.tasks) }
 
 // Peak is the most tasks running at once (made and not yet reported ended).
-func (s *Server) Peak() (n int) { s.locked(func() { n = s.peak }); return }
+func (s *Server) Peak() int { return s.Load(&s.peak) }
 
 // LostAnswers is how many creates made a task and then failed their answer.
-func (s *Server) LostAnswers() (n int) { s.locked(func() { n = s.lost }); return }
+func (s *Server) LostAnswers() int { return s.Load(&s.lost) }
 
 // RateLimited is how many creates were answered 429 (Config.RateLimit).
-func (s *Server) RateLimited() (n int) { s.locked(func() { n = s.limited }); return }
+func (s *Server) RateLimited() int { return s.Load(&s.limited) }
 
 // Refused is how many calls were refused for their token (401).
-func (s *Server) Refused() (n int) { s.locked(func() { n = s.refused }); return }
+func (s *Server) Refused() int { return s.Load(&s.refused) }
 
 // Tokens is how many different tokens were accepted.
-func (s *Server) Tokens() (n int) { s.locked(func() { n = len(s.tokens) }); return }
-
-// Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() (v []string) {
-	s.locked(func() { v = slices.Clone(s.violations) })
-	return
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.locked(func() { s.violations = append(s.violations, fmt.Sprintf(format, args...)) })
-}
-
-// fault picks one of n faults for this call, or -1 for none.
-func (s *Server) fault(n int) (f int) {
-	f = -1
-	s.locked(func() {
-		if s.cfg.FaultPercent > 0 && s.rng.IntN(100) < s.cfg.FaultPercent {
-			f = s.rng.IntN(n)
-		}
-	})
-	return f
-}
+func (s *Server) Tokens() int { return fakekit.Len(&s.Kit, s.tokens) }
 
 // writeError answers Kling's error envelope: an HTTP status, a numeric code and a message.
 func writeError(w http.ResponseWriter, status, code int) {
@@ -188,13 +141,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if code := s.authorize(r.Header.Get("Authorization")); code != 0 {
-		s.locked(func() { s.refused++ })
+		s.Inc(&s.refused)
 		writeError(w, http.StatusUnauthorized, code)
 		return
 	}
 	ep, id, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/videos/"), "/")
 	if !strings.HasPrefix(r.URL.Path, "/v1/videos/") || (ep != "text2video" && ep != "image2video") {
-		s.violate("unexpected %s %s", r.Method, r.URL.Path)
+		s.Violate("unexpected %s %s", r.Method, r.URL.Path)
 		writeError(w, http.StatusNotFound, 1202)
 		return
 	}
@@ -204,7 +157,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && id != "":
 		s.get(w, ep, id)
 	default:
-		s.violate("unexpected %s %s", r.Method, r.URL.Path)
+		s.Violate("unexpected %s %s", r.Method, r.URL.Path)
 		writeError(w, http.StatusNotFound, 1202)
 	}
 }
@@ -228,25 +181,25 @@ func (s *Server) authorize(h string) int {
 	case err != nil || !tok.Valid:
 		return 1002
 	case claims.NotBefore == nil:
-		s.violate("token without nbf")
+		s.Violate("token without nbf")
 		return 1002
 	case claims.ExpiresAt.Sub(claims.NotBefore.Time) > s.cfg.MaxTokenLife:
-		s.violate("token valid for %v", claims.ExpiresAt.Sub(claims.NotBefore.Time))
+		s.Violate("token valid for %v", claims.ExpiresAt.Sub(claims.NotBefore.Time))
 	}
 	if typ, _ := tok.Header["typ"].(string); typ != "JWT" {
-		s.violate("token header typ %q", typ)
+		s.Violate("token header typ %q", typ)
 	}
-	s.locked(func() { s.tokens[raw] = true })
+	s.Locked(func() { s.tokens[raw] = true })
 	return 0
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, ep string) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		s.violate("create Content-Type %q", ct)
+		s.Violate("create Content-Type %q", ct)
 	}
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.violate("create body is not JSON: %v", err)
+		s.Violate("create body is not JSON: %v", err)
 		writeError(w, http.StatusBadRequest, 1200)
 		return
 	}
@@ -255,12 +208,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, ep string) {
 		return
 	}
 	if s.cfg.RateLimit > 0 {
-		s.locked(func() { s.limited++ })
+		s.Inc(&s.limited)
 		w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RateLimit))
 		writeError(w, http.StatusTooManyRequests, 1302)
 		return
 	}
-	f := s.fault(5)
+	f := s.Fault(5)
 	if s.cfg.LoseAnswers {
 		f = 3
 	}
@@ -284,7 +237,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, ep string) {
 	}
 	var t *task
 	dup := false
-	s.locked(func() {
+	s.Locked(func() {
 		if external != "" && s.byExternal[external] != nil {
 			dup = true
 			return
@@ -310,11 +263,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, ep string) {
 		writeError(w, http.StatusInternalServerError, 5000)
 		return
 	case 4: // the task is made, the connection drops before the answer
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				_ = conn.Close()
-				return
-			}
+		if fakekit.Drop(w) {
+			return
 		}
 		writeError(w, http.StatusBadGateway, 5000)
 		return
@@ -332,7 +282,7 @@ func (s *Server) view(t *task, status string) map[string]any {
 }
 
 func (s *Server) get(w http.ResponseWriter, ep, id string) {
-	switch s.fault(4) {
+	switch s.Fault(4) {
 	case 0:
 		writeError(w, http.StatusInternalServerError, 5000)
 		return
@@ -351,7 +301,7 @@ func (s *Server) get(w http.ResponseWriter, ep, id string) {
 	}
 	var t *task
 	status := "processing"
-	s.locked(func() {
+	s.Locked(func() {
 		t = s.tasks[id]
 		if t == nil {
 			t = s.byExternal[id]
@@ -382,7 +332,7 @@ func (s *Server) get(w http.ResponseWriter, ep, id string) {
 		// Kling's result links are temporary (its reference: cleared after 30 days); a
 		// fault hands one out already expired, and a new read gives a fresh one.
 		exp := time.Now().Add(time.Hour)
-		if s.fault(2) == 0 {
+		if s.Fault(2) == 0 {
 			exp = time.Now().Add(-time.Second)
 		}
 		d := s.cfg.Duration
@@ -390,7 +340,7 @@ func (s *Server) get(w http.ResponseWriter, ep, id string) {
 			d = s.cfg.DurationFor(t.prompt)
 		}
 		out["task_result"] = map[string]any{"videos": []any{map[string]any{"id": "v-" + t.id,
-			"url": fmt.Sprintf("%s/files/%s.mp4?expires=%d", s.srv.URL, t.id, exp.Unix()), "duration": d}}}
+			"url": fmt.Sprintf("%s/files/%s.mp4?expires=%d", s.URL(), t.id, exp.Unix()), "duration": d}}}
 	case "failed":
 		out["task_status_msg"] = "Failure to pass the risk control system"
 	}
@@ -405,7 +355,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Request has expired", http.StatusForbidden)
 		return
 	}
-	if s.fault(2) == 0 {
+	if s.Fault(2) == 0 {
 		http.NotFound(w, r)
 		return
 	}
@@ -413,7 +363,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.ClipFor != nil {
 		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/files/"), ".mp4")
 		var prompt string
-		s.locked(func() {
+		s.Locked(func() {
 			if t := s.tasks[id]; t != nil {
 				prompt = t.prompt
 			}
@@ -443,7 +393,7 @@ var (
 // check validates a create body; false when Kling would answer 400.
 func (s *Server) check(ep string, b map[string]any) bool {
 	ok := true
-	bad := func(format string, args ...any) { s.violate(ep+" create: "+format, args...); ok = false }
+	bad := func(format string, args ...any) { s.Violate(ep+" create: "+format, args...); ok = false }
 	for k, v := range b {
 		typ, known := common[k]
 		if !known {
@@ -453,7 +403,7 @@ func (s *Server) check(ep string, b map[string]any) bool {
 			bad("unknown field %q", k)
 			continue
 		}
-		if !hasType(v, typ) {
+		if !fakekit.HasType(v, typ) {
 			bad("%s = %v, want a %s", k, v, typ)
 		}
 	}
@@ -493,22 +443,4 @@ func (s *Server) check(ep string, b map[string]any) bool {
 		}
 	}
 	return ok
-}
-
-func hasType(v any, typ string) bool {
-	switch typ {
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "number":
-		_, ok := v.(float64)
-		return ok
-	case "object":
-		_, ok := v.(map[string]any)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	}
-	return false
 }

@@ -29,23 +29,19 @@
 package mediakitfake
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"mediagen/internal/media/ffmpeg"
+	"mediagen/internal/provider/fakekit"
 )
 
 // Ends a job can be given by Config.End.
@@ -93,18 +89,15 @@ type Config struct {
 
 // Server is a running fake AI MediaKit.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
-	rng        *rand.Rand
-	jobs       map[string]*job // by task id
-	byToken    map[string]*job
-	creates    map[string]int // create calls per client_token
-	lost       int
-	limited    int
-	refused    int
-	violations []string
+	jobs    map[string]*job // by task id
+	byToken map[string]*job
+	creates map[string]int // create calls per client_token
+	lost    int
+	limited int
+	refused int
 }
 
 type job struct {
@@ -125,40 +118,22 @@ func Start(cfg Config) *Server {
 	if cfg.Fetch == nil {
 		cfg.Fetch = &http.Client{Timeout: 30 * time.Second}
 	}
-	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 42)), jobs: map[string]*job{}, byToken: map[string]*job{}, creates: map[string]int{}}
-	s.srv = httptest.NewTLSServer(s)
+	s := &Server{cfg: cfg, jobs: map[string]*job{}, byToken: map[string]*job{}, creates: map[string]int{}}
+	s.Serve(s, cfg.FaultPercent, cfg.Seed, 42)
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API root an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL }
-
-// Certificate is the server's TLS certificate.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config {
-	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-}
-
-// TLSClient is an HTTP client that trusts the server.
-func (s *Server) TLSClient() *http.Client { return s.srv.Client() }
+func (s *Server) Base() string { return s.URL() }
 
 // Jobs is how many paid jobs were made in all.
-func (s *Server) Jobs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.jobs)
-}
+func (s *Server) Jobs() int { return fakekit.Len(&s.Kit, s.jobs) }
 
 // JobsFor is how many paid jobs creates with the client_token made (0 or 1: a repeated token
 // answers its first job).
 func (s *Server) JobsFor(token string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	if s.byToken[token] != nil {
 		return 1
 	}
@@ -166,17 +141,13 @@ func (s *Server) JobsFor(token string) int {
 }
 
 // CreatesFor is how many create calls carried the client_token.
-func (s *Server) CreatesFor(token string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.creates[token]
-}
+func (s *Server) CreatesFor(token string) int { return fakekit.Get(&s.Kit, s.creates, token) }
 
 // Body is the create body of the job of a client_token (nil: none), with "path" added: the
 // tool's path the create was sent to.
 func (s *Server) Body(token string) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	j := s.byToken[token]
 	if j == nil {
 		return nil
@@ -189,47 +160,13 @@ func (s *Server) Body(token string) map[string]any {
 }
 
 // LostAnswers is how many creates made (or found) their job and then lost the answer.
-func (s *Server) LostAnswers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) LostAnswers() int { return s.Load(&s.lost) }
 
 // RateLimited is how many creates were refused 429.
-func (s *Server) RateLimited() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limited
-}
+func (s *Server) RateLimited() int { return s.Load(&s.limited) }
 
 // Refused is how many calls were refused for their key or by Config.Status.
-func (s *Server) Refused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
-
-// Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-}
-
-func (s *Server) fault(n int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
-		return -1
-	}
-	return s.rng.IntN(n)
-}
+func (s *Server) Refused() int { return s.Load(&s.refused) }
 
 // answer writes a JSON answer.
 func answer(w http.ResponseWriter, status int, body any) {
@@ -249,9 +186,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.cfg.Status != 0 || r.Header.Get("Authorization") != "Bearer "+s.cfg.Key {
-		s.mu.Lock()
-		s.refused++
-		s.mu.Unlock()
+		s.Inc(&s.refused)
 		switch st := s.cfg.Status; {
 		case st == 0 || st == http.StatusUnauthorized:
 			apiError(w, http.StatusUnauthorized, "Unauthorized", "invalid api key")
@@ -269,18 +204,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && isTask:
 		s.read(w, id)
 	default:
-		s.violate("unexpected %s %s", r.Method, r.URL.Path)
+		s.Violate("unexpected %s %s", r.Method, r.URL.Path)
 		apiError(w, http.StatusNotFound, "NotFound", "not found")
 	}
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		s.violate("create Content-Type %q", ct)
+		s.Violate("create Content-Type %q", ct)
 	}
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.violate("create body is not JSON: %v", err)
+		s.Violate("create body is not JSON: %v", err)
 		apiError(w, http.StatusBadRequest, "InvalidParameter", "invalid json")
 		return
 	}
@@ -290,33 +225,29 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, _ := body["client_token"].(string)
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.creates[token]++
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if s.cfg.RateLimit != 0 {
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		if s.cfg.RateLimit > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RateLimit))
 		}
 		apiError(w, http.StatusTooManyRequests, "RequestLimitExceeded", "too many requests")
 		return
 	}
-	f := s.fault(5)
-	s.mu.Lock()
+	f := s.Fault(5)
+	s.Mu.Lock()
 	if s.cfg.LoseAnswers || s.lost < s.cfg.LoseFirst {
 		f = 2
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch f {
 	case 0:
 		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "service unavailable")
 		return
 	case 1:
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		w.Header().Set("Retry-After", "1")
 		apiError(w, http.StatusTooManyRequests, "RequestLimitExceeded", "too many requests")
 		return
@@ -325,7 +256,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.End != nil {
 		end = s.cfg.End(token, body)
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j := s.byToken[token]
 	if j == nil || token == "" { // idempotency: a token answers the job it made
 		j = &job{id: fmt.Sprintf("amk-task-%06d", len(s.jobs)+1), token: token, path: r.URL.Path, end: end, body: body}
@@ -337,17 +268,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if f >= 2 {
 		s.lost++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch f {
 	case 2: // the job is made, the answer is a 5xx
 		apiError(w, http.StatusBadGateway, "InternalError", "bad gateway")
 		return
 	case 3: // the job is made, the connection drops before the answer
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				_ = conn.Close()
-				return
-			}
+		if fakekit.Drop(w) {
+			return
 		}
 		apiError(w, http.StatusBadGateway, "InternalError", "bad gateway")
 		return
@@ -365,7 +293,7 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 		_, _ = io.WriteString(w, "<html>bad gateway</html>")
 		return
 	}
-	switch s.fault(3) {
+	switch s.Fault(3) {
 	case 0:
 		apiError(w, http.StatusInternalServerError, "InternalError", "internal error")
 		return
@@ -377,16 +305,16 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 		apiError(w, http.StatusTooManyRequests, "RequestLimitExceeded", "too many requests")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[id]
 	if !ok {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		apiError(w, http.StatusNotFound, "TaskNotFound", "task not found")
 		return
 	}
 	j.polls++
 	polls, end := j.polls, j.end
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	out := map[string]any{"success": true, "task_id": j.id, "task_type": strings.TrimPrefix(j.path, "/api/v1/tools/"), "request_id": "req-read"}
 	switch {
 	case polls == 1:
@@ -400,9 +328,9 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 			apiError(w, http.StatusInternalServerError, "InternalError", "render failed: "+err.Error())
 			return
 		}
-		s.mu.Lock()
+		s.Mu.Lock()
 		failCode := j.failCode
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		if failCode != "" {
 			out["status"], out["error"] = "failed", map[string]any{"code": failCode, "message": "the input video is outside the supported resolution"}
 			break
@@ -412,7 +340,7 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 			tv = "standard"
 		}
 		out["status"] = "completed"
-		out["result"] = map[string]any{"video_url": fmt.Sprintf("%s/download/%s.mp4?expires=%d", s.srv.URL, j.id, time.Now().Add(24*time.Hour).Unix()),
+		out["result"] = map[string]any{"video_url": fmt.Sprintf("%s/download/%s.mp4?expires=%d", s.URL(), j.id, time.Now().Add(24*time.Hour).Unix()),
 			"duration": j.seconds, "fps": j.fps, "resolution": j.resolution, "tool_version": tv}
 	}
 	answer(w, http.StatusOK, out)
@@ -424,9 +352,9 @@ var shortSides = map[string]int{"240p": 240, "360p": 360, "480p": 480, "540p": 5
 // render makes a job's output once: the source fetched from its video_url, checked against
 // the input bounds, enhanced by ffmpeg as the body asks.
 func (s *Server) render(j *job) error {
-	s.mu.Lock()
+	s.Mu.Lock()
 	done := j.out != "" || j.failCode != ""
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if done {
 		return nil
 	}
@@ -438,9 +366,9 @@ func (s *Server) render(j *job) error {
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		s.mu.Lock()
+		s.Mu.Lock()
 		j.failCode = "InvalidParameter.VideoDownloadFailed"
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return nil
 	}
 	f, err := os.Create(src)
@@ -457,16 +385,16 @@ func (s *Server) render(j *job) error {
 	ctx := res.Request.Context()
 	info, err := s.cfg.Tools.Probe(ctx, src)
 	if err != nil {
-		s.mu.Lock()
+		s.Mu.Lock()
 		j.failCode = "InvalidParameter.VideoFormat"
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return nil
 	}
 	long, short := max(info.Width, info.Height), min(info.Width, info.Height)
 	if long < 360 || long > 2560 || short < 360 || short > 1440 {
-		s.mu.Lock()
+		s.Mu.Lock()
 		j.failCode = InputCode
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		return nil
 	}
 	spec := ffmpeg.EnhanceSpec{}
@@ -491,9 +419,9 @@ func (s *Server) render(j *job) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j.out, j.seconds, j.fps, j.resolution = out, oi.Duration, oi.FPS, fmt.Sprintf("%dx%d", oi.Width, oi.Height)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	return nil
 }
 
@@ -504,18 +432,18 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Request has expired", http.StatusForbidden)
 		return
 	}
-	if s.fault(2) == 0 {
+	if s.Fault(2) == 0 {
 		http.NotFound(w, r)
 		return
 	}
 	id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/download/"), ".mp4")
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[id]
 	var out string
 	if ok {
 		out = j.out
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if out == "" {
 		http.NotFound(w, r)
 		return
@@ -538,7 +466,7 @@ var (
 // check validates a create body; false when the vendor would refuse it.
 func (s *Server) check(b map[string]any, fast bool) bool {
 	ok := true
-	bad := func(format string, args ...any) { s.violate("create: "+format, args...); ok = false }
+	bad := func(format string, args ...any) { s.Violate("create: "+format, args...); ok = false }
 	for k, v := range b {
 		typ, known := fastFields[k]
 		if !known && !fast {
@@ -548,7 +476,7 @@ func (s *Server) check(b map[string]any, fast bool) bool {
 			bad("unknown field %q on %s", k, map[bool]string{true: "enhance-video-fast", false: "enhance-video"}[fast])
 			continue
 		}
-		if !hasType(v, typ) {
+		if !fakekit.HasType(v, typ) {
 			bad("%s = %v, want a %s", k, v, typ)
 		}
 	}
@@ -595,19 +523,4 @@ func (s *Server) check(b map[string]any, fast bool) bool {
 		bad("bit_depth %v with tool_version %s", d, tv)
 	}
 	return ok
-}
-
-func hasType(v any, typ string) bool {
-	switch typ {
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "number":
-		_, ok := v.(float64)
-		return ok
-	case "integer":
-		f, ok := v.(float64)
-		return ok && f == float64(int64(f))
-	}
-	return false
 }

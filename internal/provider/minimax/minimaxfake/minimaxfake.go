@@ -11,19 +11,16 @@
 package minimaxfake
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Ends a job can be given by Config.End.
@@ -63,19 +60,16 @@ type Config struct {
 
 // Server is a running fake MiniMax.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
-	rng        *rand.Rand
-	jobs       map[string]*job
-	byPrompt   map[string]int
-	files      map[int64]string // file id → task id
-	lost       int
-	limited    int
-	refused    int
-	violations []string
-	bodies     map[string]map[string]any // prompt → the last create body with it
+	jobs     map[string]*job
+	byPrompt map[string]int
+	files    map[int64]string // file id → task id
+	lost     int
+	limited  int
+	refused  int
+	bodies   map[string]map[string]any // prompt → the last create body with it
 }
 
 type job struct {
@@ -89,89 +83,32 @@ func Start(cfg Config) *Server {
 	if cfg.Polls <= 0 {
 		cfg.Polls = 1
 	}
-	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 11)), jobs: map[string]*job{}, byPrompt: map[string]int{}, files: map[int64]string{}, bodies: map[string]map[string]any{}}
-	s.srv = httptest.NewTLSServer(s)
+	s := &Server{cfg: cfg, jobs: map[string]*job{}, byPrompt: map[string]int{}, files: map[int64]string{}, bodies: map[string]map[string]any{}}
+	s.Serve(s, cfg.FaultPercent, cfg.Seed, 11)
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API root an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL }
-
-// Certificate is the server's TLS certificate.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config {
-	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-}
+func (s *Server) Base() string { return s.URL() }
 
 // JobsFor is how many jobs creates with the prompt made.
-func (s *Server) JobsFor(prompt string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byPrompt[prompt]
-}
+func (s *Server) JobsFor(prompt string) int { return fakekit.Get(&s.Kit, s.byPrompt, prompt) }
 
 // Jobs is how many jobs were made in all.
-func (s *Server) Jobs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.jobs)
-}
+func (s *Server) Jobs() int { return fakekit.Len(&s.Kit, s.jobs) }
 
 // LostAnswers is how many creates made a job and then lost their answer.
-func (s *Server) LostAnswers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) LostAnswers() int { return s.Load(&s.lost) }
 
 // RateLimited is how many creates were refused for the rate (1002 or 429).
-func (s *Server) RateLimited() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limited
-}
+func (s *Server) RateLimited() int { return s.Load(&s.limited) }
 
 // Refused is how many calls were refused for the account: its key (1004) or its balance
 // (1008).
-func (s *Server) Refused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
+func (s *Server) Refused() int { return s.Load(&s.refused) }
 
 // Body is the last create body with the prompt (nil: none).
-func (s *Server) Body(prompt string) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bodies[prompt]
-}
-
-// Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-}
-
-func (s *Server) fault(n int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
-		return -1
-	}
-	return s.rng.IntN(n)
-}
+func (s *Server) Body(prompt string) map[string]any { return fakekit.Get(&s.Kit, s.bodies, prompt) }
 
 // Status codes and messages of base_resp (the reference's error code page).
 var messages = map[int]string{0: "success", 1000: "unknown error", 1002: "rate limit", 1004: "not authorized",
@@ -194,9 +131,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+s.cfg.Key {
-		s.mu.Lock()
-		s.refused++
-		s.mu.Unlock()
+		s.Inc(&s.refused)
 		// MiniMax answers a refused key on HTTP 200 with code 1004.
 		answer(w, http.StatusOK, 1004, nil)
 		return
@@ -209,25 +144,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/files/retrieve":
 		s.retrieve(w, r)
 	default:
-		s.violate("unexpected %s %s", r.Method, r.URL.Path)
+		s.Violate("unexpected %s %s", r.Method, r.URL.Path)
 		w.WriteHeader(http.StatusNotFound)
 	}
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		s.violate("create Content-Type %q", ct)
+		s.Violate("create Content-Type %q", ct)
 	}
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.violate("create body is not JSON: %v", err)
+		s.Violate("create body is not JSON: %v", err)
 		answer(w, http.StatusOK, 2013, nil)
 		return
 	}
 	prompt, ok := s.check(body)
-	s.mu.Lock()
-	s.bodies[prompt] = body
-	s.mu.Unlock()
+	s.Locked(func() { s.bodies[prompt] = body })
 	if !ok {
 		answer(w, http.StatusOK, 2013, nil)
 		return
@@ -238,26 +171,20 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case s.cfg.Balance:
-		s.mu.Lock()
-		s.refused++
-		s.mu.Unlock()
+		s.Inc(&s.refused)
 		answer(w, http.StatusOK, 1008, nil)
 		return
 	case s.cfg.RateLimitHTTP > 0:
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RateLimitHTTP))
 		answer(w, http.StatusTooManyRequests, 1002, nil)
 		return
 	case s.cfg.RateLimit:
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		answer(w, http.StatusOK, 1002, nil)
 		return
 	}
-	f := s.fault(5)
+	f := s.Fault(5)
 	if prompt, _ := body["prompt"].(string); s.cfg.LoseAnswers || (s.cfg.LoseFor != nil && s.cfg.LoseFor(prompt)) {
 		f = 2
 	}
@@ -266,9 +193,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		answer(w, http.StatusServiceUnavailable, 1000, nil)
 		return
 	case 1:
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		answer(w, http.StatusOK, 1002, nil)
 		return
 	}
@@ -277,24 +202,21 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.End != nil {
 		end = s.cfg.End(prompt)
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j := &job{id: strconv.FormatInt(106916112212032+int64(len(s.jobs)), 10), model: model, prompt: prompt, end: end}
 	s.jobs[j.id] = j
 	s.byPrompt[prompt]++
 	if f >= 2 {
 		s.lost++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch f {
 	case 2: // the job is made, the answer is a 5xx
 		answer(w, http.StatusInternalServerError, 1024, nil)
 		return
 	case 3: // the job is made, the connection drops before the answer
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				_ = conn.Close()
-				return
-			}
+		if fakekit.Drop(w) {
+			return
 		}
 		answer(w, http.StatusBadGateway, 1000, nil)
 		return
@@ -310,14 +232,14 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k := range q {
 		if k != "task_id" {
-			s.violate("query parameter %q", k)
+			s.Violate("query parameter %q", k)
 		}
 	}
 	if s.cfg.Garbage {
 		_, _ = io.WriteString(w, "<html>bad gateway</html>")
 		return
 	}
-	switch s.fault(4) {
+	switch s.Fault(4) {
 	case 0:
 		answer(w, http.StatusInternalServerError, 1024, nil)
 		return
@@ -333,10 +255,10 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := q.Get("task_id")
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[id]
 	if !ok {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		answer(w, http.StatusOK, 2013, nil)
 		return
 	}
@@ -356,7 +278,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	file := j.file
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	out := map[string]any{"task_id": id, "status": status}
 	if status == "Success" {
 		out["file_id"] = strconv.FormatInt(file, 10)
@@ -371,28 +293,28 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	raw := r.URL.Query().Get("file_id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		s.violate("file_id %q is not an integer", raw)
+		s.Violate("file_id %q is not an integer", raw)
 		answer(w, http.StatusOK, 2013, nil)
 		return
 	}
-	if s.fault(4) == 0 {
+	if s.Fault(4) == 0 {
 		answer(w, http.StatusInternalServerError, 1024, nil)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	task, ok := s.files[id]
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok {
 		answer(w, http.StatusOK, 2013, nil)
 		return
 	}
 	exp := time.Now().Add(time.Hour)
-	if s.fault(2) == 0 {
+	if s.Fault(2) == 0 {
 		exp = time.Now().Add(-time.Second)
 	}
 	answer(w, http.StatusOK, 0, map[string]any{"file": map[string]any{"file_id": id, "bytes": 0, "created_at": time.Now().Unix(),
 		"filename": "output.mp4", "purpose": "video_generation",
-		"download_url": fmt.Sprintf("%s/download/%s.mp4?expires=%d", s.srv.URL, task, exp.Unix())}})
+		"download_url": fmt.Sprintf("%s/download/%s.mp4?expires=%d", s.URL(), task, exp.Unix())}})
 }
 
 // download serves a download link: 403 once it has expired (a signed CDN link), a 404 as a
@@ -403,14 +325,14 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Request has expired", http.StatusForbidden)
 		return
 	}
-	if s.fault(2) == 0 {
+	if s.Fault(2) == 0 {
 		http.NotFound(w, r)
 		return
 	}
 	id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/download/"), ".mp4")
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[id]
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -439,14 +361,14 @@ const maxPrompt = 2000
 // check validates a create body and returns its prompt; false when MiniMax would refuse it.
 func (s *Server) check(b map[string]any) (string, bool) {
 	ok := true
-	bad := func(format string, args ...any) { s.violate("create: "+format, args...); ok = false }
+	bad := func(format string, args ...any) { s.Violate("create: "+format, args...); ok = false }
 	for k, v := range b {
 		typ, known := createFields[k]
 		if !known {
 			bad("unknown field %q", k)
 			continue
 		}
-		if !hasType(v, typ) {
+		if !fakekit.HasType(v, typ) {
 			bad("%s = %v, want a %s", k, v, typ)
 		}
 	}
@@ -478,24 +400,3 @@ func (s *Server) check(b map[string]any) (string, bool) {
 	}
 	return prompt, ok
 }
-
-func hasType(v any, typ string) bool {
-	switch typ {
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "bool":
-		_, ok := v.(bool)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	case "integer":
-		f, ok := v.(float64)
-		return ok && f == float64(int64(f))
-	}
-	return false
-}
-
-// TLSClient is an HTTP client that trusts the server.
-func (s *Server) TLSClient() *http.Client { return s.srv.Client() }

@@ -9,21 +9,18 @@
 package openaifake
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"image"
 	_ "image/png" // input_reference images
 	"io"
-	"math/rand/v2"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Ends a video job can be given by Config.End.
@@ -52,11 +49,9 @@ type Config struct {
 
 // Server is a running fake.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
-	rng        *rand.Rand
 	videos     map[string]*videoJob
 	byKey      map[string]int // Idempotency-Key → jobs made
 	firstByKey map[string]string
@@ -64,7 +59,6 @@ type Server struct {
 	creates    int                 // create calls received with a valid form
 	lost       int                 // creates that made a job and lost the answer
 	speeches   []map[string]any    // speech bodies, in order
-	violations []string
 }
 
 type videoJob struct {
@@ -78,75 +72,26 @@ func Start(cfg Config) *Server {
 	if cfg.Polls <= 0 {
 		cfg.Polls = 1
 	}
-	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 11)), videos: map[string]*videoJob{},
+	s := &Server{cfg: cfg, videos: map[string]*videoJob{},
 		byKey: map[string]int{}, firstByKey: map[string]string{}}
-	s.srv = httptest.NewTLSServer(s)
+	s.Serve(s, cfg.FaultPercent, cfg.Seed, 11)
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API base URL an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL + "/v1" }
-
-// Certificate is the server's TLS certificate, for a client that trusts several fakes.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config {
-	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-}
+func (s *Server) Base() string { return s.URL() + "/v1" }
 
 // JobsFor is how many video jobs creates with the Idempotency-Key made.
-func (s *Server) JobsFor(key string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byKey[key]
-}
+func (s *Server) JobsFor(key string) int { return fakekit.Get(&s.Kit, s.byKey, key) }
 
 // Creates is how many create calls with a valid form arrived (a refused one included).
-func (s *Server) Creates() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.creates
-}
+func (s *Server) Creates() int { return s.Load(&s.creates) }
 
 // Forms are the forms of the creates that made a job (or found one by its key), in order.
-func (s *Server) Forms() []map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.forms)
-}
+func (s *Server) Forms() []map[string]string { return fakekit.Clone(&s.Kit, &s.forms) }
 
 // Speeches are the speech bodies received, in order.
-func (s *Server) Speeches() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.speeches)
-}
-
-// Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-}
-
-func (s *Server) fault(n int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
-		return -1
-	}
-	return s.rng.IntN(n)
-}
+func (s *Server) Speeches() []map[string]any { return fakekit.Clone(&s.Kit, &s.speeches) }
 
 func writeError(w http.ResponseWriter, status int, typ, code string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -156,7 +101,7 @@ func writeError(w http.ResponseWriter, status int, typ, code string) {
 
 // transientFault answers one of the faults every call may get: 500, 429, 503.
 func (s *Server) transientFault(w http.ResponseWriter) bool {
-	switch s.fault(3) {
+	switch s.Fault(3) {
 	case 0:
 		writeError(w, http.StatusInternalServerError, "server_error", "server_error")
 	case 1:
@@ -188,7 +133,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && path == "/audio/speech":
 		s.speech(w, r)
 	default:
-		s.violate("unexpected %s %s", r.Method, r.URL.Path)
+		s.Violate("unexpected %s %s", r.Method, r.URL.Path)
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found")
 	}
 }
@@ -202,18 +147,18 @@ var (
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" {
-		s.violate("create Content-Type %q, want multipart/form-data", r.Header.Get("Content-Type"))
+		s.Violate("create Content-Type %q, want multipart/form-data", r.Header.Get("Content-Type"))
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value")
 		return
 	}
 	if err := r.ParseMultipartForm(1 << 20); err != nil {
-		s.violate("create form: %v", err)
+		s.Violate("create form: %v", err)
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value")
 		return
 	}
 	form := map[string]string{}
 	ok := true
-	bad := func(format string, args ...any) { s.violate("create: "+format, args...); ok = false }
+	bad := func(format string, args ...any) { s.Violate("create: "+format, args...); ok = false }
 	for k, vs := range r.MultipartForm.Value {
 		if len(vs) != 1 {
 			bad("field %q given %d times", k, len(vs))
@@ -269,18 +214,16 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value")
 		return
 	}
-	s.mu.Lock()
-	s.creates++
-	s.mu.Unlock()
+	s.Inc(&s.creates)
 	if s.transientFault(w) {
 		return // refused: no job was made
 	}
 	key := r.Header.Get("Idempotency-Key")
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.forms = append(s.forms, form)
 	if id, seen := s.firstByKey[key]; seen && key != "" && s.cfg.HonorIdempotency {
 		j := s.videos[id]
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		writeVideo(w, j, "queued", 0)
 		return
 	}
@@ -295,12 +238,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if _, seen := s.firstByKey[key]; !seen {
 		s.firstByKey[key] = j.id
 	}
-	s.mu.Unlock()
-	if s.fault(4) == 0 {
+	s.Mu.Unlock()
+	if s.Fault(4) == 0 {
 		// The job is made; the answer is lost.
-		s.mu.Lock()
-		s.lost++
-		s.mu.Unlock()
+		s.Inc(&s.lost)
 		writeError(w, http.StatusBadGateway, "server_error", "bad_gateway")
 		return
 	}
@@ -308,11 +249,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 }
 
 // LostAnswers is how many creates made a job and then failed their answer.
-func (s *Server) LostAnswers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) LostAnswers() int { return s.Load(&s.lost) }
 
 func writeVideo(w http.ResponseWriter, j *videoJob, status string, progress int) {
 	v := map[string]any{"id": j.id, "object": "video", "model": j.model, "status": status, "progress": progress,
@@ -328,14 +265,14 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 	if s.transientFault(w) {
 		return
 	}
-	if s.fault(4) == 0 {
+	if s.Fault(4) == 0 {
 		_, _ = io.WriteString(w, `{"id":"`+id+`","status":`)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.videos[id]
 	if !ok {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		writeError(w, http.StatusNotFound, "invalid_request_error", "video_not_found")
 		return
 	}
@@ -347,18 +284,18 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 			status = "failed"
 		}
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	writeVideo(w, j, status, progress)
 }
 
 func (s *Server) content(w http.ResponseWriter, r *http.Request, id string) {
 	if v := r.URL.Query().Get("variant"); v != "" && v != "video" {
-		s.violate("content variant %q", v)
+		s.Violate("content variant %q", v)
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.videos[id]
 	done := ok && j.end == EndSucceed && j.polls > s.cfg.Polls
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !done {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "video_not_ready")
 		return
@@ -372,16 +309,16 @@ func (s *Server) content(w http.ResponseWriter, r *http.Request, id string) {
 
 func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		s.violate("speech Content-Type %q", ct)
+		s.Violate("speech Content-Type %q", ct)
 	}
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.violate("speech body is not JSON: %v", err)
+		s.Violate("speech body is not JSON: %v", err)
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json")
 		return
 	}
 	ok := true
-	bad := func(format string, args ...any) { s.violate("speech: "+format, args...); ok = false }
+	bad := func(format string, args ...any) { s.Violate("speech: "+format, args...); ok = false }
 	for k, v := range body {
 		str, isStr := v.(string)
 		switch k {
@@ -412,9 +349,7 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value")
 		return
 	}
-	s.mu.Lock()
-	s.speeches = append(s.speeches, body)
-	s.mu.Unlock()
+	s.Locked(func() { s.speeches = append(s.speeches, body) })
 	if s.transientFault(w) {
 		return
 	}

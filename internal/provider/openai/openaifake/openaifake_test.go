@@ -43,7 +43,7 @@ func TestFakeRecordsEveryBrokenRequest(t *testing.T) {
 			req, _ := http.NewRequest("POST", f.Base()+"/videos", body)
 			req.Header.Set("Authorization", "Bearer k")
 			req.Header.Set("Content-Type", ct)
-			res, err := f.srv.Client().Do(req)
+			res, err := f.Client().Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

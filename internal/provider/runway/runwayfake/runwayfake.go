@@ -10,19 +10,16 @@
 package runwayfake
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Version is the X-Runway-Version the fake accepts.
@@ -66,20 +63,17 @@ type Config struct {
 
 // Server is a running fake Runway.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
-	rng        *rand.Rand
 	jobs       map[string]*job
 	byPrompt   map[string]int
 	lost       int
 	limited    int
 	refused    int
 	cancelled  int
-	expiredOut int // expired links handed out
-	expiredGet int // downloads refused for an expired link
-	violations []string
+	expiredOut int                       // expired links handed out
+	expiredGet int                       // downloads refused for an expired link
 	bodies     map[string]map[string]any // prompt → the last create body with it
 }
 
@@ -95,105 +89,37 @@ func Start(cfg Config) *Server {
 	if cfg.Polls <= 0 {
 		cfg.Polls = 1
 	}
-	s := &Server{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 13)), jobs: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{}}
-	s.srv = httptest.NewTLSServer(s)
+	s := &Server{cfg: cfg, jobs: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{}}
+	s.Serve(s, cfg.FaultPercent, cfg.Seed, 13)
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API root an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL }
-
-// Certificate is the server's TLS certificate.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config {
-	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-}
-
-// TLSClient is an HTTP client that trusts the server.
-func (s *Server) TLSClient() *http.Client { return s.srv.Client() }
+func (s *Server) Base() string { return s.URL() }
 
 // JobsFor is how many jobs creates with the prompt made.
-func (s *Server) JobsFor(prompt string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byPrompt[prompt]
-}
+func (s *Server) JobsFor(prompt string) int { return fakekit.Get(&s.Kit, s.byPrompt, prompt) }
 
 // Jobs is how many jobs were made in all.
-func (s *Server) Jobs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.jobs)
-}
+func (s *Server) Jobs() int { return fakekit.Len(&s.Kit, s.jobs) }
 
 // LostAnswers is how many creates made a job and then lost their answer.
-func (s *Server) LostAnswers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) LostAnswers() int { return s.Load(&s.lost) }
 
 // RateLimited is how many creates were refused 429.
-func (s *Server) RateLimited() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limited
-}
+func (s *Server) RateLimited() int { return s.Load(&s.limited) }
 
 // Refused is how many calls were refused for their key (401).
-func (s *Server) Refused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
+func (s *Server) Refused() int { return s.Load(&s.refused) }
 
 // Cancelled is how many running tasks DELETE cancelled.
-func (s *Server) Cancelled() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cancelled
-}
+func (s *Server) Cancelled() int { return s.Load(&s.cancelled) }
 
 // ExpiredDownloads is how many downloads were refused for an expired link.
-func (s *Server) ExpiredDownloads() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.expiredGet
-}
+func (s *Server) ExpiredDownloads() int { return s.Load(&s.expiredGet) }
 
 // Body is the last create body with the prompt (nil: none).
-func (s *Server) Body(prompt string) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bodies[prompt]
-}
-
-// Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-}
-
-func (s *Server) fault(n int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
-		return -1
-	}
-	return s.rng.IntN(n)
-}
+func (s *Server) Body(prompt string) map[string]any { return fakekit.Get(&s.Kit, s.bodies, prompt) }
 
 // answer writes a JSON answer.
 func answer(w http.ResponseWriter, status int, body any) {
@@ -213,14 +139,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+s.cfg.Key {
-		s.mu.Lock()
-		s.refused++
-		s.mu.Unlock()
+		s.Inc(&s.refused)
 		apiError(w, http.StatusUnauthorized, "Invalid API key")
 		return
 	}
 	if v := r.Header.Get("X-Runway-Version"); v != Version {
-		s.violate("%s %s: X-Runway-Version %q", r.Method, r.URL.Path, v)
+		s.Violate("%s %s: X-Runway-Version %q", r.Method, r.URL.Path, v)
 		apiError(w, http.StatusBadRequest, "Invalid or missing X-Runway-Version header")
 		return
 	}
@@ -233,40 +157,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodDelete && isTask:
 		s.delete(w, id)
 	default:
-		s.violate("unexpected %s %s", r.Method, r.URL.Path)
+		s.Violate("unexpected %s %s", r.Method, r.URL.Path)
 		apiError(w, http.StatusNotFound, "Not found")
 	}
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, image bool) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		s.violate("create Content-Type %q", ct)
+		s.Violate("create Content-Type %q", ct)
 	}
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		s.violate("create body is not JSON: %v", err)
+		s.Violate("create body is not JSON: %v", err)
 		apiError(w, http.StatusBadRequest, "Invalid JSON")
 		return
 	}
 	prompt, ok := s.check(body, image)
-	s.mu.Lock()
-	s.bodies[prompt] = body
-	s.mu.Unlock()
+	s.Locked(func() { s.bodies[prompt] = body })
 	if !ok {
 		apiError(w, http.StatusBadRequest, "Input validation failed")
 		return
 	}
 	if s.cfg.RateLimit != 0 {
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		if s.cfg.RateLimit > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RateLimit))
 		}
 		apiError(w, http.StatusTooManyRequests, "You have exceeded the rate limit")
 		return
 	}
-	f := s.fault(5)
+	f := s.Fault(5)
 	if s.cfg.LoseAnswers {
 		f = 2
 	}
@@ -275,9 +195,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, image bool) {
 		apiError(w, http.StatusServiceUnavailable, "Service unavailable")
 		return
 	case 1:
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		apiError(w, http.StatusTooManyRequests, "You have exceeded the rate limit")
 		return
 	}
@@ -287,24 +205,21 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, image bool) {
 	if s.cfg.End != nil {
 		end = s.cfg.End(prompt)
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j := &job{id: fmt.Sprintf("17f20503-6c24-4c16-946b-%012d", len(s.jobs)+1), model: model, prompt: prompt, end: end, duration: int(d), created: time.Now()}
 	s.jobs[j.id] = j
 	s.byPrompt[prompt]++
 	if f >= 2 {
 		s.lost++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch f {
 	case 2: // the job is made, the answer is a 5xx
 		apiError(w, http.StatusBadGateway, "Bad gateway")
 		return
 	case 3: // the job is made, the connection drops before the answer
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				_ = conn.Close()
-				return
-			}
+		if fakekit.Drop(w) {
+			return
 		}
 		apiError(w, http.StatusBadGateway, "Bad gateway")
 		return
@@ -326,7 +241,7 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 		_, _ = io.WriteString(w, `{"id":"`+id+`","status":"SUCC`)
 		return
 	}
-	switch s.fault(3) {
+	switch s.Fault(3) {
 	case 0:
 		apiError(w, http.StatusInternalServerError, "Internal error")
 		return
@@ -338,14 +253,14 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 		apiError(w, http.StatusTooManyRequests, "You have exceeded the rate limit")
 		return
 	}
-	expire := s.cfg.ExpiredLinks || s.fault(2) == 0 // decided before the lock fault takes
-	s.mu.Lock()
+	expire := s.cfg.ExpiredLinks || s.Fault(2) == 0 // decided before the lock fault takes
+	s.Mu.Lock()
 	if s.expiredOut < s.cfg.ExpireFirst {
 		expire = true
 	}
 	j, ok := s.jobs[id]
 	if !ok {
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		apiError(w, http.StatusNotFound, "Task not found")
 		return
 	}
@@ -373,22 +288,22 @@ func (s *Server) read(w http.ResponseWriter, id string) {
 			s.expiredOut++
 		}
 		out["status"], out["cost"] = "SUCCEEDED", map[string]any{"credits": seconds * creditsPerSecond[j.model]}
-		out["output"] = []string{fmt.Sprintf("%s/download/%s.mp4?expires=%d", s.srv.URL, j.id, exp.Unix())}
+		out["output"] = []string{fmt.Sprintf("%s/download/%s.mp4?expires=%d", s.URL(), j.id, exp.Unix())}
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	answer(w, http.StatusOK, out)
 }
 
 // delete answers DELETE /v1/tasks/{id}: a pending or running task is cancelled, a finished
 // one deleted; 204 either way.
 func (s *Server) delete(w http.ResponseWriter, id string) {
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[id]
 	if ok && !j.cancelled {
 		j.cancelled = true
 		s.cancelled++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok {
 		apiError(w, http.StatusNotFound, "Task not found")
 		return
@@ -401,20 +316,18 @@ func (s *Server) delete(w http.ResponseWriter, id string) {
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	exp, err := strconv.ParseInt(r.URL.Query().Get("expires"), 10, 64)
 	if err != nil || time.Now().Unix() > exp {
-		s.mu.Lock()
-		s.expiredGet++
-		s.mu.Unlock()
+		s.Inc(&s.expiredGet)
 		http.Error(w, "Request has expired", http.StatusForbidden)
 		return
 	}
-	if s.fault(2) == 0 {
+	if s.Fault(2) == 0 {
 		http.NotFound(w, r)
 		return
 	}
 	id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/download/"), ".mp4")
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[id]
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -455,7 +368,7 @@ const maxSeed = 4294967295
 // check validates a create body and returns its prompt; false when Runway would refuse it.
 func (s *Server) check(b map[string]any, image bool) (string, bool) {
 	ok := true
-	bad := func(format string, args ...any) { s.violate("create: "+format, args...); ok = false }
+	bad := func(format string, args ...any) { s.Violate("create: "+format, args...); ok = false }
 	for k, v := range b {
 		typ, known := createFields[k]
 		if !known {

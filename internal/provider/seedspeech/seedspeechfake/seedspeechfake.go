@@ -26,19 +26,17 @@ package seedspeechfake
 
 import (
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Faults of a synthesis (Config.Fault).
@@ -91,10 +89,9 @@ type Synthesis struct {
 
 // Server is a running fake.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 
-	mu         sync.Mutex
 	uploads    []Upload
 	syntheses  []Synthesis
 	trained    map[string][]string // slot → digests of its current voice
@@ -105,90 +102,51 @@ type Server struct {
 	byText     map[string]int
 	lost, hung int
 	never      chan struct{}
-	violations []string
 }
 
 // Start starts a fake on loopback over TLS.
 func Start(cfg Config) *Server {
 	s := &Server{cfg: cfg, never: make(chan struct{}), trained: map[string][]string{}, training: map[string]int{},
 		failed: map[string]bool{}, byText: map[string]int{}}
-	s.srv = httptest.NewTLSServer(s)
+	s.Serve(s, 0, 0, 0) // no drawn faults: this fake injects its own
 	return s
 }
 
 // Close stops the server, first releasing syntheses that never answer.
 func (s *Server) Close() {
 	close(s.never)
-	s.srv.Close()
+	s.Kit.Close()
 }
 
 // Base is the API root an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config {
-	return &tls.Config{RootCAs: s.srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-}
+func (s *Server) Base() string { return s.URL() }
 
 // Uploads are the trainings started, in order.
-func (s *Server) Uploads() []Upload {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.uploads)
-}
+func (s *Server) Uploads() []Upload { return fakekit.Clone(&s.Kit, &s.uploads) }
 
 // Syntheses are the synthesis calls received (billed or not), in order.
-func (s *Server) Syntheses() []Synthesis {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.syntheses)
-}
+func (s *Server) Syntheses() []Synthesis { return fakekit.Clone(&s.Kit, &s.syntheses) }
 
 // Billed is how many syntheses and characters the vendor would have billed.
 func (s *Server) Billed() (syntheses, characters int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	return s.billed, s.characters
 }
 
 // BilledFor is how many syntheses of text were billed.
-func (s *Server) BilledFor(text string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byText[text]
-}
+func (s *Server) BilledFor(text string) int { return fakekit.Get(&s.Kit, s.byText, text) }
 
 // Lost is how many billed syntheses lost their answer (dropped or garbage); Hung how many
 // never answered.
-func (s *Server) Lost() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) Lost() int { return s.Load(&s.lost) }
 
-func (s *Server) Hung() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hung
-}
-
-// Violations are the requests that broke the wire format.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
+func (s *Server) Hung() int { return s.Load(&s.hung) }
 
 // Digest is the fake's name of an audio: the hex SHA-256 of its bytes.
 func Digest(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-	s.mu.Unlock()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -212,23 +170,23 @@ func cloneAnswer(w http.ResponseWriter, status, code int, msg string, extra map[
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	if !strings.HasPrefix(auth, "Bearer;") {
-		s.violate("%s %s: Authorization %q is not \"Bearer;{token}\"", r.Method, r.URL.Path, auth)
+		s.Violate("%s %s: Authorization %q is not \"Bearer;{token}\"", r.Method, r.URL.Path, auth)
 	}
 	if strings.TrimSpace(strings.TrimPrefix(auth, "Bearer;")) != s.cfg.Token {
 		ttsError(w, http.StatusUnauthorized, 3001, "authenticate request: load grant: requested grant not found")
 		return
 	}
 	if r.Method != http.MethodPost {
-		s.violate("unknown call %s %s", r.Method, r.URL.Path)
+		s.Violate("unknown call %s %s", r.Method, r.URL.Path)
 		ttsError(w, http.StatusNotFound, 3001, "not found")
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		s.violate("%s Content-Type %q", r.URL.Path, ct)
+		s.Violate("%s Content-Type %q", r.URL.Path, ct)
 	}
 	var body map[string]any
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4*MaxAudioBytes)).Decode(&body); err != nil {
-		s.violate("%s body is not JSON: %v", r.URL.Path, err)
+		s.Violate("%s body is not JSON: %v", r.URL.Path, err)
 		ttsError(w, http.StatusBadRequest, 3001, "invalid json")
 		return
 	}
@@ -240,14 +198,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/api/v1/mega_tts/status":
 		s.status(w, r, body)
 	default:
-		s.violate("unknown call %s %s", r.Method, r.URL.Path)
+		s.Violate("unknown call %s %s", r.Method, r.URL.Path)
 		ttsError(w, http.StatusNotFound, 3001, "not found")
 	}
 }
 
 func (s *Server) cloneCall(w http.ResponseWriter, r *http.Request, body map[string]any) (string, bool) {
 	if rid := r.Header.Get("Resource-Id"); rid != "volc.megatts.voiceclone" {
-		s.violate("%s: Resource-Id %q", r.URL.Path, rid)
+		s.Violate("%s: Resource-Id %q", r.URL.Path, rid)
 	}
 	if body["appid"] != s.cfg.AppID {
 		cloneAnswer(w, http.StatusForbidden, 1001, "appid not granted", nil)
@@ -265,7 +223,7 @@ func (s *Server) cloneCall(w http.ResponseWriter, r *http.Request, body map[stri
 func (s *Server) upload(w http.ResponseWriter, r *http.Request, body map[string]any) {
 	for k := range body {
 		if !slices.Contains([]string{"appid", "speaker_id", "audios", "source", "language", "model_type", "extra_params"}, k) {
-			s.violate("upload: unknown field %q", k)
+			s.Violate("upload: unknown field %q", k)
 		}
 	}
 	spk, ok := s.cloneCall(w, r, body)
@@ -273,12 +231,12 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, body map[string]
 		return
 	}
 	if body["source"] != float64(2) {
-		s.violate("upload: source %v, want 2", body["source"])
+		s.Violate("upload: source %v, want 2", body["source"])
 	}
 	mt, _ := body["model_type"].(float64)
 	audios, _ := body["audios"].([]any)
 	if len(audios) == 0 {
-		s.violate("upload: no audios")
+		s.Violate("upload: no audios")
 		cloneAnswer(w, http.StatusOK, 1001, "param error", nil)
 		return
 	}
@@ -290,11 +248,11 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, body map[string]
 		b, err := base64.StdEncoding.DecodeString(b64)
 		switch {
 		case err != nil || len(b) == 0:
-			s.violate("upload: audios[%d].audio_bytes is not base64 audio", i)
+			s.Violate("upload: audios[%d].audio_bytes is not base64 audio", i)
 		case len(b) > MaxAudioBytes:
-			s.violate("upload: audios[%d] is %d bytes, over 10 MB", i, len(b))
+			s.Violate("upload: audios[%d] is %d bytes, over 10 MB", i, len(b))
 		case !slices.Contains([]string{"wav", "mp3", "ogg", "m4a", "aac", "pcm"}, format):
-			s.violate("upload: audios[%d].audio_format %q", i, format)
+			s.Violate("upload: audios[%d].audio_format %q", i, format)
 		}
 		up.Formats = append(up.Formats, format)
 		up.Digests = append(up.Digests, Digest(b))
@@ -303,7 +261,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, body map[string]
 		cloneAnswer(w, http.StatusOK, 1122, "no human voice detected", nil)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.uploads = append(s.uploads, up)
 	s.training[spk] = 1 // one status read says Training, the next Success
 	s.failed[spk] = s.cfg.TrainFault == TrainFail
@@ -312,7 +270,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, body map[string]
 	} else {
 		delete(s.trained, spk)
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	cloneAnswer(w, http.StatusOK, 0, "", map[string]any{"speaker_id": spk})
 }
 
@@ -322,7 +280,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, body map[string]
 	if !ok {
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	st := 2
 	switch {
 	case s.training[spk] > 0:
@@ -333,7 +291,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, body map[string]
 	case s.trained[spk] == nil:
 		st = 0
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	cloneAnswer(w, http.StatusOK, 0, "", map[string]any{"speaker_id": spk, "status": st})
 }
 
@@ -343,12 +301,12 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request, body map[string]any
 	audio, _ := body["audio"].(map[string]any)
 	req, _ := body["request"].(map[string]any)
 	if app == nil || audio == nil || req == nil {
-		s.violate("tts: app, audio and request are required")
+		s.Violate("tts: app, audio and request are required")
 		ttsError(w, http.StatusBadRequest, 3001, "invalid request")
 		return
 	}
 	if app["token"] != s.cfg.Token {
-		s.violate("tts: app.token is not the header's token")
+		s.Violate("tts: app.token is not the header's token")
 	}
 	if app["appid"] != s.cfg.AppID {
 		ttsError(w, http.StatusForbidden, 3001, "appid not granted")
@@ -359,24 +317,24 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request, body map[string]any
 	text, _ := req["text"].(string)
 	reqid, _ := req["reqid"].(string)
 	if req["operation"] != "query" {
-		s.violate("tts: request.operation %v, want query", req["operation"])
+		s.Violate("tts: request.operation %v, want query", req["operation"])
 	}
 	if reqid == "" {
-		s.violate("tts: request.reqid is required")
+		s.Violate("tts: request.reqid is required")
 	}
 	if enc := audio["encoding"]; enc != "mp3" {
-		s.violate("tts: audio.encoding %v (the service asks for mp3)", enc)
+		s.Violate("tts: audio.encoding %v (the service asks for mp3)", enc)
 	}
 	call := Synthesis{Cluster: cluster, Voice: voice, Text: text, ReqID: reqid}
-	s.mu.Lock()
+	s.Mu.Lock()
 	if cluster == "volcano_icl" {
 		call.TrainedOn = slices.Clone(s.trained[voice])
 	}
 	s.syntheses = append(s.syntheses, call)
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch {
 	case cluster != "volcano_tts" && cluster != "volcano_icl":
-		s.violate("tts: cluster %q", cluster)
+		s.Violate("tts: cluster %q", cluster)
 		ttsError(w, http.StatusBadRequest, 3001, "invalid cluster")
 		return
 	case cluster == "volcano_tts" && !slices.Contains(s.cfg.Voices, voice),
@@ -411,9 +369,7 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request, body map[string]any
 		ttsError(w, http.StatusOK, 3011, "invalid text")
 		return
 	case FaultNeverEnds:
-		s.mu.Lock()
-		s.hung++
-		s.mu.Unlock()
+		s.Inc(&s.hung)
 		select {
 		case <-r.Context().Done():
 		case <-s.never:
@@ -425,23 +381,21 @@ func (s *Server) tts(w http.ResponseWriter, r *http.Request, body map[string]any
 		ttsError(w, http.StatusInternalServerError, 3031, "no audio")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.billed++
 	s.characters += utf8.RuneCountInString(text)
 	s.byText[text]++
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	switch fault {
 	case FaultLose:
-		s.mu.Lock()
-		s.lost++
-		s.mu.Unlock()
+		s.Inc(&s.lost)
 		conn, _, _ := w.(http.Hijacker).Hijack()
 		conn.Close()
 		return
 	case FaultGarbage:
-		s.mu.Lock()
+		s.Mu.Lock()
 		s.lost++ // billed, and nothing a client can read: lost as well
-		s.mu.Unlock()
+		s.Mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte("<html>gateway</html>"))
 		return

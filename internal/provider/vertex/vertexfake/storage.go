@@ -14,16 +14,16 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request, escaped string) 
 	b, err1 := url.PathUnescape(bucket)
 	o, err2 := url.PathUnescape(obj)
 	if r.Method != http.MethodGet || !ok || err1 != nil || err2 != nil || r.URL.Query().Get("alt") != "media" {
-		s.violate("storage: %s %s is not an object read with alt=media", r.Method, r.URL)
+		s.Violate("storage: %s %s is not an object read with alt=media", r.Method, r.URL)
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "bad request")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, found := s.objects[b+"/"+o]
 	if found {
 		s.reads++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !found {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "No such object.")
 		return
@@ -39,7 +39,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request, escaped string) 
 
 // ObjectReads is how many videos were read from the fake's Cloud Storage.
 func (s *Server) ObjectReads() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	return s.reads
 }

@@ -42,8 +42,8 @@ func keyJSON(k *rsa.PrivateKey, tokenURL string) []byte {
 // ExpireTokens ends every token issued so far before its time (a revoked or expired token):
 // the next call with one is answered 401 UNAUTHENTICATED.
 func (s *Server) ExpireTokens() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	for t := range s.tokens {
 		s.tokens[t] = false
 	}
@@ -51,8 +51,8 @@ func (s *Server) ExpireTokens() {
 
 // TokensIssued is how many tokens the token endpoint gave.
 func (s *Server) TokensIssued() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	return s.issued
 }
 
@@ -66,7 +66,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": e, "error_description": desc})
 	}
 	if r.Method != http.MethodPost || r.ParseForm() != nil || r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
-		s.violate("token: not a POST of grant_type jwt-bearer")
+		s.Violate("token: not a POST of grant_type jwt-bearer")
 		oauthError(http.StatusBadRequest, "unsupported_grant_type", "Invalid grant_type.")
 		return
 	}
@@ -81,15 +81,15 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !slices.Contains(strings.Fields(claims.Scope), Scope) {
-		s.violate("token: scope %q", claims.Scope)
+		s.Violate("token: scope %q", claims.Scope)
 		oauthError(http.StatusBadRequest, "invalid_scope", "Invalid OAuth scope.")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.issued++
 	tok := fmt.Sprintf("ya29.fake-%d-%d", s.issued, mrand.Int64())
 	s.tokens[tok] = true
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": s.cfg.TokenSeconds})
 }

@@ -17,20 +17,17 @@ package vertexfake
 import (
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	mrand "math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+
+	"mediagen/internal/provider/fakekit"
 )
 
 // Ends a job can be given by Config.End.
@@ -83,24 +80,21 @@ type Config struct {
 
 // Server is a running fake Vertex AI with its token endpoint.
 type Server struct {
+	fakekit.Kit
 	cfg Config
-	srv *httptest.Server
 	key *rsa.PrivateKey
 
-	mu         sync.Mutex
-	rng        *mrand.Rand
-	seq        int
-	tokens     map[string]bool // issued → still valid
-	issued     int
-	jobs       map[string]*job // operation name → job
-	byPrompt   map[string]int
-	lost       int
-	limited    int
-	refused    int
-	violations []string
-	bodies     map[string]map[string]any
-	objects    map[string]*job // "bucket/object" → the job whose video it is
-	reads      int             // object reads served
+	seq      int
+	tokens   map[string]bool // issued → still valid
+	issued   int
+	jobs     map[string]*job // operation name → job
+	byPrompt map[string]int
+	lost     int
+	limited  int
+	refused  int
+	bodies   map[string]map[string]any
+	objects  map[string]*job // "bucket/object" → the job whose video it is
+	reads    int             // object reads served
 }
 
 type job struct {
@@ -121,99 +115,38 @@ func Start(cfg Config) *Server {
 	if err != nil {
 		panic(err)
 	}
-	s := &Server{cfg: cfg, key: key, tokens: map[string]bool{}, jobs: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{}, objects: map[string]*job{},
-		rng: mrand.New(mrand.NewPCG(cfg.Seed, cfg.Seed))}
-	s.srv = httptest.NewTLSServer(s)
+	s := &Server{cfg: cfg, key: key, tokens: map[string]bool{}, jobs: map[string]*job{}, byPrompt: map[string]int{}, bodies: map[string]map[string]any{}, objects: map[string]*job{}}
+	s.Serve(s, cfg.FaultPercent, cfg.Seed, cfg.Seed)
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
 // Base is the API root an account's base_url names.
-func (s *Server) Base() string { return s.srv.URL }
+func (s *Server) Base() string { return s.URL() }
 
 // TokenURL is the fake's token endpoint.
-func (s *Server) TokenURL() string { return s.srv.URL + "/token" }
-
-// TLS is a client configuration that trusts the server's certificate.
-func (s *Server) TLS() *tls.Config { return s.srv.Client().Transport.(*http.Transport).TLSClientConfig }
-
-// Certificate is the server's TLS certificate.
-func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
-
-// TLSClient is an HTTP client that trusts the server.
-func (s *Server) TLSClient() *http.Client { return s.srv.Client() }
+func (s *Server) TokenURL() string { return s.URL() + "/token" }
 
 // JobsFor is how many jobs creates with the prompt made.
-func (s *Server) JobsFor(prompt string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byPrompt[prompt]
-}
+func (s *Server) JobsFor(prompt string) int { return fakekit.Get(&s.Kit, s.byPrompt, prompt) }
 
 // Jobs is how many jobs were made in all.
-func (s *Server) Jobs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.jobs)
-}
+func (s *Server) Jobs() int { return fakekit.Len(&s.Kit, s.jobs) }
 
 // LostAnswers is how many creates made a job and then lost their answer.
-func (s *Server) LostAnswers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost
-}
+func (s *Server) LostAnswers() int { return s.Load(&s.lost) }
 
 // RateLimited is how many creates were refused for the rate (429).
-func (s *Server) RateLimited() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.limited
-}
+func (s *Server) RateLimited() int { return s.Load(&s.limited) }
 
 // Refused is how many calls were refused for their token or key (401, 403, or a refused
 // token exchange).
-func (s *Server) Refused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
+func (s *Server) Refused() int { return s.Load(&s.refused) }
 
 // Body is the last create body with the prompt (nil: none).
-func (s *Server) Body(prompt string) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bodies[prompt]
-}
-
-// Violations are the requests that broke the wire format, described.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.violations)
-}
-
-func (s *Server) fault(n int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.FaultPercent <= 0 || s.rng.IntN(100) >= s.cfg.FaultPercent {
-		return -1
-	}
-	return s.rng.IntN(n)
-}
-
-func (s *Server) violate(format string, args ...any) {
-	s.mu.Lock()
-	s.violations = append(s.violations, fmt.Sprintf(format, args...))
-	s.mu.Unlock()
-}
+func (s *Server) Body(prompt string) map[string]any { return fakekit.Get(&s.Kit, s.bodies, prompt) }
 
 func (s *Server) refuse() {
-	s.mu.Lock()
-	s.refused++
-	s.mu.Unlock()
+	s.Inc(&s.refused)
 }
 
 // apiError writes Google's error body: {"error":{code,message,status}} (the SDK's APIError).
@@ -229,16 +162,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	s.mu.Lock()
+	s.Mu.Lock()
 	valid := ok && s.tokens[tok]
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !valid {
 		s.refuse()
 		apiError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
 		return
 	}
 	if r.Header.Get("x-goog-api-key") != "" {
-		s.violate("%s %s: an x-goog-api-key beside the Bearer token", r.Method, r.URL.Path)
+		s.Violate("%s %s: an x-goog-api-key beside the Bearer token", r.Method, r.URL.Path)
 	}
 	if s.cfg.Forbid {
 		s.refuse()
@@ -276,19 +209,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 	}
 	data, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(data, &b); err != nil || len(b.Instances) != 1 {
-		s.violate("create: body is not {instances:[one], parameters}")
+		s.Violate("create: body is not {instances:[one], parameters}")
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "bad body")
 		return
 	}
-	f := s.fault(4)
+	f := s.Fault(4)
 	if f == 1 {
 		apiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "overloaded")
 		return
 	}
 	if s.cfg.RateLimit || f == 0 {
-		s.mu.Lock()
-		s.limited++
-		s.mu.Unlock()
+		s.Inc(&s.limited)
 		if s.cfg.RetryAfterSecs > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(s.cfg.RetryAfterSecs))
 		}
@@ -300,7 +231,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "invalid request")
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	s.seq++
 	storage, _ := b.Parameters["storageUri"].(string)
 	j := &job{model: model, prompt: prompt, storage: storage, seq: s.seq, name: fmt.Sprintf("projects/%s/locations/%s/publishers/google/models/%s/operations/%08d-fake-op", Project, Location, model, s.seq)}
@@ -316,7 +247,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, model string) {
 	if lose {
 		s.lost++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if lose {
 		if f == 3 {
 			w.Header().Set("Content-Type", "application/json")
@@ -355,18 +286,18 @@ var (
 func (s *Server) check(model string, in, params map[string]any) (string, bool) {
 	m, ok := models[model]
 	if !ok {
-		s.violate("create: model %q", model)
+		s.Violate("create: model %q", model)
 		return "", false
 	}
 	for k, v := range in {
-		if typ, ok := instanceFields[k]; !ok || !hasType(v, typ) {
-			s.violate("create: instance field %q", k)
+		if typ, ok := instanceFields[k]; !ok || !fakekit.HasType(v, typ) {
+			s.Violate("create: instance field %q", k)
 			return "", false
 		}
 	}
 	for k, v := range params {
-		if typ, ok := parameterFields[k]; !ok || !hasType(v, typ) {
-			s.violate("create: unknown parameter %q", k)
+		if typ, ok := parameterFields[k]; !ok || !fakekit.HasType(v, typ) {
+			s.Violate("create: unknown parameter %q", k)
 			return "", false
 		}
 	}
@@ -375,72 +306,51 @@ func (s *Server) check(model string, in, params map[string]any) (string, bool) {
 		b64, _ := img["bytesBase64Encoded"].(string)
 		mime, _ := img["mimeType"].(string)
 		if _, err := base64.StdEncoding.DecodeString(b64); err != nil || b64 == "" || !strings.HasPrefix(mime, "image/") {
-			s.violate("create: image is not {bytesBase64Encoded, mimeType image/*}")
+			s.Violate("create: image is not {bytesBase64Encoded, mimeType image/*}")
 			return "", false
 		}
 	}
 	if prompt == "" && in["image"] == nil {
-		s.violate("create: neither prompt nor image")
+		s.Violate("create: neither prompt nor image")
 		return "", false
 	}
 	if n, ok := params["sampleCount"].(float64); ok && (n < 1 || n > 4) {
-		s.violate("create: sampleCount %v", n)
+		s.Violate("create: sampleCount %v", n)
 		return "", false
 	}
 	if d, ok := params["durationSeconds"].(float64); ok && !slices.Contains(m.seconds, int(d)) {
-		s.violate("create: durationSeconds %v for %s", d, model)
+		s.Violate("create: durationSeconds %v for %s", d, model)
 		return "", false
 	}
 	ratio, _ := params["aspectRatio"].(string)
 	if ratio != "" && ratio != "16:9" && ratio != "9:16" {
-		s.violate("create: aspectRatio %q", ratio)
+		s.Violate("create: aspectRatio %q", ratio)
 		return "", false
 	}
 	if res, ok := params["resolution"].(string); ok {
 		if !slices.Contains(m.resolutions, res) {
-			s.violate("create: resolution %q for %s", res, model)
+			s.Violate("create: resolution %q for %s", res, model)
 			return "", false
 		}
 		if res == "1080p" && ratio == "9:16" {
-			s.violate("create: 1080p at 9:16")
+			s.Violate("create: 1080p at 9:16")
 			return "", false
 		}
 	}
 	if su, ok := params["storageUri"].(string); ok && (!strings.HasPrefix(su, "gs://") || len(su) < len("gs://abc")) {
-		s.violate("create: storageUri %q is not a gs:// URI", su)
+		s.Violate("create: storageUri %q is not a gs:// URI", su)
 		return "", false
 	}
 	audio, hasAudio := params["generateAudio"].(bool)
 	switch {
 	case m.veo3 && !hasAudio:
-		s.violate("create: no generateAudio for %s (required for Veo 3)", model)
+		s.Violate("create: no generateAudio for %s (required for Veo 3)", model)
 		return "", false
 	case !m.veo3 && audio:
-		s.violate("create: generateAudio true for %s", model)
+		s.Violate("create: generateAudio true for %s", model)
 		return "", false
 	}
 	return prompt, true
-}
-
-func hasType(v any, typ string) bool {
-	switch typ {
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "number":
-		_, ok := v.(float64)
-		return ok
-	case "bool":
-		_, ok := v.(bool)
-		return ok
-	case "object":
-		_, ok := v.(map[string]any)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	}
-	return false
 }
 
 // operation answers POST {model}:fetchPredictOperation {"operationName"}: not done for Polls
@@ -451,14 +361,14 @@ func (s *Server) operation(w http.ResponseWriter, r *http.Request, resource stri
 		OperationName string `json:"operationName"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&b); err != nil || b.OperationName == "" {
-		s.violate("fetchPredictOperation: body is not {operationName}")
+		s.Violate("fetchPredictOperation: body is not {operationName}")
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "bad body")
 		return
 	}
 	if !strings.HasPrefix(b.OperationName, resource+"/operations/") {
-		s.violate("fetchPredictOperation: operation %q read at %s", b.OperationName, resource)
+		s.Violate("fetchPredictOperation: operation %q read at %s", b.OperationName, resource)
 	}
-	switch s.fault(3) {
+	switch s.Fault(3) {
 	case 0:
 		apiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "overloaded")
 		return
@@ -475,12 +385,12 @@ func (s *Server) operation(w http.ResponseWriter, r *http.Request, resource stri
 		_, _ = io.WriteString(w, `{"name": "projects/`)
 		return
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	j, ok := s.jobs[b.OperationName]
 	if ok {
 		j.polls++
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if !ok {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "Operation not found.")
 		return
@@ -498,9 +408,7 @@ func (s *Server) operation(w http.ResponseWriter, r *http.Request, resource stri
 		op["response"] = map[string]any{"@type": typ, "raiMediaFilteredCount": 1, "raiMediaFilteredReasons": []string{"The video was filtered."}}
 	case j.storage != "":
 		uri := strings.TrimSuffix(j.storage, "/") + fmt.Sprintf("/%d/sample_0.mp4", j.seq)
-		s.mu.Lock()
-		s.objects[strings.TrimPrefix(uri, "gs://")] = j
-		s.mu.Unlock()
+		s.Locked(func() { s.objects[strings.TrimPrefix(uri, "gs://")] = j })
 		op["done"] = true
 		op["response"] = map[string]any{"@type": typ, "raiMediaFilteredCount": 0,
 			"videos": []any{map[string]any{"gcsUri": uri, "mimeType": "video/mp4"}}}
